@@ -1,0 +1,39 @@
+# seq2seq: `make all` installs, builds the data, trains and evaluates; `make test` runs the tests.
+# Pick another experiment with CONFIG=configs/xyz.yaml; pass overrides with ARGS="train.max_steps=200".
+
+PYTHON ?= python3
+CONFIG ?= config.yaml
+ARGS ?=
+INSTALLED := .installed
+
+.PHONY: all install data train eval test lint clean
+
+all: install data train eval
+
+install: $(INSTALLED)
+
+# Re-run pip only when the dependencies change. The constraints file pins torch so that a
+# CPU machine gets the CPU wheel instead of several GB of CUDA packages.
+$(INSTALLED): pyproject.toml constraints.txt
+	$(PYTHON) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	@touch $@
+
+data: $(INSTALLED)
+	$(PYTHON) -m seq2seq.data --config $(CONFIG) $(ARGS)
+
+train: $(INSTALLED)
+	$(PYTHON) -m seq2seq.train --config $(CONFIG) $(ARGS)
+
+eval: $(INSTALLED)
+	$(PYTHON) -m seq2seq.evaluate --config $(CONFIG) $(ARGS)
+
+test: $(INSTALLED)
+	$(PYTHON) -m pytest -q
+
+lint: $(INSTALLED)
+	$(PYTHON) -m ruff check seq2seq tests
+	$(PYTHON) -m ruff format --check seq2seq tests
+
+clean:
+	rm -rf runs $(INSTALLED)
+	find data -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +

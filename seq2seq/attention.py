@@ -1,0 +1,92 @@
+"""Scaled dot-product attention and multi-head attention.
+
+Shapes, with B = batch, H = heads, Tq = queries, Tk = keys, D = d_model, Dh = D / H:
+
+    q: (B, H, Tq, Dh)   k: (B, H, Tk, Dh)   v: (B, H, Tk, Dh)   mask: broadcasts to (B, H, Tq, Tk)
+
+    scores  = q @ k^T / sqrt(Dh)                 (B, H, Tq, Tk)  how well query i matches key j
+    weights = softmax(scores over the keys)      (B, H, Tq, Tk)  each row sums to 1
+    output  = weights @ v                        (B, H, Tq, Dh)  a weighted average of values
+
+The mask follows seq2seq/masks.py: True = may attend. Blocked scores are set to the most
+negative finite number of the dtype (not -inf, and not a constant like -1e9 that overflows
+in float16), so a query whose keys are all blocked gets a uniform row instead of NaN; its
+weights are then zeroed, so it outputs zeros. That is what torch's fused kernel returns for
+such rows too, and the two paths below agree on them.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(d_k)) v, step by step; returns (output, weights)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # fully blocked rows become zeros
+    if dropout > 0.0:
+        weights = F.dropout(weights, dropout)
+    return weights @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """H attention heads side by side, each on its own Dh-wide slice of the projections.
+
+    The input projections are one (3D, D) matrix, laid out like torch.nn.MultiheadAttention's
+    `in_proj_weight`: rows [0, D) make queries, [D, 2D) keys, [2D, 3D) values. Self-attention
+    computes all three with a single matrix multiply; cross-attention (queries from the
+    decoder, keys and values from the encoder output) uses the query rows on one input and the
+    key/value rows on the other.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, backend: str = "sdpa"):
+        super().__init__()
+        assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
+        assert backend in ("sdpa", "math")
+        self.d_model, self.n_heads, self.dropout, self.backend = d_model, n_heads, dropout, backend
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) -> (B, H, T, Dh): head h gets features [h*Dh, (h+1)*Dh)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, -1).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, H, T, Dh) -> (B, T, D): the heads' outputs side by side again."""
+        batch, _, length, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, length, self.d_model)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """x: (B, Tq, D) queries; memory: (B, Tk, D) keys/values (None: x itself) -> (B, Tq, D)."""
+        if memory is None:  # self-attention: one matmul for queries, keys and values
+            q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        else:  # cross-attention
+            w_q, w_kv = self.in_proj.weight.split([self.d_model, 2 * self.d_model])
+            b_q, b_kv = self.in_proj.bias.split([self.d_model, 2 * self.d_model])
+            q = F.linear(x, w_q, b_q)
+            k, v = F.linear(memory, w_kv, b_kv).chunk(2, dim=-1)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        dropout = self.dropout if self.training else 0.0
+        if self.backend == "sdpa":
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        else:
+            out, _ = scaled_dot_product_attention(q, k, v, mask, dropout)
+        return self.out_proj(self.merge_heads(out))

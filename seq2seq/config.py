@@ -1,0 +1,276 @@
+"""The experiment configuration: one typed object, read from YAML, checked key by key.
+
+`config.yaml` at the top of the repository is the default experiment; every option is
+described there. `load_config(path, overrides)` reads it, applies command-line overrides
+such as `train.max_steps=200`, and returns a `Config`. Anything unknown or of the wrong type
+is a `ConfigError` that names the file and the key (and the nearest valid key for a typo).
+
+Paths in the config are relative to the directory the commands run from (the repository
+root when you use `make`). Derived locations live here too, so every stage agrees on them:
+
+    data/<corpus.name>/   train.src train.tgt valid.* test.*   the corpus, one sentence a line
+                          src.model tgt.model vocab.json      sentencepiece models + stamp
+    runs/<experiment>/    best.pt metrics.jsonl               checkpoint and training log
+                          test.hyp eval.json                  evaluation output
+"""
+
+import argparse
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from seq2seq.errors import UserError
+
+DEFAULT_CONFIG = "config.yaml"
+
+
+class ConfigError(UserError):
+    pass
+
+
+@dataclass
+class SplitFiles:
+    """A pair of parallel text files: line N of `tgt` translates line N of `src`."""
+
+    src: str
+    tgt: str
+
+
+@dataclass
+class CorpusConfig:
+    # "numbers": the built-in generator; "parallel": your own parallel text files.
+    type: Literal["numbers", "parallel"] = "numbers"
+    # The corpus is written to (or copied into) data/<name>/.
+    name: str = "numbers"
+    # numbers only. "default": number words for 0..999,999 in "<a> is <b>" sentences;
+    # "seed": exactly the nine pairs of seed notebook 004 ("one is one" -> "1 la 1").
+    preset: Literal["default", "seed"] = "default"
+    train_size: int = 20000
+    valid_size: int = 500
+    test_size: int = 1000
+    same_prob: float = 0.5  # probability that <b> repeats <a>
+    seed: int = 1
+    # parallel only: the files of each split.
+    train: SplitFiles | None = None
+    valid: SplitFiles | None = None
+    test: SplitFiles | None = None
+
+
+@dataclass
+class VocabConfig:
+    model_type: Literal["word", "unigram", "bpe", "char"] = "word"
+    src_size: int = 64  # an upper bound: small corpora get fewer pieces
+    tgt_size: int = 64
+    character_coverage: float = 1.0
+
+
+@dataclass
+class ModelConfig:
+    d_model: int = 128
+    n_heads: int = 4
+    enc_layers: int = 2
+    dec_layers: int = 2
+    d_ff: int = 512
+    dropout: float = 0.1
+    max_positions: int = 256  # longest sequence the position table covers, in pieces
+    # "sdpa": torch.nn.functional.scaled_dot_product_attention (fused kernels);
+    # "math": the explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py.
+    attention: Literal["sdpa", "math"] = "sdpa"
+    tie_embeddings: bool = True  # share the target embedding with the output projection
+
+
+@dataclass
+class TrainConfig:
+    device: str = "auto"  # auto (CUDA, then Apple MPS, then CPU), or cpu, cuda, cuda:1, mps
+    seed: int = 1
+    batch_tokens: int = 2000  # padded source + target tokens per batch
+    max_steps: int = 4000
+    lr: float = 0.002  # peak learning rate, reached after the warmup
+    min_lr: float = 0.0001  # the cosine decay ends here at max_steps
+    warmup_steps: int = 200
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    eval_every: int = 500  # steps between validations
+    patience: int = 0  # stop after this many validations without improvement (0: never)
+    threads: int = 0  # CPU threads for torch (0: torch's default)
+
+
+@dataclass
+class DecodeConfig:
+    batch_size: int = 500  # sentences decoded together
+    # The longest output is max_len_a * source_length + max_len_b pieces.
+    max_len_a: float = 2.0
+    max_len_b: int = 10
+
+
+@dataclass
+class Config:
+    experiment: str = "numbers"  # outputs go to runs/<experiment>/
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    vocab: VocabConfig = field(default_factory=VocabConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    @property
+    def data_dir(self) -> Path:
+        return Path("data") / self.corpus.name
+
+    @property
+    def run_dir(self) -> Path:
+        return Path("runs") / self.experiment
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / "best.pt"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The --config option and the key.sub=value overrides that every command accepts."""
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    parser.add_argument(
+        "overrides", nargs="*", metavar="key.sub=value", help="override config values"
+    )
+
+
+def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) -> Config:
+    """Read a YAML config, apply `key.sub=value` overrides, validate, return a Config."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
+    for override in overrides:
+        apply_override(raw, override)
+    return config_from_dict(raw, source=str(path))
+
+
+def config_from_dict(raw: dict, source: str = "config") -> Config:
+    config = _build(Config, raw, source, prefix="")
+    _check(config, source)
+    return config
+
+
+def apply_override(raw: dict, override: str) -> None:
+    """Set `a.b.c=value` in the nested dict `raw`; the value is parsed as YAML (200, 1e-3, true)."""
+    key, sep, value = override.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"override {override!r} is not of the form key.sub=value")
+    *parents, leaf = key.strip().split(".")
+    node = raw
+    for part in parents:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {override!r}: {part!r} is not a section")
+        node = child
+    node[leaf] = yaml.safe_load(value)
+
+
+def _build(cls, raw, source: str, prefix: str):
+    """Turn the dict `raw` into the dataclass `cls`, checking every key and type."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: {prefix.rstrip('.') or 'the top level'} must be a mapping")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {}
+    for key, value in raw.items():
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            raise ConfigError(f"{source}: unknown key '{prefix}{key}'{hint}")
+        values[key] = _convert(hints[key], value, source, f"{prefix}{key}")
+    try:
+        return cls(**values)
+    except TypeError:
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in values]
+        raise ConfigError(f"{source}: '{prefix}' needs the keys {missing}") from None
+
+
+def _convert(hint, value, source: str, key: str):
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (hint,) = [option for option in options if option is not type(None)]
+        origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, source, prefix=f"{key}.")
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            raise ConfigError(f"{source}: '{key}' is {value!r}; choose one of {list(choices)}")
+        return value
+    wrong_type = (
+        (hint is bool and not isinstance(value, bool))
+        or (hint is int and (isinstance(value, bool) or not isinstance(value, int)))
+        or (hint is float and (isinstance(value, bool) or not isinstance(value, int | float)))
+        or (hint is str and not isinstance(value, str))
+    )
+    if wrong_type:
+        raise ConfigError(f"{source}: '{key}' must be {hint.__name__}, got {value!r}")
+    return float(value) if hint is float else value
+
+
+def _check(config: Config, source: str) -> None:
+    """Rules that involve more than one key's type."""
+
+    def require(condition: bool, message: str) -> None:
+        if not condition:
+            raise ConfigError(f"{source}: {message}")
+
+    corpus, model, train, decode = config.corpus, config.model, config.train, config.decode
+    if corpus.type == "parallel":
+        for split in ("train", "valid", "test"):
+            require(
+                getattr(corpus, split) is not None,
+                f"'corpus.{split}' (src and tgt files) is needed with corpus.type: parallel",
+            )
+    else:
+        for split in ("train", "valid", "test"):
+            require(
+                getattr(corpus, split) is None,
+                f"'corpus.{split}' is only used with corpus.type: parallel",
+            )
+        for key in ("train_size", "valid_size", "test_size"):
+            require(getattr(corpus, key) > 0, f"'corpus.{key}' must be positive")
+        require(0.0 <= corpus.same_prob <= 1.0, "'corpus.same_prob' must be between 0 and 1")
+    require(config.experiment.strip() != "", "'experiment' must not be empty")
+    require(corpus.name.strip() != "", "'corpus.name' must not be empty")
+    require(config.vocab.src_size >= 8 and config.vocab.tgt_size >= 8, "vocab sizes must be >= 8")
+    require(0.0 < config.vocab.character_coverage <= 1.0, "'vocab.character_coverage' in (0, 1]")
+    require(model.d_model > 0 and model.n_heads > 0, "'model.d_model' and 'model.n_heads' > 0")
+    require(
+        model.d_model % model.n_heads == 0,
+        f"'model.d_model' ({model.d_model}) must be divisible by 'model.n_heads' ({model.n_heads})",
+    )
+    require(model.enc_layers >= 1 and model.dec_layers >= 1, "at least one layer each side")
+    require(model.d_ff > 0 and model.max_positions > 0, "'model.d_ff', 'max_positions' > 0")
+    require(0.0 <= model.dropout < 1.0, "'model.dropout' must be in [0, 1)")
+    require(train.batch_tokens > 0 and train.max_steps > 0, "'train.batch_tokens', 'max_steps' > 0")
+    require(train.lr > 0 and 0 <= train.min_lr <= train.lr, "need 0 <= 'train.min_lr' <= 'lr'")
+    require(train.warmup_steps >= 0 and train.eval_every > 0, "'warmup_steps' >= 0, 'eval_every' > 0")
+    require(0.0 <= train.label_smoothing < 1.0, "'train.label_smoothing' must be in [0, 1)")
+    require(train.clip_norm > 0 and train.patience >= 0, "'clip_norm' > 0 and 'patience' >= 0")
+    require(train.threads >= 0, "'train.threads' must be >= 0")
+    require(decode.batch_size > 0 and decode.max_len_a >= 0, "'decode.batch_size' > 0")

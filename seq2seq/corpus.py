@@ -1,0 +1,104 @@
+"""Parallel text: reading, checking and writing the sentence pairs of a corpus.
+
+A corpus lives in data/<corpus.name>/ as plain parallel text files, one sentence a line,
+UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N of a .tgt
+file translates line N of the .src file.
+
+`build_corpus` makes those files, either from the built-in numbers generator or by reading
+the user's own parallel files (corpus.type: parallel), checking them, and copying them in.
+`read_parallel` is the one reader for both: UTF-8 always (never the locale's encoding), a
+byte-order mark and Windows line endings are accepted, and a mismatch is an error that names
+the files and the line.
+"""
+
+from pathlib import Path
+
+from seq2seq import numbers
+from seq2seq.config import Config
+from seq2seq.errors import UserError
+from seq2seq.files import write_lines
+
+SPLITS = ("train", "valid", "test")
+
+Pairs = list[tuple[str, str]]
+
+
+class CorpusError(UserError):
+    pass
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file, without line endings (LF or CRLF) or a leading BOM."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CorpusError(f"{path} not found") from None
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line
+    text_lines = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CorpusError(f"{path}, line {number}: invalid UTF-8 ({error.reason})") from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        text_lines.append(line.removesuffix("\r"))
+    return text_lines
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> Pairs:
+    """Sentence pairs from two parallel files, which must have the same number of lines."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise CorpusError(
+            f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: "
+            "parallel files need one line each per sentence pair"
+        )
+    return [(s.strip(), t.strip()) for s, t in zip(src, tgt, strict=True)]
+
+
+def split_paths(data_dir: Path, split: str) -> tuple[Path, Path]:
+    return data_dir / f"{split}.src", data_dir / f"{split}.tgt"
+
+
+def load_split(config: Config, split: str) -> Pairs:
+    """A split of the prepared corpus in data/<corpus.name>/."""
+    src, tgt = split_paths(config.data_dir, split)
+    if not src.exists() or not tgt.exists():
+        raise CorpusError(f"no {split} split in {config.data_dir}/: run `make data` first")
+    return read_parallel(src, tgt)
+
+
+def build_corpus(config: Config) -> dict[str, int]:
+    """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split."""
+    corpus = config.corpus
+    if corpus.type == "numbers":
+        if corpus.preset == "seed":
+            splits = {split: list(numbers.SEED_PAIRS) for split in SPLITS}
+        else:
+            splits = numbers.generate(
+                corpus.train_size,
+                corpus.valid_size,
+                corpus.test_size,
+                corpus.same_prob,
+                corpus.seed,
+            )
+    else:
+        splits = {}
+        for split in SPLITS:
+            files = getattr(corpus, split)
+            pairs = read_parallel(files.src, files.tgt)
+            kept = [(s, t) for s, t in pairs if s and t]
+            if len(kept) < len(pairs):
+                print(f"{split}: dropped {len(pairs) - len(kept)} pairs with an empty side")
+            if not kept:
+                raise CorpusError(f"{files.src}: no non-empty sentence pairs")
+            splits[split] = kept
+    for split, pairs in splits.items():
+        src_path, tgt_path = split_paths(config.data_dir, split)
+        write_lines(src_path, [s for s, _ in pairs])
+        write_lines(tgt_path, [t for _, t in pairs])
+    return {split: len(pairs) for split, pairs in splits.items()}

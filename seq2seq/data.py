@@ -1,0 +1,29 @@
+"""`make data`: write the corpus to data/<corpus.name>/ and train its vocabularies.
+
+    python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
+"""
+
+import argparse
+
+from seq2seq.config import add_config_arguments, load_config
+from seq2seq.corpus import build_corpus
+from seq2seq.errors import run_cli
+from seq2seq.vocab import build_vocabs, load_vocabs
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    config = load_config(args.config, args.overrides)
+    counts = build_corpus(config)
+    sizes = ", ".join(f"{split} {count:,}" for split, count in counts.items())
+    print(f"corpus {config.data_dir}/: {sizes} pairs")
+    retrained = build_vocabs(config)
+    src_vocab, tgt_vocab = load_vocabs(config)
+    state = "trained" if retrained else "up to date"
+    print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,25 @@
+"""One exception type for mistakes a user can fix, and the wrapper that reports them.
+
+Every command-line entry point (`python -m seq2seq.data`, `.train`, `.evaluate`,
+`.translate`) runs through `run_cli`, so a bad config key, a missing file or an untrained
+model ends in one readable line on stderr and a non-zero exit code, never a traceback.
+"""
+
+import sys
+from collections.abc import Callable
+
+
+class UserError(Exception):
+    """Something the user can fix: the message says what is wrong, where, and what to do."""
+
+
+def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
+    """Run `main(argv)`; turn a UserError or Ctrl-C into a one-line message and an exit code."""
+    try:
+        main(argv)
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

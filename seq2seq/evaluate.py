@@ -1,0 +1,55 @@
+"""`make eval`: greedy-decode the test split with the best checkpoint and score it.
+
+    python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt]
+
+Writes the translations to runs/<experiment>/test.hyp (line N answers line N of the test
+source) and the scores to runs/<experiment>/eval.json, and prints them.
+"""
+
+import argparse
+import json
+import time
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import add_config_arguments, load_config
+from seq2seq.corpus import load_split
+from seq2seq.decode import translate
+from seq2seq.device import pick_device
+from seq2seq.errors import run_cli
+from seq2seq.files import write_json, write_lines
+from seq2seq.metrics import score
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_config_arguments(parser)
+    parser.add_argument("--checkpoint", help="model to evaluate (default: the config's best)")
+    args = parser.parse_args(argv)
+    config = load_config(args.config, args.overrides)
+    test = load_split(config, "test")
+    checkpoint = load_checkpoint(
+        args.checkpoint or config.checkpoint_path, pick_device(config.train.device)
+    )
+    sources, references = [s for s, _ in test], [t for _, t in test]
+
+    start = time.perf_counter()
+    hypotheses = translate(
+        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, config.decode
+    )
+    seconds = time.perf_counter() - start
+
+    result = score(hypotheses, references, numbers=config.corpus.type == "numbers")
+    result.update(
+        decode_seconds=seconds,
+        sentences_per_s=len(sources) / seconds,
+        checkpoint=str(args.checkpoint or config.checkpoint_path),
+        checkpoint_step=checkpoint.info.get("step"),
+    )
+    write_lines(config.run_dir / "test.hyp", hypotheses)
+    write_json(config.run_dir / "eval.json", result)
+    print(json.dumps(result, indent=2))
+    print(f"wrote {config.run_dir / 'test.hyp'} and {config.run_dir / 'eval.json'}")
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,69 @@
+"""Crash-safe file writing: a file is either its old complete self or its new complete self.
+
+Everything the pipeline produces (corpus files, vocabularies, checkpoints, metrics) goes
+through `atomic_write`: the bytes go to a temporary file in the same directory, are flushed
+and fsynced, and only then renamed over the destination. A crash or Ctrl-C at any moment
+leaves no truncated file behind.
+"""
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
+@contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """`with atomic_write(p) as f: f.write(...)`: p appears only once everything is written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file private; use the usual mode
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable (not possible on every platform; best effort)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_lines(path: str | Path, lines: list[str]) -> None:
+    with atomic_write(path) as file:
+        file.writelines(line + "\n" for line in lines)
+
+
+def write_json(path: str | Path, data: dict) -> None:
+    with atomic_write(path) as file:
+        json.dump(data, file, indent=2, ensure_ascii=False)
+        file.write("\n")

@@ -1,0 +1,194 @@
+"""`make train`: train the model of config.yaml and keep its best checkpoint.
+
+    python -m seq2seq.train [--config config.yaml] [key.sub=value ...]
+
+One step: a batch of about `train.batch_tokens` tokens, teacher-forced cross-entropy with
+label smoothing (padding ignored), gradient clipping, an AdamW update. The learning rate
+rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`.
+
+Every `eval_every` steps the model is validated: loss on the valid split, and the exact
+match of its greedy translations. The best checkpoint by exact match (ties: lower loss) is
+written atomically to runs/<experiment>/best.pt; each validation appends a line to
+runs/<experiment>/metrics.jsonl.
+"""
+
+import argparse
+import json
+import math
+import random
+import time
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from seq2seq.batching import collate, encode_pairs, token_batches
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.config import Config, TrainConfig, add_config_arguments, load_config
+from seq2seq.corpus import load_split
+from seq2seq.decode import translate
+from seq2seq.device import pick_device
+from seq2seq.errors import run_cli
+from seq2seq.metrics import exact_match
+from seq2seq.model import Transformer
+from seq2seq.vocab import PAD, load_vocabs
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    """Linear warmup to cfg.lr, then cosine decay to cfg.min_lr at cfg.max_steps."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices only (not on biases and LayerNorm gains)."""
+    matrices = [p for p in model.parameters() if p.dim() >= 2]
+    vectors = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": matrices, "weight_decay": cfg.weight_decay},
+        {"params": vectors, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+
+
+def batch_loss(
+    model: Transformer, batch: tuple[torch.Tensor, ...], label_smoothing: float
+) -> torch.Tensor:
+    """Mean cross-entropy per target token of one (src, tgt_in, tgt_out) batch."""
+    src, tgt_in, tgt_out = batch
+    logits = model(src, tgt_in)  # (B, T, V)
+    return F.cross_entropy(
+        logits.flatten(0, 1),
+        tgt_out.flatten(),
+        ignore_index=PAD,
+        label_smoothing=label_smoothing,
+    )
+
+
+@torch.no_grad()
+def validation_loss(model: Transformer, examples, batch_tokens: int, device) -> float:
+    """Mean per-token cross-entropy (no label smoothing) over the given examples."""
+    model.eval()
+    total, tokens = 0.0, 0
+    for indices in token_batches(examples, batch_tokens, random.Random(0)):
+        batch = tuple(t.to(device) for t in collate([examples[i] for i in indices]))
+        n = int((batch[2] != PAD).sum())
+        total += batch_loss(model, batch, 0.0).item() * n
+        tokens += n
+    model.train()
+    return total / tokens
+
+
+def train(config: Config) -> dict:
+    """Train from scratch; returns the best validation result."""
+    cfg = config.train
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+    device = pick_device(cfg.device)
+
+    src_vocab, tgt_vocab = load_vocabs(config)
+    train_examples = encode_pairs(load_split(config, "train"), src_vocab, tgt_vocab)
+    valid_pairs = load_split(config, "valid")
+    valid_examples = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
+    valid_sources = [s for s, _ in valid_pairs]
+    valid_references = tgt_vocab.decode([t for _, t in valid_examples])
+
+    model = Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
+    optimizer = make_optimizer(model, cfg)
+    print(
+        f"training {model.num_parameters():,} parameters on {device}, "
+        f"{len(train_examples):,} training pairs, up to {cfg.max_steps:,} steps"
+    )
+
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = config.run_dir / "metrics.jsonl"
+    log_path.write_text("")
+    best: dict | None = None
+    validations_without_gain = 0
+    step, epoch, stop = 0, 0, False
+    interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
+    start = interval_start = time.perf_counter()
+    progress = tqdm(total=cfg.max_steps, desc="train", unit="step", dynamic_ncols=True)
+    model.train()
+    while not stop:
+        epoch += 1
+        for indices in token_batches(train_examples, cfg.batch_tokens, rng):
+            batch = tuple(t.to(device) for t in collate([train_examples[i] for i in indices]))
+            lr = learning_rate(step, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss = batch_loss(model, batch, cfg.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+            optimizer.step()
+            step += 1
+
+            interval_loss += loss.item()
+            interval_steps += 1
+            interval_tokens += int((batch[0] != PAD).sum() + (batch[2] != PAD).sum())
+            tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
+            progress.update(1)
+            progress.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}")
+
+            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+                result = {
+                    "step": step,
+                    "epoch": epoch,
+                    "train_loss": interval_loss / interval_steps,
+                    "lr": lr,
+                    "tokens_per_s": tokens_per_s,
+                    "valid_loss": validation_loss(model, valid_examples, cfg.batch_tokens, device),
+                    "valid_exact_match": exact_match(
+                        translate(model, src_vocab, tgt_vocab, valid_sources, config.decode),
+                        valid_references,
+                    ),
+                    "elapsed_s": time.perf_counter() - start,
+                }
+                improved = best is None or (result["valid_exact_match"], -result["valid_loss"]) > (
+                    best["valid_exact_match"],
+                    -best["valid_loss"],
+                )
+                if improved:
+                    best = result
+                    validations_without_gain = 0
+                    save_checkpoint(config.checkpoint_path, config, model, src_vocab, tgt_vocab, result)
+                else:
+                    validations_without_gain += 1
+                with log_path.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(result) + "\n")
+                progress.write(
+                    f"step {step:>6}  valid loss {result['valid_loss']:.4f}  "
+                    f"exact match {result['valid_exact_match']:.4f}"
+                    + ("  (best, saved)" if improved else "")
+                )
+                interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
+                interval_start = time.perf_counter()
+                if cfg.patience and validations_without_gain >= cfg.patience:
+                    progress.write(f"no gain in {cfg.patience} validations: stopping early")
+                    stop = True
+            if stop or step >= cfg.max_steps:
+                stop = True
+                break
+    progress.close()
+    print(
+        f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
+        f"valid loss {best['valid_loss']:.4f}; saved to {config.checkpoint_path} "
+        f"({time.perf_counter() - start:.0f} s)"
+    )
+    return best
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_config_arguments(parser)
+    args = parser.parse_args(argv)
+    train(load_config(args.config, args.overrides))
+
+
+if __name__ == "__main__":
+    run_cli(main)

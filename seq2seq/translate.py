@@ -1,0 +1,48 @@
+"""Translate with a trained model.
+
+    python -m seq2seq.translate "three is three"            # prints: 3 la 3
+    python -m seq2seq.translate "one is one" "two is five"   # one output line per argument
+    printf 'one is one\\ntwo is two\\n' | python -m seq2seq.translate   # one per input line
+
+The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
+given with --checkpoint, which carries its own vocabularies and settings.
+"""
+
+import argparse
+import sys
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.decode import translate
+from seq2seq.device import pick_device
+from seq2seq.errors import run_cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Translate sentences given as arguments, or one per line on stdin."
+    )
+    parser.add_argument("sentences", nargs="*", help="sentences to translate (default: stdin)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    args = parser.parse_args(argv)
+    path = args.checkpoint or load_config(args.config).checkpoint_path
+    checkpoint = load_checkpoint(path, pick_device(args.device))
+    if args.sentences:
+        sentences = args.sentences
+    else:
+        sentences = [line.rstrip("\r\n") for line in sys.stdin]
+    translations = translate(
+        checkpoint.model,
+        checkpoint.src_vocab,
+        checkpoint.tgt_vocab,
+        sentences,
+        checkpoint.config.decode,
+    )
+    for translation in translations:
+        print(translation)
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,113 @@
+"""Vocabularies: one sentencepiece model for the source language and one for the target.
+
+Both are trained on the training split only. Digits are always split into single pieces, so
+a number never seen in training still has a spelling. The special ids are fixed here, once,
+for every model:
+
+    PAD = 0   padding, never predicted, ignored by the loss and masked out of attention
+    UNK = 1   a piece the vocabulary lacks
+    BOS = 2   begins every decoder input
+    EOS = 3   ends every target; decoding stops when it is produced
+
+The models are saved beside the corpus (data/<name>/src.model, tgt.model) with a stamp file,
+vocab.json, that records a hash of the training files and the vocabulary settings: `make data`
+retrains them only when one of those changed. Checkpoints carry the models' bytes, so a
+trained model translates without the data directory.
+"""
+
+import hashlib
+import io
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import sentencepiece as spm
+
+from seq2seq.config import Config, VocabConfig
+from seq2seq.corpus import CorpusError, read_lines, split_paths
+from seq2seq.files import atomic_write, write_json
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+SIDES = ("src", "tgt")
+
+
+class Vocab:
+    """A sentencepiece model: text <-> piece ids, with the special ids above."""
+
+    def __init__(self, model_bytes: bytes):
+        self.model_bytes = model_bytes
+        self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
+        assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
+            PAD,
+            UNK,
+            BOS,
+            EOS,
+        ), "sentencepiece model trained with other special ids"
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def encode(self, sentences: list[str]) -> list[list[int]]:
+        return self.sp.encode(sentences)
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        return self.sp.decode(ids)
+
+    def pieces(self, sentence: str) -> list[str]:
+        return self.sp.encode(sentence, out_type=str)
+
+
+def train_vocab(sentences: list[str], size: int, settings: VocabConfig) -> Vocab:
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_writer=model,
+        model_type=settings.model_type,
+        vocab_size=size,
+        hard_vocab_limit=False,  # a small corpus gets fewer pieces instead of an error
+        character_coverage=settings.character_coverage,
+        split_digits=True,
+        pad_id=PAD,
+        unk_id=UNK,
+        bos_id=BOS,
+        eos_id=EOS,
+        minloglevel=2,  # warnings and errors only
+    )
+    return Vocab(model.getvalue())
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_vocabs(config: Config) -> bool:
+    """Train data/<name>/{src,tgt}.model unless they are up to date; True if (re)trained."""
+    data_dir = config.data_dir
+    train_files = split_paths(data_dir, "train")
+    stamp = {
+        "settings": asdict(config.vocab),
+        "train_sha256": [_file_hash(path) for path in train_files],
+    }
+    stamp_path = data_dir / "vocab.json"
+    models_exist = all((data_dir / f"{side}.model").exists() for side in SIDES)
+    if models_exist and stamp_path.exists():
+        if json.loads(stamp_path.read_text(encoding="utf-8")) == stamp:
+            return False
+    sizes = {"src": config.vocab.src_size, "tgt": config.vocab.tgt_size}
+    for side, path in zip(SIDES, train_files, strict=True):
+        vocab = train_vocab(read_lines(path), sizes[side], config.vocab)
+        with atomic_write(data_dir / f"{side}.model", "wb") as file:
+            file.write(vocab.model_bytes)
+    write_json(stamp_path, stamp)
+    return True
+
+
+def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
+    """The source and target vocabularies saved by `make data`."""
+    vocabs = []
+    for side in SIDES:
+        path = config.data_dir / f"{side}.model"
+        if not path.exists():
+            raise CorpusError(f"no vocabulary {path}: run `make data` first")
+        vocabs.append(Vocab(path.read_bytes()))
+    return vocabs[0], vocabs[1]
