@@ -52,7 +52,9 @@ def padded_size(examples: list[Example]) -> int:
     return len(examples) * (longest_src + longest_tgt)
 
 
-def token_batches(examples: list[Example], batch_tokens: int, rng: random.Random) -> list[list[int]]:
+def token_batches(
+    examples: list[Example], batch_tokens: int, rng: random.Random
+) -> list[list[int]]:
     """One epoch: lists of example indices, similar lengths together, in random order.
 
     Ties in length are broken randomly, so batches differ from epoch to epoch. A single pair

@@ -15,6 +15,7 @@ root when you use `make`). Derived locations live here too, so every stage agree
 """
 
 import argparse
+import contextlib
 import dataclasses
 import difflib
 import types
@@ -221,6 +222,9 @@ def _convert(hint, value, source: str, key: str):
         if value not in choices:
             raise ConfigError(f"{source}: '{key}' is {value!r}; choose one of {list(choices)}")
         return value
+    if hint is float and isinstance(value, str):
+        with contextlib.suppress(ValueError):  # YAML reads 1e-3 (no dot) as a string
+            value = float(value)
     wrong_type = (
         (hint is bool and not isinstance(value, bool))
         or (hint is int and (isinstance(value, bool) or not isinstance(value, int)))
@@ -269,7 +273,9 @@ def _check(config: Config, source: str) -> None:
     require(0.0 <= model.dropout < 1.0, "'model.dropout' must be in [0, 1)")
     require(train.batch_tokens > 0 and train.max_steps > 0, "'train.batch_tokens', 'max_steps' > 0")
     require(train.lr > 0 and 0 <= train.min_lr <= train.lr, "need 0 <= 'train.min_lr' <= 'lr'")
-    require(train.warmup_steps >= 0 and train.eval_every > 0, "'warmup_steps' >= 0, 'eval_every' > 0")
+    require(
+        train.warmup_steps >= 0 and train.eval_every > 0, "'warmup_steps' >= 0, 'eval_every' > 0"
+    )
     require(0.0 <= train.label_smoothing < 1.0, "'train.label_smoothing' must be in [0, 1)")
     require(train.clip_norm > 0 and train.patience >= 0, "'clip_norm' > 0 and 'patience' >= 0")
     require(train.threads >= 0, "'train.threads' must be >= 0")

@@ -1,6 +1,6 @@
 """`make data`: write the corpus to data/<corpus.name>/ and train its vocabularies.
 
-    python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
+python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 """
 
 import argparse

@@ -63,7 +63,9 @@ def translate(
     for start in range(0, len(order), cfg.batch_size):
         indices = order[start : start + cfg.batch_size]
         src = source_tensor([sources[i] for i in indices]).to(device)
-        for i, ids in zip(indices, greedy_decode(model, src, max_output_length(model, src, cfg))):
+        for i, ids in zip(
+            indices, greedy_decode(model, src, max_output_length(model, src, cfg)), strict=True
+        ):
             outputs[i] = ids
     model.train(was_training)
     return tgt_vocab.decode(outputs)

@@ -2,9 +2,9 @@
 
 Data flow, with B = batch, S = source length, T = target length, D = d_model, V = vocab size:
 
-    src (B, S) ids --embed+positions--> (B, S, D) --N encoder layers--> memory (B, S, D)
-    tgt (B, T) ids --embed+positions--> (B, T, D) --N decoder layers--> (B, T, D) --> logits (B, T, V)
-                                                         ^ each layer attends to memory
+    src (B, S) --embed+positions--> (B, S, D) --encoder layers--> memory (B, S, D)
+    tgt (B, T) --embed+positions--> (B, T, D) --decoder layers--> (B, T, D) --> logits (B, T, V)
+                                                      ^ each attends to memory
 
 Each sublayer is wrapped as x + Dropout(Sublayer(LayerNorm(x))) ("pre-norm"): it trains
 stably at higher learning rates without a long warmup, which is why most recent models use

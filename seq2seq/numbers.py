@@ -66,7 +66,7 @@ def draw_number(rng: random.Random, min_digits: int = 1) -> int:
 def generate(
     train_size: int, valid_size: int, test_size: int, same_prob: float, seed: int
 ) -> dict[str, list[tuple[str, str]]]:
-    """The default preset: {"train": pairs, "valid": pairs, "test": pairs}, deterministic in seed."""
+    """The default preset: {"train": [...], "valid": [...], "test": [...]}, deterministic."""
     rng = random.Random(seed)
     held_out_size = valid_size + test_size
     available = sum(9 * 10 ** (d - 1) for d in range(3, MAX_DIGITS + 1))

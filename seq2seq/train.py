@@ -133,7 +133,9 @@ def train(config: Config) -> dict:
             interval_tokens += int((batch[0] != PAD).sum() + (batch[2] != PAD).sum())
             tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
             progress.update(1)
-            progress.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}")
+            progress.set_postfix(
+                loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}"
+            )
 
             if step % cfg.eval_every == 0 or step == cfg.max_steps:
                 result = {
@@ -156,7 +158,9 @@ def train(config: Config) -> dict:
                 if improved:
                     best = result
                     validations_without_gain = 0
-                    save_checkpoint(config.checkpoint_path, config, model, src_vocab, tgt_vocab, result)
+                    save_checkpoint(
+                        config.checkpoint_path, config, model, src_vocab, tgt_vocab, result
+                    )
                 else:
                     validations_without_gain += 1
                 with log_path.open("a", encoding="utf-8") as log:

@@ -29,10 +29,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     path = args.checkpoint or load_config(args.config).checkpoint_path
     checkpoint = load_checkpoint(path, pick_device(args.device))
-    if args.sentences:
-        sentences = args.sentences
-    else:
-        sentences = [line.rstrip("\r\n") for line in sys.stdin]
+    sentences = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
     translations = translate(
         checkpoint.model,
         checkpoint.src_vocab,

@@ -90,9 +90,8 @@ def build_vocabs(config: Config) -> bool:
     }
     stamp_path = data_dir / "vocab.json"
     models_exist = all((data_dir / f"{side}.model").exists() for side in SIDES)
-    if models_exist and stamp_path.exists():
-        if json.loads(stamp_path.read_text(encoding="utf-8")) == stamp:
-            return False
+    if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
+        return False
     sizes = {"src": config.vocab.src_size, "tgt": config.vocab.tgt_size}
     for side, path in zip(SIDES, train_files, strict=True):
         vocab = train_vocab(read_lines(path), sizes[side], config.vocab)

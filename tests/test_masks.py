@@ -29,7 +29,12 @@ def test_mask_shapes_and_values_follow_the_documented_convention():
 def model(request) -> Transformer:
     torch.manual_seed(0)
     cfg = ModelConfig(
-        d_model=32, n_heads=4, enc_layers=2, dec_layers=2, d_ff=64, dropout=0.0,
+        d_model=32,
+        n_heads=4,
+        enc_layers=2,
+        dec_layers=2,
+        d_ff=64,
+        dropout=0.0,
         attention=request.param,
     )
     return Transformer(cfg, src_vocab_size=20, tgt_vocab_size=15).eval()

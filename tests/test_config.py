@@ -1,0 +1,96 @@
+"""The typed config: config.yaml documents every option, and mistakes name the key."""
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seq2seq.config import Config, ConfigError, config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_config_yaml_sets_every_option_to_its_documented_default():
+    raw = yaml.safe_load((ROOT / "config.yaml").read_text())
+    defaults = Config().to_dict()
+    for section, values in defaults.items():
+        if not isinstance(values, dict):
+            assert raw[section] == values, section
+            continue
+        for key, value in values.items():
+            if value is None:  # parallel-corpus paths: documented in a comment
+                continue
+            assert raw[section][key] == value, f"{section}.{key}"
+    assert load_config(ROOT / "config.yaml") == Config()
+
+
+def test_every_config_file_in_the_repository_is_valid():
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        load_config(path)
+
+
+def test_unknown_key_names_the_key_and_the_nearest_valid_one():
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'model\.d_modle' \(did you mean 'model\.d_model'\?\)"
+    ):
+        config_from_dict({"model": {"d_modle": 64}})
+    with pytest.raises(ConfigError, match=r"unknown key 'trian'.*'train'"):
+        config_from_dict({"trian": {}})
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"model": {"d_model": "big"}}, r"'model\.d_model' must be int, got 'big'"),
+        ({"train": {"lr": True}}, r"'train\.lr' must be float"),
+        ({"model": {"attention": "flash"}}, r"'model\.attention' is 'flash'; choose one of"),
+        ({"model": {"d_model": 30, "n_heads": 4}}, r"divisible by 'model\.n_heads'"),
+        ({"corpus": {"type": "parallel"}}, r"'corpus\.train' .* is needed"),
+        ({"corpus": {"train": {"src": "a", "tgt": "b"}}}, r"only used with corpus\.type: parallel"),
+        ({"model": 3}, r"model must be a mapping"),
+    ],
+)
+def test_wrong_values_are_errors_that_name_the_key(raw, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(raw)
+
+
+def test_integers_are_accepted_for_float_options():
+    assert config_from_dict({"train": {"lr": 1}}).train.lr == 1.0
+
+
+def test_command_line_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  max_steps: 10\n")
+    config = load_config(path, ["train.max_steps=200", "train.lr=1e-3", "model.attention=math"])
+    assert (config.train.max_steps, config.train.lr, config.model.attention) == (200, 1e-3, "math")
+    with pytest.raises(ConfigError, match="unknown key 'train.max_step'"):
+        load_config(path, ["train.max_step=5"])
+    with pytest.raises(ConfigError, match="not of the form"):
+        load_config(path, ["train.max_steps"])
+
+
+def test_missing_or_broken_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad.yaml: not valid YAML"):
+        load_config(bad)
+
+
+def test_config_round_trips_through_a_dict():
+    config = config_from_dict(
+        {
+            "corpus": {
+                "type": "parallel",
+                "name": "mine",
+                **{
+                    split: {"src": f"{split}.de", "tgt": f"{split}.en"}
+                    for split in ("train", "valid", "test")
+                },
+            }
+        }
+    )
+    assert config_from_dict(dataclasses.asdict(config)) == config

@@ -1,0 +1,35 @@
+"""Metrics: exact match, token accuracy, sacreBLEU, and the numbers breakdown."""
+
+import sacrebleu
+
+from seq2seq.metrics import exact_match_by_digits, score, token_accuracy
+
+
+def test_token_accuracy_counts_missing_and_extra_tokens():
+    assert token_accuracy(["1 2 la 3"], ["1 2 la 3"]) == 1.0
+    assert token_accuracy(["1 2 la"], ["1 2 la 3"]) == 0.75  # one missing
+    assert token_accuracy(["1 2 la 3 4"], ["1 2 la 3"]) == 0.8  # one extra
+    assert token_accuracy(["9 2 la 3"], ["1 2 la 3"]) == 0.75
+
+
+def test_scores_match_sacrebleu_and_exact_match():
+    hyps = ["the cat sat on the mat", "a dog runs", "1 2 la 3"]
+    refs = ["the cat sat on a mat", "a dog runs", "1 2 la 3"]
+    result = score(hyps, refs)
+    assert result["exact_match"] == 2 / 3
+    assert result["n_sentences"] == 3
+    assert abs(result["bleu"] - sacrebleu.corpus_bleu(hyps, [refs]).score) < 1e-9
+    assert abs(result["chrf"] - sacrebleu.corpus_chrf(hyps, [refs]).score) < 1e-9
+    assert result["bleu_signature"].startswith("nrefs:1|case:mixed")
+
+
+def test_exact_match_by_digits():
+    refs = ["1 2 la 3", "4 5 6 la 4 5 6", "7 la 8"]
+    hyps = ["1 2 la 3", "4 5 6 la 4 5 7", "7 la 8"]
+    result = exact_match_by_digits(hyps, refs)
+    assert result["first_number"] == {
+        "1": {"exact_match": 1.0, "n": 1},
+        "2": {"exact_match": 1.0, "n": 1},
+        "3": {"exact_match": 0.0, "n": 1},
+    }
+    assert result["second_number"]["1"] == {"exact_match": 1.0, "n": 2}

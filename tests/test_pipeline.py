@@ -1,0 +1,113 @@
+"""End to end: data, train, eval and translate on the seed preset, in a temporary directory."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seq2seq import data, evaluate, train, translate
+from seq2seq.config import TrainConfig
+from seq2seq.train import learning_rate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_module(module: str, *args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_learning_rate_warms_up_then_decays_to_min_lr():
+    cfg = TrainConfig(lr=1e-3, min_lr=1e-5, warmup_steps=10, max_steps=110)
+    assert learning_rate(0, cfg) == pytest.approx(1e-4)
+    assert learning_rate(9, cfg) == pytest.approx(1e-3)
+    assert learning_rate(60, cfg) == pytest.approx((1e-3 + 1e-5) / 2)
+    assert learning_rate(110, cfg) == pytest.approx(1e-5)
+    rates = [learning_rate(s, cfg) for s in range(10, 111)]
+    assert all(a >= b for a, b in zip(rates[:-1], rates[1:], strict=True)) and not math.isnan(
+        sum(rates)
+    )
+
+
+@pytest.mark.slow
+def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "configs/seed.yaml", tmp_path / "config.yaml")
+
+    data.main([])
+    assert (tmp_path / "data/seed/train.src").read_text().splitlines()[2] == "three is three"
+    train.main([])
+    assert (tmp_path / "runs/seed/best.pt").exists()
+    log = [
+        json.loads(line) for line in (tmp_path / "runs/seed/metrics.jsonl").read_text().splitlines()
+    ]
+    assert log[-1]["valid_exact_match"] == 1.0
+    assert log[-1]["valid_loss"] < log[0]["valid_loss"]
+
+    evaluate.main([])
+    result = json.loads((tmp_path / "runs/seed/eval.json").read_text())
+    assert result["exact_match"] == 1.0 and result["n_sentences"] == 9
+    assert result["chrf"] == pytest.approx(100.0)  # (BLEU is 0: no 4-grams in 3 tokens)
+    assert set(result) >= {"token_accuracy", "bleu", "bleu_signature", "decode_seconds"}
+    assert (tmp_path / "runs/seed/test.hyp").read_text().splitlines()[6] == "7 la 7"
+
+    capsys.readouterr()
+    translate.main(["three is three", "nine is nine"])
+    assert capsys.readouterr().out == "3 la 3\n9 la 9\n"
+    assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
+
+    # The checkpoint is self-contained: no config file or data directory needed.
+    shutil.move(tmp_path / "runs/seed/best.pt", tmp_path / "model.pt")
+    shutil.rmtree(tmp_path / "data")
+    (tmp_path / "config.yaml").unlink()
+    done = run_module(
+        "seq2seq.translate",
+        "--checkpoint",
+        "model.pt",
+        cwd=tmp_path,
+        stdin="one is one\nfive is five\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "1 la 1\n5 la 5\n"
+
+
+def test_translate_without_a_trained_model_says_what_to_run(tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    done = run_module("seq2seq.translate", "three is three", cwd=tmp_path)
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == "error: no trained model at runs/numbers/best.pt: run `make train` first"
+    )
+
+
+def test_a_corrupt_checkpoint_is_a_clear_error(tmp_path):
+    (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
+    done = run_module("seq2seq.translate", "--checkpoint", "broken.pt", "x", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: broken.pt is not a readable checkpoint")
+    assert "Traceback" not in done.stderr
+
+
+def test_a_config_mistake_is_one_line_naming_the_key(tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    done = run_module("seq2seq.train", "train.max_stesp=3", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: config.yaml: unknown key 'train.max_stesp' (did you mean 'train.max_steps'?)"
+    )
+    done = run_module("seq2seq.train", cwd=tmp_path)
+    assert done.returncode == 1 and "run `make data` first" in done.stderr
