@@ -45,13 +45,6 @@ def collate(examples: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.
     return src, tgt_in, tgt_out
 
 
-def padded_size(examples: list[Example]) -> int:
-    """Source + target tokens of the batch once padded (with EOS / BOS added)."""
-    longest_src = max(len(s) for s, _ in examples) + 1
-    longest_tgt = max(len(t) for _, t in examples) + 1
-    return len(examples) * (longest_src + longest_tgt)
-
-
 def token_batches(
     examples: list[Example], batch_tokens: int, rng: random.Random
 ) -> list[list[int]]:
