@@ -31,7 +31,7 @@ from seq2seq.device import pick_device
 from seq2seq.errors import run_cli
 from seq2seq.metrics import exact_match
 from seq2seq.model import Transformer
-from seq2seq.vocab import PAD, load_vocabs
+from seq2seq.vocab import PAD, Vocab, load_vocabs
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -68,17 +68,23 @@ def batch_loss(
 
 
 @torch.no_grad()
-def validation_loss(model: Transformer, examples, batch_tokens: int, device) -> float:
-    """Mean per-token cross-entropy (no label smoothing) over the given examples."""
+def validate(
+    model: Transformer, config: Config, vocabs: tuple[Vocab, Vocab], pairs: list, device
+) -> dict:
+    """Per-token cross-entropy (no label smoothing) and greedy exact match on `pairs`."""
+    src_vocab, tgt_vocab = vocabs
+    examples = encode_pairs(pairs, src_vocab, tgt_vocab)
     model.eval()
     total, tokens = 0.0, 0
-    for indices in token_batches(examples, batch_tokens, random.Random(0)):
+    for indices in token_batches(examples, config.train.batch_tokens, random.Random(0)):
         batch = tuple(t.to(device) for t in collate([examples[i] for i in indices]))
         n = int((batch[2] != PAD).sum())
         total += batch_loss(model, batch, 0.0).item() * n
         tokens += n
+    hypotheses = translate(model, src_vocab, tgt_vocab, [s for s, _ in pairs], config.decode)
+    references = tgt_vocab.decode([t for _, t in examples])  # normalised like the hypotheses
     model.train()
-    return total / tokens
+    return {"valid_loss": total / tokens, "valid_exact_match": exact_match(hypotheses, references)}
 
 
 def train(config: Config) -> dict:
@@ -93,9 +99,6 @@ def train(config: Config) -> dict:
     src_vocab, tgt_vocab = load_vocabs(config)
     train_examples = encode_pairs(load_split(config, "train"), src_vocab, tgt_vocab)
     valid_pairs = load_split(config, "valid")
-    valid_examples = encode_pairs(valid_pairs, src_vocab, tgt_vocab)
-    valid_sources = [s for s, _ in valid_pairs]
-    valid_references = tgt_vocab.decode([t for _, t in valid_examples])
 
     model = Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
     optimizer = make_optimizer(model, cfg)
@@ -112,7 +115,7 @@ def train(config: Config) -> dict:
     step, epoch, stop = 0, 0, False
     interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
     start = interval_start = time.perf_counter()
-    progress = tqdm(total=cfg.max_steps, desc="train", unit="step", dynamic_ncols=True)
+    progress = tqdm(total=cfg.max_steps, desc="train", unit="step", mininterval=0.5)
     model.train()
     while not stop:
         epoch += 1
@@ -144,11 +147,7 @@ def train(config: Config) -> dict:
                     "train_loss": interval_loss / interval_steps,
                     "lr": lr,
                     "tokens_per_s": tokens_per_s,
-                    "valid_loss": validation_loss(model, valid_examples, cfg.batch_tokens, device),
-                    "valid_exact_match": exact_match(
-                        translate(model, src_vocab, tgt_vocab, valid_sources, config.decode),
-                        valid_references,
-                    ),
+                    **validate(model, config, (src_vocab, tgt_vocab), valid_pairs, device),
                     "elapsed_s": time.perf_counter() - start,
                 }
                 improved = best is None or (result["valid_exact_match"], -result["valid_loss"]) > (
