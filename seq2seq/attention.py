@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seq2seq.cache import KVCache
+
 
 def scaled_dot_product_attention(
     q: torch.Tensor,
@@ -74,16 +76,28 @@ class MultiHeadAttention(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """x: (B, Tq, D) queries; memory: (B, Tk, D) keys/values (None: x itself) -> (B, Tq, D)."""
+        """x: (B, Tq, D) queries; memory: (B, Tk, D) keys/values (None: x itself) -> (B, Tq, D).
+
+        With a cache (decoding step by step), self-attention appends the keys and values of
+        the new positions to those of the earlier ones, and cross-attention computes the
+        encoder's keys and values once, at the first step.
+        """
         if memory is None:  # self-attention: one matmul for queries, keys and values
-            q, k, v = self.in_proj(x).chunk(3, dim=-1)
+            q, k, v = map(self.split_heads, self.in_proj(x).chunk(3, dim=-1))
+            if cache is not None:
+                k, v = cache.append(k, v)  # (B, H, all positions so far, Dh)
         else:  # cross-attention
             w_q, w_kv = self.in_proj.weight.split([self.d_model, 2 * self.d_model])
             b_q, b_kv = self.in_proj.bias.split([self.d_model, 2 * self.d_model])
-            q = F.linear(x, w_q, b_q)
-            k, v = F.linear(memory, w_kv, b_kv).chunk(2, dim=-1)
-        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+            q = self.split_heads(F.linear(x, w_q, b_q))
+            if cache is not None and cache.keys is not None:
+                k, v = cache.keys, cache.values
+            else:
+                k, v = map(self.split_heads, F.linear(memory, w_kv, b_kv).chunk(2, dim=-1))
+                if cache is not None:
+                    cache.append(k, v)
         dropout = self.dropout if self.training else 0.0
         if self.backend == "sdpa":
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)

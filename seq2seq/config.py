@@ -106,6 +106,7 @@ class TrainConfig:
 @dataclass
 class DecodeConfig:
     batch_size: int = 500  # sentences decoded together
+    cache: bool = True  # reuse keys/values of earlier steps (false: recompute the prefix)
     # The longest output is max_len_a * source_length + max_len_b pieces.
     max_len_a: float = 2.0
     max_len_b: int = 10

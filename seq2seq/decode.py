@@ -2,48 +2,100 @@
 
     memory = encode(source)                   once per batch
     ys = [BOS]
-    repeat: logits = decode(ys, memory)       the decoder runs over the whole prefix again
+    repeat: logits = decode(ys, memory)
             ys += argmax(logits[last step])
-    until every sentence has produced EOS, or the length limit
-      max_len_a * source length + max_len_b.
+    until a sentence produces EOS or reaches its length limit,
+      max_len_a * its source length + max_len_b pieces.
 
-A sentence that has finished keeps receiving PAD, which the masks hide, so it no longer
-changes. `translate` wraps this for raw text: it sorts sentences by length so that each
-batch has little padding, and returns the translations in the original order.
+Two implementations give the same tokens:
+
+* `greedy_decode_recompute` runs the decoder over the whole prefix again at every step, as
+  most tutorials do. Finished sentences keep receiving PAD, which the masks hide. It is the
+  reference the tests compare against.
+* `greedy_decode_cached` feeds only the newest token and keeps the attention keys and values
+  of earlier steps in a DecoderCache (seq2seq/cache.py). Finished sentences leave the batch,
+  so they stop costing work. This is the default (`decode.cache: true`).
+
+`translate` wraps both for raw text: it sorts sentences by length so that each batch has
+little padding, and returns the translations in the original order.
 """
 
 import torch
 
 from seq2seq.batching import source_tensor
+from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig
 from seq2seq.model import Transformer
 from seq2seq.vocab import BOS, EOS, PAD, Vocab
 
 
+def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
+    """(B, S) source -> (B,) longest output of each sentence, in pieces."""
+    source_lengths = (src != PAD).sum(dim=1)
+    limits = (cfg.max_len_a * source_lengths + cfg.max_len_b).long()
+    return limits.clamp(1, model.cfg.max_positions - 1)
+
+
+def next_tokens(logits: torch.Tensor) -> torch.Tensor:
+    """(B, V) logits of the last position -> (B,) most probable real token."""
+    logits[:, [PAD, BOS]] = float("-inf")  # never an output token
+    return logits.argmax(dim=-1)
+
+
+def strip(outputs: torch.Tensor) -> list[list[int]]:
+    """(B, L) output ids -> B lists, each cut at its first EOS or PAD."""
+    result = []
+    for row in outputs.tolist():
+        end = next((i for i, token in enumerate(row) if token in (EOS, PAD)), len(row))
+        result.append(row[:end])
+    return result
+
+
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_len: int) -> list[list[int]]:
-    """src: (B, S) padded source ids -> B lists of output ids (no BOS, stops before EOS)."""
+def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
+    """src: (B, S), limits: (B,) -> B lists of output ids (no BOS, no EOS)."""
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     batch = src.size(0)
-    ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1)
+    ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1 + steps)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    for _ in range(max_len):
-        logits = model.decode(ys, memory, src_mask)[:, -1]  # (B, V) for the last position
-        logits[:, [PAD, BOS]] = float("-inf")  # never a real output token
-        next_token = logits.argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
-        ys = torch.cat([ys, next_token[:, None]], dim=1)
-        finished |= next_token == EOS
+    for step in range(int(limits.max())):
+        logits = model.decode(ys, memory, src_mask)[:, -1]  # the whole prefix, again
+        token = next_tokens(logits).masked_fill(finished, PAD)  # (B,)
+        ys = torch.cat([ys, token[:, None]], dim=1)
+        finished |= (token == EOS) | (step + 1 >= limits)
         if finished.all():
             break
-    outputs = []
-    for row in ys[:, 1:].tolist():
-        outputs.append(row[: row.index(EOS)] if EOS in row else row)
-    return outputs
+    return strip(ys[:, 1:])
 
 
-def max_output_length(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> int:
-    limit = int(cfg.max_len_a * src.size(1) + cfg.max_len_b)
-    return min(limit, model.cfg.max_positions - 1)
+@torch.no_grad()
+def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
+    """Same result as greedy_decode_recompute, one new token per step with a KV cache."""
+    memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
+    batch, longest = src.size(0), int(limits.max())
+    outputs = torch.full((batch, longest), PAD, dtype=torch.long, device=src.device)
+    rows = torch.arange(batch, device=src.device)  # batch row of each sentence still decoding
+    cache = DecoderCache.empty(len(model.decoder))
+    token = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (b, 1)
+    for step in range(longest):
+        logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (b, V)
+        new = next_tokens(logits)  # (b,)
+        outputs[rows, step] = new
+        done = (new == EOS) | (step + 1 >= limits[rows])
+        if done.all():
+            break
+        if done.any():  # drop the finished sentences from every tensor that has a batch row
+            keep = (~done).nonzero().squeeze(1)
+            rows, new, memory, src_mask = rows[keep], new[keep], memory[keep], src_mask[keep]
+            cache.select(keep)
+        token = new[:, None]
+    return strip(outputs)
+
+
+def greedy_decode(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> list[list[int]]:
+    """src: (B, S) padded source ids -> B lists of output ids, with or without the cache."""
+    decode = greedy_decode_cached if cfg.cache else greedy_decode_recompute
+    return decode(model, src, max_lengths(model, src, cfg))
 
 
 def translate(
@@ -63,9 +115,7 @@ def translate(
     for start in range(0, len(order), cfg.batch_size):
         indices = order[start : start + cfg.batch_size]
         src = source_tensor([sources[i] for i in indices]).to(device)
-        for i, ids in zip(
-            indices, greedy_decode(model, src, max_output_length(model, src, cfg)), strict=True
-        ):
+        for i, ids in zip(indices, greedy_decode(model, src, cfg), strict=True):
             outputs[i] = ids
     model.train(was_training)
     return tgt_vocab.decode(outputs)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from seq2seq.attention import MultiHeadAttention
+from seq2seq.cache import DecoderCache, LayerCache
 from seq2seq.config import ModelConfig
 from seq2seq.masks import decoder_mask, padding_mask
 
@@ -46,14 +47,15 @@ class Embedding(nn.Module):
         self.scale = math.sqrt(d_model)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        length = ids.size(1)
-        if length > self.positions.size(0):
+    def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """ids: (B, L) at positions start .. start+L-1 -> (B, L, D)."""
+        end = start + ids.size(1)
+        if end > self.positions.size(0):
             raise ValueError(
-                f"sequence of {length} pieces is longer than model.max_positions "
+                f"sequence of {end} pieces is longer than model.max_positions "
                 f"({self.positions.size(0)})"
             )
-        return self.dropout(self.tokens(ids) * self.scale + self.positions[:length])
+        return self.dropout(self.tokens(ids) * self.scale + self.positions[start:end])
 
 
 class FeedForward(nn.Module):
@@ -96,12 +98,16 @@ class DecoderLayer(nn.Module):
         self,
         x: torch.Tensor,
         memory: torch.Tensor,
-        tgt_mask: torch.Tensor,
+        tgt_mask: torch.Tensor | None,
         src_mask: torch.Tensor,
+        cache: LayerCache | None = None,
     ) -> torch.Tensor:
         """x: (B, T, D); memory: (B, S, D); tgt_mask: (B, 1, T, T); src_mask: (B, 1, 1, S)."""
-        x = x + self.dropout(self.self_attn(self.norm1(x), mask=tgt_mask))
-        x = x + self.dropout(self.cross_attn(self.norm2(x), memory, mask=src_mask))
+        self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache else (None, None)
+        x = x + self.dropout(self.self_attn(self.norm1(x), mask=tgt_mask, cache=self_cache))
+        x = x + self.dropout(
+            self.cross_attn(self.norm2(x), memory, mask=src_mask, cache=cross_cache)
+        )
         return x + self.dropout(self.ff(self.norm3(x)))
 
 
@@ -128,13 +134,27 @@ class Transformer(nn.Module):
         return self.encoder_norm(x), src_mask
 
     def decode(
-        self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        cache: DecoderCache | None = None,
     ) -> torch.Tensor:
-        """tgt: (B, T) ids starting with BOS -> logits (B, T, V) for the next token at each step."""
-        tgt_mask = decoder_mask(tgt)
-        x = self.tgt_embed(tgt)
-        for layer in self.decoder:
-            x = layer(x, memory, tgt_mask, src_mask)
+        """tgt: (B, T) ids starting with BOS -> logits (B, T, V) for the next token at each step.
+
+        With a cache, tgt is only the newest token of each sentence, (B, 1): the keys and values
+        of the earlier ones come from the cache, and no mask is needed, since the new token may
+        see every earlier position and there are no later ones yet.
+        """
+        if cache is None:
+            tgt_mask, start, layer_caches = decoder_mask(tgt), 0, [None] * len(self.decoder)
+        else:
+            assert tgt.size(1) == 1, "with a cache, decode one new token at a time"
+            tgt_mask, start, layer_caches = None, cache.length, cache.layers
+            cache.length += tgt.size(1)
+        x = self.tgt_embed(tgt, start)
+        for layer, layer_cache in zip(self.decoder, layer_caches, strict=True):
+            x = layer(x, memory, tgt_mask, src_mask, layer_cache)
         return self.generator(self.decoder_norm(x))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
