@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train eval test lint clean
+.PHONY: all install data train eval test bench bench-quick lint clean
 
 all: install data train eval
 
@@ -30,9 +30,17 @@ eval: $(INSTALLED)
 test: $(INSTALLED)
 	$(PYTHON) -m pytest -q
 
+# Speed figures against baselines measured in the same run -> benchmarks/results.{json,md}.
+# The full mode trains the config to 99% valid exact match (minutes); the quick one takes seconds.
+bench: data
+	$(PYTHON) benchmarks/bench.py --config $(CONFIG) $(ARGS)
+
+bench-quick: data
+	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
+
 lint: $(INSTALLED)
-	$(PYTHON) -m ruff check seq2seq tests
-	$(PYTHON) -m ruff format --check seq2seq tests
+	$(PYTHON) -m ruff check seq2seq tests benchmarks
+	$(PYTHON) -m ruff format --check seq2seq tests benchmarks
 
 clean:
 	rm -rf runs $(INSTALLED)

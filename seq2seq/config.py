@@ -78,7 +78,7 @@ class ModelConfig:
     enc_layers: int = 2
     dec_layers: int = 2
     d_ff: int = 512
-    dropout: float = 0.1
+    dropout: float = 0.0
     max_positions: int = 256  # longest sequence the position table covers, in pieces
     # "sdpa": torch.nn.functional.scaled_dot_product_attention (fused kernels);
     # "math": the explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py.
@@ -91,7 +91,7 @@ class TrainConfig:
     device: str = "auto"  # auto (CUDA, then Apple MPS, then CPU), or cpu, cuda, cuda:1, mps
     seed: int = 1
     batch_tokens: int = 2000  # padded source + target tokens per batch
-    max_steps: int = 4000
+    max_steps: int = 3500
     lr: float = 0.002  # peak learning rate, reached after the warmup
     min_lr: float = 0.0001  # the cosine decay ends here at max_steps
     warmup_steps: int = 200

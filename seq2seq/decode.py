@@ -51,7 +51,7 @@ def strip(outputs: torch.Tensor) -> list[list[int]]:
     return result
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
     """src: (B, S), limits: (B,) -> B lists of output ids (no BOS, no EOS)."""
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
@@ -68,7 +68,7 @@ def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch
     return strip(ys[:, 1:])
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
     """Same result as greedy_decode_recompute, one new token per step with a KV cache."""
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
@@ -82,9 +82,10 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
         new = next_tokens(logits)  # (b,)
         outputs[rows, step] = new
         done = (new == EOS) | (step + 1 >= limits[rows])
-        if done.all():
+        finished = int(done.sum())
+        if finished == len(rows):
             break
-        if done.any():  # drop the finished sentences from every tensor that has a batch row
+        if finished:  # drop the finished sentences from every tensor that has a batch row
             keep = (~done).nonzero().squeeze(1)
             rows, new, memory, src_mask = rows[keep], new[keep], memory[keep], src_mask[keep]
             cache.select(keep)

@@ -1,0 +1,45 @@
+"""The benchmark's quick mode, as a smoke test: every figure is produced and sane."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["corpus.train_size=2000", "corpus.valid_size=100", "corpus.test_size=200"]
+
+
+@pytest.mark.slow
+def test_quick_benchmark_writes_every_figure(tmp_path):
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def run(*command):
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+
+    run(sys.executable, "-m", "seq2seq.data", *SMALL)
+    run(sys.executable, str(ROOT / "benchmarks/bench.py"), "--quick", "--out", "out", *SMALL)
+    results = json.loads((tmp_path / "out/results.json").read_text())
+    figures = results["figures"]
+    assert results["mode"] == "quick" and results["machine"]["torch"]
+    for key in (
+        "train_tokens_per_s",
+        "nn_transformer_train_tokens_per_s",
+        "train_speed_vs_nn_transformer",
+        "decode_sentences_per_s_cached_batch1",
+        "decode_sentences_per_s_recompute_batch64",
+        "decode_speedup_cached_vs_recompute",
+        "long_decode_speedup_cached_vs_recompute",
+        "train_flops_fraction_of_matmul_peak",
+        "train_peak_memory_mib",
+        "decode_peak_memory_mib",
+    ):
+        assert figures[key] > 0, key
+    assert figures["train_parameters"] == figures["nn_transformer_parameters"]
+    assert "seconds_to_99_exact_match" in figures  # None: a quick run stops before 99%
+    assert "| `train_speed_vs_nn_transformer` |" in (tmp_path / "out/results.md").read_text()
