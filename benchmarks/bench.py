@@ -250,7 +250,8 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
 def run_and_measure(command: list[str]) -> tuple[float, float]:
     """Run a command; return its wall seconds and its peak resident memory in MiB."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    quiet = dict(os.environ, TQDM_DISABLE="1")  # no progress bars in the benchmark's output
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=quiet)
     _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"benchmark step failed: {' '.join(command)}")

@@ -101,6 +101,9 @@ class TrainConfig:
     eval_every: int = 500  # steps between validations
     patience: int = 0  # stop after this many validations without improvement (0: never)
     threads: int = 0  # CPU threads for torch (0: torch's default)
+    # auto: bf16 autocast on a GPU that supports it, fp32 elsewhere; fp16 adds a gradient scaler.
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    compile: bool = False  # torch.compile the model for training (worth it on GPUs)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from seq2seq.config import Config, TrainConfig, add_config_arguments, load_confi
 from seq2seq.corpus import load_split
 from seq2seq.decode import translate
 from seq2seq.device import pick_device
-from seq2seq.errors import run_cli
+from seq2seq.errors import UserError, run_cli
 from seq2seq.metrics import exact_match
 from seq2seq.model import Transformer
 from seq2seq.vocab import PAD, Vocab, load_vocabs
@@ -40,6 +40,16 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype for train.precision on this device (None: plain fp32)."""
+    if precision == "auto":
+        on_gpu = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        precision = "bf16" if on_gpu else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise UserError("train.precision: fp16 needs a CUDA device; use bf16 or fp32")
+    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
 def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -102,9 +112,14 @@ def train(config: Config) -> dict:
 
     model = Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
     optimizer = make_optimizer(model, cfg)
+    autocast_dtype = resolve_precision(cfg.precision, device)
+    # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
+    scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype == torch.float16)
+    step_model = torch.compile(model, dynamic=True) if cfg.compile else model
     print(
-        f"training {model.num_parameters():,} parameters on {device}, "
-        f"{len(train_examples):,} training pairs, up to {cfg.max_steps:,} steps"
+        f"training {model.num_parameters():,} parameters on {device} "
+        f"({autocast_dtype or torch.float32}), {len(train_examples):,} training pairs, "
+        f"up to {cfg.max_steps:,} steps"
     )
 
     config.run_dir.mkdir(parents=True, exist_ok=True)
@@ -124,11 +139,14 @@ def train(config: Config) -> dict:
             lr = learning_rate(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss = batch_loss(model, batch, cfg.label_smoothing)
+            with torch.autocast(device.type, autocast_dtype, enabled=autocast_dtype is not None):
+                loss = batch_loss(step_model, batch, cfg.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)  # clip the true gradients
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             step += 1
 
             interval_loss += loss.item()
@@ -137,7 +155,10 @@ def train(config: Config) -> dict:
             tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
             progress.update(1)
             progress.set_postfix(
-                loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}"
+                loss=f"{loss.item():.3f}",
+                lr=f"{lr:.2e}",
+                tok_s=f"{tokens_per_s:,.0f}",
+                refresh=False,  # redraw at most every `mininterval` seconds
             )
 
             if step % cfg.eval_every == 0 or step == cfg.max_steps:

@@ -82,3 +82,13 @@ def test_a_fully_padded_row_gives_no_nan(model):
     assert torch.isfinite(logits).all()
     logits.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_model_with_a_fully_padded_row_gives_no_nan(model, dtype):
+    model = model.to(dtype)
+    src = torch.tensor([[5, 6, 7], [PAD, PAD, PAD]])
+    tgt = torch.tensor([[BOS, 5, 6], [PAD, PAD, PAD]])
+    logits = model(src, tgt)
+    assert logits.dtype == dtype
+    assert torch.isfinite(logits).all()

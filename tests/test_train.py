@@ -1,0 +1,34 @@
+"""Training options: precision and the pieces of the training step."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq import data, train
+from seq2seq.errors import UserError
+from seq2seq.train import resolve_precision
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_precision_choices():
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) is None  # fp32 on a CPU
+    assert resolve_precision("fp32", cpu) is None
+    assert resolve_precision("bf16", cpu) is torch.bfloat16
+    with pytest.raises(UserError, match="fp16 needs a CUDA device"):
+        resolve_precision("fp16", cpu)
+
+
+@pytest.mark.slow
+def test_training_under_bf16_autocast_learns(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "configs/seed.yaml", tmp_path / "config.yaml")
+    data.main([])
+    train.main(["train.precision=bf16", "train.max_steps=100"])
+    log = [json.loads(line) for line in Path("runs/seed/metrics.jsonl").read_text().splitlines()]
+    assert all(torch.isfinite(torch.tensor(entry["train_loss"])) for entry in log)
+    assert log[-1]["valid_exact_match"] == 1.0
