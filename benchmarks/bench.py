@@ -268,9 +268,14 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     seconds, peak = run_and_measure(command)
     config = load_config(config_path, [*overrides, *extra])
     log = [json.loads(line) for line in (config.run_dir / "metrics.jsonl").read_text().splitlines()]
-    reached = [entry for entry in log if entry["valid_exact_match"] >= 0.99]
+
+    def seconds_to(target: float) -> float | None:
+        reached = [entry["elapsed_s"] for entry in log if entry["valid_exact_match"] >= target]
+        return reached[0] if reached else None
+
     result = {
-        "seconds_to_99_exact_match": reached[0]["elapsed_s"] if reached else None,
+        "seconds_to_99_exact_match": seconds_to(0.99),
+        "seconds_to_99_5_exact_match": seconds_to(0.995),
         "train_run_seconds": seconds,
         "train_run_steps": log[-1]["step"],
         "train_run_best_valid_exact_match": max(entry["valid_exact_match"] for entry in log),

@@ -90,15 +90,15 @@ class ModelConfig:
 class TrainConfig:
     device: str = "auto"  # auto (CUDA, then Apple MPS, then CPU), or cpu, cuda, cuda:1, mps
     seed: int = 1
-    batch_tokens: int = 2000  # padded source + target tokens per batch
-    max_steps: int = 3500
+    batch_tokens: int = 1500  # padded source + target tokens per batch
+    max_steps: int = 5000
     lr: float = 0.002  # peak learning rate, reached after the warmup
     min_lr: float = 0.0001  # the cosine decay ends here at max_steps
     warmup_steps: int = 200
     weight_decay: float = 0.01
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
-    eval_every: int = 500  # steps between validations
+    eval_every: int = 250  # steps between validations
     patience: int = 0  # stop after this many validations without improvement (0: never)
     threads: int = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU that supports it, fp32 elsewhere; fp16 adds a gradient scaler.

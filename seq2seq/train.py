@@ -53,14 +53,16 @@ def resolve_precision(precision: str, device: torch.device) -> torch.dtype | Non
 
 
 def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (not on biases and LayerNorm gains)."""
+    """AdamW; weight decay on matrices only (not on biases and LayerNorm gains). The fused
+    implementation (one kernel for all parameters) where the device has it."""
     matrices = [p for p in model.parameters() if p.dim() >= 2]
     vectors = [p for p in model.parameters() if p.dim() < 2]
     groups = [
         {"params": matrices, "weight_decay": cfg.weight_decay},
         {"params": vectors, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
 
 
 def batch_loss(
