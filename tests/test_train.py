@@ -32,3 +32,13 @@ def test_training_under_bf16_autocast_learns(tmp_path, monkeypatch):
     log = [json.loads(line) for line in Path("runs/seed/metrics.jsonl").read_text().splitlines()]
     assert all(torch.isfinite(torch.tensor(entry["train_loss"])) for entry in log)
     assert log[-1]["valid_exact_match"] == 1.0
+
+
+@pytest.mark.slow
+def test_training_a_compiled_model_saves_a_plain_checkpoint(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "configs/seed.yaml", tmp_path / "config.yaml")
+    data.main([])
+    train.main(["train.compile=true", "train.max_steps=25", "train.eval_every=25"])
+    state = torch.load("runs/seed/best.pt", weights_only=True)
+    assert not any(key.startswith("_orig_mod") for key in state["model"])
