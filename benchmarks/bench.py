@@ -36,7 +36,6 @@ import warnings
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
@@ -46,6 +45,7 @@ from seq2seq.corpus import load_split
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
+from seq2seq.train import batch_loss
 from seq2seq.vocab import PAD, Vocab, load_vocabs
 
 
@@ -91,9 +91,7 @@ def time_training(model: nn.Module, batches: list[tuple], device) -> float:
     model.train()
 
     def step(batch):
-        src, tgt_in, tgt_out = (t.to(device) for t in batch)
-        logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
+        loss = batch_loss(model, tuple(t.to(device) for t in batch), label_smoothing=0.0)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

@@ -66,7 +66,7 @@ def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def batch_loss(
-    model: Transformer, batch: tuple[torch.Tensor, ...], label_smoothing: float
+    model: torch.nn.Module, batch: tuple[torch.Tensor, ...], label_smoothing: float
 ) -> torch.Tensor:
     """Mean cross-entropy per target token of one (src, tgt_in, tgt_out) batch."""
     src, tgt_in, tgt_out = batch
@@ -97,6 +97,11 @@ def validate(
     references = tgt_vocab.decode([t for _, t in examples])  # normalised like the hypotheses
     model.train()
     return {"valid_loss": total / tokens, "valid_exact_match": exact_match(hypotheses, references)}
+
+
+def rank(result: dict) -> tuple[float, float]:
+    """Which validation is better: higher exact match first, then lower loss."""
+    return result["valid_exact_match"], -result["valid_loss"]
 
 
 def train(config: Config) -> dict:
@@ -173,10 +178,8 @@ def train(config: Config) -> dict:
                     **validate(model, config, (src_vocab, tgt_vocab), valid_pairs, device),
                     "elapsed_s": time.perf_counter() - start,
                 }
-                improved = best is None or (result["valid_exact_match"], -result["valid_loss"]) > (
-                    best["valid_exact_match"],
-                    -best["valid_loss"],
-                )
+
+                improved = best is None or rank(result) > rank(best)
                 if improved:
                     best = result
                     validations_without_gain = 0
