@@ -30,6 +30,10 @@ from seq2seq.errors import UserError
 
 DEFAULT_CONFIG = "config.yaml"
 
+# The numbers corpus holds out at most this many first numbers for its valid and test splits:
+# half of the 900 three-digit numbers, for each of the digit counts 3..6 they are drawn from.
+MAX_HELD_OUT = 4 * 450
+
 
 class ConfigError(UserError):
     pass
@@ -56,6 +60,7 @@ class CorpusConfig:
     valid_size: int = 500
     test_size: int = 1000
     same_prob: float = 0.5  # probability that <b> repeats <a>
+    zero_prob: float = 0.3  # probability that a digit after the first is forced to 0
     seed: int = 1
     # parallel only: the files of each split.
     train: SplitFiles | None = None
@@ -262,7 +267,14 @@ def _check(config: Config, source: str) -> None:
             )
         for key in ("train_size", "valid_size", "test_size"):
             require(getattr(corpus, key) > 0, f"'corpus.{key}' must be positive")
-        require(0.0 <= corpus.same_prob <= 1.0, "'corpus.same_prob' must be between 0 and 1")
+        held_out = corpus.valid_size + corpus.test_size
+        require(
+            held_out <= MAX_HELD_OUT,
+            f"'corpus.valid_size' + 'corpus.test_size' is {held_out}; the numbers corpus holds "
+            f"out at most {MAX_HELD_OUT:,} distinct numbers",
+        )
+        for key in ("same_prob", "zero_prob"):
+            require(0.0 <= getattr(corpus, key) <= 1.0, f"'corpus.{key}' must be in [0, 1]")
     require(config.experiment.strip() != "", "'experiment' must not be empty")
     require(corpus.name.strip() != "", "'corpus.name' must not be empty")
     require(config.vocab.src_size >= 8 and config.vocab.tgt_size >= 8, "vocab sizes must be >= 8")

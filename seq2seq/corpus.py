@@ -79,13 +79,7 @@ def build_corpus(config: Config) -> dict[str, int]:
         if corpus.preset == "seed":
             splits = {split: list(numbers.SEED_PAIRS) for split in SPLITS}
         else:
-            splits = numbers.generate(
-                corpus.train_size,
-                corpus.valid_size,
-                corpus.test_size,
-                corpus.same_prob,
-                corpus.seed,
-            )
+            splits = numbers.generate(corpus)
     else:
         splits = {}
         for split in SPLITS:

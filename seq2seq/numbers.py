@@ -10,7 +10,9 @@ Two presets:
 How numbers are drawn matters. Drawn uniformly from 0..999,999, nine in ten numbers have six
 digits, and a model trained on that scores 100% on its own test split but fails on "twenty one
 is five". So every number is drawn by first picking its number of digits uniformly from 1 to 6,
-then a number with that many digits.
+then its digits. Round numbers need the same care: with uniform digits, "nine hundred thousand
+four" (three zeros in a row) is rare, and a model trained on that gets one in ten such numbers
+wrong. So each digit after the first is 0 with probability `zero_prob` (else uniform 0..9).
 
 The valid and test splits measure generalisation to unseen numbers: their first numbers are
 held out, so that they appear nowhere in the training split (neither as <a> nor as <b>).
@@ -19,6 +21,8 @@ There are too few one- and two-digit numbers to hold any out, so held-out number
 """
 
 import random
+
+from seq2seq.config import MAX_HELD_OUT, CorpusConfig
 
 MAX_DIGITS = 6
 
@@ -56,57 +60,52 @@ def make_pair(a: int, b: int) -> tuple[str, str]:
     return f"{number_words(a)} is {number_words(b)}", f"{number_digits(a)} la {number_digits(b)}"
 
 
-def draw_number(rng: random.Random, min_digits: int = 1) -> int:
-    """A number whose digit count is uniform in min_digits..6 (0 counts as one digit)."""
-    digits = rng.randint(min_digits, MAX_DIGITS)
-    low = 0 if digits == 1 else 10 ** (digits - 1)
-    return rng.randint(low, 10**digits - 1)
+def draw_number(
+    rng: random.Random, zero_prob: float, min_digits: int = 1, allowed=lambda n: True
+) -> int:
+    """A number whose digit count is uniform in min_digits..6 (0 counts as one digit); each
+    digit after the first is 0 with probability zero_prob, else uniform. Numbers that are not
+    `allowed` are redrawn with the same digit count, so every magnitude stays as frequent."""
+    length = rng.randint(min_digits, MAX_DIGITS)
+    while True:
+        first = rng.randint(0 if length == 1 else 1, 9)
+        rest = [0 if rng.random() < zero_prob else rng.randint(0, 9) for _ in range(length - 1)]
+        number = int("".join(map(str, [first, *rest])))
+        if allowed(number):
+            return number
 
 
-def generate(
-    train_size: int, valid_size: int, test_size: int, same_prob: float, seed: int
-) -> dict[str, list[tuple[str, str]]]:
-    """The default preset: {"train": [...], "valid": [...], "test": [...]}, deterministic."""
-    rng = random.Random(seed)
-    held_out_size = valid_size + test_size
-    available = sum(9 * 10 ** (d - 1) for d in range(3, MAX_DIGITS + 1))
-    if held_out_size > available // 2:
-        raise ValueError(f"valid_size + test_size = {held_out_size} is too many held-out numbers")
+def generate(cfg: CorpusConfig) -> dict[str, list[tuple[str, str]]]:
+    """The default preset: {"train": [...], "valid": [...], "test": [...]}, deterministic in
+    cfg.seed, with cfg.train_size, valid_size and test_size pairs."""
+    rng = random.Random(cfg.seed)
+    assert cfg.valid_size + cfg.test_size <= MAX_HELD_OUT  # checked with the config
 
     # The first numbers of the valid and test sentences, all distinct, 3 to 6 digits.
-    held_out: list[int] = []
-    seen: set[int] = set()
-    while len(held_out) < held_out_size:
-        n = draw_number(rng, min_digits=3)
-        if n not in seen:
-            seen.add(n)
-            held_out.append(n)
+    held_out: set[int] = set()
+    firsts = []
+    for _ in range(cfg.valid_size + cfg.test_size):
+        firsts.append(draw_number(rng, cfg.zero_prob, 3, lambda n: n not in held_out))
+        held_out.add(firsts[-1])
 
-    def second_number(a: int, allowed) -> int:
-        if rng.random() < same_prob:
-            return a
-        while True:
-            b = draw_number(rng)
-            if b != a and allowed(b):
-                return b
+    def pair(a: int, allowed) -> tuple[str, str]:
+        """The sentence "<a> is <b>", b drawn among the allowed numbers."""
+        same = rng.random() < cfg.same_prob
+        b = a if same else draw_number(rng, cfg.zero_prob, 1, lambda n: n != a and allowed(n))
+        return make_pair(a, b)
 
-    def not_held_out(n: int) -> bool:
-        return n not in seen
+    def trainable(n: int) -> bool:
+        return n not in held_out
 
-    train = []
-    while len(train) < train_size:
-        a = draw_number(rng)
-        if not_held_out(a):
-            train.append(make_pair(a, second_number(a, not_held_out)))
-
-    def anything(n: int) -> bool:
-        return True
-
-    evaluation = [make_pair(a, second_number(a, anything)) for a in held_out]
+    train = [
+        pair(draw_number(rng, cfg.zero_prob, 1, trainable), trainable)
+        for _ in range(cfg.train_size)
+    ]
+    evaluation = [pair(a, lambda n: True) for a in firsts]
     return {
         "train": train,
-        "valid": evaluation[:valid_size],
-        "test": evaluation[valid_size:],
+        "valid": evaluation[: cfg.valid_size],
+        "test": evaluation[cfg.valid_size :],
     }
 
 

@@ -49,6 +49,7 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"corpus": {"type": "parallel"}}, r"'corpus\.train' .* is needed"),
         ({"corpus": {"train": {"src": "a", "tgt": "b"}}}, r"only used with corpus\.type: parallel"),
         ({"model": 3}, r"model must be a mapping"),
+        ({"corpus": {"valid_size": 900, "test_size": 1000}}, r"holds out at most 1,800"),
     ],
 )
 def test_wrong_values_are_errors_that_name_the_key(raw, message):

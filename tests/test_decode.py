@@ -7,7 +7,7 @@ import torch
 
 from seq2seq import numbers
 from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
-from seq2seq.config import config_from_dict
+from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, translate
 from seq2seq.model import Transformer
 from seq2seq.train import batch_loss, make_optimizer
@@ -55,7 +55,7 @@ def trained_numbers_model():
     config = config_from_dict(
         {"model": {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}}
     )
-    corpus = numbers.generate(3000, 10, 1000, same_prob=0.5, seed=11)
+    corpus = numbers.generate(CorpusConfig(train_size=3000, valid_size=10, test_size=1000, seed=11))
     src_vocab = train_vocab([s for s, _ in corpus["train"]], 64, config.vocab)
     tgt_vocab = train_vocab([t for _, t in corpus["train"]], 64, config.vocab)
     model = Transformer(config.model, len(src_vocab), len(tgt_vocab))

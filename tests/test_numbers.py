@@ -5,6 +5,7 @@ from collections import Counter
 import pytest
 
 from seq2seq import numbers
+from seq2seq.config import CorpusConfig
 
 
 @pytest.mark.parametrize(
@@ -56,9 +57,13 @@ def test_seed_preset_is_exactly_the_nine_pairs_of_seed_004():
     ]
 
 
+def settings(seed: int = 3) -> CorpusConfig:
+    return CorpusConfig(train_size=5000, valid_size=300, test_size=500, seed=seed)
+
+
 @pytest.fixture(scope="module")
 def corpus():
-    return numbers.generate(5000, 300, 500, same_prob=0.5, seed=3)
+    return numbers.generate(settings())
 
 
 def words_to_number(words: str) -> int:
@@ -107,6 +112,13 @@ def test_every_magnitude_is_well_represented(corpus):
     assert 0.45 < same < 0.55
 
 
+def test_round_numbers_are_well_represented(corpus):
+    six_digits = [a for a, _ in numbers_of(corpus["train"]) if a >= 100_000]
+    zero_rich = [a for a in six_digits if str(a)[1:].count("0") >= 3]  # like 900_004
+    # uniform digits would give about 1%; zero_prob 0.3 gives about 27%
+    assert 0.2 < len(zero_rich) / len(six_digits) < 0.35
+
+
 def test_generation_is_deterministic(corpus):
-    assert numbers.generate(5000, 300, 500, same_prob=0.5, seed=3) == corpus
-    assert numbers.generate(5000, 300, 500, same_prob=0.5, seed=4) != corpus
+    assert numbers.generate(settings()) == corpus
+    assert numbers.generate(settings(seed=4)) != corpus

@@ -3,7 +3,7 @@
 import random
 
 from seq2seq.batching import collate, encode_pairs, token_batches
-from seq2seq.config import config_from_dict
+from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.corpus import build_corpus
 from seq2seq.numbers import generate
 from seq2seq.vocab import BOS, EOS, PAD, UNK, build_vocabs, load_vocabs, train_vocab
@@ -54,7 +54,7 @@ def test_collate_shifts_the_target_by_one():
 
 def test_token_batches_cover_every_example_once_within_the_budget():
     config = config_from_dict({})
-    pairs = generate(2000, 10, 10, 0.5, seed=5)["train"]
+    pairs = generate(CorpusConfig(train_size=2000, valid_size=10, test_size=10, seed=5))["train"]
     src_vocab = train_vocab([s for s, _ in pairs], 64, config.vocab)
     tgt_vocab = train_vocab([t for _, t in pairs], 64, config.vocab)
     examples = encode_pairs(pairs, src_vocab, tgt_vocab)
