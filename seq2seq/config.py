@@ -115,6 +115,8 @@ class TrainConfig:
 class DecodeConfig:
     batch_size: int = 500  # sentences decoded together
     cache: bool = True  # reuse keys/values of earlier steps (false: recompute the prefix)
+    beam_size: int = 1  # 1: greedy decoding; more: beam search with this many beams
+    length_penalty: float = 1.0  # beam search: alpha of ((5 + length) / 6) ** alpha
     # The longest output is max_len_a * source_length + max_len_b pieces.
     max_len_a: float = 2.0
     max_len_b: int = 10
@@ -296,3 +298,5 @@ def _check(config: Config, source: str) -> None:
     require(train.clip_norm > 0 and train.patience >= 0, "'clip_norm' > 0 and 'patience' >= 0")
     require(train.threads >= 0, "'train.threads' must be >= 0")
     require(decode.batch_size > 0 and decode.max_len_a >= 0, "'decode.batch_size' > 0")
+    require(decode.beam_size >= 1, "'decode.beam_size' must be at least 1")
+    require(decode.length_penalty >= 0, "'decode.length_penalty' must be >= 0")

@@ -16,13 +16,15 @@ Two implementations give the same tokens:
   of earlier steps in a DecoderCache (seq2seq/cache.py). Finished sentences leave the batch,
   so they stop costing work. This is the default (`decode.cache: true`).
 
-`translate` wraps both for raw text: it sorts sentences by length so that each batch has
+Beam search (seq2seq/beam.py) is chosen with `decode.beam_size` > 1. `translate` wraps them
+all for raw text: it sorts sentences by length so that each batch has
 little padding, and returns the translations in the original order.
 """
 
 import torch
 
 from seq2seq.batching import source_tensor
+from seq2seq.beam import beam_search
 from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig
 from seq2seq.model import Transformer
@@ -93,10 +95,15 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
     return strip(outputs)
 
 
-def greedy_decode(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> list[list[int]]:
-    """src: (B, S) padded source ids -> B lists of output ids, with or without the cache."""
+def decode_batch(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> list[list[int]]:
+    """src: (B, S) padded source ids -> B lists of output ids: greedy (with or without the
+    cache) or, with cfg.beam_size > 1, the best hypothesis of beam search."""
+    limits = max_lengths(model, src, cfg)
+    if cfg.beam_size > 1:
+        nbest = beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
+        return [hypotheses[0][1] for hypotheses in nbest]
     decode = greedy_decode_cached if cfg.cache else greedy_decode_recompute
-    return decode(model, src, max_lengths(model, src, cfg))
+    return decode(model, src, limits)
 
 
 def translate(
@@ -116,7 +123,7 @@ def translate(
     for start in range(0, len(order), cfg.batch_size):
         indices = order[start : start + cfg.batch_size]
         src = source_tensor([sources[i] for i in indices]).to(device)
-        for i, ids in zip(indices, greedy_decode(model, src, cfg), strict=True):
+        for i, ids in zip(indices, decode_batch(model, src, cfg), strict=True):
             outputs[i] = ids
     model.train(was_training)
     return tgt_vocab.decode(outputs)

@@ -49,6 +49,7 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"corpus": {"type": "parallel"}}, r"'corpus\.train' .* is needed"),
         ({"corpus": {"train": {"src": "a", "tgt": "b"}}}, r"only used with corpus\.type: parallel"),
         ({"model": 3}, r"model must be a mapping"),
+        ({"decode": {"beam_size": 0}}, r"'decode\.beam_size' must be at least 1"),
         ({"corpus": {"valid_size": 900, "test_size": 1000}}, r"holds out at most 1,800"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Greedy decoding: the cached path gives the same tokens as the recompute-every-step path."""
+"""Decoding: cached greedy = recompute greedy, and beam search against greedy."""
 
 import random
 
@@ -7,11 +7,12 @@ import torch
 
 from seq2seq import numbers
 from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
+from seq2seq.beam import beam_search
 from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, translate
+from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths, translate
 from seq2seq.model import Transformer
 from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import EOS, PAD, train_vocab
+from seq2seq.vocab import BOS, EOS, PAD, train_vocab
 
 
 def random_model(vocab: int, dtype=torch.float64) -> Transformer:
@@ -62,7 +63,7 @@ def trained_numbers_model():
     model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
     optimizer = make_optimizer(model, config.train)
     examples = encode_pairs(corpus["train"], src_vocab, tgt_vocab)
-    for _ in range(3):
+    for _ in range(8):
         for indices in token_batches(examples, 1000, random.Random(0)):
             loss = batch_loss(model, collate([examples[i] for i in indices]), 0.1)
             optimizer.zero_grad()
@@ -93,3 +94,53 @@ def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numb
     batched = translate(model, src_vocab, tgt_vocab, sources, cfg)
     one_by_one = [translate(model, src_vocab, tgt_vocab, [s], cfg)[0] for s in sources]
     assert batched == one_by_one
+
+
+@torch.no_grad()
+def sequence_log_prob(model: Transformer, src: torch.Tensor, output: list[int], eos: bool) -> float:
+    """log P(output [+ EOS] | src) by teacher forcing, PAD and BOS excluded as in decoding."""
+    tgt_in = torch.tensor([[BOS, *output]])
+    logits = model(src, tgt_in)[0].double()
+    logits[:, [PAD, BOS]] = float("-inf")
+    log_probs = torch.log_softmax(logits, dim=-1)
+    targets = [*output, EOS] if eos else output
+    return float(sum(log_probs[i, t] for i, t in enumerate(targets)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_beam_of_one_without_length_penalty_is_greedy_on_random_models(seed):
+    torch.manual_seed(seed)
+    model = random_model(6 + seed)
+    src = source_tensor([torch.randint(4, 6 + seed, (int(n),)).tolist() for n in range(1, 13)])
+    limits = torch.randint(1, 30, (12,))
+    beams = beam_search(model, src, limits, beam_size=1, alpha=0.0)
+    assert [hyps[0][1] for hyps in beams] == greedy_decode_cached(model, src, limits)
+
+
+@pytest.mark.slow
+def test_beam_search_on_a_trained_model(trained_numbers_model):
+    model, src_vocab, _, test, cfg = trained_numbers_model
+    model = model.double()
+    try:
+        src = source_tensor(src_vocab.encode([s for s, _ in test[:100]]))
+        limits = max_lengths(model, src, cfg)
+        greedy = beam_search(model, src, limits, beam_size=1, alpha=0.0)
+        assert [h[0][1] for h in greedy] == greedy_decode_cached(model, src, limits)
+        beams = beam_search(model, src, limits, beam_size=4, alpha=0.0)
+        for four, row, limit in zip(beams, src, limits.tolist(), strict=True):
+            scores = [h[0] for h in four]
+            assert len(four) == 4 and scores == sorted(scores, reverse=True)
+            # the scores are the outputs' log-probabilities
+            real = row[row != PAD][None]
+            output = four[0][1]
+            expected = sequence_log_prob(model, real, output, eos=len(output) < limit)
+            assert four[0][0] == pytest.approx(expected, abs=1e-6)
+        # Beam search keeps the greedy path unless K other paths look better on the way, so it
+        # is almost always at least as probable, and more probable where the model hesitates.
+        pairs = list(zip(greedy, beams, strict=True))
+        at_least = sum(four[0][0] >= one[0][0] - 1e-9 for one, four in pairs)
+        better = sum(four[0][0] > one[0][0] + 1e-9 for one, four in pairs)
+        assert at_least >= 95 and better >= 5, (at_least, better)
+        assert sum(f[0][0] for _, f in pairs) > sum(o[0][0] for o, _ in pairs)
+    finally:
+        model.float()

@@ -67,6 +67,8 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     translate.main(["three is three", "nine is nine"])
     assert capsys.readouterr().out == "3 la 3\n9 la 9\n"
+    translate.main(["--beam-size", "3", "--length-penalty", "0.6", "four is four", "two is two"])
+    assert capsys.readouterr().out == "4 la 4\n2 la 2\n"
     assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
 
     # The checkpoint is self-contained: no config file or data directory needed.
