@@ -41,10 +41,12 @@ class ConfigError(UserError):
 
 @dataclass
 class SplitFiles:
-    """A pair of parallel text files: line N of `tgt` translates line N of `src`."""
+    """One split of a parallel corpus: two files where line N of `tgt` translates line N of
+    `src`, or one `tsv` file with "source<TAB>target" lines. Plain text or gzip (.gz)."""
 
-    src: str
-    tgt: str
+    src: str | None = None
+    tgt: str | None = None
+    tsv: str | None = None
 
 
 @dataclass
@@ -62,7 +64,8 @@ class CorpusConfig:
     same_prob: float = 0.5  # probability that <b> repeats <a>
     zero_prob: float = 0.3  # probability that a digit after the first is forced to 0
     seed: int = 1
-    # parallel only: the files of each split.
+    # parallel only: the files of each split, and the longest pair kept (in words, either side).
+    max_words: int = 250
     train: SplitFiles | None = None
     valid: SplitFiles | None = None
     test: SplitFiles | None = None
@@ -257,10 +260,19 @@ def _check(config: Config, source: str) -> None:
     corpus, model, train, decode = config.corpus, config.model, config.train, config.decode
     if corpus.type == "parallel":
         for split in ("train", "valid", "test"):
+            files = getattr(corpus, split)
             require(
-                getattr(corpus, split) is not None,
-                f"'corpus.{split}' (src and tgt files) is needed with corpus.type: parallel",
+                files is not None,
+                f"'corpus.{split}' (src and tgt files, or a tsv file) is needed with "
+                "corpus.type: parallel",
             )
+            pair = files.src is not None and files.tgt is not None
+            alone = files.tsv is not None and files.src is None and files.tgt is None
+            require(
+                (pair and files.tsv is None) or alone,
+                f"'corpus.{split}' needs either both 'src' and 'tgt', or 'tsv' alone",
+            )
+        require(corpus.max_words > 0, "'corpus.max_words' must be positive")
     else:
         for split in ("train", "valid", "test"):
             require(

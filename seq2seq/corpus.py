@@ -5,12 +5,15 @@ UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N
 file translates line N of the .src file.
 
 `build_corpus` makes those files, either from the built-in numbers generator or by reading
-the user's own parallel files (corpus.type: parallel), checking them, and copying them in.
-`read_parallel` is the one reader for both: UTF-8 always (never the locale's encoding), a
-byte-order mark and Windows line endings are accepted, and a mismatch is an error that names
-the files and the line.
+the user's own parallel text (corpus.type: parallel: two files per split, or one TSV file,
+plain or gzip), checking it, and copying it in. `read_lines` is the one reader for all of
+them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
+are accepted, and a mismatch is an error that names the files and the line. Pairs with an
+empty side, or longer than corpus.max_words words, are dropped and counted.
 """
 
+import gzip
+import zlib
 from pathlib import Path
 
 from seq2seq import numbers
@@ -28,12 +31,15 @@ class CorpusError(UserError):
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file, without line endings (LF or CRLF) or a leading BOM."""
+    """The lines of a UTF-8 text file (gzip-compressed if its name ends in .gz), without line
+    endings (LF or CRLF) or a leading byte-order mark."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     except FileNotFoundError:
         raise CorpusError(f"{path} not found") from None
+    except (OSError, EOFError, zlib.error) as error:  # a truncated or non-gzip .gz file
+        raise CorpusError(f"{path}: not a readable gzip file ({error})") from None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the newline that ends the last line
@@ -60,6 +66,19 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> Pairs:
     return [(s.strip(), t.strip()) for s, t in zip(src, tgt, strict=True)]
 
 
+def read_tsv(path: str | Path) -> Pairs:
+    """Sentence pairs from a file of "source<TAB>target" lines."""
+    pairs = []
+    for number, line in enumerate(read_lines(path), start=1):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise CorpusError(
+                f"{path}, line {number}: expected source<TAB>target, found {len(fields)} fields"
+            )
+        pairs.append((fields[0].strip(), fields[1].strip()))
+    return pairs
+
+
 def split_paths(data_dir: Path, split: str) -> tuple[Path, Path]:
     return data_dir / f"{split}.src", data_dir / f"{split}.tgt"
 
@@ -84,13 +103,21 @@ def build_corpus(config: Config) -> dict[str, int]:
         splits = {}
         for split in SPLITS:
             files = getattr(corpus, split)
-            pairs = read_parallel(files.src, files.tgt)
+            pairs = read_tsv(files.tsv) if files.tsv else read_parallel(files.src, files.tgt)
             kept = [(s, t) for s, t in pairs if s and t]
             if len(kept) < len(pairs):
                 print(f"{split}: dropped {len(pairs) - len(kept)} pairs with an empty side")
-            if not kept:
-                raise CorpusError(f"{files.src}: no non-empty sentence pairs")
-            splits[split] = kept
+            short = [
+                (s, t) for s, t in kept if max(len(s.split()), len(t.split())) <= corpus.max_words
+            ]
+            if len(short) < len(kept):
+                print(
+                    f"{split}: dropped {len(kept) - len(short)} pairs longer than "
+                    f"{corpus.max_words} words (corpus.max_words)"
+                )
+            if not short:
+                raise CorpusError(f"{files.tsv or files.src}: no sentence pairs left to use")
+            splits[split] = short
     for split, pairs in splits.items():
         src_path, tgt_path = split_paths(config.data_dir, split)
         write_lines(src_path, [s for s, _ in pairs])

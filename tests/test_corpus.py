@@ -1,9 +1,18 @@
-"""Reading parallel text: UTF-8, BOM, CRLF, mismatches; and building a corpus from it."""
+"""Reading parallel text: UTF-8, BOM, CRLF, gzip, TSV, mismatches; building a corpus."""
+
+import gzip
 
 import pytest
 
-from seq2seq.config import config_from_dict
-from seq2seq.corpus import CorpusError, build_corpus, load_split, read_lines, read_parallel
+from seq2seq.config import ConfigError, config_from_dict
+from seq2seq.corpus import (
+    CorpusError,
+    build_corpus,
+    load_split,
+    read_lines,
+    read_parallel,
+    read_tsv,
+)
 
 
 def write(path, data: bytes):
@@ -51,3 +60,39 @@ def test_loading_a_split_before_make_data_says_what_to_run(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     with pytest.raises(CorpusError, match="run `make data`"):
         load_split(config_from_dict({}), "train")
+
+
+def test_reads_gzip_and_reports_a_broken_one(tmp_path):
+    path = write(tmp_path / "a.de.gz", gzip.compress(b"eins\r\nzwei\n"))
+    assert read_lines(path) == ["eins", "zwei"]
+    broken = write(tmp_path / "b.de.gz", gzip.compress(b"eins\nzwei\n")[:-6])
+    with pytest.raises(CorpusError, match=r"b.de.gz: not a readable gzip file"):
+        read_lines(broken)
+
+
+def test_tsv_pairs_and_malformed_lines(tmp_path):
+    good = write(tmp_path / "a.tsv", b"eins\tone\nzwei \t two\n")
+    assert read_tsv(good) == [("eins", "one"), ("zwei", "two")]
+    bad = write(tmp_path / "b.tsv", b"eins\tone\nzwei two\n")
+    with pytest.raises(CorpusError, match=r"b.tsv, line 2: expected source<TAB>target, found 1"):
+        read_tsv(bad)
+
+
+def test_tsv_and_gzip_corpus_drops_long_pairs(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "all.tsv", b"a b c\tx y z\na\tx\na b c d e\tx\n")
+    files = {split: {"tsv": "all.tsv"} for split in ("train", "valid", "test")}
+    config = config_from_dict(
+        {"corpus": {"type": "parallel", "name": "t", "max_words": 3, **files}}
+    )
+    assert build_corpus(config)["train"] == 2
+    assert "dropped 1 pairs longer than 3 words" in capsys.readouterr().out
+    with pytest.raises(ConfigError, match="either both 'src' and 'tgt', or 'tsv' alone"):
+        config_from_dict(
+            {
+                "corpus": {
+                    "type": "parallel",
+                    **{s: {"src": "a", "tsv": "b"} for s in ("train", "valid", "test")},
+                }
+            }
+        )
