@@ -51,8 +51,9 @@ class SplitFiles:
 
 @dataclass
 class CorpusConfig:
-    # "numbers": the built-in generator; "parallel": your own parallel text files.
-    type: Literal["numbers", "parallel"] = "numbers"
+    # "numbers": the built-in generator; "parallel": your own parallel text files;
+    # "multi30k": the Multi30k task 1 corpus, downloaded and checked (seq2seq/multi30k.py).
+    type: Literal["numbers", "parallel", "multi30k"] = "numbers"
     # The corpus is written to (or copied into) data/<name>/.
     name: str = "numbers"
     # numbers only. "default": number words for 0..999,999 in "<a> is <b>" sentences;
@@ -64,8 +65,14 @@ class CorpusConfig:
     same_prob: float = 0.5  # probability that <b> repeats <a>
     zero_prob: float = 0.3  # probability that a digit after the first is forced to 0
     seed: int = 1
-    # parallel only: the files of each split, and the longest pair kept (in words, either side).
+    # multi30k only: the language pair, the test set, and where the raw files are fetched from.
+    src_lang: Literal["de", "en"] = "de"
+    tgt_lang: Literal["de", "en"] = "en"
+    test_set: Literal["test_2016_flickr", "test_2017_flickr"] = "test_2016_flickr"
+    base_url: str = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+    # parallel and multi30k: the longest pair kept (in words, either side).
     max_words: int = 250
+    # parallel only: the files of each split.
     train: SplitFiles | None = None
     valid: SplitFiles | None = None
     test: SplitFiles | None = None
@@ -272,13 +279,16 @@ def _check(config: Config, source: str) -> None:
                 (pair and files.tsv is None) or alone,
                 f"'corpus.{split}' needs either both 'src' and 'tgt', or 'tsv' alone",
             )
-        require(corpus.max_words > 0, "'corpus.max_words' must be positive")
     else:
         for split in ("train", "valid", "test"):
             require(
                 getattr(corpus, split) is None,
                 f"'corpus.{split}' is only used with corpus.type: parallel",
             )
+    if corpus.type == "multi30k":
+        require(corpus.src_lang != corpus.tgt_lang, "'corpus.src_lang' and 'tgt_lang' must differ")
+    require(corpus.max_words > 0, "'corpus.max_words' must be positive")
+    if corpus.type == "numbers":
         for key in ("train_size", "valid_size", "test_size"):
             require(getattr(corpus, key) > 0, f"'corpus.{key}' must be positive")
         held_out = corpus.valid_size + corpus.test_size

@@ -16,7 +16,7 @@ import gzip
 import zlib
 from pathlib import Path
 
-from seq2seq import numbers
+from seq2seq import multi30k, numbers
 from seq2seq.config import Config
 from seq2seq.errors import UserError
 from seq2seq.files import write_lines
@@ -91,6 +91,22 @@ def load_split(config: Config, split: str) -> Pairs:
     return read_parallel(src, tgt)
 
 
+def usable_pairs(pairs: Pairs, max_words: int, label: str) -> Pairs:
+    """Drop pairs with an empty side or more than max_words words on a side; say how many."""
+    kept = [(s, t) for s, t in pairs if s and t]
+    if len(kept) < len(pairs):
+        print(f"{label}: dropped {len(pairs) - len(kept)} pairs with an empty side")
+    short = [(s, t) for s, t in kept if max(len(s.split()), len(t.split())) <= max_words]
+    if len(short) < len(kept):
+        print(
+            f"{label}: dropped {len(kept) - len(short)} pairs longer than {max_words} words "
+            "(corpus.max_words)"
+        )
+    if not short:
+        raise CorpusError(f"{label}: no sentence pairs left to use")
+    return short
+
+
 def build_corpus(config: Config) -> dict[str, int]:
     """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split."""
     corpus = config.corpus
@@ -99,25 +115,20 @@ def build_corpus(config: Config) -> dict[str, int]:
             splits = {split: list(numbers.SEED_PAIRS) for split in SPLITS}
         else:
             splits = numbers.generate(corpus)
+    elif corpus.type == "multi30k":
+        files = multi30k.download(corpus, config.data_dir / "raw")
+        splits = {
+            split: usable_pairs(read_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
+            for split, (src, tgt) in files.items()
+        }
     else:
         splits = {}
         for split in SPLITS:
             files = getattr(corpus, split)
             pairs = read_tsv(files.tsv) if files.tsv else read_parallel(files.src, files.tgt)
-            kept = [(s, t) for s, t in pairs if s and t]
-            if len(kept) < len(pairs):
-                print(f"{split}: dropped {len(pairs) - len(kept)} pairs with an empty side")
-            short = [
-                (s, t) for s, t in kept if max(len(s.split()), len(t.split())) <= corpus.max_words
-            ]
-            if len(short) < len(kept):
-                print(
-                    f"{split}: dropped {len(kept) - len(short)} pairs longer than "
-                    f"{corpus.max_words} words (corpus.max_words)"
-                )
-            if not short:
-                raise CorpusError(f"{files.tsv or files.src}: no sentence pairs left to use")
-            splits[split] = short
+            splits[split] = usable_pairs(
+                pairs, corpus.max_words, f"{split} ({files.tsv or files.src})"
+            )
     for split, pairs in splits.items():
         src_path, tgt_path = split_paths(config.data_dir, split)
         write_lines(src_path, [s for s, _ in pairs])
