@@ -1,17 +1,19 @@
-"""`make eval`: greedy-decode the test split with the best checkpoint and score it.
+"""`make eval`: decode the test split with the best checkpoint and score it.
 
     python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt]
 
-Writes the translations to runs/<experiment>/test.hyp (line N answers line N of the test
-source) and the scores to runs/<experiment>/eval.json, and prints them.
+Greedy decoding always; beam search too when decode.beam_size > 1. Writes the translations to
+runs/<experiment>/test.hyp (and test.beam.hyp; line N answers line N of the test source) and
+the scores to runs/<experiment>/eval.json (beam search's under "beam"), and prints them.
 """
 
 import argparse
+import dataclasses
 import json
 import time
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import add_config_arguments, load_config
+from seq2seq.config import DecodeConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.decode import translate
 from seq2seq.device import pick_device
@@ -32,23 +34,30 @@ def main(argv: list[str] | None = None) -> None:
     )
     sources, references = [s for s, _ in test], [t for _, t in test]
 
-    start = time.perf_counter()
-    hypotheses = translate(
-        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, config.decode
-    )
-    seconds = time.perf_counter() - start
+    def evaluate(decode: DecodeConfig, hypotheses_file: str) -> dict:
+        start = time.perf_counter()
+        hypotheses = translate(
+            checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, decode
+        )
+        seconds = time.perf_counter() - start
+        write_lines(config.run_dir / hypotheses_file, hypotheses)
+        result = score(hypotheses, references, numbers=config.corpus.type == "numbers")
+        return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
-    result = score(hypotheses, references, numbers=config.corpus.type == "numbers")
+    result = evaluate(dataclasses.replace(config.decode, beam_size=1), "test.hyp")
     result.update(
-        decode_seconds=seconds,
-        sentences_per_s=len(sources) / seconds,
         checkpoint=str(args.checkpoint or config.checkpoint_path),
         checkpoint_step=checkpoint.info.get("step"),
     )
-    write_lines(config.run_dir / "test.hyp", hypotheses)
+    if config.decode.beam_size > 1:
+        result["beam"] = {
+            "beam_size": config.decode.beam_size,
+            "length_penalty": config.decode.length_penalty,
+            **evaluate(config.decode, "test.beam.hyp"),
+        }
     write_json(config.run_dir / "eval.json", result)
     print(json.dumps(result, indent=2))
-    print(f"wrote {config.run_dir / 'test.hyp'} and {config.run_dir / 'eval.json'}")
+    print(f"wrote the translations and {config.run_dir / 'eval.json'}")
 
 
 if __name__ == "__main__":

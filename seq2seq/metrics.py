@@ -4,7 +4,8 @@
   for the numbers corpus;
 * token_accuracy: share of whitespace-separated token positions that agree, counted over the
   longer of hypothesis and reference, so missing and extra tokens both cost;
-* BLEU and chrF from sacreBLEU, with their signatures, so figures are comparable.
+* BLEU and chrF from sacreBLEU, with their signatures, so figures are comparable; and BLEU on
+  lowercased text, the variant most published Multi30k results use.
 """
 
 from sacrebleu.metrics import BLEU, CHRF
@@ -26,10 +27,15 @@ def token_accuracy(hypotheses: list[str], references: list[str]) -> float:
 
 
 def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
-    bleu, chrf = BLEU(), CHRF()
+    """sacreBLEU's standard BLEU (cased, 13a tokenizer) and chrF, and BLEU on lowercased text,
+    which is closer to how most published Multi30k figures were computed (lowercased,
+    tokenized text); each with the signature that says exactly how."""
+    bleu, bleu_lowercase, chrf = BLEU(), BLEU(lowercase=True), CHRF()
     return {
         "bleu": bleu.corpus_score(hypotheses, [references]).score,
         "bleu_signature": str(bleu.get_signature()),
+        "bleu_lowercase": bleu_lowercase.corpus_score(hypotheses, [references]).score,
+        "bleu_lowercase_signature": str(bleu_lowercase.get_signature()),
         "chrf": chrf.corpus_score(hypotheses, [references]).score,
         "chrf_signature": str(chrf.get_signature()),
     }

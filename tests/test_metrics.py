@@ -1,5 +1,6 @@
 """Metrics: exact match, token accuracy, sacreBLEU, and the numbers breakdown."""
 
+import pytest
 import sacrebleu
 
 from seq2seq.metrics import exact_match_by_digits, score, token_accuracy
@@ -33,3 +34,9 @@ def test_exact_match_by_digits():
         "3": {"exact_match": 0.0, "n": 1},
     }
     assert result["second_number"]["1"] == {"exact_match": 1.0, "n": 2}
+
+
+def test_lowercased_bleu_ignores_case_only():
+    result = score(["A Dog runs fast ."], ["a dog runs fast ."])
+    assert result["bleu"] < 100 and result["bleu_lowercase"] == pytest.approx(100)
+    assert "case:lc" in result["bleu_lowercase_signature"]

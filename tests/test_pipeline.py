@@ -57,8 +57,9 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert log[-1]["valid_exact_match"] == 1.0
     assert log[-1]["valid_loss"] < log[0]["valid_loss"]
 
-    evaluate.main([])
+    evaluate.main(["decode.beam_size=3"])
     result = json.loads((tmp_path / "runs/seed/eval.json").read_text())
+    assert result["beam"]["exact_match"] == 1.0 and result["beam"]["beam_size"] == 3
     assert result["exact_match"] == 1.0 and result["n_sentences"] == 9
     assert result["chrf"] == pytest.approx(100.0)  # (BLEU is 0: no 4-grams in 3 tokens)
     assert set(result) >= {"token_accuracy", "bleu", "bleu_signature", "decode_seconds"}
