@@ -115,6 +115,8 @@ class TrainConfig:
     clip_norm: float = 1.0
     eval_every: int = 250  # steps between validations
     patience: int = 0  # stop after this many validations without improvement (0: never)
+    # what makes a checkpoint the best: valid exact match or BLEU (ties: lower loss), or loss
+    best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
     threads: int = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU that supports it, fp32 elsewhere; fp16 adds a gradient scaler.
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

@@ -29,7 +29,7 @@ from seq2seq.corpus import load_split
 from seq2seq.decode import translate
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, run_cli
-from seq2seq.metrics import exact_match
+from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
 from seq2seq.vocab import PAD, Vocab, load_vocabs
 
@@ -96,12 +96,19 @@ def validate(
     hypotheses = translate(model, src_vocab, tgt_vocab, [s for s, _ in pairs], config.decode)
     references = tgt_vocab.decode([t for _, t in examples])  # normalised like the hypotheses
     model.train()
-    return {"valid_loss": total / tokens, "valid_exact_match": exact_match(hypotheses, references)}
+    return {
+        "valid_loss": total / tokens,
+        "valid_exact_match": exact_match(hypotheses, references),
+        "valid_bleu": sacrebleu_scores(hypotheses, references)["bleu"],
+    }
 
 
-def rank(result: dict) -> tuple[float, float]:
-    """Which validation is better: higher exact match first, then lower loss."""
-    return result["valid_exact_match"], -result["valid_loss"]
+def rank(result: dict, best_metric: str) -> tuple[float, float]:
+    """Which validation is better: the higher train.best_metric (exact match or BLEU), then
+    the lower loss; or the lower loss alone."""
+    if best_metric == "loss":
+        return -result["valid_loss"], 0.0
+    return result[f"valid_{best_metric}"], -result["valid_loss"]
 
 
 def train(config: Config) -> dict:
@@ -179,7 +186,9 @@ def train(config: Config) -> dict:
                     "elapsed_s": time.perf_counter() - start,
                 }
 
-                improved = best is None or rank(result) > rank(best)
+                improved = best is None or rank(result, cfg.best_metric) > rank(
+                    best, cfg.best_metric
+                )
                 if improved:
                     best = result
                     validations_without_gain = 0
@@ -192,8 +201,8 @@ def train(config: Config) -> dict:
                     log.write(json.dumps(result) + "\n")
                 progress.write(
                     f"step {step:>6}  valid loss {result['valid_loss']:.4f}  "
-                    f"exact match {result['valid_exact_match']:.4f}"
-                    + ("  (best, saved)" if improved else "")
+                    f"exact match {result['valid_exact_match']:.4f}  "
+                    f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
                 )
                 interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
                 interval_start = time.perf_counter()
