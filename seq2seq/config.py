@@ -84,6 +84,7 @@ class VocabConfig:
     src_size: int = 64  # an upper bound: small corpora get fewer pieces
     tgt_size: int = 64
     character_coverage: float = 1.0
+    joint: bool = False  # one model for both languages, trained on both (of src_size pieces)
 
 
 @dataclass

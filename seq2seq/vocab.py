@@ -1,6 +1,7 @@
 """Vocabularies: one sentencepiece model for the source language and one for the target.
 
-Both are trained on the training split only. Digits are always split into single pieces, so
+Both are trained on the training split only (or, with vocab.joint, one model on both sides,
+saved under both names). Digits are always split into single pieces, so
 a number never seen in training still has a spelling. The special ids are fixed here, once,
 for every model:
 
@@ -92,9 +93,16 @@ def build_vocabs(config: Config) -> bool:
     models_exist = all((data_dir / f"{side}.model").exists() for side in SIDES)
     if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
         return False
-    sizes = {"src": config.vocab.src_size, "tgt": config.vocab.tgt_size}
-    for side, path in zip(SIDES, train_files, strict=True):
-        vocab = train_vocab(read_lines(path), sizes[side], config.vocab)
+    src_lines, tgt_lines = (read_lines(path) for path in train_files)
+    if config.vocab.joint:  # one model for both sides, saved under both names
+        joint = train_vocab(src_lines + tgt_lines, config.vocab.src_size, config.vocab)
+        vocabs = {"src": joint, "tgt": joint}
+    else:
+        vocabs = {
+            "src": train_vocab(src_lines, config.vocab.src_size, config.vocab),
+            "tgt": train_vocab(tgt_lines, config.vocab.tgt_size, config.vocab),
+        }
+    for side, vocab in vocabs.items():
         with atomic_write(data_dir / f"{side}.model", "wb") as file:
             file.write(vocab.model_bytes)
     write_json(stamp_path, stamp)

@@ -71,3 +71,18 @@ def test_token_batches_cover_every_example_once_within_the_budget():
     assert real / padded > 0.9, "similar lengths should share a batch"
     second = token_batches(examples, 800, rng)
     assert second != first, "each epoch has a new order"
+
+
+def test_joint_vocabulary_is_one_model_for_both_sides(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = config_from_dict(
+        {
+            "corpus": {"train_size": 300, "valid_size": 20, "test_size": 20},
+            "vocab": {"joint": True, "src_size": 100},
+        }
+    )
+    build_corpus(config)
+    build_vocabs(config)
+    src, tgt = load_vocabs(config)
+    assert src.model_bytes == tgt.model_bytes
+    assert UNK not in src.encode(["twenty one is five 2 1 la 5"])[0]
