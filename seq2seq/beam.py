@@ -21,7 +21,7 @@ import torch
 
 from seq2seq.cache import DecoderCache
 from seq2seq.model import Transformer
-from seq2seq.vocab import BOS, EOS, PAD
+from seq2seq.vocab import BOS, EOS, forbid_non_outputs
 
 Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, output ids)
 
@@ -62,8 +62,7 @@ def beam_search(
 
     for step in range(max(limit)):
         logits = model.decode(token, memory, src_mask, cache)[:, -1].to(dtype)  # (B*K, V)
-        logits[:, PAD] = logits[:, BOS] = float("-inf")  # never an output token
-        log_probs = torch.log_softmax(logits, dim=-1)
+        log_probs = torch.log_softmax(forbid_non_outputs(logits), dim=-1)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
         # 2K candidates: enough to find K that do not end the hypothesis

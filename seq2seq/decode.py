@@ -28,7 +28,7 @@ from seq2seq.beam import beam_search
 from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig
 from seq2seq.model import Transformer
-from seq2seq.vocab import BOS, EOS, PAD, Vocab
+from seq2seq.vocab import BOS, EOS, PAD, Vocab, forbid_non_outputs
 
 
 def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
@@ -40,8 +40,7 @@ def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> tor
 
 def next_tokens(logits: torch.Tensor) -> torch.Tensor:
     """(B, V) logits of the last position -> (B,) most probable real token."""
-    logits[:, [PAD, BOS]] = float("-inf")  # never an output token
-    return logits.argmax(dim=-1)
+    return forbid_non_outputs(logits).argmax(dim=-1)
 
 
 def strip(outputs: torch.Tensor) -> list[list[int]]:

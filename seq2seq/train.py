@@ -163,13 +163,14 @@ def train(config: Config) -> dict:
             scaler.update()
             step += 1
 
-            interval_loss += loss.item()
+            loss_value = loss.item()
+            interval_loss += loss_value
             interval_steps += 1
             interval_tokens += int((batch[0] != PAD).sum() + (batch[2] != PAD).sum())
             tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
             progress.update(1)
             progress.set_postfix(
-                loss=f"{loss.item():.3f}",
+                loss=f"{loss_value:.3f}",
                 lr=f"{lr:.2e}",
                 tok_s=f"{tokens_per_s:,.0f}",
                 refresh=False,  # redraw at most every `mininterval` seconds

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import sentencepiece as spm
+import torch
 
 from seq2seq.config import Config, VocabConfig
 from seq2seq.corpus import CorpusError, read_lines, split_paths
@@ -30,6 +31,12 @@ from seq2seq.files import atomic_write, write_json
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SIDES = ("src", "tgt")
+
+
+def forbid_non_outputs(logits: torch.Tensor) -> torch.Tensor:
+    """Decoding: PAD and BOS are never an output token; set their logits (..., V) to -inf."""
+    logits[..., PAD] = logits[..., BOS] = float("-inf")
+    return logits
 
 
 class Vocab:
