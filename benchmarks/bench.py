@@ -262,7 +262,8 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     extra = [f"experiment={experiment}", "train.eval_every=100"]
     if quick:
         extra += ["train.max_steps=100", "train.eval_every=50"]
-    command = [sys.executable, "-m", "seq2seq.train", "--config", config_path, *overrides, *extra]
+    command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", config_path]
+    command += [*overrides, *extra]
     seconds, peak = run_and_measure(command)
     config = load_config(config_path, [*overrides, *extra])
     log = [json.loads(line) for line in (config.run_dir / "metrics.jsonl").read_text().splitlines()]

@@ -60,6 +60,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.dropout, self.backend = d_model, n_heads, dropout, backend
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        # With record = True, each call keeps its weights (B, H, Tq, Tk) here, for pictures
+        # (seq2seq/plot.py); the fused kernel does not return them, so the math path runs.
+        self.record = False
+        self.weights: torch.Tensor | None = None
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, T, D) -> (B, H, T, Dh): head h gets features [h*Dh, (h+1)*Dh)."""
@@ -99,8 +103,10 @@ class MultiHeadAttention(nn.Module):
                 if cache is not None:
                     cache.append(k, v)
         dropout = self.dropout if self.training else 0.0
-        if self.backend == "sdpa":
+        if self.backend == "sdpa" and not self.record:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         else:
-            out, _ = scaled_dot_product_attention(q, k, v, mask, dropout)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout)
+            if self.record:
+                self.weights = weights.detach()
         return self.out_proj(self.merge_heads(out))

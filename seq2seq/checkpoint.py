@@ -2,7 +2,9 @@
 
 A checkpoint holds the experiment config, the model weights and the bytes of both
 sentencepiece models, so `python -m seq2seq.translate --checkpoint file.pt` needs nothing
-else: no config file, no data directory.
+else: no config file, no data directory. The checkpoint training resumes from
+(runs/<experiment>/last.pt) also holds a `training` entry: optimizer, step, random states
+(see seq2seq/train.py).
 """
 
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ def save_checkpoint(
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     info: dict,
+    training: dict | None = None,
 ) -> None:
     state = {
         "format": FORMAT,
@@ -44,25 +47,38 @@ def save_checkpoint(
         "tgt_vocab": tgt_vocab.model_bytes,
         "info": info,
     }
+    if training is not None:
+        state["training"] = training
     with atomic_write(path, "wb") as file:
         torch.save(state, file)
 
 
-def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
-    path = Path(path)
+def read_state(path: Path, device: torch.device | str = "cpu") -> dict:
+    """The raw dictionary of a checkpoint file, or a UserError saying why it cannot be read."""
     if not path.exists():
         raise UserError(f"no trained model at {path}: run `make train` first")
     try:
         state = torch.load(path, map_location=device, weights_only=True)
-        if state.get("format") != FORMAT:
-            raise ValueError(f"format {state.get('format')!r}, expected {FORMAT}")
+        if not isinstance(state, dict) or state.get("format") != FORMAT:
+            found = state.get("format") if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"format {found!r}, expected {FORMAT}")
+    except Exception as error:  # truncated file, another program's file
+        raise UserError(f"{path} is not a readable checkpoint ({error})") from None
+    return state
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    path = Path(path)
+    state = read_state(path, device)
+    try:
         config = config_from_dict(state["config"], source=f"{path} (config)")
-        src_vocab, tgt_vocab = Vocab(state["src_vocab"]), Vocab(state["tgt_vocab"])
+        src_vocab = Vocab(state["src_vocab"], config.vocab)
+        tgt_vocab = Vocab(state["tgt_vocab"])
         model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
         model.load_state_dict(state["model"])
     except UserError:
         raise
-    except Exception as error:  # truncated file, another program's file, mismatched weights
+    except Exception as error:  # missing entries, mismatched weights
         raise UserError(f"{path} is not a readable checkpoint ({error})") from None
     model.to(device).eval()
     return Checkpoint(config, model, src_vocab, tgt_vocab, state["info"])

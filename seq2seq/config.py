@@ -85,6 +85,9 @@ class VocabConfig:
     tgt_size: int = 64
     character_coverage: float = 1.0
     joint: bool = False  # one model for both languages, trained on both (of src_size pieces)
+    # Source text normalisation, the same at training and translation time (seq2seq/vocab.py).
+    lowercase: bool = False  # "Twenty one" reads as "twenty one"
+    hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
 
 
 @dataclass
@@ -94,7 +97,9 @@ class ModelConfig:
     enc_layers: int = 2
     dec_layers: int = 2
     d_ff: int = 512
+    # as in the paper: on the embeddings and on each sublayer's output before the residual sum
     dropout: float = 0.0
+    attention_dropout: float = 0.0  # on the attention weights (costly on CPU: (B, H, L, L) masks)
     max_positions: int = 256  # longest sequence the position table covers, in pieces
     # "sdpa": torch.nn.functional.scaled_dot_product_attention (fused kernels);
     # "math": the explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py.
@@ -314,6 +319,7 @@ def _check(config: Config, source: str) -> None:
     require(model.enc_layers >= 1 and model.dec_layers >= 1, "at least one layer each side")
     require(model.d_ff > 0 and model.max_positions > 0, "'model.d_ff', 'max_positions' > 0")
     require(0.0 <= model.dropout < 1.0, "'model.dropout' must be in [0, 1)")
+    require(0.0 <= model.attention_dropout < 1.0, "'model.attention_dropout' must be in [0, 1)")
     require(train.batch_tokens > 0 and train.max_steps > 0, "'train.batch_tokens', 'max_steps' > 0")
     require(train.lr > 0 and 0 <= train.min_lr <= train.lr, "need 0 <= 'train.min_lr' <= 'lr'")
     require(

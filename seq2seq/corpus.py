@@ -40,6 +40,14 @@ def read_lines(path: str | Path) -> list[str]:
         raise CorpusError(f"{path} not found") from None
     except (OSError, EOFError, zlib.error) as error:  # a truncated or non-gzip .gz file
         raise CorpusError(f"{path}: not a readable gzip file ({error})") from None
+    return decode_lines(data, str(path))
+
+
+def decode_lines(data: bytes, name: str, on_invalid=None) -> list[str]:
+    """UTF-8 bytes -> lines, split on "\n" only (no other character starts a new line), each
+    without its "\r"; a leading byte-order mark dropped. Invalid UTF-8 is an error naming
+    `name` and the line, unless on_invalid(line number, error) is given: then it is called
+    and the bad bytes become U+FFFD."""
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the newline that ends the last line
@@ -48,7 +56,12 @@ def read_lines(path: str | Path) -> list[str]:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise CorpusError(f"{path}, line {number}: invalid UTF-8 ({error.reason})") from None
+            if on_invalid is None:
+                raise CorpusError(
+                    f"{name}, line {number}: invalid UTF-8 ({error.reason})"
+                ) from None
+            on_invalid(number, error)
+            line = raw.decode("utf-8", errors="replace")
         if number == 1:
             line = line.removeprefix("\ufeff")
         text_lines.append(line.removesuffix("\r"))

@@ -17,8 +17,9 @@ Two implementations give the same tokens:
   so they stop costing work. This is the default (`decode.cache: true`).
 
 Beam search (seq2seq/beam.py) is chosen with `decode.beam_size` > 1. `translate` wraps them
-all for raw text: it sorts sentences by length so that each batch has
-little padding, and returns the translations in the original order.
+all for raw text: it sorts sentences by length so that each batch has little padding, and
+returns the translations in the original order; an empty sentence gives an empty translation.
+`translate_nbest` returns the beam_size best translations of each sentence, with their scores.
 """
 
 import torch
@@ -105,6 +106,28 @@ def decode_batch(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> li
     return decode(model, src, limits)
 
 
+def longest_source(model: Transformer) -> int:
+    """The most source pieces the model takes: its positions, less one for EOS."""
+    return model.cfg.max_positions - 1
+
+
+def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
+    """Run decode(src (B, S)) -> B results over batches of similar source length; return
+    the results in the order of `sources`. An empty source is not decoded: its result is
+    `empty` (an empty line in, an empty line out). A source longer than the model's positions
+    is cut to fit."""
+    device = next(model.parameters()).device
+    sources = [ids[: longest_source(model)] for ids in sources]  # cut to fit the positions
+    order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))
+    results: list = [empty] * len(sources)
+    for start in range(0, len(order), batch_size):
+        indices = order[start : start + batch_size]
+        src = source_tensor([sources[i] for i in indices]).to(device)
+        for i, result in zip(indices, decode(src), strict=True):
+            results[i] = result
+    return results
+
+
 def translate(
     model: Transformer,
     src_vocab: Vocab,
@@ -115,14 +138,31 @@ def translate(
     """Raw source sentences -> detokenized translations, in the same order."""
     was_training = model.training
     model.eval()
-    device = next(model.parameters()).device
     sources = src_vocab.encode(sentences)
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    outputs: list[list[int]] = [[] for _ in sources]
-    for start in range(0, len(order), cfg.batch_size):
-        indices = order[start : start + cfg.batch_size]
-        src = source_tensor([sources[i] for i in indices]).to(device)
-        for i, ids in zip(indices, decode_batch(model, src, cfg), strict=True):
-            outputs[i] = ids
+    outputs = in_length_order(
+        model, sources, cfg.batch_size, lambda src: decode_batch(model, src, cfg), []
+    )
     model.train(was_training)
     return tgt_vocab.decode(outputs)
+
+
+def translate_nbest(
+    model: Transformer,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    sentences: list[str],
+    cfg: DecodeConfig,
+) -> list[list[tuple[float, str]]]:
+    """Raw source sentences -> for each, the cfg.beam_size best translations of beam search
+    as (length-normalised log-probability, detokenized text), best first."""
+    was_training = model.training
+    model.eval()
+
+    def search(src: torch.Tensor) -> list:
+        limits = max_lengths(model, src, cfg)
+        return beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
+
+    sources = src_vocab.encode(sentences)
+    nbest = in_length_order(model, sources, cfg.batch_size, search, [(0.0, [])])
+    model.train(was_training)
+    return [[(score, tgt_vocab.decode([ids])[0]) for score, ids in hyps] for hyps in nbest]

@@ -12,14 +12,25 @@ from collections.abc import Callable
 class UserError(Exception):
     """Something the user can fix: the message says what is wrong, where, and what to do."""
 
+    exit_code = 1
+
+
+class Interrupted(UserError):
+    """Stopped by a signal (Ctrl-C, SIGTERM) after saving what can be resumed."""
+
+    def __init__(self, message: str, signal_number: int):
+        super().__init__(message)
+        self.exit_code = 128 + signal_number  # the shell's convention: 130 for Ctrl-C
+
 
 def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
     """Run `main(argv)`; turn a UserError or Ctrl-C into a one-line message and an exit code."""
     try:
         main(argv)
     except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
+        prefix = "" if isinstance(error, Interrupted) else "error: "
+        print(f"{prefix}{error}", file=sys.stderr)
+        sys.exit(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)

@@ -58,6 +58,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def remove_stale_temporaries(directory: str | Path) -> None:
+    """Delete the temporary files a killed process left in `directory` (never the real ones)."""
+    for leftover in Path(directory).glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
+
+
 def write_lines(path: str | Path, lines: list[str]) -> None:
     with atomic_write(path) as file:
         file.writelines(line + "\n" for line in lines)

@@ -61,11 +61,9 @@ class Embedding(nn.Module):
 class FeedForward(nn.Module):
     """Position-wise: (B, L, D) -> (B, L, d_ff) -> ReLU -> (B, L, D)."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float):
+    def __init__(self, d_model: int, d_ff: int):
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model)
-        )
+        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -74,8 +72,10 @@ class FeedForward(nn.Module):
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.attention)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.self_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
+        )
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -88,9 +88,13 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.attention)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, cfg.attention)
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.self_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
+        )
+        self.cross_attn = MultiHeadAttention(
+            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
+        )
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout = nn.Dropout(cfg.dropout)
 

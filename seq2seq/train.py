@@ -7,31 +7,43 @@ label smoothing (padding ignored), gradient clipping, an AdamW update. The learn
 rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`.
 
 Every `eval_every` steps the model is validated: loss on the valid split, and the exact
-match of its greedy translations. The best checkpoint by exact match (ties: lower loss) is
+match and BLEU of its greedy translations. The best checkpoint by `train.best_metric` is
 written atomically to runs/<experiment>/best.pt; each validation appends a line to
 runs/<experiment>/metrics.jsonl.
+
+Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
+training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step
+and epoch, the batches of the current epoch and how many are done, the best result so far,
+and every random state. Running the command again continues from it, exactly: on the CPU
+the parameters end bit-for-bit as if training had never stopped. `--restart` starts over.
 """
 
 import argparse
 import json
 import math
 import random
+import signal
+import threading
 import time
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
 from seq2seq.batching import collate, encode_pairs, token_batches
-from seq2seq.checkpoint import save_checkpoint
-from seq2seq.config import Config, TrainConfig, add_config_arguments, load_config
+from seq2seq.checkpoint import read_state, save_checkpoint
+from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.decode import translate
 from seq2seq.device import pick_device
-from seq2seq.errors import UserError, run_cli
+from seq2seq.errors import Interrupted, UserError, run_cli
+from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
 from seq2seq.vocab import PAD, Vocab, load_vocabs
+
+LAST = "last.pt"  # the checkpoint training resumes from, in runs/<experiment>/
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -111,8 +123,94 @@ def rank(result: dict, best_metric: str) -> tuple[float, float]:
     return result[f"valid_{best_metric}"], -result["valid_loss"]
 
 
-def train(config: Config) -> dict:
-    """Train from scratch; returns the best validation result."""
+@dataclass
+class Progress:
+    """Where training stands: what resuming needs besides the weights and the optimizer."""
+
+    step: int = 0
+    epoch: int = 0
+    batches: list[list[int]] = field(default_factory=list)  # this epoch's, in their order
+    next_batch: int = 0  # how many of them are done
+    best: dict | None = None  # the best validation result so far
+    validations_without_gain: int = 0
+    stopped_early: bool = False  # by train.patience
+    elapsed_s: float = 0.0  # training time before this run
+
+
+def random_states(rng: random.Random, device: torch.device) -> dict:
+    """Every random state training draws from: batch order (rng) and dropout (torch)."""
+    states = {"python": rng.getstate(), "torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        states["cuda"] = torch.cuda.get_rng_state(device)
+    return states
+
+
+def set_random_states(states: dict, rng: random.Random, device: torch.device) -> None:
+    version, internal, gauss = states["python"]
+    rng.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(states["torch"].cpu())
+    if device.type == "cuda" and "cuda" in states:
+        torch.cuda.set_rng_state(states["cuda"].cpu(), device)
+
+
+# What a checkpoint must share with the config to be resumed: the shape of the model and the
+# vocabularies. (Dropout, attention backend, learning rate, max_steps ... may change.)
+RESUME_KEYS = {
+    "model": ["d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "tie_embeddings"],
+    "vocab": list(asdict(VocabConfig())),
+}
+
+
+def check_resumable(
+    state: dict, config: Config, vocabs: tuple[Vocab, Vocab], train_pairs: int, path
+) -> None:
+    """A checkpoint resumes only the same model on the same vocabularies and training data."""
+    for section, keys in RESUME_KEYS.items():
+        saved, now = state["config"].get(section, {}), asdict(getattr(config, section))
+        for key in keys:
+            if saved.get(key) != now[key]:
+                raise UserError(
+                    f"{path} was trained with another config ({section}.{key}: "
+                    f"{saved.get(key)!r}, now {now[key]!r}); pass --restart to train from scratch"
+                )
+    if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
+        raise UserError(
+            f"{path} was trained on other vocabularies than those in {config.data_dir}/; "
+            "pass --restart to train from scratch"
+        )
+    saved_pairs = state["training"]["train_pairs"]
+    if saved_pairs != train_pairs:
+        raise UserError(
+            f"{path} was trained on {saved_pairs:,} training pairs, {config.data_dir}/ has "
+            f"{train_pairs:,}; pass --restart to train from scratch"
+        )
+
+
+class StopOnSignal:
+    """SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, save and exit.
+    A second Ctrl-C stops at once; no file is harmed, since every file is written atomically."""
+
+    def __enter__(self):
+        self.received: int | None = None
+        self.previous = {}
+        if threading.current_thread() is threading.main_thread():  # signals need the main one
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self.previous[number] = signal.signal(number, self.handle)
+        return self
+
+    def handle(self, number, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = number
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
+
+
+def train(config: Config, restart: bool = False) -> dict:
+    """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
+    validation result."""
     cfg = config.train
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -120,37 +218,81 @@ def train(config: Config) -> dict:
     rng = random.Random(cfg.seed)
     device = pick_device(cfg.device)
 
-    src_vocab, tgt_vocab = load_vocabs(config)
-    train_examples = encode_pairs(load_split(config, "train"), src_vocab, tgt_vocab)
+    vocabs = load_vocabs(config)
+    train_examples = encode_pairs(load_split(config, "train"), *vocabs)
     valid_pairs = load_split(config, "valid")
 
-    model = Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
+    model = Transformer(config.model, *map(len, vocabs)).to(device)
     optimizer = make_optimizer(model, cfg)
     autocast_dtype = resolve_precision(cfg.precision, device)
     # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
     scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype == torch.float16)
     step_model = torch.compile(model, dynamic=True) if cfg.compile else model
+
+    last_path, log_path = config.run_dir / LAST, config.run_dir / "metrics.jsonl"
+    config.run_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(config.run_dir)  # from a process killed while writing
+    progress = Progress()
+    if restart:
+        last_path.unlink(missing_ok=True)
+    if last_path.exists():
+        try:
+            state = read_state(last_path, device)
+        except UserError as error:
+            raise UserError(f"{error}; pass --restart to train from scratch") from None
+        check_resumable(state, config, vocabs, len(train_examples), last_path)
+        model.load_state_dict(state["model"])
+        training = state["training"]
+        optimizer.load_state_dict(training["optimizer"])
+        scaler.load_state_dict(training["scaler"])
+        set_random_states(training["random"], rng, device)
+        progress = Progress(**training["progress"])
+        if progress.stopped_early or progress.step >= cfg.max_steps:
+            print(
+                f"{last_path}: training already finished at step {progress.step:,}; raise "
+                "train.max_steps to train on, or pass --restart to start over"
+            )
+            return progress.best
+        # drop what was logged after the state was saved: it will be logged again
+        logged = log_path.read_text(encoding="utf-8").splitlines() if log_path.exists() else []
+        kept = [line for line in logged if json.loads(line)["step"] <= progress.step]
+        write_lines(log_path, kept)
+        print(f"resuming {last_path} at step {progress.step:,} (--restart to start over)")
+    else:
+        write_lines(log_path, [])
     print(
         f"training {model.num_parameters():,} parameters on {device} "
         f"({autocast_dtype or torch.float32}), {len(train_examples):,} training pairs, "
         f"up to {cfg.max_steps:,} steps"
     )
 
-    config.run_dir.mkdir(parents=True, exist_ok=True)
-    log_path = config.run_dir / "metrics.jsonl"
-    log_path.write_text("")
-    best: dict | None = None
-    validations_without_gain = 0
-    step, epoch, stop = 0, 0, False
+    def save_last() -> None:
+        training = {
+            "optimizer": optimizer.state_dict(),
+            "scaler": scaler.state_dict(),
+            "random": random_states(rng, device),
+            "progress": asdict(progress),
+            "train_pairs": len(train_examples),
+        }
+        info = {"step": progress.step, "epoch": progress.epoch}
+        save_checkpoint(last_path, config, model, *vocabs, info, training)
+
+    saved = f"{last_path} (step {progress.step:,}) is kept" if progress.step else "nothing saved"
     interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
     start = interval_start = time.perf_counter()
-    progress = tqdm(total=cfg.max_steps, desc="train", unit="step", mininterval=0.5)
+    bar = tqdm(
+        total=cfg.max_steps, initial=progress.step, desc="train", unit="step", mininterval=0.5
+    )
     model.train()
-    while not stop:
-        epoch += 1
-        for indices in token_batches(train_examples, cfg.batch_tokens, rng):
+    with StopOnSignal() as stop:
+        while not progress.stopped_early and progress.step < cfg.max_steps:
+            if progress.next_batch == len(progress.batches):  # a new epoch
+                progress.epoch += 1
+                progress.batches = token_batches(train_examples, cfg.batch_tokens, rng)
+                progress.next_batch = 0
+            indices = progress.batches[progress.next_batch]
             batch = tuple(t.to(device) for t in collate([train_examples[i] for i in indices]))
-            lr = learning_rate(step, cfg)
+            lr = learning_rate(progress.step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             with torch.autocast(device.type, autocast_dtype, enabled=autocast_dtype is not None):
@@ -161,63 +303,79 @@ def train(config: Config) -> dict:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             scaler.step(optimizer)
             scaler.update()
-            step += 1
 
             loss_value = loss.item()
+            if not math.isfinite(loss_value):  # nothing of this step is saved
+                bar.close()
+                raise UserError(
+                    f"training diverged: the loss is {loss_value} at step {progress.step + 1}; "
+                    f"{saved}. Lower train.lr or raise train.warmup_steps, then --restart"
+                )
+            progress.step += 1
+            progress.next_batch += 1
             interval_loss += loss_value
             interval_steps += 1
             interval_tokens += int((batch[0] != PAD).sum() + (batch[2] != PAD).sum())
             tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
-            progress.update(1)
-            progress.set_postfix(
+            bar.update(1)
+            bar.set_postfix(
                 loss=f"{loss_value:.3f}",
                 lr=f"{lr:.2e}",
                 tok_s=f"{tokens_per_s:,.0f}",
                 refresh=False,  # redraw at most every `mininterval` seconds
             )
 
-            if step % cfg.eval_every == 0 or step == cfg.max_steps:
+            if progress.step % cfg.eval_every == 0 or progress.step == cfg.max_steps:
                 result = {
-                    "step": step,
-                    "epoch": epoch,
+                    "step": progress.step,
+                    "epoch": progress.epoch,
                     "train_loss": interval_loss / interval_steps,
                     "lr": lr,
                     "tokens_per_s": tokens_per_s,
-                    **validate(model, config, (src_vocab, tgt_vocab), valid_pairs, device),
-                    "elapsed_s": time.perf_counter() - start,
+                    **validate(model, config, vocabs, valid_pairs, device),
+                    "elapsed_s": progress.elapsed_s + time.perf_counter() - start,
                 }
-
+                best = progress.best
                 improved = best is None or rank(result, cfg.best_metric) > rank(
                     best, cfg.best_metric
                 )
                 if improved:
-                    best = result
-                    validations_without_gain = 0
-                    save_checkpoint(
-                        config.checkpoint_path, config, model, src_vocab, tgt_vocab, result
-                    )
+                    progress.best, progress.validations_without_gain = result, 0
+                    save_checkpoint(config.checkpoint_path, config, model, *vocabs, result)
                 else:
-                    validations_without_gain += 1
-                with log_path.open("a", encoding="utf-8") as log:
-                    log.write(json.dumps(result) + "\n")
-                progress.write(
-                    f"step {step:>6}  valid loss {result['valid_loss']:.4f}  "
+                    progress.validations_without_gain += 1
+                bar.write(
+                    f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
                     f"exact match {result['valid_exact_match']:.4f}  "
                     f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
                 )
                 interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
                 interval_start = time.perf_counter()
-                if cfg.patience and validations_without_gain >= cfg.patience:
-                    progress.write(f"no gain in {cfg.patience} validations: stopping early")
-                    stop = True
-            if stop or step >= cfg.max_steps:
-                stop = True
-                break
-    progress.close()
+                if cfg.patience and progress.validations_without_gain >= cfg.patience:
+                    bar.write(f"no gain in {cfg.patience} validations: stopping early")
+                    progress.stopped_early = True
+                progress.elapsed_s = result["elapsed_s"]
+                start = time.perf_counter()
+                with log_path.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(result) + "\n")
+                save_last()
+                saved = f"{last_path} (step {progress.step:,}) is kept"
+            finished = progress.stopped_early or progress.step >= cfg.max_steps
+            if stop.received is not None and not finished:
+                progress.elapsed_s += time.perf_counter() - start
+                save_last()
+                bar.close()
+                raise Interrupted(
+                    f"stopped at step {progress.step:,} ({signal.Signals(stop.received).name}); "
+                    f"saved {last_path}: run the same command again to resume",
+                    stop.received,
+                )
+    bar.close()
+    best = progress.best
     print(
         f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
-        f"valid loss {best['valid_loss']:.4f}; saved to {config.checkpoint_path} "
-        f"({time.perf_counter() - start:.0f} s)"
+        f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
+        f"saved to {config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
     )
     return best
 
@@ -225,8 +383,11 @@ def train(config: Config) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_config_arguments(parser)
+    parser.add_argument(
+        "--restart", action="store_true", help=f"start over, ignoring runs/<experiment>/{LAST}"
+    )
     args = parser.parse_args(argv)
-    train(load_config(args.config, args.overrides))
+    train(load_config(args.config, args.overrides), restart=args.restart)
 
 
 if __name__ == "__main__":

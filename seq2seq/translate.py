@@ -3,19 +3,80 @@
     python -m seq2seq.translate "three is three"            # prints: 3 la 3
     python -m seq2seq.translate "one is one" "two is five"   # one output line per argument
     printf 'one is one\\ntwo is two\\n' | python -m seq2seq.translate   # one per input line
+    python -m seq2seq.translate                              # interactive, on a terminal
+    python -m seq2seq.translate --nbest 3 "three is three"   # the 3 best of beam search
+
+Line N of the output always answers line N of the input, so it works in a pipeline: an
+empty line gives an empty line, and invalid UTF-8 is replaced (U+FFFD) with a warning. Words
+the vocabulary lacks are still translated (as its unknown piece), with a warning on stderr
+naming them; an input longer than the model's positions is cut to fit, with a warning.
+
+With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
+from 0, best first; score = length-normalised log-probability), searched with a beam of at
+least N.
 
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
 given with --checkpoint, which carries its own vocabularies and settings.
 """
 
 import argparse
+import itertools
 import sys
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.decode import translate
+from seq2seq.corpus import decode_lines
+from seq2seq.decode import longest_source, translate, translate_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, run_cli
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def read_input_lines(stream) -> list[str]:
+    """The lines of a binary stream; invalid UTF-8 replaced by U+FFFD, with a warning."""
+
+    def replaced(number: int, error: UnicodeDecodeError) -> None:
+        warn(f"line {number}: invalid UTF-8 ({error.reason}) replaced by U+FFFD")
+
+    return decode_lines(stream.read(), "stdin", on_invalid=replaced)
+
+
+def check_input(checkpoint: Checkpoint, sentences: list[str], first_line: int = 1) -> None:
+    """Warn about words the source vocabulary lacks and about inputs cut to fit the model."""
+    src_vocab = checkpoint.src_vocab
+    longest = longest_source(checkpoint.model)
+    for number, sentence in enumerate(sentences, first_line):
+        unknown = src_vocab.unknown(sentence)
+        if unknown:
+            words = ", ".join(repr(word) for word in dict.fromkeys(unknown))
+            warn(f"line {number}: not in the vocabulary, translated as unknown: {words}")
+        pieces = len(src_vocab.encode([sentence])[0])
+        if pieces > longest:
+            warn(f"line {number}: {pieces} pieces, cut to the model's {longest}")
+
+
+def one_line(text: str) -> str:
+    """A translation never spans two lines."""
+    return " ".join(text.splitlines())
+
+
+def translate_lines(
+    checkpoint: Checkpoint, sentences: list[str], nbest: int | None = None, first_line: int = 1
+) -> list[str]:
+    """The output lines for `sentences`: one translation each, or `nbest` lines each."""
+    check_input(checkpoint, sentences, first_line)
+    model, decode = checkpoint.model, checkpoint.config.decode
+    vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
+    if nbest is None:
+        return [one_line(text) for text in translate(model, *vocabs, sentences, decode)]
+    lines = []
+    for number, hypotheses in enumerate(translate_nbest(model, *vocabs, sentences, decode)):
+        for score, text in hypotheses[:nbest]:
+            lines.append(f"{number + first_line - 1} ||| {one_line(text)} ||| {score:.4f}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -30,10 +91,12 @@ def main(argv: list[str] | None = None) -> None:
         "--beam-size", type=int, help="beams (default: the model's config; 1: greedy)"
     )
     parser.add_argument("--length-penalty", type=float, help="beam search length penalty alpha")
+    parser.add_argument(
+        "--nbest", type=int, metavar="N", help="print the N best translations of each input"
+    )
     args = parser.parse_args(argv)
     path = args.checkpoint or load_config(args.config).checkpoint_path
     checkpoint = load_checkpoint(path, pick_device(args.device))
-    sentences = args.sentences or [line.rstrip("\r\n") for line in sys.stdin]
     decode = checkpoint.config.decode
     if args.beam_size is not None:
         decode.beam_size = args.beam_size
@@ -41,11 +104,26 @@ def main(argv: list[str] | None = None) -> None:
         decode.length_penalty = args.length_penalty
     if decode.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
-    translations = translate(
-        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sentences, decode
-    )
-    for translation in translations:
-        print(translation)
+    if args.nbest is not None:
+        if args.nbest < 1:
+            raise UserError("--nbest must be at least 1")
+        decode.beam_size = max(decode.beam_size, args.nbest)
+
+    if args.sentences:
+        print("\n".join(translate_lines(checkpoint, args.sentences, args.nbest)))
+    elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
+        print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
+        for number in itertools.count(1):
+            print("> ", end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline()
+            if not line:
+                print(file=sys.stderr)
+                return
+            sentence = line.rstrip("\r\n")
+            print("\n".join(translate_lines(checkpoint, [sentence], args.nbest, number)))
+    else:
+        lines = translate_lines(checkpoint, read_input_lines(sys.stdin.buffer), args.nbest)
+        sys.stdout.writelines(line + "\n" for line in lines)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ for every model:
     BOS = 2   begins every decoder input
     EOS = 3   ends every target; decoding stops when it is produced
 
+Source text can be normalised first (vocab.lowercase, vocab.hyphens_as_spaces): the source
+Vocab applies it in `encode`, so training and translation see the same text.
+
 The models are saved beside the corpus (data/<name>/src.model, tgt.model) with a stamp file,
 vocab.json, that records a hash of the training files and the vocabulary settings: `make data`
 retrains them only when one of those changed. Checkpoints carry the models' bytes, so a
@@ -39,11 +42,19 @@ def forbid_non_outputs(logits: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-class Vocab:
-    """A sentencepiece model: text <-> piece ids, with the special ids above."""
+def normalize_source(text: str, settings: VocabConfig) -> str:
+    if settings.hyphens_as_spaces:
+        text = text.replace("-", " ")
+    return text.lower() if settings.lowercase else text
 
-    def __init__(self, model_bytes: bytes):
+
+class Vocab:
+    """A sentencepiece model: text <-> piece ids, with the special ids above. A source
+    vocabulary also normalises the text it encodes (`settings`, see normalize_source)."""
+
+    def __init__(self, model_bytes: bytes, settings: VocabConfig | None = None):
         self.model_bytes = model_bytes
+        self.settings = settings
         self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
         assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
             PAD,
@@ -55,14 +66,24 @@ class Vocab:
     def __len__(self) -> int:
         return self.sp.get_piece_size()
 
+    def normalize(self, sentence: str) -> str:
+        return normalize_source(sentence, self.settings) if self.settings else sentence
+
     def encode(self, sentences: list[str]) -> list[list[int]]:
-        return self.sp.encode(sentences)
+        return self.sp.encode([self.normalize(s) for s in sentences])
 
     def decode(self, ids: list[list[int]]) -> list[str]:
         return self.sp.decode(ids)
 
     def pieces(self, sentence: str) -> list[str]:
-        return self.sp.encode(sentence, out_type=str)
+        return self.sp.encode(self.normalize(sentence), out_type=str)
+
+    def unknown(self, sentence: str) -> list[str]:
+        """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
+        text = self.normalize(sentence)
+        if UNK not in self.sp.encode(text):
+            return []
+        return [word for word in text.split() if UNK in self.sp.encode(word)]
 
 
 def train_vocab(sentences: list[str], size: int, settings: VocabConfig) -> Vocab:
@@ -101,6 +122,7 @@ def build_vocabs(config: Config) -> bool:
     if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
         return False
     src_lines, tgt_lines = (read_lines(path) for path in train_files)
+    src_lines = [normalize_source(line, config.vocab) for line in src_lines]
     if config.vocab.joint:  # one model for both sides, saved under both names
         joint = train_vocab(src_lines + tgt_lines, config.vocab.src_size, config.vocab)
         vocabs = {"src": joint, "tgt": joint}
@@ -117,11 +139,22 @@ def build_vocabs(config: Config) -> bool:
 
 
 def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
-    """The source and target vocabularies saved by `make data`."""
+    """The source and target vocabularies saved by `make data`, if built with config.vocab."""
+    stamp_path = config.data_dir / "vocab.json"
+    if stamp_path.exists():
+        built = json.loads(stamp_path.read_text("utf-8"))["settings"]
+        wanted = asdict(config.vocab)
+        changed = [key for key in wanted if built.get(key) != wanted[key]]
+        if changed:
+            key = changed[0]
+            raise CorpusError(
+                f"{stamp_path}: the vocabularies were built with vocab.{key} = "
+                f"{built.get(key)!r}, the config says {wanted[key]!r}: run `make data`"
+            )
     vocabs = []
     for side in SIDES:
         path = config.data_dir / f"{side}.model"
         if not path.exists():
             raise CorpusError(f"no vocabulary {path}: run `make data` first")
-        vocabs.append(Vocab(path.read_bytes()))
+        vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))
     return vocabs[0], vocabs[1]

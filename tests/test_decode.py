@@ -1,5 +1,6 @@
 """Decoding: cached greedy = recompute greedy, and beam search against greedy."""
 
+import dataclasses
 import random
 
 import pytest
@@ -9,7 +10,13 @@ from seq2seq import numbers
 from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
 from seq2seq.beam import beam_search
 from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths, translate
+from seq2seq.decode import (
+    greedy_decode_cached,
+    greedy_decode_recompute,
+    max_lengths,
+    translate,
+    translate_nbest,
+)
 from seq2seq.model import Transformer
 from seq2seq.train import batch_loss, make_optimizer
 from seq2seq.vocab import BOS, EOS, PAD, train_vocab
@@ -90,10 +97,26 @@ def test_cached_equals_recompute_on_the_numbers_test_split(trained_numbers_model
 def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numbers_model):
     model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
     sources = [s for s, _ in test[:40]]
+    sources[5] = sources[17] = ""  # empty lines are answered by empty lines, in place
     cfg.cache, cfg.batch_size = True, 7
     batched = translate(model, src_vocab, tgt_vocab, sources, cfg)
     one_by_one = [translate(model, src_vocab, tgt_vocab, [s], cfg)[0] for s in sources]
     assert batched == one_by_one
+    assert batched[5] == batched[17] == "" and all(batched[:5] + batched[6:17] + batched[18:])
+
+
+@pytest.mark.slow
+def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
+    model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
+    sources = [s for s, _ in test[:30]] + [""]
+    beam = dataclasses.replace(cfg, beam_size=3, length_penalty=1.0)
+    nbest = translate_nbest(model, src_vocab, tgt_vocab, sources, beam)
+    assert [hyps[0][1] for hyps in nbest] == translate(model, src_vocab, tgt_vocab, sources, beam)
+    assert nbest[-1] == [(0.0, "")]
+    for hyps in nbest[:-1]:
+        scores = [score for score, _ in hyps]
+        assert len(hyps) == 3 and scores == sorted(scores, reverse=True)
+        assert len({text for _, text in hyps}) == 3
 
 
 @torch.no_grad()

@@ -70,6 +70,11 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == "3 la 3\n9 la 9\n"
     translate.main(["--beam-size", "3", "--length-penalty", "0.6", "four is four", "two is two"])
     assert capsys.readouterr().out == "4 la 4\n2 la 2\n"
+    translate.main(["--nbest", "2", "four is four", "two is two"])
+    nbest = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
+    assert [(n, text) for n, text, _ in nbest][::2] == [("0", "4 la 4"), ("1", "2 la 2")]
+    assert [n for n, _, _ in nbest] == ["0", "0", "1", "1"]
+    assert float(nbest[0][2]) >= float(nbest[1][2]) and float(nbest[2][2]) >= float(nbest[3][2])
     assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
 
     # The checkpoint is self-contained: no config file or data directory needed.

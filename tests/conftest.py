@@ -1,0 +1,26 @@
+"""Shared fixtures."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from seq2seq import data, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def seed_run(tmp_path_factory) -> Path:
+    """runs/seed/ of the seed preset (nine pairs, memorised in about a second): best.pt,
+    last.pt and metrics.jsonl."""
+    directory = tmp_path_factory.mktemp("seed")
+    (directory / "config.yaml").write_text((ROOT / "configs/seed.yaml").read_text())
+    before = Path.cwd()
+    os.chdir(directory)
+    try:
+        data.main([])
+        train.main([])
+    finally:
+        os.chdir(before)
+    return directory / "runs/seed"

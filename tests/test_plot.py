@@ -1,0 +1,53 @@
+"""Pictures: attention heatmaps and training curves (matplotlib, an optional extra)."""
+
+import sys
+
+import pytest
+import torch
+
+from seq2seq import plot
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.errors import UserError
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_recorded_attention_weights_are_those_the_model_uses(seed_run):
+    checkpoint = load_checkpoint(seed_run / "best.pt")
+    maps, translation = plot.attention_maps(checkpoint, "three is three")
+    assert translation == "3 la 3"
+    heads, src, tgt = checkpoint.config.model.n_heads, 4, 4  # 3 words + EOS; BOS + 3 pieces
+    titles = [title for title, _, _, _ in maps]
+    assert titles == ["encoder 1 self", "decoder 1 self", "decoder 1 cross"]
+    shapes = [tuple(weights.shape) for _, weights, _, _ in maps]
+    assert shapes == [(heads, src, src), (heads, tgt, tgt), (heads, tgt, src)]
+    for _, weights, queries, keys in maps:
+        assert weights.shape[1:] == (len(queries), len(keys))
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]))
+    decoder_self = maps[1][1]
+    assert (decoder_self.triu(1) == 0).all()  # no peeking at later outputs
+    assert maps[0][2] == ["▁three", "▁is", "▁three", "</s>"]
+    assert all(
+        not module.record for module in checkpoint.model.modules() if hasattr(module, "record")
+    )
+
+
+def test_attention_and_curves_pngs(seed_run, tmp_path):
+    checkpoint = load_checkpoint(seed_run / "best.pt")
+    plot.plot_attention(checkpoint, "three is three", tmp_path / "attention.png")
+    plot.plot_curves(seed_run / "metrics.jsonl", tmp_path / "curves.png")
+    for name in ("attention.png", "curves.png"):
+        assert (tmp_path / name).read_bytes().startswith(PNG)
+        assert (tmp_path / name).stat().st_size > 10_000
+
+
+def test_without_matplotlib_the_message_says_what_to_install(seed_run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    with pytest.raises(UserError, match=r'plotting needs matplotlib: pip install -e "\.\[plot\]"'):
+        plot.plot_curves(seed_run / "metrics.jsonl", tmp_path / "curves.png")
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_curves_without_a_training_log_say_what_to_run(tmp_path):
+    with pytest.raises(UserError, match="no training log at .*metrics.jsonl: run `make train`"):
+        plot.plot_curves(tmp_path / "metrics.jsonl", tmp_path / "curves.png")

@@ -1,0 +1,211 @@
+"""Resuming and interruptions: a stopped training continues exactly where it was."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import seq2seq.train as train_module
+from seq2seq import data
+from seq2seq.checkpoint import load_checkpoint, read_state
+from seq2seq.config import load_config
+from seq2seq.corpus import load_split
+from seq2seq.errors import Interrupted, UserError
+from seq2seq.train import train
+
+ROOT = Path(__file__).resolve().parent.parent
+# A small numbers corpus (about 12 batches an epoch) and a small model with dropout, so that
+# the batch order and the dropout masks both matter.
+SMALL = [
+    "corpus.train_size=1500", "corpus.valid_size=40", "corpus.test_size=40",
+    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
+    "model.dropout=0.1", "model.attention_dropout=0.1", "train.max_steps=40",
+    "train.eval_every=15", "train.warmup_steps=5",
+]  # fmt: skip
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    data.main(SMALL)
+    return tmp_path
+
+
+def config(*overrides: str):
+    return load_config("config.yaml", [*SMALL, *overrides])
+
+
+def parameters(path: str) -> dict[str, torch.Tensor]:
+    return read_state(Path(path))["model"]
+
+
+def interrupt_at(monkeypatch, step: int) -> None:
+    """Send this process SIGINT while step `step` (counted from 0) is running."""
+    learning_rate = train_module.learning_rate
+
+    def rate(current: int, cfg) -> float:
+        if current == step:
+            signal.raise_signal(signal.SIGINT)
+        return learning_rate(current, cfg)
+
+    monkeypatch.setattr(train_module, "learning_rate", rate)
+
+
+def log(experiment: str) -> list[dict]:
+    lines = Path(f"runs/{experiment}/metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop_at", [7, 22])  # within the first epoch; within the second
+def test_stopping_and_resuming_gives_bit_identical_parameters(workdir, monkeypatch, stop_at):
+    straight = train(config("experiment=straight"))
+
+    interrupt_at(monkeypatch, stop_at)
+    with pytest.raises(Interrupted, match=f"stopped at step {stop_at + 1} \\(SIGINT\\)") as info:
+        train(config("experiment=resumed"))
+    assert info.value.exit_code == 130
+    assert read_state(Path("runs/resumed/last.pt"))["info"]["step"] == stop_at + 1
+    monkeypatch.undo()
+    monkeypatch.chdir(workdir)
+    resumed = train(config("experiment=resumed"))
+
+    for name, tensor in parameters("runs/straight/last.pt").items():
+        assert torch.equal(tensor, parameters("runs/resumed/last.pt")[name]), name
+    keys = ("step", "valid_loss", "valid_exact_match", "valid_bleu")
+    assert [resumed[k] for k in keys] == [straight[k] for k in keys]
+    keys = ("step", "epoch", "valid_loss", "valid_bleu")
+    assert [[e[k] for k in keys] for e in log("resumed")] == [
+        [e[k] for k in keys] for e in log("straight")
+    ]
+    assert [e["step"] for e in log("resumed")] == [15, 30, 40]
+
+
+@pytest.mark.slow
+def test_finished_training_is_not_redone_and_restart_starts_over(workdir, capsys):
+    train(config())
+    first = parameters("runs/numbers/best.pt")
+    capsys.readouterr()
+    train(config())
+    assert "training already finished at step 40" in capsys.readouterr().out
+    train(config("train.max_steps=45"))  # raising max_steps trains on
+    assert [e["step"] for e in log("numbers")][-2:] == [40, 45]
+    train(config(), restart=True)
+    assert [e["step"] for e in log("numbers")] == [15, 30, 40]
+    assert all(torch.equal(t, first[k]) for k, t in parameters("runs/numbers/best.pt").items())
+
+
+def test_resuming_another_model_or_vocabulary_is_refused(workdir, monkeypatch):
+    interrupt_at(monkeypatch, 2)
+    with pytest.raises(Interrupted):
+        train(config())
+    with pytest.raises(UserError, match=r"last.pt was trained with another config "
+                       r"\(model.d_model: 32, now 48\); pass --restart"):  # fmt: skip
+        train(config("model.d_model=48"))
+    shutil.copy("data/numbers/src.model", "data/numbers/tgt.model")  # the data changed
+    with pytest.raises(UserError, match="other vocabularies than those in data/numbers/"):
+        train(config())
+
+
+def test_vocabularies_built_with_other_settings_are_refused(workdir):
+    data.main([*SMALL, "vocab.tgt_size=20"])
+    expected = (
+        "vocab.json: the vocabularies were built with vocab.tgt_size = 20, the config says 64"
+    )
+    with pytest.raises(UserError, match=f"data/numbers/{expected}: run `make data`"):
+        train(config())
+
+
+def test_a_diverging_loss_stops_training_and_keeps_the_last_good_checkpoint(workdir, monkeypatch):
+    batch_loss, calls = train_module.batch_loss, []
+
+    def poisoned(model, batch, label_smoothing):
+        loss = batch_loss(model, batch, label_smoothing)
+        if label_smoothing == 0.0:  # a validation batch
+            return loss
+        calls.append(1)
+        return loss * float("nan") if len(calls) == 20 else loss
+
+    monkeypatch.setattr(train_module, "batch_loss", poisoned)
+    with pytest.raises(UserError, match=r"training diverged: the loss is nan at step 20; "
+                       r"runs/numbers/last.pt \(step 15\) is kept"):  # fmt: skip
+        train(config())
+    assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == 15
+    assert all(torch.isfinite(t).all() for t in parameters("runs/numbers/last.pt").values())
+
+
+def start_training(*overrides: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "seq2seq.train", *SMALL, *overrides],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_steps(process: subprocess.Popen, path: Path) -> None:
+    """Wait until the process has written its first checkpoint."""
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no checkpoint after 60 s"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_saves_and_says_how_to_resume(workdir, signal_number):
+    process = start_training("train.max_steps=100000", "train.eval_every=10")
+    wait_for_steps(process, workdir / "runs/numbers/last.pt")
+    process.send_signal(signal_number)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal_number
+    name = signal.Signals(signal_number).name
+    assert f"({name}); saved runs/numbers/last.pt: run the same command again to resume" in stderr
+    assert "Traceback" not in stderr
+    step = read_state(workdir / "runs/numbers/last.pt")["info"]["step"]
+    assert step >= 10
+    done = subprocess.run(
+        [sys.executable, "-m", "seq2seq.train", *SMALL, f"train.max_steps={step + 5}"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"resuming runs/numbers/last.pt at step {step:,}" in done.stdout
+    assert read_state(workdir / "runs/numbers/last.pt")["info"]["step"] == step + 5
+
+
+@pytest.mark.slow
+def test_kill_9_at_random_moments_never_leaves_an_unreadable_file(workdir):
+    rng = random.Random(0)
+    run = workdir / "runs/numbers"
+    steps = []
+    for _ in range(10):
+        # validating (and so writing checkpoints) every 3 steps makes writes frequent
+        process = start_training("train.max_steps=100000", "train.eval_every=3")
+        if (run / "last.pt").exists():
+            time.sleep(rng.uniform(1.5, 4.0))  # import, load, resume, train: killed anywhere
+        else:
+            wait_for_steps(process, run / "last.pt")
+        process.kill()
+        process.wait()
+        steps.append(read_state(run / "last.pt")["info"]["step"])
+        load_checkpoint(run / "best.pt")
+        for line in (run / "metrics.jsonl").read_text().splitlines():
+            json.loads(line)
+    assert steps == sorted(steps) and steps[-1] > steps[0], steps  # every run resumed
+    for path in (workdir / "data/numbers").iterdir():
+        assert path.stat().st_size > 0, path
+    assert len(load_split(config(), "train")) == 1500

@@ -1,0 +1,160 @@
+"""Translation on any input: one output line per input line, warnings instead of crashes,
+and fuzzed inputs (hypothesis) for translation and the corpus readers."""
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.corpus import CorpusError, decode_lines, read_lines, read_parallel
+from seq2seq.translate import read_input_lines, translate_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def model_path(seed_run) -> Path:
+    return seed_run / "best.pt"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(model_path):
+    return load_checkpoint(model_path)
+
+
+def run_translate(model_path: Path, stdin: bytes, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "seq2seq.translate", "--checkpoint", str(model_path), *args],
+        input=stdin,
+        capture_output=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=120,
+    )
+
+
+def test_a_pipeline_gets_one_line_per_input_line(model_path):
+    stdin = (
+        b"one is one\r\n"  # CRLF
+        b"\n"  # empty
+        b"Four-is FOUR\n"  # normalised like the training text: "four is four"
+        b"\xff\xfe three is three\n"  # invalid UTF-8
+        b"   \n"  # blank
+        b"two\x0bis\x1ctwo\xe2\x80\xa8two\n"  # characters that str.splitlines() splits on
+        b"nine is nine"  # no newline at the end
+    )
+    done = run_translate(model_path, stdin)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().split("\n")
+    assert len(lines) == 8 and lines[-1] == ""  # seven lines, each ended by a newline
+    assert lines[0] == "1 la 1" and lines[1] == "" and lines[2] == "4 la 4"
+    assert lines[4] == "" and lines[6] == "9 la 9"
+    stderr = done.stderr.decode()
+    assert "warning: line 4: invalid UTF-8 (invalid start byte) replaced by U+FFFD" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_unknown_words_are_named_on_stderr(checkpoint, capsys):
+    lines = translate_lines(checkpoint, ["three is eleven", "five is five"])
+    assert len(lines) == 2 and lines[1] == "5 la 5"
+    err = capsys.readouterr().err
+    assert err == "warning: line 1: not in the vocabulary, translated as unknown: 'eleven'\n"
+
+
+def test_an_input_longer_than_the_model_is_cut_with_a_warning(checkpoint, capsys):
+    longest = checkpoint.config.model.max_positions - 1
+    lines = translate_lines(checkpoint, ["one is one", "one " * 300])
+    assert len(lines) == 2 and lines[0] == "1 la 1"
+    assert f"warning: line 2: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
+
+
+def test_interactive_mode_on_a_terminal(model_path):
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "seq2seq.translate", "--checkpoint", str(model_path)],
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    os.close(terminal)
+    os.write(controller, b"seven is seven\n\x04")  # a sentence, then Ctrl-D
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        os.close(controller)
+    assert process.returncode == 0, stderr
+    assert stdout == b"7 la 7\n"
+    assert b"Ctrl-D to quit" in stderr and b"> " in stderr
+
+
+FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.slow
+@FUZZ
+@given(st.binary(max_size=300))
+def test_fuzz_any_bytes_on_stdin_give_one_line_per_input_line(checkpoint, stdin):
+    with contextlib.redirect_stderr(io.StringIO()):
+        lines = translate_lines(checkpoint, read_input_lines(io.BytesIO(stdin)))
+    expected = stdin.count(b"\n") + (0 if stdin.endswith(b"\n") or not stdin else 1)
+    assert len(lines) == expected
+    assert all("\n" not in line and "\r" not in line for line in lines)
+
+
+@pytest.mark.slow
+@FUZZ
+@given(st.lists(st.text(max_size=400), max_size=4), st.integers(1, 3))
+def test_fuzz_any_text_is_translated_with_nbest_lists(checkpoint, sentences, nbest):
+    checkpoint.config.decode.beam_size = nbest
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            lines = translate_lines(checkpoint, sentences, nbest=nbest)
+    finally:
+        checkpoint.config.decode.beam_size = 1
+    numbers = [int(line.split(" ||| ")[0]) for line in lines]
+    for number, sentence in enumerate(sentences):
+        count = numbers.count(number)
+        assert count == 1 if not checkpoint.src_vocab.encode([sentence])[0] else 1 <= count <= nbest
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_fuzz_the_line_reader_gives_lines_or_an_error_naming_the_line(data_bytes):
+    try:
+        lines = decode_lines(data_bytes, "corpus.txt")
+    except CorpusError as error:
+        assert str(error).startswith("corpus.txt, line ") and "invalid UTF-8" in str(error)
+        return
+    assert len(lines) == data_bytes.count(b"\n") + (
+        not data_bytes.endswith(b"\n") and data_bytes != b""
+    )
+    assert all("\n" not in line for line in lines)
+
+
+@FUZZ
+@given(st.lists(st.text(), max_size=6), st.lists(st.text(), max_size=6))
+def test_fuzz_parallel_files_pair_up_or_say_why(sources, targets):
+    with tempfile.TemporaryDirectory() as directory:
+        src, tgt = Path(directory, "a.src"), Path(directory, "a.tgt")
+        src.write_text(
+            "".join(s.replace("\n", " ") + "\n" for s in sources), encoding="utf-8", newline=""
+        )
+        tgt.write_text(
+            "".join(t.replace("\n", " ") + "\n" for t in targets), encoding="utf-8", newline=""
+        )
+        try:
+            pairs = read_parallel(src, tgt)
+        except CorpusError as error:
+            assert len(sources) != len(targets)
+            assert str(src) in str(error) and str(tgt) in str(error)
+            return
+        assert len(pairs) == len(sources) == len(targets)
+        assert len(read_lines(src)) == len(sources)
