@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train eval test bench bench-quick lint clean
+.PHONY: all install data train train-ddp eval test bench bench-quick lint clean
 
 all: install data train eval
 
@@ -23,6 +23,12 @@ data: $(INSTALLED)
 
 train: $(INSTALLED)
 	$(PYTHON) -m seq2seq.train --config $(CONFIG) $(ARGS)
+
+# Data-parallel training in NPROC processes on this machine (torchrun; see the README for
+# several machines). train.batch_tokens stays the token budget of a whole step.
+NPROC ?= 2
+train-ddp: $(INSTALLED)
+	$(PYTHON) -m torch.distributed.run --standalone --nproc_per_node=$(NPROC) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
 eval: $(INSTALLED)
 	$(PYTHON) -m seq2seq.evaluate --config $(CONFIG) $(ARGS)

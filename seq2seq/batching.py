@@ -7,8 +7,12 @@ Each pair becomes three id sequences (BOS/EOS/PAD from seq2seq/vocab.py):
     decoder output                    ->  [3, la, 3, EOS]      what it must predict, one step ahead
 
 Training batches are built by token count, not sentence count: a batch holds as many pairs
-as fit in `batch_tokens` padded tokens (source + target). Sorting by length first keeps the
+as fit in its budget of padded tokens (source + target). Sorting by length first keeps the
 padding small; the batches are then shuffled, so each epoch sees them in a new order.
+
+An optimizer step uses `train.batch_tokens` tokens in all. With gradient accumulation
+(`train.accumulate`) and several processes (torchrun), they are split into
+processes x accumulate micro-batches of batch_tokens / (processes x accumulate) tokens each.
 """
 
 import random
@@ -71,3 +75,16 @@ def token_batches(
         batches.append(current)
     rng.shuffle(batches)
     return batches
+
+
+def shard_steps(batches: list[list[int]], per_step: int, rank: int, world: int) -> list[list]:
+    """An epoch's micro-batches -> for each optimizer step, the micro-batches of process `rank`.
+
+    Each step takes the next `per_step` (= processes x train.accumulate) micro-batches of the
+    epoch; process r gets those at positions r, r + world, r + 2 world ... of them. So the
+    processes' shares are disjoint and together cover every example once. The epoch's last
+    step may be short, and give a process no micro-batch at all.
+    """
+    return [
+        batches[start : start + per_step][rank::world] for start in range(0, len(batches), per_step)
+    ]

@@ -111,7 +111,8 @@ class ModelConfig:
 class TrainConfig:
     device: str = "auto"  # auto (CUDA, then Apple MPS, then CPU), or cpu, cuda, cuda:1, mps
     seed: int = 1
-    batch_tokens: int = 1500  # padded source + target tokens per batch
+    batch_tokens: int = 1500  # padded source + target tokens per optimizer step, in all
+    accumulate: int = 1  # micro-batches per process and step (batch_tokens split among them)
     max_steps: int = 5000
     lr: float = 0.002  # peak learning rate, reached after the warmup
     min_lr: float = 0.0001  # the cosine decay ends here at max_steps
@@ -321,6 +322,7 @@ def _check(config: Config, source: str) -> None:
     require(0.0 <= model.dropout < 1.0, "'model.dropout' must be in [0, 1)")
     require(0.0 <= model.attention_dropout < 1.0, "'model.attention_dropout' must be in [0, 1)")
     require(train.batch_tokens > 0 and train.max_steps > 0, "'train.batch_tokens', 'max_steps' > 0")
+    require(train.accumulate >= 1, "'train.accumulate' must be at least 1")
     require(train.lr > 0 and 0 <= train.min_lr <= train.lr, "need 0 <= 'train.min_lr' <= 'lr'")
     require(
         train.warmup_steps >= 0 and train.eval_every > 0, "'warmup_steps' >= 0, 'eval_every' > 0"

@@ -5,6 +5,7 @@ Every command-line entry point (`python -m seq2seq.data`, `.train`, `.evaluate`,
 model ends in one readable line on stderr and a non-zero exit code, never a traceback.
 """
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -28,8 +29,10 @@ def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = N
     try:
         main(argv)
     except UserError as error:
-        prefix = "" if isinstance(error, Interrupted) else "error: "
-        print(f"{prefix}{error}", file=sys.stderr)
+        if not isinstance(error, Interrupted):
+            print(f"error: {error}", file=sys.stderr)
+        elif os.environ.get("RANK", "0") == "0":  # under torchrun, one process says it
+            print(error, file=sys.stderr)
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

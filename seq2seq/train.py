@@ -25,18 +25,21 @@ import random
 import signal
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from seq2seq.batching import collate, encode_pairs, token_batches
+from seq2seq import distributed
+from seq2seq.batching import collate, encode_pairs, shard_steps, token_batches
 from seq2seq.checkpoint import read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.decode import translate
-from seq2seq.device import pick_device
+from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
@@ -78,9 +81,13 @@ def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def batch_loss(
-    model: torch.nn.Module, batch: tuple[torch.Tensor, ...], label_smoothing: float
+    model: torch.nn.Module,
+    batch: tuple[torch.Tensor, ...],
+    label_smoothing: float,
+    reduction: str = "mean",
 ) -> torch.Tensor:
-    """Mean cross-entropy per target token of one (src, tgt_in, tgt_out) batch."""
+    """Cross-entropy of one (src, tgt_in, tgt_out) batch: the mean per target token, or with
+    reduction="sum" the sum over them (padding never counts)."""
     src, tgt_in, tgt_out = batch
     logits = model(src, tgt_in)  # (B, T, V)
     return F.cross_entropy(
@@ -88,6 +95,7 @@ def batch_loss(
         tgt_out.flatten(),
         ignore_index=PAD,
         label_smoothing=label_smoothing,
+        reduction=reduction,
     )
 
 
@@ -129,8 +137,8 @@ class Progress:
 
     step: int = 0
     epoch: int = 0
-    batches: list[list[int]] = field(default_factory=list)  # this epoch's, in their order
-    next_batch: int = 0  # how many of them are done
+    batches: list[list[int]] = field(default_factory=list)  # this epoch's micro-batches
+    next_batch: int = 0  # how many of this epoch's steps are done
     best: dict | None = None  # the best validation result so far
     validations_without_gain: int = 0
     stopped_early: bool = False  # by train.patience
@@ -210,32 +218,48 @@ class StopOnSignal:
 
 def train(config: Config, restart: bool = False) -> dict:
     """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
-    validation result."""
+    validation result. Under torchrun, every process runs this (seq2seq/distributed.py)."""
     cfg = config.train
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    world, device = distributed.start(cfg.device)
+    try:
+        return train_in(world, device, config, restart)
+    finally:
+        distributed.stop(world)
+
+
+def train_in(world: World, device: torch.device, config: Config, restart: bool) -> dict:
+    cfg = config.train
     torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
-    device = pick_device(cfg.device)
+    rng = random.Random(cfg.seed)  # the batch order: the same in every process
 
     vocabs = load_vocabs(config)
     train_examples = encode_pairs(load_split(config, "train"), *vocabs)
     valid_pairs = load_split(config, "valid")
 
     model = Transformer(config.model, *map(len, vocabs)).to(device)
+    if world.distributed:
+        torch.manual_seed(cfg.seed + world.rank)  # same weights, but each its own dropout
     optimizer = make_optimizer(model, cfg)
     autocast_dtype = resolve_precision(cfg.precision, device)
     # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
     scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype == torch.float16)
-    step_model = torch.compile(model, dynamic=True) if cfg.compile else model
+    # DistributedDataParallel averages the gradients of all processes during backward()
+    parallel = DistributedDataParallel(model) if world.distributed else model
+    step_model = torch.compile(parallel, dynamic=True) if cfg.compile else parallel
+    use_autocast = autocast_dtype is not None
+    per_step = world.size * cfg.accumulate  # micro-batches per optimizer step, in all
+    micro_tokens = max(1, cfg.batch_tokens // per_step)
 
     last_path, log_path = config.run_dir / LAST, config.run_dir / "metrics.jsonl"
-    config.run_dir.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(config.run_dir)  # from a process killed while writing
+    if world.main:
+        config.run_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(config.run_dir)  # from a process killed while writing
+        if restart:
+            last_path.unlink(missing_ok=True)
     progress = Progress()
-    if restart:
-        last_path.unlink(missing_ok=True)
-    if last_path.exists():
+    if distributed.from_main(last_path.exists(), world):
         try:
             state = read_state(last_path, device)
         except UserError as error:
@@ -245,32 +269,39 @@ def train(config: Config, restart: bool = False) -> dict:
         training = state["training"]
         optimizer.load_state_dict(training["optimizer"])
         scaler.load_state_dict(training["scaler"])
-        set_random_states(training["random"], rng, device)
+        states = training["random"]  # one per process of the run that saved them
+        set_random_states(states[world.rank % len(states)], rng, device)
         progress = Progress(**training["progress"])
         if progress.stopped_early or progress.step >= cfg.max_steps:
-            print(
-                f"{last_path}: training already finished at step {progress.step:,}; raise "
-                "train.max_steps to train on, or pass --restart to start over"
-            )
+            if world.main:
+                print(
+                    f"{last_path}: training already finished at step {progress.step:,}; raise "
+                    "train.max_steps to train on, or pass --restart to start over"
+                )
             return progress.best
-        # drop what was logged after the state was saved: it will be logged again
-        logged = log_path.read_text(encoding="utf-8").splitlines() if log_path.exists() else []
-        kept = [line for line in logged if json.loads(line)["step"] <= progress.step]
-        write_lines(log_path, kept)
-        print(f"resuming {last_path} at step {progress.step:,} (--restart to start over)")
-    else:
+        if world.main:  # drop what was logged after the state was saved: it comes again
+            logged = log_path.read_text(encoding="utf-8").splitlines() if log_path.exists() else []
+            kept = [line for line in logged if json.loads(line)["step"] <= progress.step]
+            write_lines(log_path, kept)
+            print(f"resuming {last_path} at step {progress.step:,} (--restart to start over)")
+    elif world.main:
         write_lines(log_path, [])
-    print(
-        f"training {model.num_parameters():,} parameters on {device} "
-        f"({autocast_dtype or torch.float32}), {len(train_examples):,} training pairs, "
-        f"up to {cfg.max_steps:,} steps"
-    )
+    if world.main:
+        processes = f" x {world.size} processes" if world.distributed else ""
+        print(
+            f"training {model.num_parameters():,} parameters on {device}{processes} "
+            f"({autocast_dtype or torch.float32}), {len(train_examples):,} training pairs, "
+            f"up to {cfg.max_steps:,} steps"
+        )
 
     def save_last() -> None:
+        random_of_all = distributed.gather(random_states(rng, device), world)
+        if not world.main:
+            return
         training = {
             "optimizer": optimizer.state_dict(),
             "scaler": scaler.state_dict(),
-            "random": random_states(rng, device),
+            "random": random_of_all,
             "progress": asdict(progress),
             "train_pairs": len(train_examples),
         }
@@ -281,30 +312,60 @@ def train(config: Config, restart: bool = False) -> dict:
     interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
     start = interval_start = time.perf_counter()
     bar = tqdm(
-        total=cfg.max_steps, initial=progress.step, desc="train", unit="step", mininterval=0.5
+        total=cfg.max_steps,
+        initial=progress.step,
+        desc="train",
+        unit="step",
+        mininterval=0.5,
+        disable=not world.main,
     )
     model.train()
     with StopOnSignal() as stop:
         while not progress.stopped_early and progress.step < cfg.max_steps:
-            if progress.next_batch == len(progress.batches):  # a new epoch
+            steps = shard_steps(progress.batches, per_step, world.rank, world.size)
+            if progress.next_batch == len(steps):  # a new epoch
                 progress.epoch += 1
-                progress.batches = token_batches(train_examples, cfg.batch_tokens, rng)
+                progress.batches = token_batches(train_examples, micro_tokens, rng)
                 progress.next_batch = 0
-            indices = progress.batches[progress.next_batch]
-            batch = tuple(t.to(device) for t in collate([train_examples[i] for i in indices]))
+                steps = shard_steps(progress.batches, per_step, world.rank, world.size)
+            mine = [collate([train_examples[i] for i in b]) for b in steps[progress.next_batch]]
             lr = learning_rate(progress.step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            with torch.autocast(device.type, autocast_dtype, enabled=autocast_dtype is not None):
-                loss = batch_loss(step_model, batch, cfg.label_smoothing)
+
+            # The loss of the step is the sum over all its target tokens, in every process,
+            # divided by their number: the same step whatever the split into micro-batches.
+            local_tokens = [int((tgt_out != PAD).sum()) for _, _, tgt_out in mine]
+            all_tokens = sum(int((src != PAD).sum()) for src, _, _ in mine) + sum(local_tokens)
+            targets, stop_asked = distributed.sum_over_processes(
+                [sum(local_tokens), float(stop.received is not None)], world, device
+            )
+            if not mine:  # the epoch's last step had nothing left for this process
+                empty = collate([train_examples[i] for i in progress.batches[0]])
+                mine, weight = [empty], 0.0  # a pass that adds nothing, for DDP's sake
+            else:
+                weight = 1.0
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
+            loss_sum = 0.0
+            for i, micro_batch in enumerate(mine):
+                batch = tuple(t.to(device) for t in micro_batch)
+                # DDP exchanges gradients at the step's last backward() only
+                last = i == len(mine) - 1
+                sync = parallel.no_sync() if world.distributed and not last else nullcontext()
+                with sync, torch.autocast(device.type, autocast_dtype, enabled=use_autocast):
+                    loss = batch_loss(step_model, batch, cfg.label_smoothing, reduction="sum")
+                # DDP averages over the processes: scaling by their number makes it a sum
+                scaler.scale(loss * (weight * world.size / targets)).backward()
+                loss_sum += loss.item() * weight
             scaler.unscale_(optimizer)  # clip the true gradients
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             scaler.step(optimizer)
             scaler.update()
 
-            loss_value = loss.item()
+            total_loss, total_tokens = distributed.sum_over_processes(
+                [loss_sum, all_tokens], world, device
+            )
+            loss_value = total_loss / targets
             if not math.isfinite(loss_value):  # nothing of this step is saved
                 bar.close()
                 raise UserError(
@@ -315,7 +376,7 @@ def train(config: Config, restart: bool = False) -> dict:
             progress.next_batch += 1
             interval_loss += loss_value
             interval_steps += 1
-            interval_tokens += int((batch[0] != PAD).sum() + (batch[2] != PAD).sum())
+            interval_tokens += total_tokens
             tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
             bar.update(1)
             bar.set_postfix(
@@ -326,57 +387,67 @@ def train(config: Config, restart: bool = False) -> dict:
             )
 
             if progress.step % cfg.eval_every == 0 or progress.step == cfg.max_steps:
-                result = {
-                    "step": progress.step,
-                    "epoch": progress.epoch,
-                    "train_loss": interval_loss / interval_steps,
-                    "lr": lr,
-                    "tokens_per_s": tokens_per_s,
-                    **validate(model, config, vocabs, valid_pairs, device),
-                    "elapsed_s": progress.elapsed_s + time.perf_counter() - start,
-                }
-                best = progress.best
-                improved = best is None or rank(result, cfg.best_metric) > rank(
-                    best, cfg.best_metric
+                if world.main:  # validates, decides and writes; the others wait for it
+                    result = {
+                        "step": progress.step,
+                        "epoch": progress.epoch,
+                        "train_loss": interval_loss / interval_steps,
+                        "lr": lr,
+                        "tokens_per_s": tokens_per_s,
+                        **validate(model, config, vocabs, valid_pairs, device),
+                    }
+                    result["elapsed_s"] = progress.elapsed_s + time.perf_counter() - start
+                    best = progress.best
+                    improved = best is None or rank(result, cfg.best_metric) > rank(
+                        best, cfg.best_metric
+                    )
+                    if improved:
+                        progress.best, progress.validations_without_gain = result, 0
+                        save_checkpoint(config.checkpoint_path, config, model, *vocabs, result)
+                    else:
+                        progress.validations_without_gain += 1
+                    bar.write(
+                        f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
+                        f"exact match {result['valid_exact_match']:.4f}  "
+                        f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
+                    )
+                    if cfg.patience and progress.validations_without_gain >= cfg.patience:
+                        bar.write(f"no gain in {cfg.patience} validations: stopping early")
+                        progress.stopped_early = True
+                    with log_path.open("a", encoding="utf-8") as log:
+                        log.write(json.dumps(result) + "\n")
+                # every process takes rank 0's decisions, so that they stop together
+                progress.best, progress.validations_without_gain, progress.stopped_early = (
+                    distributed.from_main(
+                        (progress.best, progress.validations_without_gain, progress.stopped_early),
+                        world,
+                    )
                 )
-                if improved:
-                    progress.best, progress.validations_without_gain = result, 0
-                    save_checkpoint(config.checkpoint_path, config, model, *vocabs, result)
-                else:
-                    progress.validations_without_gain += 1
-                bar.write(
-                    f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
-                    f"exact match {result['valid_exact_match']:.4f}  "
-                    f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
-                )
-                interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
-                interval_start = time.perf_counter()
-                if cfg.patience and progress.validations_without_gain >= cfg.patience:
-                    bar.write(f"no gain in {cfg.patience} validations: stopping early")
-                    progress.stopped_early = True
-                progress.elapsed_s = result["elapsed_s"]
+                progress.elapsed_s += time.perf_counter() - start
                 start = time.perf_counter()
-                with log_path.open("a", encoding="utf-8") as log:
-                    log.write(json.dumps(result) + "\n")
                 save_last()
                 saved = f"{last_path} (step {progress.step:,}) is kept"
+                interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
+                interval_start = time.perf_counter()
             finished = progress.stopped_early or progress.step >= cfg.max_steps
-            if stop.received is not None and not finished:
+            if stop_asked and not finished:  # asked in any process: all stop here
                 progress.elapsed_s += time.perf_counter() - start
                 save_last()
                 bar.close()
+                number = stop.received or signal.SIGTERM  # (another process got the signal)
                 raise Interrupted(
-                    f"stopped at step {progress.step:,} ({signal.Signals(stop.received).name}); "
+                    f"stopped at step {progress.step:,} ({signal.Signals(number).name}); "
                     f"saved {last_path}: run the same command again to resume",
-                    stop.received,
+                    number,
                 )
     bar.close()
     best = progress.best
-    print(
-        f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
-        f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
-        f"saved to {config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
-    )
+    if world.main:
+        print(
+            f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
+            f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
+            f"saved to {config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
+        )
     return best
 
 

@@ -107,7 +107,7 @@ def test_a_multi30k_slice_end_to_end_from_a_config_file_alone(tmp_path, monkeypa
     data.main([])
     assert (tmp_path / "data/slice/train.src").read_text(encoding="utf-8").count("\n") == 200
     train.main([])
-    log = [json.loads(line) for line in (tmp_path / "runs/slice/metrics.jsonl").open()]
+    log = [json.loads(line) for line in read_lines(tmp_path / "runs/slice/metrics.jsonl")]
     assert log[-1]["train_loss"] < log[0]["train_loss"] < 5.0  # log(300 pieces) = 5.7
     evaluate.main([])
     result = json.loads((tmp_path / "runs/slice/eval.json").read_text())

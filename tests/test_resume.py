@@ -128,8 +128,8 @@ def test_vocabularies_built_with_other_settings_are_refused(workdir):
 def test_a_diverging_loss_stops_training_and_keeps_the_last_good_checkpoint(workdir, monkeypatch):
     batch_loss, calls = train_module.batch_loss, []
 
-    def poisoned(model, batch, label_smoothing):
-        loss = batch_loss(model, batch, label_smoothing)
+    def poisoned(model, batch, label_smoothing, reduction="mean"):
+        loss = batch_loss(model, batch, label_smoothing, reduction)
         if label_smoothing == 0.0:  # a validation batch
             return loss
         calls.append(1)
@@ -200,7 +200,7 @@ def test_kill_9_at_random_moments_never_leaves_an_unreadable_file(workdir):
         else:
             wait_for_steps(process, run / "last.pt")
         process.kill()
-        process.wait()
+        process.communicate()  # reap it and close its pipes
         steps.append(read_state(run / "last.pt")["info"]["step"])
         load_checkpoint(run / "best.pt")
         for line in (run / "metrics.jsonl").read_text().splitlines():

@@ -1,0 +1,152 @@
+"""Data-parallel training: shards, and torchrun with 2 CPU processes (gloo) against one."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import seq2seq.train as train_module
+from seq2seq import data
+from seq2seq.batching import shard_steps
+from seq2seq.checkpoint import read_state
+from seq2seq.config import load_config
+from seq2seq.corpus import read_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = [
+    "corpus.train_size=600", "corpus.valid_size=20", "corpus.test_size=20",
+    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
+    "train.warmup_steps=5", "train.threads=1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("world, accumulate", [(1, 1), (1, 3), (2, 1), (2, 2), (3, 2)])
+def test_shards_are_disjoint_and_cover_the_epoch(world, accumulate):
+    batches = [[i] for i in range(23)]  # 23 micro-batches: the last step is short
+    shards = [shard_steps(batches, world * accumulate, rank, world) for rank in range(world)]
+    assert len({len(steps) for steps in shards}) == 1, "every process takes the same steps"
+    seen = [b for steps in shards for step in steps for b in step]
+    assert sorted(seen) == batches
+    for steps in shards:
+        assert all(len(step) <= accumulate for step in steps)
+
+
+def run(*args: str, cwd: Path, processes: int = 1) -> subprocess.Popen:
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+    command = [sys.executable, *(launcher if processes > 1 else []), "-m", "seq2seq.train"]
+    return subprocess.Popen(
+        [*command, *SMALL, *args],
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finish(process: subprocess.Popen) -> str:
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return stdout
+
+
+def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
+    return read_state(run_dir / "last.pt")["model"]
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    data.main(SMALL)
+    return tmp_path
+
+
+@pytest.mark.slow
+def test_two_processes_equal_one_with_matching_accumulation(workdir):
+    steps = ["train.max_steps=12", "train.eval_every=6"]
+    for accumulate in (1, 2):
+        two = run(
+            *steps,
+            f"train.accumulate={accumulate}",
+            f"experiment=ddp{accumulate}",
+            cwd=workdir,
+            processes=2,
+        )
+        one = run(
+            *steps, f"train.accumulate={2 * accumulate}", f"experiment=one{accumulate}", cwd=workdir
+        )
+        stdout = finish(two)
+        finish(one)
+        ddp, single = (
+            parameters(workdir / f"runs/ddp{accumulate}"),
+            parameters(workdir / f"runs/one{accumulate}"),
+        )
+        # With 2 micro-batches a step, both runs add the same two gradients: equal to 1e-6.
+        # With 4, one process adds ((g0 + g1) + g2) + g3, two add (g0 + g2) + (g1 + g3): the
+        # last bits differ, and Adam, which divides by the gradients' own size, turns that
+        # rounding noise into sizeable updates where a gradient is ~0. Attention's key bias
+        # has a true gradient of exactly 0 (softmax ignores a constant added to every score)
+        # and no effect on any output: it is left out there. The losses agree to 1e-6.
+        tolerance = 1e-6 if accumulate == 1 else 1e-4
+        for name, tensor in ddp.items():
+            expected = single[name]
+            if accumulate > 1 and name.endswith("in_proj.bias"):
+                d = tensor.numel() // 3  # [queries | keys | values]
+                tensor, expected = (
+                    tensor[torch.arange(3 * d) // d != 1],
+                    expected[torch.arange(3 * d) // d != 1],
+                )
+            torch.testing.assert_close(tensor, expected, rtol=0, atol=tolerance, msg=name)
+        # rank 0 alone logged and wrote: one line per validation, one banner
+        log = [
+            json.loads(line) for line in read_lines(workdir / f"runs/ddp{accumulate}/metrics.jsonl")
+        ]
+        reference = [
+            json.loads(line) for line in read_lines(workdir / f"runs/one{accumulate}/metrics.jsonl")
+        ]
+        assert [entry["step"] for entry in log] == [6, 12]
+        for entry, expected in zip(log, reference, strict=True):
+            for key in ("train_loss", "valid_loss"):
+                assert entry[key] == pytest.approx(expected[key], rel=1e-6, abs=0)
+        assert stdout.count("parameters on cpu x 2 processes") == 1
+        assert sorted(p.name for p in (workdir / f"runs/ddp{accumulate}").iterdir()) == [
+            "best.pt", "last.pt", "metrics.jsonl"
+        ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_stopped_distributed_run_resumes(workdir):
+    steps = ["train.max_steps=150", "train.eval_every=5"]
+    straight = run(*steps, "experiment=straight", cwd=workdir, processes=2)
+    finish(straight)
+
+    stopped = run(*steps, "experiment=resumed", cwd=workdir, processes=2)
+    deadline = time.monotonic() + 120
+    while not (workdir / "runs/resumed/last.pt").exists():
+        assert stopped.poll() is None and time.monotonic() < deadline, stopped.communicate()
+        time.sleep(0.05)
+    stopped.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
+    _, stderr = stopped.communicate(timeout=120)
+    assert stopped.returncode != 0
+    assert stderr.count("run the same command again to resume") == 1  # said once, by rank 0
+    step = read_state(workdir / "runs/resumed/last.pt")["info"]["step"]
+    assert 5 <= step < 150
+
+    stdout = finish(run(*steps, "experiment=resumed", cwd=workdir, processes=2))
+    assert f"resuming runs/resumed/last.pt at step {step:,}" in stdout
+    resumed, reference = parameters(workdir / "runs/resumed"), parameters(workdir / "runs/straight")
+    for name, tensor in resumed.items():
+        torch.testing.assert_close(tensor, reference[name], rtol=0, atol=1e-6, msg=name)
+
+
+def test_a_plain_run_leaves_torch_distributed_alone(workdir, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    train_module.train(load_config("config.yaml", [*SMALL, "train.max_steps=2"]))
+    assert not torch.distributed.is_initialized()
