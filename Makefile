@@ -45,8 +45,8 @@ bench-quick: data
 	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
 
 lint: $(INSTALLED)
-	$(PYTHON) -m ruff check seq2seq tests benchmarks
-	$(PYTHON) -m ruff format --check seq2seq tests benchmarks
+	$(PYTHON) -m ruff check seq2seq tests benchmarks examples
+	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples
 
 clean:
 	rm -rf runs $(INSTALLED)

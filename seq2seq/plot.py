@@ -80,7 +80,11 @@ def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:
     longest = max(len(keys) for _, _, _, keys in maps)
     cell = max(2.2, 0.28 * longest + 1.0)
     figure, axes = plt.subplots(
-        len(maps), heads, figsize=(cell * heads, cell * len(maps)), squeeze=False
+        len(maps),
+        heads,
+        figsize=(cell * heads, cell * len(maps) + 0.6),
+        squeeze=False,
+        layout="constrained",  # room for the title and the token labels
     )
     for row, (title, weights, queries, keys) in enumerate(maps):
         for head in range(heads):
@@ -90,7 +94,6 @@ def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:
             ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=7)
             ax.set_yticks(range(len(queries)), queries, fontsize=7)
     figure.suptitle(f"{sentence}  ->  {translation}\n(rows: queries, columns: keys)")
-    figure.tight_layout()
     save(figure, path)
 
 
@@ -133,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
     parser.add_argument("--checkpoint", help="attention: model (default: the config's best)")
     parser.add_argument("--out", help="PNG file (default: runs/<experiment>/<what>.png)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the sentence
     config = load_config(args.config)
     out = Path(args.out or config.run_dir / f"{args.what}.png")
     if args.what == "curves":

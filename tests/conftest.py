@@ -24,3 +24,13 @@ def seed_run(tmp_path_factory) -> Path:
     finally:
         os.chdir(before)
     return directory / "runs/seed"
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, request) -> Path:
+    """A fresh directory holding config.yaml and the numbers corpus built with the test
+    module's SMALL overrides (a small corpus, a small model); the tests run in it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    data.main(request.module.SMALL)
+    return tmp_path

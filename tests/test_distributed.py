@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import seq2seq.train as train_module
-from seq2seq import data
 from seq2seq.batching import shard_steps
 from seq2seq.checkpoint import read_state
 from seq2seq.config import load_config
@@ -58,14 +57,6 @@ def finish(process: subprocess.Popen) -> str:
 
 def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
     return read_state(run_dir / "last.pt")["model"]
-
-
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
-    data.main(SMALL)
-    return tmp_path
 
 
 @pytest.mark.slow

@@ -32,14 +32,6 @@ SMALL = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
-    data.main(SMALL)
-    return tmp_path
-
-
 def config(*overrides: str):
     return load_config("config.yaml", [*SMALL, *overrides])
 
