@@ -14,6 +14,7 @@ empty side, or longer than corpus.max_words words, are dropped and counted.
 
 import gzip
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 from seq2seq import multi30k, numbers
@@ -43,7 +44,9 @@ def read_lines(path: str | Path) -> list[str]:
     return decode_lines(data, str(path))
 
 
-def decode_lines(data: bytes, name: str, on_invalid=None) -> list[str]:
+def decode_lines(
+    data: bytes, name: str, on_invalid: Callable[[int, UnicodeDecodeError], None] | None = None
+) -> list[str]:
     """UTF-8 bytes -> lines, split on "\n" only (no other character starts a new line), each
     without its "\r"; a leading byte-order mark dropped. Invalid UTF-8 is an error naming
     `name` and the line, unless on_invalid(line number, error) is given: then it is called

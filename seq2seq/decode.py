@@ -22,6 +22,9 @@ returns the translations in the original order; an empty sentence gives an empty
 `translate_nbest` returns the beam_size best translations of each sentence, with their scores.
 """
 
+from contextlib import contextmanager
+from functools import partial
+
 import torch
 
 from seq2seq.batching import source_tensor
@@ -128,6 +131,17 @@ def in_length_order(model: Transformer, sources: list[list[int]], batch_size: in
     return results
 
 
+@contextmanager
+def evaluating(model: Transformer):
+    """Eval mode (no dropout) inside, the model's own mode again after."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
 def translate(
     model: Transformer,
     src_vocab: Vocab,
@@ -136,13 +150,10 @@ def translate(
     cfg: DecodeConfig,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations, in the same order."""
-    was_training = model.training
-    model.eval()
     sources = src_vocab.encode(sentences)
-    outputs = in_length_order(
-        model, sources, cfg.batch_size, lambda src: decode_batch(model, src, cfg), []
-    )
-    model.train(was_training)
+    with evaluating(model):
+        decode = partial(decode_batch, model, cfg=cfg)  # src (B, S) -> B id lists
+        outputs = in_length_order(model, sources, cfg.batch_size, decode, [])
     return tgt_vocab.decode(outputs)
 
 
@@ -155,14 +166,12 @@ def translate_nbest(
 ) -> list[list[tuple[float, str]]]:
     """Raw source sentences -> for each, the cfg.beam_size best translations of beam search
     as (length-normalised log-probability, detokenized text), best first."""
-    was_training = model.training
-    model.eval()
 
     def search(src: torch.Tensor) -> list:
         limits = max_lengths(model, src, cfg)
         return beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
 
     sources = src_vocab.encode(sentences)
-    nbest = in_length_order(model, sources, cfg.batch_size, search, [(0.0, [])])
-    model.train(was_training)
+    with evaluating(model):
+        nbest = in_length_order(model, sources, cfg.batch_size, search, [(0.0, [])])
     return [[(score, tgt_vocab.decode([ids])[0]) for score, ids in hyps] for hyps in nbest]

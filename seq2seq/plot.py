@@ -25,7 +25,7 @@ from seq2seq.attention import MultiHeadAttention
 from seq2seq.batching import source_tensor
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.decode import translate
+from seq2seq.decode import decode_batch
 from seq2seq.errors import UserError, run_cli
 from seq2seq.files import atomic_write
 from seq2seq.vocab import BOS
@@ -51,16 +51,16 @@ def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
     src_ids = src_vocab.encode([sentence])[0]
     if not src_ids:
         raise UserError("nothing to draw: the sentence is empty")
-    output = translate(model, src_vocab, tgt_vocab, [sentence], checkpoint.config.decode)[0]
-    out_ids = tgt_vocab.encode([output])[0]
-    src_pieces = [src_vocab.sp.id_to_piece(i) for i in src_ids] + ["</s>"]
-    tgt_pieces = ["<s>"] + [tgt_vocab.sp.id_to_piece(i) for i in out_ids]
+    src = source_tensor([src_ids])  # (1, S)
+    out_ids = decode_batch(model, src, checkpoint.config.decode)[0]
+    src_pieces = src_vocab.pieces(src_ids) + ["</s>"]
+    tgt_pieces = ["<s>"] + tgt_vocab.pieces(out_ids)
 
     modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     for module in modules:
         module.record = True
     try:
-        model(source_tensor([src_ids]), torch.tensor([[BOS, *out_ids]]))
+        model(src, torch.tensor([[BOS, *out_ids]]))
     finally:
         for module in modules:
             module.record = False
@@ -70,7 +70,7 @@ def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
     for i, layer in enumerate(model.decoder, 1):
         maps.append((f"decoder {i} self", layer.self_attn.weights[0], tgt_pieces, tgt_pieces))
         maps.append((f"decoder {i} cross", layer.cross_attn.weights[0], tgt_pieces, src_pieces))
-    return maps, output
+    return maps, tgt_vocab.decode([out_ids])[0]
 
 
 def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:

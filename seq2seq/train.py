@@ -38,7 +38,7 @@ from seq2seq.batching import collate, encode_pairs, shard_steps, token_batches
 from seq2seq.checkpoint import read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
-from seq2seq.decode import translate
+from seq2seq.decode import evaluating, translate
 from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
@@ -106,16 +106,14 @@ def validate(
     """Per-token cross-entropy (no label smoothing) and greedy exact match on `pairs`."""
     src_vocab, tgt_vocab = vocabs
     examples = encode_pairs(pairs, src_vocab, tgt_vocab)
-    model.eval()
     total, tokens = 0.0, 0
-    for indices in token_batches(examples, config.train.batch_tokens, random.Random(0)):
-        batch = tuple(t.to(device) for t in collate([examples[i] for i in indices]))
-        n = int((batch[2] != PAD).sum())
-        total += batch_loss(model, batch, 0.0).item() * n
-        tokens += n
-    hypotheses = translate(model, src_vocab, tgt_vocab, [s for s, _ in pairs], config.decode)
+    with evaluating(model):
+        for indices in token_batches(examples, config.train.batch_tokens, random.Random(0)):
+            batch = tuple(t.to(device) for t in collate([examples[i] for i in indices]))
+            total += batch_loss(model, batch, 0.0, reduction="sum").item()
+            tokens += int((batch[2] != PAD).sum())
+        hypotheses = translate(model, src_vocab, tgt_vocab, [s for s, _ in pairs], config.decode)
     references = tgt_vocab.decode([t for _, t in examples])  # normalised like the hypotheses
-    model.train()
     return {
         "valid_loss": total / tokens,
         "valid_exact_match": exact_match(hypotheses, references),
@@ -320,9 +318,9 @@ def train_in(world: World, device: torch.device, config: Config, restart: bool) 
         disable=not world.main,
     )
     model.train()
+    steps = shard_steps(progress.batches, per_step, world.rank, world.size)  # this process's
     with StopOnSignal() as stop:
         while not progress.stopped_early and progress.step < cfg.max_steps:
-            steps = shard_steps(progress.batches, per_step, world.rank, world.size)
             if progress.next_batch == len(steps):  # a new epoch
                 progress.epoch += 1
                 progress.batches = token_batches(train_examples, micro_tokens, rng)

@@ -29,6 +29,7 @@ from seq2seq.corpus import decode_lines
 from seq2seq.decode import longest_source, translate, translate_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, run_cli
+from seq2seq.vocab import UNK
 
 
 def warn(message: str) -> None:
@@ -48,14 +49,14 @@ def check_input(checkpoint: Checkpoint, sentences: list[str], first_line: int = 
     """Warn about words the source vocabulary lacks and about inputs cut to fit the model."""
     src_vocab = checkpoint.src_vocab
     longest = longest_source(checkpoint.model)
-    for number, sentence in enumerate(sentences, first_line):
-        unknown = src_vocab.unknown(sentence)
-        if unknown:
-            words = ", ".join(repr(word) for word in dict.fromkeys(unknown))
+    for number, (sentence, ids) in enumerate(
+        zip(sentences, src_vocab.encode(sentences), strict=True), first_line
+    ):
+        if UNK in ids:
+            words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
             warn(f"line {number}: not in the vocabulary, translated as unknown: {words}")
-        pieces = len(src_vocab.encode([sentence])[0])
-        if pieces > longest:
-            warn(f"line {number}: {pieces} pieces, cut to the model's {longest}")
+        if len(ids) > longest:
+            warn(f"line {number}: {len(ids)} pieces, cut to the model's {longest}")
 
 
 def one_line(text: str) -> str:

@@ -75,15 +75,13 @@ class Vocab:
     def decode(self, ids: list[list[int]]) -> list[str]:
         return self.sp.decode(ids)
 
-    def pieces(self, sentence: str) -> list[str]:
-        return self.sp.encode(self.normalize(sentence), out_type=str)
+    def pieces(self, ids: list[int]) -> list[str]:
+        """Ids -> the pieces they stand for ("▁three", "▁is" ...)."""
+        return [self.sp.id_to_piece(i) for i in ids]
 
     def unknown(self, sentence: str) -> list[str]:
         """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
-        text = self.normalize(sentence)
-        if UNK not in self.sp.encode(text):
-            return []
-        return [word for word in text.split() if UNK in self.sp.encode(word)]
+        return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
 
 
 def train_vocab(sentences: list[str], size: int, settings: VocabConfig) -> Vocab:

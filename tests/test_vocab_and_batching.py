@@ -14,7 +14,7 @@ def test_special_ids_and_split_digits():
     vocab = train_vocab(["a 1234 b", "c 56789 d", "e 0 f"] * 20, 30, settings)
     sp = vocab.sp
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD, UNK, BOS, EOS)
-    pieces = [p for p in vocab.pieces("a 9876 b") if p != "▁"]
+    pieces = [p for p in vocab.pieces(vocab.encode(["a 9876 b"])[0]) if p != "▁"]
     assert [p for p in pieces if p.strip("▁").isdigit()] == ["9", "8", "7", "6"]
     assert vocab.decode(vocab.encode(["a 9876 b"])) == ["a 9876 b"]
 
