@@ -1,6 +1,7 @@
 """`make bench`: how fast seq2seq trains and decodes, against baselines measured in the same run.
 
     python benchmarks/bench.py [--quick] [--config config.yaml] [--out benchmarks] [key=value ...]
+    python benchmarks/bench.py --machine    # only this machine's speed, in a few seconds
 
 Figures (every speed is reported with its baseline and their ratio, since absolute times on a
 shared machine are noisy):
@@ -18,6 +19,10 @@ shared machine are noisy):
   against a 2048x2048 fp32 matmul on the same machine, in the same run;
 * peak memory (resident set size of a training process and of an evaluation process, and of
   a process that only imports torch, for scale; on CUDA the allocator's peak).
+
+To relate the figures to another machine, results.json also records this machine's speed:
+a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
+measures just these two, so that anyone can compare their machine with the one in the README.
 
 --quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes 100 sentences and
 times each figure briefly. Results go to <out>/results.json and <out>/results.md.
@@ -292,6 +297,19 @@ def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 
 
+def import_torch_seconds(runs: int = 3) -> float:
+    """Wall seconds of `python -c "import torch"`: the fastest of `runs`, files in the cache."""
+    return min(run_and_measure([sys.executable, "-c", "import torch"])[0] for _ in range(runs))
+
+
+def machine_speed(device) -> dict:
+    """Two figures anyone can measure in seconds, to relate these results to their machine."""
+    return {
+        "matmul_2048_gflops": round(matmul_peak_flops(device, seconds=2.0) / 1e9, 1),
+        "import_torch_seconds": round(import_torch_seconds(), 2),
+    }
+
+
 def machine() -> dict:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
@@ -323,7 +341,9 @@ def markdown(results: dict) -> str:
         "# Benchmark results",
         "",
         f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
-        f"{info['torch_threads']} torch threads), torch {info['torch']}, Python {info['python']}, "
+        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
+        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
+        f"torch {info['torch']}, Python {info['python']}, "
         f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
         "(`python benchmarks/bench.py`); every ratio compares figures measured in the same run.",
         "",
@@ -339,12 +359,18 @@ def markdown(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke test of a few seconds each")
+    parser.add_argument(
+        "--machine", action="store_true", help="only measure this machine's speed and print it"
+    )
     parser.add_argument("--config", default="config.yaml")
     parser.add_argument("--out", default="benchmarks", help="folder for results.json and .md")
     parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.machine:
+        print(json.dumps({**machine(), **machine_speed(device)}, indent=2))
+        return
     quick = args.quick
 
     figures: dict = {}
@@ -359,7 +385,8 @@ def main() -> None:
     print("FLOPs against the matmul peak ...", flush=True)
     figures.update(flops_fraction(config, 3 if quick else 20, device))
 
-    results = {"mode": "quick" if quick else "full", "machine": machine(), "figures": figures}
+    info = {**machine(), **machine_speed(device)}
+    results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", results)

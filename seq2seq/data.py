@@ -3,16 +3,14 @@
 python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 """
 
-import argparse
-
 from seq2seq.config import add_config_arguments, load_config
 from seq2seq.corpus import build_corpus
-from seq2seq.errors import run_cli
+from seq2seq.errors import command_parser, run_cli
 from seq2seq.vocab import build_vocabs, load_vocabs
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("seq2seq.data", __doc__.splitlines()[0])
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     config = load_config(args.config, args.overrides)

@@ -1,10 +1,13 @@
-"""One exception type for mistakes a user can fix, and the wrapper that reports them.
+"""One exception type for mistakes a user can fix, the wrapper that reports them, and the
+argument parser every command starts from.
 
 Every command-line entry point (`python -m seq2seq.data`, `.train`, `.evaluate`,
-`.translate`) runs through `run_cli`, so a bad config key, a missing file or an untrained
-model ends in one readable line on stderr and a non-zero exit code, never a traceback.
+`.translate`, `.plot`) runs through `run_cli`, so a bad config key, a missing file or an
+untrained model ends in one readable line on stderr and a non-zero exit code, never a
+traceback.
 """
 
+import argparse
 import os
 import sys
 from collections.abc import Callable
@@ -37,3 +40,9 @@ def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = N
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
+
+
+def command_parser(module: str, description: str) -> argparse.ArgumentParser:
+    """The argument parser of `python -m <module>`: its usage line and --help name the command
+    as it is typed, not as `<module>.py`."""
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=description)

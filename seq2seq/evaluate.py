@@ -7,7 +7,6 @@ runs/<experiment>/test.hyp (and test.beam.hyp; line N answers line N of the test
 the scores to runs/<experiment>/eval.json (beam search's under "beam"), and prints them.
 """
 
-import argparse
 import dataclasses
 import json
 import time
@@ -17,13 +16,13 @@ from seq2seq.config import DecodeConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.decode import translate
 from seq2seq.device import pick_device
-from seq2seq.errors import run_cli
+from seq2seq.errors import command_parser, run_cli
 from seq2seq.files import write_json, write_lines
 from seq2seq.metrics import score
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("seq2seq.evaluate", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument("--checkpoint", help="model to evaluate (default: the config's best)")
     args = parser.parse_args(argv)

@@ -7,7 +7,8 @@
 its translation with every attention module recording its weights, and draws one heatmap per
 layer and head: encoder self-attention (source x source), decoder self-attention (output x
 output, the no-peek triangle), and cross-attention (output x source). Rows are the queries,
-columns the keys they attend to; each row sums to 1.
+columns the keys they attend to; each row sums to 1. As in translate, unknown words are named
+on stderr, and a sentence longer than the model's positions is cut to fit, with a warning.
 
 `curves` draws runs/<experiment>/metrics.jsonl: training and validation loss, and the
 validation scores, against the step.
@@ -15,7 +16,6 @@ validation scores, against the step.
 Needs matplotlib: pip install -e ".[plot]".
 """
 
-import argparse
 import json
 from pathlib import Path
 
@@ -25,9 +25,10 @@ from seq2seq.attention import MultiHeadAttention
 from seq2seq.batching import source_tensor
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.decode import decode_batch
-from seq2seq.errors import UserError, run_cli
+from seq2seq.decode import decode_batch, longest_source
+from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import atomic_write
+from seq2seq.translate import check_input
 from seq2seq.vocab import BOS
 
 
@@ -48,7 +49,8 @@ def pyplot():
 def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
     """-> [(title, weights (H, Tq, Tk), query labels, key labels)] and the translation."""
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    src_ids = src_vocab.encode([sentence])[0]
+    check_input(checkpoint, [sentence])  # unknown words, an input too long for the model
+    src_ids = src_vocab.encode([sentence])[0][: longest_source(model)]
     if not src_ids:
         raise UserError("nothing to draw: the sentence is empty")
     src = source_tensor([src_ids])  # (1, S)
@@ -130,7 +132,7 @@ def save(figure, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("seq2seq.plot", __doc__.splitlines()[0])
     parser.add_argument("what", choices=["attention", "curves"])
     parser.add_argument("sentence", nargs="?", help="attention: the source sentence")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")

@@ -18,7 +18,6 @@ and every random state. Running the command again continues from it, exactly: on
 the parameters end bit-for-bit as if training had never stopped. `--restart` starts over.
 """
 
-import argparse
 import json
 import math
 import random
@@ -40,7 +39,7 @@ from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_argument
 from seq2seq.corpus import load_split
 from seq2seq.decode import evaluating, translate
 from seq2seq.distributed import World
-from seq2seq.errors import Interrupted, UserError, run_cli
+from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
@@ -450,7 +449,7 @@ def train_in(world: World, device: torch.device, config: Config, restart: bool) 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("seq2seq.train", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument(
         "--restart", action="store_true", help=f"start over, ignoring runs/<experiment>/{LAST}"

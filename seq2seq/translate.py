@@ -19,7 +19,6 @@ The model is runs/<experiment>/best.pt of the config (config.yaml by default), o
 given with --checkpoint, which carries its own vocabularies and settings.
 """
 
-import argparse
 import itertools
 import sys
 
@@ -28,7 +27,7 @@ from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.corpus import decode_lines
 from seq2seq.decode import longest_source, translate, translate_nbest
 from seq2seq.device import pick_device
-from seq2seq.errors import UserError, run_cli
+from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.vocab import UNK
 
 
@@ -81,8 +80,8 @@ def translate_lines(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description="Translate sentences given as arguments, or one per line on stdin."
+    parser = command_parser(
+        "seq2seq.translate", "Translate sentences given as arguments, or one per line on stdin."
     )
     parser.add_argument("sentences", nargs="*", help="sentences to translate (default: stdin)")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")

@@ -37,9 +37,10 @@ SIDES = ("src", "tgt")
 
 
 def forbid_non_outputs(logits: torch.Tensor) -> torch.Tensor:
-    """Decoding: PAD and BOS are never an output token; set their logits (..., V) to -inf."""
-    logits[..., PAD] = logits[..., BOS] = float("-inf")
-    return logits
+    """Decoding: PAD and BOS are never an output token. (..., V) logits -> a new tensor with
+    their logits at -inf; the given one is left as it was."""
+    never = torch.tensor([PAD, BOS], device=logits.device)
+    return logits.index_fill(-1, never, float("-inf"))
 
 
 def normalize_source(text: str, settings: VocabConfig) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from seq2seq import data, train
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 @pytest.fixture(scope="session")

@@ -1,32 +1,34 @@
 """The benchmark's quick mode, as a smoke test: every figure is produced and sane."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ENV, HANG, ROOT, command
+
 SMALL = ["corpus.train_size=2000", "corpus.valid_size=100", "corpus.test_size=200"]
 
 
 @pytest.mark.slow
 def test_quick_benchmark_writes_every_figure(tmp_path):
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
 
-    def run(*command):
-        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    def run(*args):
+        done = subprocess.run(
+            args, cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG
+        )
         assert done.returncode == 0, done.stderr[-2000:]
 
-    run(sys.executable, "-m", "seq2seq.data", *SMALL)
+    run(*command("seq2seq.data", *SMALL))
     run(sys.executable, str(ROOT / "benchmarks/bench.py"), "--quick", "--out", "out", *SMALL)
     results = json.loads((tmp_path / "out/results.json").read_text())
     figures = results["figures"]
     assert results["mode"] == "quick" and results["machine"]["torch"]
+    assert results["machine"]["matmul_2048_gflops"] > 0  # to relate the figures to a machine
+    assert results["machine"]["import_torch_seconds"] > 0
     for key in (
         "train_tokens_per_s",
         "nn_transformer_train_tokens_per_s",

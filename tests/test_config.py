@@ -1,14 +1,13 @@
 """The typed config: config.yaml documents every option, and mistakes name the key."""
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import yaml
 
 from seq2seq.config import Config, ConfigError, config_from_dict, load_config
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 def test_config_yaml_sets_every_option_to_its_documented_default():

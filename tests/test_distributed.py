@@ -1,11 +1,8 @@
 """Data-parallel training: shards, and torchrun with 2 CPU processes (gloo) against one."""
 
 import json
-import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,8 @@ from seq2seq.checkpoint import read_state
 from seq2seq.config import load_config
 from seq2seq.corpus import read_lines
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ENV, HANG, command, wait_until
+
 SMALL = [
     "corpus.train_size=600", "corpus.valid_size=20", "corpus.test_size=20",
     "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
@@ -37,20 +35,18 @@ def test_shards_are_disjoint_and_cover_the_epoch(world, accumulate):
 
 
 def run(*args: str, cwd: Path, processes: int = 1) -> subprocess.Popen:
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
-    command = [sys.executable, *(launcher if processes > 1 else []), "-m", "seq2seq.train"]
+    """`python -m seq2seq.train`, or with several processes the same under torchrun."""
+    train = command("seq2seq.train", *SMALL, *args)
+    if processes > 1:
+        launcher = ["torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
+        train = command(*launcher, *train[1:])  # python -m torch.distributed.run ... -m ...
     return subprocess.Popen(
-        [*command, *SMALL, *args],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        train, cwd=cwd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
 def finish(process: subprocess.Popen) -> str:
-    stdout, stderr = process.communicate(timeout=300)
+    stdout, stderr = process.communicate(timeout=HANG)
     assert process.returncode == 0, stderr
     return stdout
 
@@ -119,12 +115,9 @@ def test_a_stopped_distributed_run_resumes(workdir):
     finish(straight)
 
     stopped = run(*steps, "experiment=resumed", cwd=workdir, processes=2)
-    deadline = time.monotonic() + 120
-    while not (workdir / "runs/resumed/last.pt").exists():
-        assert stopped.poll() is None and time.monotonic() < deadline, stopped.communicate()
-        time.sleep(0.05)
+    wait_until((workdir / "runs/resumed/last.pt").exists, "first checkpoint", stopped)
     stopped.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
-    _, stderr = stopped.communicate(timeout=120)
+    _, stderr = stopped.communicate(timeout=HANG)
     assert stopped.returncode != 0
     assert stderr.count("run the same command again to resume") == 1  # said once, by rank 0
     step = read_state(workdir / "runs/resumed/last.pt")["info"]["step"]

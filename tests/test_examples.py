@@ -1,13 +1,13 @@
 """examples/patch_attention.py: the project's attention classifies digit images."""
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
+from helpers import ROOT
+
 pytest.importorskip("sklearn", reason="the examples extra: pip install -e '.[examples]'")
-ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location(
     "patch_attention", ROOT / "examples/patch_attention.py"
 )

@@ -2,31 +2,28 @@
 
 import json
 import math
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from seq2seq import data, evaluate, train, translate
+from seq2seq import data, evaluate, plot, train, translate
 from seq2seq.config import TrainConfig
 from seq2seq.train import learning_rate
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ENV, HANG, ROOT, command
 
 
 def run_module(module: str, *args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", module, *args],
+        command(module, *args),
         cwd=cwd,
-        env=env,
+        env=ENV,
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG,
     )
 
 
@@ -119,3 +116,11 @@ def test_a_config_mistake_is_one_line_naming_the_key(tmp_path):
     )
     done = run_module("seq2seq.train", cwd=tmp_path)
     assert done.returncode == 1 and "run `make data` first" in done.stderr
+
+
+@pytest.mark.parametrize("module", [data, train, evaluate, translate, plot])
+def test_help_names_the_command_as_it_is_typed(module, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        module.main(["--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m {module.__name__} ")

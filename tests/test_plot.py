@@ -51,3 +51,11 @@ def test_without_matplotlib_the_message_says_what_to_install(seed_run, tmp_path,
 def test_curves_without_a_training_log_say_what_to_run(tmp_path):
     with pytest.raises(UserError, match="no training log at .*metrics.jsonl: run `make train`"):
         plot.plot_curves(tmp_path / "metrics.jsonl", tmp_path / "curves.png")
+
+
+def test_an_input_longer_than_the_model_is_cut_with_a_warning(seed_run, capsys):
+    checkpoint = load_checkpoint(seed_run / "best.pt")
+    longest = checkpoint.config.model.max_positions - 1
+    maps, _ = plot.attention_maps(checkpoint, "one " * 300)
+    assert f"warning: line 1: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
+    assert maps[0][1].shape[-1] == len(maps[0][3]) == longest + 1  # the pieces that fit, and EOS

@@ -11,7 +11,7 @@ from seq2seq import data, train
 from seq2seq.errors import UserError
 from seq2seq.train import resolve_precision
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ROOT
 
 
 def test_precision_choices():

@@ -5,7 +5,6 @@ import contextlib
 import io
 import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.corpus import CorpusError, decode_lines, read_lines, read_parallel
 from seq2seq.translate import read_input_lines, translate_lines
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import ENV, HANG, command
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +31,11 @@ def checkpoint(model_path):
 
 def run_translate(model_path: Path, stdin: bytes, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "seq2seq.translate", "--checkpoint", str(model_path), *args],
+        command("seq2seq.translate", "--checkpoint", str(model_path), *args),
         input=stdin,
         capture_output=True,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        timeout=120,
+        env=ENV,
+        timeout=HANG,
     )
 
 
@@ -78,16 +77,16 @@ def test_an_input_longer_than_the_model_is_cut_with_a_warning(checkpoint, capsys
 def test_interactive_mode_on_a_terminal(model_path):
     controller, terminal = os.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "seq2seq.translate", "--checkpoint", str(model_path)],
+        command("seq2seq.translate", "--checkpoint", str(model_path)),
         stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        env=ENV,
     )
     os.close(terminal)
     os.write(controller, b"seven is seven\n\x04")  # a sentence, then Ctrl-D
     try:
-        stdout, stderr = process.communicate(timeout=120)
+        stdout, stderr = process.communicate(timeout=HANG)
     finally:
         os.close(controller)
     assert process.returncode == 0, stderr

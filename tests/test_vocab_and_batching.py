@@ -2,11 +2,22 @@
 
 import random
 
+import torch
+
 from seq2seq.batching import collate, encode_pairs, token_batches
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.corpus import build_corpus
 from seq2seq.numbers import generate
-from seq2seq.vocab import BOS, EOS, PAD, UNK, build_vocabs, load_vocabs, train_vocab
+from seq2seq.vocab import (
+    BOS,
+    EOS,
+    PAD,
+    UNK,
+    build_vocabs,
+    forbid_non_outputs,
+    load_vocabs,
+    train_vocab,
+)
 
 
 def test_special_ids_and_split_digits():
@@ -86,3 +97,12 @@ def test_joint_vocabulary_is_one_model_for_both_sides(tmp_path, monkeypatch):
     src, tgt = load_vocabs(config)
     assert src.model_bytes == tgt.model_bytes
     assert UNK not in src.encode(["twenty one is five 2 1 la 5"])[0]
+
+
+def test_forbidding_pad_and_bos_leaves_the_given_logits_alone():
+    logits = torch.zeros(2, 3, 8)  # (B, T, V)
+    forbidden = forbid_non_outputs(logits)
+    assert (logits == 0).all(), "a caller that keeps its logits (for scores) still has them"
+    assert (forbidden[..., [PAD, BOS]] == float("-inf")).all()
+    others = [i for i in range(8) if i not in (PAD, BOS)]
+    assert (forbidden[..., others] == 0).all()
