@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train train-ddp eval test bench bench-quick lint clean
+.PHONY: all install data train train-ddp eval test bench bench-quick bench-scale lint clean
 
 all: install data train eval
 
@@ -43,6 +43,11 @@ bench: data
 
 bench-quick: data
 	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
+
+# The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
+# (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
+bench-scale: $(INSTALLED)
+	$(PYTHON) benchmarks/scale.py $(ARGS)
 
 lint: $(INSTALLED)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples

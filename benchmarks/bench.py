@@ -40,18 +40,21 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
-from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
+from seq2seq.batching import source_tensor, token_batches
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, load_config
 from seq2seq.corpus import load_split
+from seq2seq.dataset import TokenPairs
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
+from seq2seq.special import PAD
 from seq2seq.train import batch_loss
-from seq2seq.vocab import PAD, Vocab, load_vocabs
+from seq2seq.vocab import Vocab, load_vocabs
 
 
 class TorchTransformer(nn.Module):
@@ -85,9 +88,10 @@ class TorchTransformer(nn.Module):
 def training_batches(config: Config, count: int, batch_tokens: int) -> tuple[list, Vocab, Vocab]:
     """The first `count` training batches of the config's corpus as tensors; the vocabularies."""
     src_vocab, tgt_vocab = load_vocabs(config)
-    examples = encode_pairs(load_split(config, "train"), src_vocab, tgt_vocab)
-    batches = token_batches(examples, batch_tokens, random.Random(0))[:count]
-    return [collate([examples[i] for i in batch]) for batch in batches], src_vocab, tgt_vocab
+    pairs = TokenPairs(config.data_dir, "train")
+    rng = np.random.default_rng(0)
+    batches = token_batches(pairs.src_lengths, pairs.tgt_lengths, batch_tokens, rng)[:count]
+    return [pairs.batch(batch) for batch in batches], src_vocab, tgt_vocab
 
 
 def time_training(model: nn.Module, batches: list[tuple], device) -> float:

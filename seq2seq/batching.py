@@ -8,26 +8,18 @@ Each pair becomes three id sequences (BOS/EOS/PAD from seq2seq/vocab.py):
 
 Training batches are built by token count, not sentence count: a batch holds as many pairs
 as fit in its budget of padded tokens (source + target). Sorting by length first keeps the
-padding small; the batches are then shuffled, so each epoch sees them in a new order.
+padding small; the batches are then shuffled, so each epoch sees them in a new order. The
+sampler works on the arrays of sentence lengths alone (seq2seq/dataset.py holds the ids).
 
 An optimizer step uses `train.batch_tokens` tokens in all. With gradient accumulation
 (`train.accumulate`) and several processes (torchrun), they are split into
 processes x accumulate micro-batches of batch_tokens / (processes x accumulate) tokens each.
 """
 
-import random
-
+import numpy as np
 import torch
 
-from seq2seq.vocab import BOS, EOS, PAD, Vocab
-
-Example = tuple[list[int], list[int]]  # (source ids, target ids), no special tokens yet
-
-
-def encode_pairs(pairs: list[tuple[str, str]], src_vocab: Vocab, tgt_vocab: Vocab) -> list[Example]:
-    sources = src_vocab.encode([s for s, _ in pairs])
-    targets = tgt_vocab.encode([t for _, t in pairs])
-    return list(zip(sources, targets, strict=True))
+from seq2seq.special import EOS, PAD
 
 
 def pad(sequences: list[list[int]]) -> torch.Tensor:
@@ -41,43 +33,35 @@ def source_tensor(sources: list[list[int]]) -> torch.Tensor:
     return pad([ids + [EOS] for ids in sources])
 
 
-def collate(examples: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """-> source (B, S), decoder input (B, T), decoder output (B, T)."""
-    src = source_tensor([s for s, _ in examples])
-    tgt_in = pad([[BOS] + t for _, t in examples])
-    tgt_out = pad([t + [EOS] for _, t in examples])
-    return src, tgt_in, tgt_out
-
-
 def token_batches(
-    examples: list[Example], batch_tokens: int, rng: random.Random
-) -> list[list[int]]:
-    """One epoch: lists of example indices, similar lengths together, in random order.
+    src_lengths: np.ndarray, tgt_lengths: np.ndarray, batch_tokens: int, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """One epoch: arrays of pair indices, similar lengths together, in random order.
 
-    Ties in length are broken randomly, so batches differ from epoch to epoch. A single pair
-    longer than `batch_tokens` still gets a batch of its own.
+    src_lengths, tgt_lengths: (N,) pieces per sentence (without EOS / BOS). The pairs are
+    sorted by source length, then target length, ties broken at random (so batches differ
+    from epoch to epoch); each batch then takes as many of the next pairs as fit in
+    batch_tokens padded tokens, counting EOS and BOS. A pair longer than batch_tokens still
+    gets a batch of its own. Vectorised: the work in Python is per batch, not per pair.
     """
-    order = sorted(
-        range(len(examples)),
-        key=lambda i: (len(examples[i][0]), len(examples[i][1]), rng.random()),
-    )
-    batches, current = [], []
-    longest_src = longest_tgt = 0
-    for index in order:
-        src, tgt = examples[index]
-        new_src, new_tgt = max(longest_src, len(src) + 1), max(longest_tgt, len(tgt) + 1)
-        if current and (len(current) + 1) * (new_src + new_tgt) > batch_tokens:
-            batches.append(current)
-            current, new_src, new_tgt = [], len(src) + 1, len(tgt) + 1
-        current.append(index)
-        longest_src, longest_tgt = new_src, new_tgt
-    if current:
-        batches.append(current)
-    rng.shuffle(batches)
-    return batches
+    order = np.lexsort((rng.random(len(src_lengths)), tgt_lengths, src_lengths))  # (N,)
+    src = src_lengths[order].astype(np.int64) + 1  # + EOS, non-decreasing
+    tgt = tgt_lengths[order].astype(np.int64) + 1  # + BOS (or EOS)
+    window = batch_tokens // 2 + 1  # no batch holds more pairs: each costs >= 2 tokens
+    batches, start = [], 0
+    while start < len(order):
+        end = min(start + window, len(order))
+        # padded size of the batch order[start : start + k + 1], for every k in the window:
+        # (k + 1) pairs x (longest source + longest target) so far
+        longest_tgt = np.maximum.accumulate(tgt[start:end])
+        cost = np.arange(1, end - start + 1) * (src[start:end] + longest_tgt)  # non-decreasing
+        count = max(1, int(np.searchsorted(cost, batch_tokens, side="right")))
+        batches.append(order[start : start + count])
+        start += count
+    return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def shard_steps(batches: list[list[int]], per_step: int, rank: int, world: int) -> list[list]:
+def shard_steps(batches: list, per_step: int, rank: int, world: int) -> list[list]:
     """An epoch's micro-batches -> for each optimizer step, the micro-batches of process `rank`.
 
     Each step takes the next `per_step` (= processes x train.accumulate) micro-batches of the
@@ -88,3 +72,53 @@ def shard_steps(batches: list[list[int]], per_step: int, rank: int, world: int) 
     return [
         batches[start : start + per_step][rank::world] for start in range(0, len(batches), per_step)
     ]
+
+
+class EpochSampler:
+    """This process's micro-batches for each optimizer step, epoch after epoch.
+
+    Epoch e's batches are token_batches(...) drawn with a generator seeded by (seed, e), so
+    they follow from the seed alone: the sampler's whole state is (epoch, steps done in it),
+    whatever the size of the corpus, and a resumed run rebuilds the same epoch.
+    """
+
+    def __init__(
+        self, src_lengths, tgt_lengths, micro_tokens: int, per_step: int, world, seed: int
+    ):
+        self.lengths = (src_lengths, tgt_lengths)
+        self.micro_tokens, self.per_step, self.world, self.seed = (
+            micro_tokens,
+            per_step,
+            world,
+            seed,
+        )
+        self.epoch, self.done = 0, 0  # epoch 0: none started yet
+        self.steps: list[list[np.ndarray]] = []
+
+    def _build(self) -> None:
+        rng = np.random.default_rng([self.seed, self.epoch])
+        batches = token_batches(*self.lengths, self.micro_tokens, rng)
+        self.steps = shard_steps(batches, self.per_step, self.world.rank, self.world.size)
+        self.first_batch = batches[0]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> tuple[list[np.ndarray], bool]:
+        """-> (this process's micro-batches of the next step, whether it has any). A process
+        whose share of an epoch's short last step is empty gets the epoch's first batch
+        instead, to run a pass that must add nothing (for DistributedDataParallel's sake)."""
+        if self.epoch == 0 or self.done == len(self.steps):
+            self.epoch, self.done = self.epoch + 1, 0
+            self._build()
+        step = self.steps[self.done]
+        self.done += 1
+        return (step, True) if step else ([self.first_batch], False)
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.epoch, "done": self.done}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.epoch, self.done = state["epoch"], state["done"]
+        if self.epoch:
+            self._build()

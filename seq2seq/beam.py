@@ -21,7 +21,7 @@ import torch
 
 from seq2seq.cache import DecoderCache
 from seq2seq.model import Transformer
-from seq2seq.vocab import BOS, EOS, forbid_non_outputs
+from seq2seq.special import BOS, EOS, forbid_non_outputs
 
 Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, output ids)
 

@@ -85,6 +85,9 @@ class VocabConfig:
     tgt_size: int = 64
     character_coverage: float = 1.0
     joint: bool = False  # one model for both languages, trained on both (of src_size pieces)
+    # sentencepiece learns from at most this many sentences of each side, a random sample of
+    # the training split: its time and memory stay bounded however large the corpus
+    sample_size: int = 1_000_000
     # Source text normalisation, the same at training and translation time (seq2seq/vocab.py).
     lowercase: bool = False  # "Twenty one" reads as "twenty one"
     hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
@@ -124,6 +127,7 @@ class TrainConfig:
     patience: int = 0  # stop after this many validations without improvement (0: never)
     # what makes a checkpoint the best: valid exact match or BLEU (ties: lower loss), or loss
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
+    valid_beam_size: int = 1  # validation translates greedily (1), or with this many beams
     threads: int = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU that supports it, fp32 elsewhere; fp16 adds a gradient scaler.
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

@@ -1,12 +1,14 @@
-"""`make data`: write the corpus to data/<corpus.name>/ and train its vocabularies.
+"""`make data`: write the corpus to data/<corpus.name>/, train its vocabularies, and encode
+every split into token ids for training (seq2seq/dataset.py).
 
 python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 """
 
 from seq2seq.config import add_config_arguments, load_config
 from seq2seq.corpus import build_corpus
+from seq2seq.dataset import build_ids
 from seq2seq.errors import command_parser, run_cli
-from seq2seq.vocab import build_vocabs, load_vocabs
+from seq2seq.vocab import build_vocabs, load_vocabs, vocab_paths
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,6 +23,8 @@ def main(argv: list[str] | None = None) -> None:
     src_vocab, tgt_vocab = load_vocabs(config)
     state = "trained" if retrained else "up to date"
     print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
+    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), vocab_paths(config.data_dir))
+    print(f"token ids: {encoded} of 6 files encoded" if encoded else "token ids up to date")
 
 
 if __name__ == "__main__":

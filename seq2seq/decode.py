@@ -32,7 +32,8 @@ from seq2seq.beam import beam_search
 from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig
 from seq2seq.model import Transformer
-from seq2seq.vocab import BOS, EOS, PAD, Vocab, forbid_non_outputs
+from seq2seq.special import BOS, EOS, PAD, forbid_non_outputs
+from seq2seq.vocab import Vocab
 
 
 def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:

@@ -6,6 +6,7 @@ and fsynced, and only then renamed over the destination. A crash or Ctrl-C at an
 leaves no truncated file behind.
 """
 
+import hashlib
 import json
 import os
 import tempfile
@@ -73,3 +74,12 @@ def write_json(path: str | Path, data: dict) -> None:
     with atomic_write(path) as file:
         json.dump(data, file, indent=2, ensure_ascii=False)
         file.write("\n")
+
+
+def file_hash(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as file:
+        while block := file.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()

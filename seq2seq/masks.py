@@ -26,7 +26,7 @@ Example, a target batch of 2 with lengths 3 and 2 (P = padding):
 
 import torch
 
-from seq2seq.vocab import PAD
+from seq2seq.special import PAD
 
 
 def padding_mask(tokens: torch.Tensor) -> torch.Tensor:

@@ -28,8 +28,8 @@ from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decode import decode_batch, longest_source
 from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import atomic_write
+from seq2seq.special import BOS
 from seq2seq.translate import check_input
-from seq2seq.vocab import BOS
 
 
 def pyplot():

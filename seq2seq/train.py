@@ -6,46 +6,55 @@ One step: a batch of about `train.batch_tokens` tokens, teacher-forced cross-ent
 label smoothing (padding ignored), gradient clipping, an AdamW update. The learning rate
 rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`.
 
+    TokenPairs (memory-mapped ids) -> EpochSampler (batches of lengths) -> Prefetcher (a
+    thread collating the next steps) -> Trainer.step -> every eval_every steps: validate,
+    keep the best (best.pt), save where training stands (last.pt)
+
 Every `eval_every` steps the model is validated: loss on the valid split, and the exact
-match and BLEU of its greedy translations. The best checkpoint by `train.best_metric` is
-written atomically to runs/<experiment>/best.pt; each validation appends a line to
-runs/<experiment>/metrics.jsonl.
+match and BLEU of its translations (greedy, or `train.valid_beam_size` beams) against the
+reference text. The best checkpoint by `train.best_metric` is written atomically to
+runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/metrics.jsonl.
 
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
-training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step
-and epoch, the batches of the current epoch and how many are done, the best result so far,
-and every random state. Running the command again continues from it, exactly: on the CPU
-the parameters end bit-for-bit as if training had never stopped. `--restart` starts over.
+training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
+the sampler's position (epoch, steps done in it), the best result so far, and every random
+state. Running the command again continues from it, exactly: on the CPU the parameters end
+bit-for-bit as if training had never stopped. `--restart` starts over.
 """
 
 import json
 import math
-import random
+import queue
 import signal
+import sys
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from seq2seq import distributed
-from seq2seq.batching import collate, encode_pairs, shard_steps, token_batches
+from seq2seq.batching import EpochSampler, token_batches
 from seq2seq.checkpoint import read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
+from seq2seq.dataset import TokenPairs
 from seq2seq.decode import evaluating, translate
 from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
-from seq2seq.vocab import PAD, Vocab, load_vocabs
+from seq2seq.special import PAD
+from seq2seq.vocab import Vocab, load_vocabs, vocab_paths
 
 LAST = "last.pt"  # the checkpoint training resumes from, in runs/<experiment>/
+METRICS = "metrics.jsonl"  # one line per validation, in runs/<experiment>/
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -100,24 +109,31 @@ def batch_loss(
 
 @torch.no_grad()
 def validate(
-    model: Transformer, config: Config, vocabs: tuple[Vocab, Vocab], pairs: list, device
+    model: Transformer, config: Config, vocabs: tuple[Vocab, Vocab], valid: "ValidSplit", device
 ) -> dict:
-    """Per-token cross-entropy (no label smoothing) and greedy exact match on `pairs`."""
-    src_vocab, tgt_vocab = vocabs
-    examples = encode_pairs(pairs, src_vocab, tgt_vocab)
+    """Per-token cross-entropy (no label smoothing) on the valid split, and the exact match
+    and BLEU of its translations against the reference text, as `make eval` scores them."""
+    ids, pairs = valid
     total, tokens = 0.0, 0
     with evaluating(model):
-        for indices in token_batches(examples, config.train.batch_tokens, random.Random(0)):
-            batch = tuple(t.to(device) for t in collate([examples[i] for i in indices]))
+        rng = np.random.default_rng(0)
+        for indices in token_batches(
+            ids.src_lengths, ids.tgt_lengths, config.train.batch_tokens, rng
+        ):
+            batch = tuple(t.to(device) for t in ids.batch(indices))
             total += batch_loss(model, batch, 0.0, reduction="sum").item()
             tokens += int((batch[2] != PAD).sum())
-        hypotheses = translate(model, src_vocab, tgt_vocab, [s for s, _ in pairs], config.decode)
-    references = tgt_vocab.decode([t for _, t in examples])  # normalised like the hypotheses
+        decode = replace(config.decode, beam_size=config.train.valid_beam_size)
+        hypotheses = translate(model, *vocabs, [s for s, _ in pairs], decode)
+    references = [t for _, t in pairs]
     return {
         "valid_loss": total / tokens,
         "valid_exact_match": exact_match(hypotheses, references),
         "valid_bleu": sacrebleu_scores(hypotheses, references)["bleu"],
     }
+
+
+ValidSplit = tuple[TokenPairs, list[tuple[str, str]]]  # its ids (the loss), its text (scores)
 
 
 def rank(result: dict, best_metric: str) -> tuple[float, float]:
@@ -133,26 +149,22 @@ class Progress:
     """Where training stands: what resuming needs besides the weights and the optimizer."""
 
     step: int = 0
-    epoch: int = 0
-    batches: list[list[int]] = field(default_factory=list)  # this epoch's micro-batches
-    next_batch: int = 0  # how many of this epoch's steps are done
+    sampler: dict = field(default_factory=dict)  # EpochSampler.state_dict()
     best: dict | None = None  # the best validation result so far
     validations_without_gain: int = 0
     stopped_early: bool = False  # by train.patience
     elapsed_s: float = 0.0  # training time before this run
 
 
-def random_states(rng: random.Random, device: torch.device) -> dict:
-    """Every random state training draws from: batch order (rng) and dropout (torch)."""
-    states = {"python": rng.getstate(), "torch": torch.get_rng_state()}
+def random_states(device: torch.device) -> dict:
+    """The random state training draws from: dropout. (Batches follow from the seed.)"""
+    states = {"torch": torch.get_rng_state()}
     if device.type == "cuda":
         states["cuda"] = torch.cuda.get_rng_state(device)
     return states
 
 
-def set_random_states(states: dict, rng: random.Random, device: torch.device) -> None:
-    version, internal, gauss = states["python"]
-    rng.setstate((version, tuple(internal), gauss))
+def set_random_states(states: dict, device: torch.device) -> None:
     torch.set_rng_state(states["torch"].cpu())
     if device.type == "cuda" and "cuda" in states:
         torch.cuda.set_rng_state(states["cuda"].cpu(), device)
@@ -166,10 +178,17 @@ RESUME_KEYS = {
 }
 
 
-def check_resumable(
-    state: dict, config: Config, vocabs: tuple[Vocab, Vocab], train_pairs: int, path
-) -> None:
-    """A checkpoint resumes only the same model on the same vocabularies and training data."""
+def batching(config: Config, world: World) -> dict:
+    """What fixes the epoch's batches and their split into steps: resuming needs the same."""
+    return {
+        "batch_tokens": config.train.batch_tokens,
+        "micro_batches_per_step": world.size * config.train.accumulate,
+    }
+
+
+def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches: dict, path):
+    """A checkpoint resumes only the same model on the same vocabularies and training data,
+    cut into the same batches (or the position in the epoch would mean other data)."""
     for section, keys in RESUME_KEYS.items():
         saved, now = state["config"].get(section, {}), asdict(getattr(config, section))
         for key in keys:
@@ -183,12 +202,22 @@ def check_resumable(
             f"{path} was trained on other vocabularies than those in {config.data_dir}/; "
             "pass --restart to train from scratch"
         )
-    saved_pairs = state["training"]["train_pairs"]
-    if saved_pairs != train_pairs:
+    training = state["training"]
+    if training["data_sha256"] != data_hash:
         raise UserError(
-            f"{path} was trained on {saved_pairs:,} training pairs, {config.data_dir}/ has "
-            f"{train_pairs:,}; pass --restart to train from scratch"
+            f"{path} was trained on other training data than {config.data_dir}/ holds now; "
+            "pass --restart to train from scratch"
         )
+    for key, saved in training["batching"].items():
+        if saved != batches[key]:
+            what = {"batch_tokens": "train.batch_tokens"}.get(
+                key, "micro-batches per step (processes x train.accumulate)"
+            )
+            raise UserError(
+                f"{path} was saved with {what} = {saved}, now {batches[key]}: the epoch would "
+                "be cut into other batches and data skipped or repeated; resume with the same "
+                "settings, or pass --restart to train from scratch"
+            )
 
 
 class StopOnSignal:
@@ -213,239 +242,359 @@ class StopOnSignal:
             signal.signal(number, handler)
 
 
-def train(config: Config, restart: bool = False) -> dict:
-    """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
-    validation result. Under torchrun, every process runs this (seq2seq/distributed.py)."""
-    cfg = config.train
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    world, device = distributed.start(cfg.device)
-    try:
-        return train_in(world, device, config, restart)
-    finally:
-        distributed.stop(world)
+class Prefetcher:
+    """Collates the next steps' micro-batches in a background thread, so that the training
+    step never waits on Python: -> (tensors, real, sampler state after this step)."""
 
+    def __init__(self, sampler: EpochSampler, data: TokenPairs, device: torch.device, depth=2):
+        self.sampler, self.data, self.pin = sampler, data, device.type == "cuda"
+        self.queue: queue.Queue = queue.Queue(maxsize=depth)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._fill, daemon=True)
+        self.thread.start()
 
-def train_in(world: World, device: torch.device, config: Config, restart: bool) -> dict:
-    cfg = config.train
-    torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)  # the batch order: the same in every process
-
-    vocabs = load_vocabs(config)
-    train_examples = encode_pairs(load_split(config, "train"), *vocabs)
-    valid_pairs = load_split(config, "valid")
-
-    model = Transformer(config.model, *map(len, vocabs)).to(device)
-    if world.distributed:
-        torch.manual_seed(cfg.seed + world.rank)  # same weights, but each its own dropout
-    optimizer = make_optimizer(model, cfg)
-    autocast_dtype = resolve_precision(cfg.precision, device)
-    # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
-    scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype == torch.float16)
-    # DistributedDataParallel averages the gradients of all processes during backward()
-    parallel = DistributedDataParallel(model) if world.distributed else model
-    step_model = torch.compile(parallel, dynamic=True) if cfg.compile else parallel
-    use_autocast = autocast_dtype is not None
-    per_step = world.size * cfg.accumulate  # micro-batches per optimizer step, in all
-    micro_tokens = max(1, cfg.batch_tokens // per_step)
-
-    last_path, log_path = config.run_dir / LAST, config.run_dir / "metrics.jsonl"
-    if world.main:
-        config.run_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(config.run_dir)  # from a process killed while writing
-        if restart:
-            last_path.unlink(missing_ok=True)
-    progress = Progress()
-    if distributed.from_main(last_path.exists(), world):
+    def _fill(self) -> None:
         try:
-            state = read_state(last_path, device)
+            for indices, real in self.sampler:
+                tensors = [self.data.batch(i) for i in indices]
+                if self.pin:  # page-locked memory: the copy to the GPU can overlap compute
+                    tensors = [tuple(t.pin_memory() for t in batch) for batch in tensors]
+                item = (tensors, real, self.sampler.state_dict())
+                while not self.stopped.is_set():
+                    try:
+                        self.queue.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if self.stopped.is_set():
+                    return
+        except BaseException as error:  # handed to the training loop, which raises it
+            self.queue.put((error, False, None))
+
+    def __next__(self):
+        item = self.queue.get()
+        if isinstance(item[0], BaseException):
+            raise item[0]
+        return item
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+class Report:
+    """Progress on stderr: a bar on a terminal; elsewhere (a log file, CI, nohup) a line at the
+    first step and then one every `every` seconds, instead of a bar redrawn several times a
+    second."""
+
+    def __init__(self, total: int, initial: int, enabled: bool, every: float = 30.0):
+        self.terminal = enabled and sys.stderr.isatty()
+        self.enabled, self.every, self.total = enabled, every, total
+        self.last_line = -math.inf  # the first step gets a line
+        self.bar = tqdm(
+            total=total, initial=initial, desc="train", unit="step", mininterval=0.5,
+            disable=not self.terminal,
+        )  # fmt: skip
+
+    def update(self, step: int, loss: float, lr: float, tokens_per_s: float) -> None:
+        self.bar.update(1)
+        self.bar.set_postfix(
+            loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", refresh=False
+        )  # refresh=False: redrawn at most every `mininterval` seconds
+        if (
+            self.enabled
+            and not self.terminal
+            and time.perf_counter() - self.last_line >= self.every
+        ):
+            self.last_line = time.perf_counter()
+            print(
+                f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  "
+                f"{tokens_per_s:,.0f} tokens/s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def write(self, line: str) -> None:
+        if self.enabled:
+            self.bar.write(line)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@dataclass
+class Throughput:
+    """Loss and tokens per second since the last validation."""
+
+    loss: float = 0.0
+    steps: int = 0
+    tokens: int = 0
+    start: float = field(default_factory=time.perf_counter)
+
+    def add(self, loss: float, tokens: int) -> None:
+        self.loss, self.steps, self.tokens = self.loss + loss, self.steps + 1, self.tokens + tokens
+
+    @property
+    def mean_loss(self) -> float:
+        return self.loss / max(1, self.steps)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / max(1e-9, time.perf_counter() - self.start)
+
+
+class Trainer:
+    """One training run in one process (of `world`): the parts `train` loops over."""
+
+    def __init__(self, config: Config, world: World, device: torch.device):
+        self.config, self.cfg, self.world, self.device = config, config.train, world, device
+        torch.manual_seed(self.cfg.seed)
+        self.vocabs = load_vocabs(config)
+        vocab_files = vocab_paths(config.data_dir)
+        self.data = TokenPairs(config.data_dir, "train", vocab_files)
+        self.valid: ValidSplit = (
+            TokenPairs(config.data_dir, "valid", vocab_files),
+            load_split(config, "valid"),
+        )
+        self.model = Transformer(config.model, *map(len, self.vocabs)).to(device)
+        if world.distributed:
+            torch.manual_seed(self.cfg.seed + world.rank)  # same weights, own dropout
+        self.optimizer = make_optimizer(self.model, self.cfg)
+        self.autocast_dtype = resolve_precision(self.cfg.precision, device)
+        # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
+        fp16 = self.autocast_dtype == torch.float16
+        self.scaler = torch.amp.GradScaler(device.type, enabled=fp16)
+        # DistributedDataParallel averages the gradients of all processes during backward()
+        self.parallel = DistributedDataParallel(self.model) if world.distributed else self.model
+        compiled = self.cfg.compile
+        self.step_model = torch.compile(self.parallel, dynamic=True) if compiled else self.parallel
+        self.batching = batching(config, world)
+        per_step = self.batching["micro_batches_per_step"]
+        self.sampler = EpochSampler(
+            self.data.src_lengths, self.data.tgt_lengths,
+            max(1, self.cfg.batch_tokens // per_step), per_step, world, self.cfg.seed,
+        )  # fmt: skip
+        self.progress = Progress()
+        self.last_path = config.run_dir / LAST
+        self.log_path = config.run_dir / METRICS
+
+    def resume(self, restart: bool) -> None:
+        """Continue from last.pt if there is one (unless `restart`)."""
+        world = self.world
+        if world.main:
+            self.config.run_dir.mkdir(parents=True, exist_ok=True)
+            remove_stale_temporaries(self.config.run_dir)  # from a process killed while writing
+            if restart:
+                self.last_path.unlink(missing_ok=True)
+        if not distributed.from_main(self.last_path.exists(), world):
+            if world.main:
+                write_lines(self.log_path, [])
+            return
+        try:
+            state = read_state(self.last_path, self.device)
         except UserError as error:
             raise UserError(f"{error}; pass --restart to train from scratch") from None
-        check_resumable(state, config, vocabs, len(train_examples), last_path)
-        model.load_state_dict(state["model"])
+        check_resumable(
+            state, self.config, self.vocabs, self.data.content_hash, self.batching, self.last_path
+        )
+        self.model.load_state_dict(state["model"])
         training = state["training"]
-        optimizer.load_state_dict(training["optimizer"])
-        scaler.load_state_dict(training["scaler"])
+        self.optimizer.load_state_dict(training["optimizer"])
+        self.scaler.load_state_dict(training["scaler"])
         states = training["random"]  # one per process of the run that saved them
-        set_random_states(states[world.rank % len(states)], rng, device)
-        progress = Progress(**training["progress"])
-        if progress.stopped_early or progress.step >= cfg.max_steps:
+        set_random_states(states[world.rank % len(states)], self.device)
+        self.progress = Progress(**training["progress"])
+        self.sampler.load_state_dict(self.progress.sampler)
+        if world.main and not self.finished:  # drop what was logged after the state was saved
+            logged = self.log_path.read_text("utf-8").splitlines() if self.log_path.exists() else []
+            kept = [line for line in logged if json.loads(line)["step"] <= self.progress.step]
+            write_lines(self.log_path, kept)
+            print(
+                f"resuming {self.last_path} at step {self.progress.step:,} "
+                "(--restart to start over)"
+            )
+
+    @property
+    def finished(self) -> bool:
+        return self.progress.stopped_early or self.progress.step >= self.cfg.max_steps
+
+    def step(self, micro_batches: list[tuple], real: bool, stop: StopOnSignal) -> tuple:
+        """One optimizer step over this process's micro-batches -> (the step's loss per target
+        token and its tokens, summed over processes; whether a signal reached any process;
+        the learning rate)."""
+        cfg, world, device = self.cfg, self.world, self.device
+        lr = learning_rate(self.progress.step, cfg)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        # The loss of the step is the sum over all its target tokens, in every process,
+        # divided by their number: the same step whatever the split into micro-batches.
+        weight = 1.0 if real else 0.0  # a pass that adds nothing, for DDP's sake
+        local_targets = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in micro_batches)
+        local_tokens = local_targets + sum(int((src != PAD).sum()) for src, _, _ in micro_batches)
+        targets, stops = distributed.sum_over_processes(
+            [local_targets * weight, float(stop.received is not None)], world, device
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for i, micro_batch in enumerate(micro_batches):
+            batch = tuple(t.to(device, non_blocking=True) for t in micro_batch)
+            last = i == len(micro_batches) - 1  # DDP exchanges gradients at the last backward
+            sync = self.parallel.no_sync() if world.distributed and not last else nullcontext()
+            autocast = torch.autocast(
+                device.type, self.autocast_dtype, enabled=self.autocast_dtype is not None
+            )
+            with sync, autocast:
+                loss = batch_loss(self.step_model, batch, cfg.label_smoothing, reduction="sum")
+            # DDP averages over the processes: scaling by their number makes it a sum
+            self.scaler.scale(loss * (weight * world.size / targets)).backward()
+            loss_sum += loss.item() * weight
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        total_loss, total_tokens = distributed.sum_over_processes(
+            [loss_sum, local_tokens * weight], world, device
+        )
+        return total_loss / targets, int(total_tokens), bool(stops), lr
+
+    def validate_and_keep_best(self, meter: Throughput, lr: float, report: Report) -> None:
+        """Rank 0 validates, keeps the best checkpoint and logs; every process takes its
+        decisions (best, patience), so that all stop together."""
+        progress, cfg = self.progress, self.cfg
+        if self.world.main:
+            result = {
+                "step": progress.step,
+                "epoch": self.sampler.epoch,
+                "train_loss": meter.mean_loss,
+                "lr": lr,
+                "tokens_per_s": meter.tokens_per_s,
+                **validate(self.model, self.config, self.vocabs, self.valid, self.device),
+                "elapsed_s": progress.elapsed_s,
+            }
+            best = progress.best
+            improved = best is None or rank(result, cfg.best_metric) > rank(best, cfg.best_metric)
+            if improved:
+                progress.best, progress.validations_without_gain = result, 0
+                save_checkpoint(
+                    self.config.checkpoint_path, self.config, self.model, *self.vocabs, result
+                )
+            else:
+                progress.validations_without_gain += 1
+            report.write(
+                f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
+                f"exact match {result['valid_exact_match']:.4f}  "
+                f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
+            )
+            if cfg.patience and progress.validations_without_gain >= cfg.patience:
+                report.write(f"no gain in {cfg.patience} validations: stopping early")
+                progress.stopped_early = True
+            with self.log_path.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(result) + "\n")
+        progress.best, progress.validations_without_gain, progress.stopped_early = (
+            distributed.from_main(
+                (progress.best, progress.validations_without_gain, progress.stopped_early),
+                self.world,
+            )
+        )
+
+    def save_last(self) -> None:
+        """Everything resuming needs, to last.pt (written by rank 0, atomically)."""
+        random_of_all = distributed.gather(random_states(self.device), self.world)
+        if not self.world.main:
+            return
+        training = {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "random": random_of_all,
+            "progress": asdict(self.progress),
+            "data_sha256": self.data.content_hash,
+            "batching": self.batching,
+        }
+        info = {"step": self.progress.step, "epoch": self.sampler.epoch}
+        save_checkpoint(self.last_path, self.config, self.model, *self.vocabs, info, training)
+
+    def run(self) -> dict:
+        """The training loop: steps, validations, checkpoints, until max_steps, patience or a
+        signal."""
+        cfg, progress, world = self.cfg, self.progress, self.world
+        if self.finished:
             if world.main:
                 print(
-                    f"{last_path}: training already finished at step {progress.step:,}; raise "
+                    f"{self.last_path}: training already finished at step {progress.step:,}; raise "
                     "train.max_steps to train on, or pass --restart to start over"
                 )
             return progress.best
-        if world.main:  # drop what was logged after the state was saved: it comes again
-            logged = log_path.read_text(encoding="utf-8").splitlines() if log_path.exists() else []
-            kept = [line for line in logged if json.loads(line)["step"] <= progress.step]
-            write_lines(log_path, kept)
-            print(f"resuming {last_path} at step {progress.step:,} (--restart to start over)")
-    elif world.main:
-        write_lines(log_path, [])
-    if world.main:
-        processes = f" x {world.size} processes" if world.distributed else ""
-        print(
-            f"training {model.num_parameters():,} parameters on {device}{processes} "
-            f"({autocast_dtype or torch.float32}), {len(train_examples):,} training pairs, "
-            f"up to {cfg.max_steps:,} steps"
+        if world.main:
+            processes = f" x {world.size} processes" if world.distributed else ""
+            print(
+                f"training {self.model.num_parameters():,} parameters on {self.device}{processes} "
+                f"({self.autocast_dtype or torch.float32}), {len(self.data):,} training pairs, "
+                f"up to {cfg.max_steps:,} steps"
+            )
+        saved = (
+            f"{self.last_path} (step {progress.step:,}) is kept"
+            if progress.step
+            else "nothing saved"
         )
-
-    def save_last() -> None:
-        random_of_all = distributed.gather(random_states(rng, device), world)
-        if not world.main:
-            return
-        training = {
-            "optimizer": optimizer.state_dict(),
-            "scaler": scaler.state_dict(),
-            "random": random_of_all,
-            "progress": asdict(progress),
-            "train_pairs": len(train_examples),
-        }
-        info = {"step": progress.step, "epoch": progress.epoch}
-        save_checkpoint(last_path, config, model, *vocabs, info, training)
-
-    saved = f"{last_path} (step {progress.step:,}) is kept" if progress.step else "nothing saved"
-    interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
-    start = interval_start = time.perf_counter()
-    bar = tqdm(
-        total=cfg.max_steps,
-        initial=progress.step,
-        desc="train",
-        unit="step",
-        mininterval=0.5,
-        disable=not world.main,
-    )
-    model.train()
-    steps = shard_steps(progress.batches, per_step, world.rank, world.size)  # this process's
-    with StopOnSignal() as stop:
-        while not progress.stopped_early and progress.step < cfg.max_steps:
-            if progress.next_batch == len(steps):  # a new epoch
-                progress.epoch += 1
-                progress.batches = token_batches(train_examples, micro_tokens, rng)
-                progress.next_batch = 0
-                steps = shard_steps(progress.batches, per_step, world.rank, world.size)
-            mine = [collate([train_examples[i] for i in b]) for b in steps[progress.next_batch]]
-            lr = learning_rate(progress.step, cfg)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-
-            # The loss of the step is the sum over all its target tokens, in every process,
-            # divided by their number: the same step whatever the split into micro-batches.
-            local_tokens = [int((tgt_out != PAD).sum()) for _, _, tgt_out in mine]
-            all_tokens = sum(int((src != PAD).sum()) for src, _, _ in mine) + sum(local_tokens)
-            targets, stop_asked = distributed.sum_over_processes(
-                [sum(local_tokens), float(stop.received is not None)], world, device
+        report = Report(cfg.max_steps, progress.step, enabled=world.main)
+        meter, start = Throughput(), time.perf_counter()
+        batches = Prefetcher(self.sampler, self.data, self.device)
+        self.model.train()
+        try:
+            with StopOnSignal() as stop:
+                while not self.finished:
+                    micro_batches, real, sampler_state = next(batches)
+                    loss, tokens, stop_asked, lr = self.step(micro_batches, real, stop)
+                    if not math.isfinite(loss):  # nothing of this step is saved
+                        raise UserError(
+                            f"training diverged: the loss is {loss} at step {progress.step + 1}; "
+                            f"{saved}. Lower train.lr or raise train.warmup_steps, then --restart"
+                        )
+                    progress.step += 1
+                    progress.sampler = sampler_state
+                    meter.add(loss, tokens)
+                    report.update(progress.step, loss, lr, meter.tokens_per_s)
+                    if progress.step % cfg.eval_every == 0 or progress.step == cfg.max_steps:
+                        progress.elapsed_s += time.perf_counter() - start
+                        start = time.perf_counter()
+                        self.validate_and_keep_best(meter, lr, report)
+                        self.save_last()
+                        saved = f"{self.last_path} (step {progress.step:,}) is kept"
+                        meter = Throughput()
+                    if stop_asked and not self.finished:  # asked in any process: all stop here
+                        progress.elapsed_s += time.perf_counter() - start
+                        self.save_last()
+                        number = stop.received or signal.SIGTERM  # (another process got it)
+                        raise Interrupted(
+                            f"stopped at step {progress.step:,} ({signal.Signals(number).name}); "
+                            f"saved {self.last_path}: run the same command again to resume",
+                            number,
+                        )
+        finally:
+            batches.close()
+            report.close()
+        best = progress.best
+        if world.main:
+            print(
+                f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
+                f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
+                f"saved to {self.config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
             )
-            if not mine:  # the epoch's last step had nothing left for this process
-                empty = collate([train_examples[i] for i in progress.batches[0]])
-                mine, weight = [empty], 0.0  # a pass that adds nothing, for DDP's sake
-            else:
-                weight = 1.0
-            optimizer.zero_grad(set_to_none=True)
-            loss_sum = 0.0
-            for i, micro_batch in enumerate(mine):
-                batch = tuple(t.to(device) for t in micro_batch)
-                # DDP exchanges gradients at the step's last backward() only
-                last = i == len(mine) - 1
-                sync = parallel.no_sync() if world.distributed and not last else nullcontext()
-                with sync, torch.autocast(device.type, autocast_dtype, enabled=use_autocast):
-                    loss = batch_loss(step_model, batch, cfg.label_smoothing, reduction="sum")
-                # DDP averages over the processes: scaling by their number makes it a sum
-                scaler.scale(loss * (weight * world.size / targets)).backward()
-                loss_sum += loss.item() * weight
-            scaler.unscale_(optimizer)  # clip the true gradients
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
+        return best
 
-            total_loss, total_tokens = distributed.sum_over_processes(
-                [loss_sum, all_tokens], world, device
-            )
-            loss_value = total_loss / targets
-            if not math.isfinite(loss_value):  # nothing of this step is saved
-                bar.close()
-                raise UserError(
-                    f"training diverged: the loss is {loss_value} at step {progress.step + 1}; "
-                    f"{saved}. Lower train.lr or raise train.warmup_steps, then --restart"
-                )
-            progress.step += 1
-            progress.next_batch += 1
-            interval_loss += loss_value
-            interval_steps += 1
-            interval_tokens += total_tokens
-            tokens_per_s = interval_tokens / (time.perf_counter() - interval_start)
-            bar.update(1)
-            bar.set_postfix(
-                loss=f"{loss_value:.3f}",
-                lr=f"{lr:.2e}",
-                tok_s=f"{tokens_per_s:,.0f}",
-                refresh=False,  # redraw at most every `mininterval` seconds
-            )
 
-            if progress.step % cfg.eval_every == 0 or progress.step == cfg.max_steps:
-                if world.main:  # validates, decides and writes; the others wait for it
-                    result = {
-                        "step": progress.step,
-                        "epoch": progress.epoch,
-                        "train_loss": interval_loss / interval_steps,
-                        "lr": lr,
-                        "tokens_per_s": tokens_per_s,
-                        **validate(model, config, vocabs, valid_pairs, device),
-                    }
-                    result["elapsed_s"] = progress.elapsed_s + time.perf_counter() - start
-                    best = progress.best
-                    improved = best is None or rank(result, cfg.best_metric) > rank(
-                        best, cfg.best_metric
-                    )
-                    if improved:
-                        progress.best, progress.validations_without_gain = result, 0
-                        save_checkpoint(config.checkpoint_path, config, model, *vocabs, result)
-                    else:
-                        progress.validations_without_gain += 1
-                    bar.write(
-                        f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
-                        f"exact match {result['valid_exact_match']:.4f}  "
-                        f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
-                    )
-                    if cfg.patience and progress.validations_without_gain >= cfg.patience:
-                        bar.write(f"no gain in {cfg.patience} validations: stopping early")
-                        progress.stopped_early = True
-                    with log_path.open("a", encoding="utf-8") as log:
-                        log.write(json.dumps(result) + "\n")
-                # every process takes rank 0's decisions, so that they stop together
-                progress.best, progress.validations_without_gain, progress.stopped_early = (
-                    distributed.from_main(
-                        (progress.best, progress.validations_without_gain, progress.stopped_early),
-                        world,
-                    )
-                )
-                progress.elapsed_s += time.perf_counter() - start
-                start = time.perf_counter()
-                save_last()
-                saved = f"{last_path} (step {progress.step:,}) is kept"
-                interval_loss, interval_steps, interval_tokens = 0.0, 0, 0
-                interval_start = time.perf_counter()
-            finished = progress.stopped_early or progress.step >= cfg.max_steps
-            if stop_asked and not finished:  # asked in any process: all stop here
-                progress.elapsed_s += time.perf_counter() - start
-                save_last()
-                bar.close()
-                number = stop.received or signal.SIGTERM  # (another process got the signal)
-                raise Interrupted(
-                    f"stopped at step {progress.step:,} ({signal.Signals(number).name}); "
-                    f"saved {last_path}: run the same command again to resume",
-                    number,
-                )
-    bar.close()
-    best = progress.best
-    if world.main:
-        print(
-            f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
-            f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
-            f"saved to {config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
-        )
-    return best
+def train(config: Config, restart: bool = False) -> dict:
+    """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
+    validation result. Under torchrun, every process runs this (seq2seq/distributed.py)."""
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    world, device = distributed.start(config.train.device)
+    try:
+        trainer = Trainer(config, world, device)
+        trainer.resume(restart)
+        return trainer.run()
+    finally:
+        distributed.stop(world)
 
 
 def main(argv: list[str] | None = None) -> None:

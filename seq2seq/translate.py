@@ -6,10 +6,12 @@
     python -m seq2seq.translate                              # interactive, on a terminal
     python -m seq2seq.translate --nbest 3 "three is three"   # the 3 best of beam search
 
-Line N of the output always answers line N of the input, so it works in a pipeline: an
-empty line gives an empty line, and invalid UTF-8 is replaced (U+FFFD) with a warning. Words
-the vocabulary lacks are still translated (as its unknown piece), with a warning on stderr
-naming them; an input longer than the model's positions is cut to fit, with a warning.
+Line N of the output always answers line N of the input, so it works in a pipeline: input is
+read and translated a chunk of `decode.batch_size` lines at a time, in bounded memory, and each
+chunk's translations are written as soon as they are ready. An empty line gives an empty
+line, and invalid UTF-8 is replaced (U+FFFD) with a warning. Words the vocabulary lacks are
+still translated (as its unknown piece), with a warning on stderr naming them; an input
+longer than the model's positions is cut to fit, with a warning.
 
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability), searched with a beam of at
@@ -21,27 +23,37 @@ given with --checkpoint, which carries its own vocabularies and settings.
 
 import itertools
 import sys
+from collections.abc import Iterator
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.corpus import decode_lines
+from seq2seq.corpus import decode_stream
 from seq2seq.decode import longest_source, translate, translate_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, command_parser, run_cli
-from seq2seq.vocab import UNK
+from seq2seq.special import UNK
 
 
 def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def read_input_lines(stream) -> list[str]:
-    """The lines of a binary stream; invalid UTF-8 replaced by U+FFFD, with a warning."""
+def read_input_lines(stream) -> Iterator[str]:
+    """The lines of a binary stream, as they come; invalid UTF-8 replaced by U+FFFD, with a
+    warning."""
 
     def replaced(number: int, error: UnicodeDecodeError) -> None:
         warn(f"line {number}: invalid UTF-8 ({error.reason}) replaced by U+FFFD")
 
-    return decode_lines(stream.read(), "stdin", on_invalid=replaced)
+    return decode_stream(stream, "stdin", on_invalid=replaced)
+
+
+def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
+    """-> (number of the chunk's first line, counted from 1; up to `size` lines)."""
+    first = 1
+    while chunk := list(itertools.islice(lines, size)):
+        yield first, chunk
+        first += len(chunk)
 
 
 def check_input(checkpoint: Checkpoint, sentences: list[str], first_line: int = 1) -> None:
@@ -121,9 +133,11 @@ def main(argv: list[str] | None = None) -> None:
                 return
             sentence = line.rstrip("\r\n")
             print("\n".join(translate_lines(checkpoint, [sentence], args.nbest, number)))
-    else:
-        lines = translate_lines(checkpoint, read_input_lines(sys.stdin.buffer), args.nbest)
-        sys.stdout.writelines(line + "\n" for line in lines)
+    else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
+        for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decode.batch_size):
+            lines = translate_lines(checkpoint, chunk, args.nbest, first)
+            sys.stdout.writelines(line + "\n" for line in lines)
+            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -2,13 +2,8 @@
 
 Both are trained on the training split only (or, with vocab.joint, one model on both sides,
 saved under both names). Digits are always split into single pieces, so
-a number never seen in training still has a spelling. The special ids are fixed here, once,
-for every model:
-
-    PAD = 0   padding, never predicted, ignored by the loss and masked out of attention
-    UNK = 1   a piece the vocabulary lacks
-    BOS = 2   begins every decoder input
-    EOS = 3   ends every target; decoding stops when it is produced
+a number never seen in training still has a spelling. Every model has the special ids of
+seq2seq/special.py (PAD 0, UNK 1, BOS 2, EOS 3).
 
 Source text can be normalised first (vocab.lowercase, vocab.hyphens_as_spaces): the source
 Vocab applies it in `encode`, so training and translation see the same text.
@@ -19,28 +14,21 @@ retrains them only when one of those changed. Checkpoints carry the models' byte
 trained model translates without the data directory.
 """
 
-import hashlib
 import io
+import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
 import sentencepiece as spm
-import torch
 
 from seq2seq.config import Config, VocabConfig
-from seq2seq.corpus import CorpusError, read_lines, split_paths
-from seq2seq.files import atomic_write, write_json
+from seq2seq.corpus import CorpusError, iter_lines, split_paths
+from seq2seq.files import atomic_write, file_hash, write_json
+from seq2seq.special import BOS, EOS, PAD, UNK
 
-PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SIDES = ("src", "tgt")
-
-
-def forbid_non_outputs(logits: torch.Tensor) -> torch.Tensor:
-    """Decoding: PAD and BOS are never an output token. (..., V) logits -> a new tensor with
-    their logits at -inf; the given one is left as it was."""
-    never = torch.tensor([PAD, BOS], device=logits.device)
-    return logits.index_fill(-1, never, float("-inf"))
 
 
 def normalize_source(text: str, settings: VocabConfig) -> str:
@@ -85,10 +73,15 @@ class Vocab:
         return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
 
 
-def train_vocab(sentences: list[str], size: int, settings: VocabConfig) -> Vocab:
+def train_vocab(sentences: Iterable[str], size: int, settings: VocabConfig) -> Vocab:
+    """A sentencepiece model of at most `size` pieces, learnt from a random sample of at most
+    settings.sample_size of the sentences (read one at a time: any number of them)."""
     model = io.BytesIO()
+    spm.set_random_generator_seed(0)  # the same sample, and so the same model, every time
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
+        input_sentence_size=settings.sample_size,
+        shuffle_input_sentence=True,
         model_writer=model,
         model_type=settings.model_type,
         vocab_size=size,
@@ -104,8 +97,9 @@ def train_vocab(sentences: list[str], size: int, settings: VocabConfig) -> Vocab
     return Vocab(model.getvalue())
 
 
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def vocab_paths(data_dir: Path) -> list[Path]:
+    """data/<name>/src.model and tgt.model."""
+    return [data_dir / f"{side}.model" for side in SIDES]
 
 
 def build_vocabs(config: Config) -> bool:
@@ -114,24 +108,26 @@ def build_vocabs(config: Config) -> bool:
     train_files = split_paths(data_dir, "train")
     stamp = {
         "settings": asdict(config.vocab),
-        "train_sha256": [_file_hash(path) for path in train_files],
+        "train_sha256": [file_hash(path) for path in train_files],
     }
     stamp_path = data_dir / "vocab.json"
-    models_exist = all((data_dir / f"{side}.model").exists() for side in SIDES)
+    models_exist = all(path.exists() for path in vocab_paths(data_dir))
     if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
         return False
-    src_lines, tgt_lines = (read_lines(path) for path in train_files)
-    src_lines = [normalize_source(line, config.vocab) for line in src_lines]
+    src_path, tgt_path = train_files
+    src_lines = (normalize_source(line, config.vocab) for line in iter_lines(src_path))
+    tgt_lines = iter_lines(tgt_path)
     if config.vocab.joint:  # one model for both sides, saved under both names
-        joint = train_vocab(src_lines + tgt_lines, config.vocab.src_size, config.vocab)
+        both = itertools.chain(src_lines, tgt_lines)
+        joint = train_vocab(both, config.vocab.src_size, config.vocab)
         vocabs = {"src": joint, "tgt": joint}
     else:
         vocabs = {
             "src": train_vocab(src_lines, config.vocab.src_size, config.vocab),
             "tgt": train_vocab(tgt_lines, config.vocab.tgt_size, config.vocab),
         }
-    for side, vocab in vocabs.items():
-        with atomic_write(data_dir / f"{side}.model", "wb") as file:
+    for path, vocab in zip(vocab_paths(data_dir), vocabs.values(), strict=True):
+        with atomic_write(path, "wb") as file:
             file.write(vocab.model_bytes)
     write_json(stamp_path, stamp)
     return True
@@ -151,8 +147,7 @@ def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
                 f"{built.get(key)!r}, the config says {wanted[key]!r}: run `make data`"
             )
     vocabs = []
-    for side in SIDES:
-        path = config.data_dir / f"{side}.model"
+    for side, path in zip(SIDES, vocab_paths(config.data_dir), strict=True):
         if not path.exists():
             raise CorpusError(f"no vocabulary {path}: run `make data` first")
         vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))

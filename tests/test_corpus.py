@@ -8,10 +8,10 @@ from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.corpus import (
     CorpusError,
     build_corpus,
+    iter_tsv,
     load_split,
     read_lines,
     read_parallel,
-    read_tsv,
 )
 
 
@@ -72,10 +72,10 @@ def test_reads_gzip_and_reports_a_broken_one(tmp_path):
 
 def test_tsv_pairs_and_malformed_lines(tmp_path):
     good = write(tmp_path / "a.tsv", b"eins\tone\nzwei \t two\n")
-    assert read_tsv(good) == [("eins", "one"), ("zwei", "two")]
+    assert list(iter_tsv(good)) == [("eins", "one"), ("zwei", "two")]
     bad = write(tmp_path / "b.tsv", b"eins\tone\nzwei two\n")
     with pytest.raises(CorpusError, match=r"b.tsv, line 2: expected source<TAB>target, found 1"):
-        read_tsv(bad)
+        list(iter_tsv(bad))
 
 
 def test_tsv_and_gzip_corpus_drops_long_pairs(tmp_path, monkeypatch, capsys):

@@ -1,13 +1,13 @@
 """Decoding: cached greedy = recompute greedy, and beam search against greedy."""
 
 import dataclasses
-import random
 
+import numpy as np
 import pytest
 import torch
 
 from seq2seq import numbers
-from seq2seq.batching import collate, encode_pairs, source_tensor, token_batches
+from seq2seq.batching import pad, source_tensor, token_batches
 from seq2seq.beam import beam_search
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.decode import (
@@ -18,8 +18,9 @@ from seq2seq.decode import (
     translate_nbest,
 )
 from seq2seq.model import Transformer
+from seq2seq.special import BOS, EOS, PAD
 from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import BOS, EOS, PAD, train_vocab
+from seq2seq.vocab import train_vocab
 
 
 def random_model(vocab: int, dtype=torch.float64) -> Transformer:
@@ -69,10 +70,15 @@ def trained_numbers_model():
     tgt_vocab = train_vocab([t for _, t in corpus["train"]], 64, config.vocab)
     model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
     optimizer = make_optimizer(model, config.train)
-    examples = encode_pairs(corpus["train"], src_vocab, tgt_vocab)
+    sources = src_vocab.encode([s for s, _ in corpus["train"]])
+    targets = tgt_vocab.encode([t for _, t in corpus["train"]])
+    lengths = [np.array([len(ids) for ids in side]) for side in (sources, targets)]
     for _ in range(8):
-        for indices in token_batches(examples, 1000, random.Random(0)):
-            loss = batch_loss(model, collate([examples[i] for i in indices]), 0.1)
+        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
+            src = source_tensor([sources[i] for i in indices])  # (B, S)
+            tgt_in = pad([[BOS, *targets[i]] for i in indices])  # (B, T)
+            tgt_out = pad([[*targets[i], EOS] for i in indices])  # (B, T)
+            loss = batch_loss(model, (src, tgt_in, tgt_out), 0.1)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

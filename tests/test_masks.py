@@ -1,12 +1,17 @@
 """Masks, on their own and at the level of the whole model."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
 from seq2seq.config import ModelConfig
 from seq2seq.masks import decoder_mask, no_peek_mask, padding_mask
 from seq2seq.model import Transformer
-from seq2seq.vocab import BOS, PAD
+from seq2seq.special import BOS, PAD
+
+from helpers import ENV, HANG
 
 
 def test_mask_shapes_and_values_follow_the_documented_convention():
@@ -92,3 +97,13 @@ def test_low_precision_model_with_a_fully_padded_row_gives_no_nan(model, dtype):
     logits = model(src, tgt)
     assert logits.dtype == dtype
     assert torch.isfinite(logits).all()
+
+
+def test_the_model_loads_without_sentencepiece_or_the_corpus_readers():
+    heavy = ["sentencepiece", "seq2seq.corpus", "seq2seq.multi30k", "seq2seq.vocab"]
+    check = f"import sys, seq2seq.model; print([m for m in {heavy!r} if m in sys.modules])"
+    done = subprocess.run(
+        [sys.executable, "-c", check], env=ENV, capture_output=True, text=True, timeout=HANG
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -17,8 +17,10 @@ from seq2seq import data
 from seq2seq.checkpoint import load_checkpoint, read_state
 from seq2seq.config import load_config
 from seq2seq.corpus import load_split
+from seq2seq.dataset import build_ids
 from seq2seq.errors import Interrupted, UserError
 from seq2seq.train import train
+from seq2seq.vocab import load_vocabs, vocab_paths
 
 from helpers import ENV, HANG, command, wait_until
 
@@ -103,8 +105,31 @@ def test_resuming_another_model_or_vocabulary_is_refused(workdir, monkeypatch):
     with pytest.raises(UserError, match=r"last.pt was trained with another config "
                        r"\(model.d_model: 32, now 48\); pass --restart"):  # fmt: skip
         train(config("model.d_model=48"))
-    shutil.copy("data/numbers/src.model", "data/numbers/tgt.model")  # the data changed
+    with pytest.raises(UserError, match=r"last.pt was saved with train.batch_tokens = 1500, "
+                       r"now 1000: the epoch would be cut into other batches"):  # fmt: skip
+        train(config("train.batch_tokens=1000"))
+    with pytest.raises(UserError, match=r"saved with micro-batches per step \(processes x "
+                       r"train.accumulate\) = 1, now 2"):  # fmt: skip
+        train(config("train.accumulate=2"))
+    shutil.copy("data/numbers/src.model", "data/numbers/tgt.model")  # the vocabulary changed
+    with pytest.raises(UserError, match=r"train.tgt.ids was encoded with another vocabulary "
+                       r"than data/numbers/tgt.model: run `make data`"):  # fmt: skip
+        train(config())
+    data.main(SMALL)  # encodes the data again, with the changed vocabulary
     with pytest.raises(UserError, match="other vocabularies than those in data/numbers/"):
+        train(config())
+
+
+def test_resuming_on_other_training_data_is_refused(workdir, monkeypatch):
+    interrupt_at(monkeypatch, 2)
+    with pytest.raises(Interrupted):
+        train(config())
+    data_dir = Path("data/numbers")
+    for side in ("src", "tgt"):  # one pair fewer; the vocabularies stay as they were
+        path = data_dir / f"train.{side}"
+        path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
+    build_ids(data_dir, load_vocabs(config()), vocab_paths(data_dir))
+    with pytest.raises(UserError, match="trained on other training data than data/numbers/"):
         train(config())
 
 

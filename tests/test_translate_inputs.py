@@ -6,6 +6,7 @@ import io
 import os
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.corpus import CorpusError, decode_lines, read_lines, read_parallel
+from seq2seq.corpus import CorpusError, decode_stream, read_lines, read_parallel
 from seq2seq.translate import read_input_lines, translate_lines
 
 from helpers import ENV, HANG, command
@@ -74,6 +75,29 @@ def test_an_input_longer_than_the_model_is_cut_with_a_warning(checkpoint, capsys
     assert f"warning: line 2: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
 
 
+def test_a_pipe_gets_its_first_translations_before_its_last_line(model_path):
+    process = subprocess.Popen(
+        command("seq2seq.translate", "--checkpoint", str(model_path)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=ENV,
+    )
+    chunk = load_checkpoint(model_path).config.decode.batch_size  # lines translated together
+    process.stdin.write(b"two is two\n" * chunk)
+    process.stdin.flush()  # the input stays open: no end of file yet
+    first = []
+    reader = threading.Thread(target=lambda: first.append(process.stdout.readline()))
+    reader.start()
+    reader.join(timeout=HANG)
+    assert first == [b"2 la 2\n"], "the first chunk is answered while more input may come"
+    process.stdin.write(b"three is three\n")
+    process.stdin.close()
+    rest = process.stdout.read().decode().splitlines()  # from the same reader, to the end
+    assert process.wait(timeout=HANG) == 0
+    assert rest == ["2 la 2"] * (chunk - 1) + ["3 la 3"]
+
+
 def test_interactive_mode_on_a_terminal(model_path):
     controller, terminal = os.openpty()
     process = subprocess.Popen(
@@ -102,7 +126,7 @@ FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthC
 @given(st.binary(max_size=300))
 def test_fuzz_any_bytes_on_stdin_give_one_line_per_input_line(checkpoint, stdin):
     with contextlib.redirect_stderr(io.StringIO()):
-        lines = translate_lines(checkpoint, read_input_lines(io.BytesIO(stdin)))
+        lines = translate_lines(checkpoint, list(read_input_lines(io.BytesIO(stdin))))
     expected = stdin.count(b"\n") + (0 if stdin.endswith(b"\n") or not stdin else 1)
     assert len(lines) == expected
     assert all("\n" not in line and "\r" not in line for line in lines)
@@ -128,7 +152,7 @@ def test_fuzz_any_text_is_translated_with_nbest_lists(checkpoint, sentences, nbe
 @given(st.binary(max_size=200))
 def test_fuzz_the_line_reader_gives_lines_or_an_error_naming_the_line(data_bytes):
     try:
-        lines = decode_lines(data_bytes, "corpus.txt")
+        lines = list(decode_stream(io.BytesIO(data_bytes), "corpus.txt"))
     except CorpusError as error:
         assert str(error).startswith("corpus.txt, line ") and "invalid UTF-8" in str(error)
         return

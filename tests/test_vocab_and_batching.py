@@ -1,23 +1,19 @@
 """Vocabularies (special ids, digits, rebuild rules) and token-budget batching."""
 
-import random
+import shutil
 
-import torch
+import numpy as np
 
-from seq2seq.batching import collate, encode_pairs, token_batches
-from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.corpus import build_corpus
-from seq2seq.numbers import generate
-from seq2seq.vocab import (
-    BOS,
-    EOS,
-    PAD,
-    UNK,
-    build_vocabs,
-    forbid_non_outputs,
-    load_vocabs,
-    train_vocab,
-)
+from seq2seq import data
+from seq2seq.batching import EpochSampler, token_batches
+from seq2seq.config import config_from_dict, load_config
+from seq2seq.corpus import build_corpus, load_split
+from seq2seq.dataset import TokenPairs
+from seq2seq.distributed import World
+from seq2seq.special import BOS, EOS, PAD, UNK
+from seq2seq.vocab import build_vocabs, load_vocabs, train_vocab
+
+from helpers import ROOT
 
 
 def test_special_ids_and_split_digits():
@@ -56,53 +52,83 @@ def test_vocabularies_are_rebuilt_only_when_the_data_or_settings_change(tmp_path
     assert build_vocabs(config) is True
 
 
-def test_collate_shifts_the_target_by_one():
-    src, tgt_in, tgt_out = collate([([5, 6], [7, 8, 9]), ([5], [7])])
-    assert src.tolist() == [[5, 6, EOS], [5, EOS, PAD]]
-    assert tgt_in.tolist() == [[BOS, 7, 8, 9], [BOS, 7, PAD, PAD]]
-    assert tgt_out.tolist() == [[7, 8, 9, EOS], [7, EOS, PAD, PAD]]
+def numbers_data(tmp_path, monkeypatch, **corpus):
+    """`make data` of a small numbers corpus in tmp_path -> its config."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
+    overrides = ["corpus.valid_size=10", "corpus.test_size=10"]
+    overrides += [f"corpus.{key}={value}" for key, value in corpus.items()]
+    data.main(overrides)
+    return load_config("config.yaml", overrides)
 
 
-def test_token_batches_cover_every_example_once_within_the_budget():
-    config = config_from_dict({})
-    pairs = generate(CorpusConfig(train_size=2000, valid_size=10, test_size=10, seed=5))["train"]
-    src_vocab = train_vocab([s for s, _ in pairs], 64, config.vocab)
-    tgt_vocab = train_vocab([t for _, t in pairs], 64, config.vocab)
-    examples = encode_pairs(pairs, src_vocab, tgt_vocab)
-    rng = random.Random(0)
-    first = token_batches(examples, 800, rng)
-    indices = sorted(i for batch in first for i in batch)
-    assert indices == list(range(len(examples)))
+def test_token_ids_on_disk_are_the_encoded_text(tmp_path, monkeypatch, capsys):
+    config = numbers_data(tmp_path, monkeypatch, train_size=300)
+    src_vocab, tgt_vocab = load_vocabs(config)
+    pairs = TokenPairs(config.data_dir, "train")
+    text = load_split(config, "train")
+    assert len(pairs) == len(text) == 300
+    assert pairs.ids["src"].dtype == np.uint16  # a small vocabulary: 2 bytes a piece
+    for i in (0, 1, 299):
+        assert pairs.pieces("src", i).tolist() == src_vocab.encode([text[i][0]])[0]
+        assert pairs.pieces("tgt", i).tolist() == tgt_vocab.encode([text[i][1]])[0]
+    src, tgt_in, tgt_out = pairs.batch(np.array([3, 7]))
+    ids = [(src_vocab.encode([s])[0], tgt_vocab.encode([t])[0]) for s, t in (text[3], text[7])]
+    padded = max(len(s) for s, _ in ids) + 1
+    assert src[0].tolist() == (ids[0][0] + [EOS] + [PAD] * padded)[:padded]
+    assert tgt_in[1].tolist()[: len(ids[1][1]) + 1] == [BOS, *ids[1][1]]
+    assert tgt_out[1].tolist()[: len(ids[1][1]) + 1] == [*ids[1][1], EOS]
+    assert (tgt_in[:, 1:] == tgt_out[:, :-1]).all(), "the decoder output is its input, shifted"
+    capsys.readouterr()
+    data.main(["corpus.valid_size=10", "corpus.test_size=10", "corpus.train_size=300"])
+    assert "token ids up to date" in capsys.readouterr().out  # nothing changed: not redone
+
+
+def test_token_batches_cover_every_example_once_within_the_budget(tmp_path, monkeypatch):
+    config = numbers_data(tmp_path, monkeypatch, train_size=2000, seed=5)
+    pairs = TokenPairs(config.data_dir, "train")
+    rng = np.random.default_rng(0)
+    first = token_batches(pairs.src_lengths, pairs.tgt_lengths, 800, rng)
+    assert sorted(i for batch in first for i in batch) == list(range(len(pairs)))
     padded, real = 0, 0
     for batch in first:
-        src, tgt_in, _ = collate([examples[i] for i in batch])
+        src, tgt_in, _ = pairs.batch(batch)
         assert src.numel() + tgt_in.numel() <= 800
         padded += src.numel() + tgt_in.numel()
         real += int((src != PAD).sum() + (tgt_in != PAD).sum())
     assert real / padded > 0.9, "similar lengths should share a batch"
-    second = token_batches(examples, 800, rng)
-    assert second != first, "each epoch has a new order"
+    second = token_batches(pairs.src_lengths, pairs.tgt_lengths, 800, rng)
+    assert [b.tolist() for b in second] != [b.tolist() for b in first], "a new order each epoch"
 
 
-def test_joint_vocabulary_is_one_model_for_both_sides(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    config = config_from_dict(
-        {
-            "corpus": {"train_size": 300, "valid_size": 20, "test_size": 20},
-            "vocab": {"joint": True, "src_size": 100},
-        }
-    )
-    build_corpus(config)
-    build_vocabs(config)
-    src, tgt = load_vocabs(config)
-    assert src.model_bytes == tgt.model_bytes
-    assert UNK not in src.encode(["twenty one is five 2 1 la 5"])[0]
+def test_a_batch_is_as_large_as_the_budget_allows():
+    src, tgt = np.array([1, 1, 1, 2, 2]), np.array([1, 1, 3, 1, 1])
+    batches = token_batches(src, tgt, 16, np.random.default_rng(0))
+    # sorted by source, then target: (1,1) (1,1) (1,3) (2,1) (2,1); k pairs cost k x (longest
+    # source + 1 + longest target + 1) tokens: (1,1) (1,1) take 2 x 4 = 8, with (1,3) 3 x 6 = 18
+    # > 16; then (1,3) (2,1) take 2 x (3 + 4) = 14, with the last 21; the last is alone
+    groups = sorted(sorted(b.tolist()) for b in batches)
+    assert groups in ([[0, 1], [2, 3], [4]], [[0, 1], [2, 4], [3]])  # 3 and 4 tie
+    single = token_batches(np.array([50]), np.array([50]), 16, np.random.default_rng(0))
+    assert [b.tolist() for b in single] == [[0]], "an over-long pair still gets a batch"
 
 
-def test_forbidding_pad_and_bos_leaves_the_given_logits_alone():
-    logits = torch.zeros(2, 3, 8)  # (B, T, V)
-    forbidden = forbid_non_outputs(logits)
-    assert (logits == 0).all(), "a caller that keeps its logits (for scores) still has them"
-    assert (forbidden[..., [PAD, BOS]] == float("-inf")).all()
-    others = [i for i in range(8) if i not in (PAD, BOS)]
-    assert (forbidden[..., others] == 0).all()
+def test_the_sampler_resumes_from_a_few_numbers(tmp_path, monkeypatch):
+    config = numbers_data(tmp_path, monkeypatch, train_size=600)
+    pairs = TokenPairs(config.data_dir, "train")
+
+    def sampler():
+        return EpochSampler(pairs.src_lengths, pairs.tgt_lengths, 1000, 1, World(), seed=3)
+
+    straight = sampler()
+    steps = [next(straight)[0][0].tolist() for _ in range(40)]  # more than one epoch
+    assert straight.epoch > 1
+    for stop in (5, 23):
+        first = sampler()
+        for _ in range(stop):
+            next(first)
+        state = first.state_dict()
+        assert set(state) == {"epoch", "done"}
+        resumed = sampler()
+        resumed.load_state_dict(state)
+        assert [next(resumed)[0][0].tolist() for _ in range(40 - stop)] == steps[stop:]
