@@ -52,6 +52,7 @@ from seq2seq.dataset import TokenPairs
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
+from seq2seq.paths import METRICS
 from seq2seq.special import PAD
 from seq2seq.train import batch_loss
 from seq2seq.vocab import Vocab, load_vocabs
@@ -275,7 +276,7 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     command += [*overrides, *extra]
     seconds, peak = run_and_measure(command)
     config = load_config(config_path, [*overrides, *extra])
-    log = [json.loads(line) for line in (config.run_dir / "metrics.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (config.run_dir / METRICS).read_text().splitlines()]
 
     def seconds_to(target: float) -> float | None:
         reached = [entry["elapsed_s"] for entry in log if entry["valid_exact_match"] >= target]
@@ -339,6 +340,14 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def save_results(stem: Path, results: dict, text: str) -> None:
+    """<stem>.json and <stem>.md (the table, printed too)."""
+    write_json(stem.with_suffix(".json"), results)
+    with atomic_write(stem.with_suffix(".md")) as file:
+        file.write(text)
+    print(text)
+
+
 def markdown(results: dict) -> str:
     info = results["machine"]
     lines = [
@@ -391,12 +400,7 @@ def main() -> None:
 
     info = {**machine(), **machine_speed(device)}
     results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", results)
-    with atomic_write(out / "results.md") as file:
-        file.write(markdown(results))
-    print(markdown(results))
+    save_results(Path(args.out) / "results", results, markdown(results))
 
 
 if __name__ == "__main__":

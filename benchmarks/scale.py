@@ -25,9 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-from bench import machine, run_and_measure
+from bench import machine, run_and_measure, save_results
 
-from seq2seq.files import atomic_write, write_json
+from seq2seq.paths import LAST, METRICS
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 200  # steps of each training run; validations at STEPS / 2 and STEPS
@@ -63,8 +63,9 @@ def measure(size: int, folder: Path) -> dict:
     try:
         data_s, data_rss = run_and_measure([*python, "seq2seq.data", *corpus])
         first_s, train_rss = time_to_first_step([*python, "seq2seq.train", *corpus, *steps], folder)
-        log = [json.loads(line) for line in Path("runs/numbers/metrics.jsonl").read_text().split()]
-        last_mib = Path("runs/numbers/last.pt").stat().st_size / 2**20
+        run = Path("runs/numbers")
+        log = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
+        last_mib = (run / LAST).stat().st_size / 2**20
         more = [f"train.max_steps={STEPS + 10}", f"train.eval_every={STEPS // 2}"]
         resume_s, _ = time_to_first_step([*python, "seq2seq.train", *corpus, *more], folder)
         torchrun = [*python, "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
@@ -117,11 +118,7 @@ def main() -> None:
         print(f"{size:,} training pairs ...", flush=True)
         rows.append(measure(size, Path("runs/bench-scale") / str(size)))
     results = {"machine": machine(), "sizes": rows}
-    out = Path(args.out)
-    write_json(out / "scale.json", results)
-    with atomic_write(out / "scale.md") as file:
-        file.write(markdown(results))
-    print(markdown(results))
+    save_results(Path(args.out) / "scale", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -6,12 +6,8 @@ such as `train.max_steps=200`, and returns a `Config`. Anything unknown or of th
 is a `ConfigError` that names the file and the key (and the nearest valid key for a typo).
 
 Paths in the config are relative to the directory the commands run from (the repository
-root when you use `make`). Derived locations live here too, so every stage agrees on them:
-
-    data/<corpus.name>/   train.src train.tgt valid.* test.*   the corpus, one sentence a line
-                          src.model tgt.model vocab.json      sentencepiece models + stamp
-    runs/<experiment>/    best.pt metrics.jsonl               checkpoint and training log
-                          test.hyp eval.json                  evaluation output
+root when you use `make`). The config names the two folders every stage works in,
+data/<corpus.name>/ and runs/<experiment>/; seq2seq/paths.py names the files in them.
 """
 
 import argparse
@@ -26,6 +22,7 @@ from typing import Literal
 
 import yaml
 
+from seq2seq import paths
 from seq2seq.errors import UserError
 
 DEFAULT_CONFIG = "config.yaml"
@@ -164,7 +161,7 @@ class Config:
 
     @property
     def checkpoint_path(self) -> Path:
-        return self.run_dir / "best.pt"
+        return self.run_dir / paths.BEST
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -22,6 +22,7 @@ from seq2seq import multi30k, numbers
 from seq2seq.config import Config
 from seq2seq.errors import UserError
 from seq2seq.files import atomic_write
+from seq2seq.paths import RAW, text_files
 
 SPLITS = ("train", "valid", "test")
 
@@ -108,13 +109,9 @@ def iter_tsv(path: str | Path) -> Iterator[tuple[str, str]]:
         yield fields[0].strip(), fields[1].strip()
 
 
-def split_paths(data_dir: Path, split: str) -> tuple[Path, Path]:
-    return data_dir / f"{split}.src", data_dir / f"{split}.tgt"
-
-
 def load_split(config: Config, split: str) -> Pairs:
     """A split of the prepared corpus in data/<corpus.name>/."""
-    src, tgt = split_paths(config.data_dir, split)
+    src, tgt = text_files(config.data_dir, split)
     if not src.exists() or not tgt.exists():
         raise CorpusError(f"no {split} split in {config.data_dir}/: run `make data` first")
     return read_parallel(src, tgt)
@@ -144,7 +141,7 @@ def usable_pairs(
 
 def write_pairs(data_dir: Path, split: str, pairs: Iterable[tuple[str, str]]) -> int:
     """Write a split's two text files, a pair at a time; returns the number of pairs."""
-    src_path, tgt_path = split_paths(data_dir, split)
+    src_path, tgt_path = text_files(data_dir, split)
     count = 0
     with atomic_write(src_path) as src, atomic_write(tgt_path) as tgt:
         for s, t in pairs:
@@ -164,7 +161,7 @@ def build_corpus(config: Config) -> dict[str, int]:
         else:
             splits = numbers.generate(corpus)
     elif corpus.type == "multi30k":
-        files = multi30k.download(corpus, config.data_dir / "raw")
+        files = multi30k.download(corpus, config.data_dir / RAW)
         splits = {
             split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
             for split, (src, tgt) in files.items()

@@ -8,7 +8,8 @@ from seq2seq.config import add_config_arguments, load_config
 from seq2seq.corpus import build_corpus
 from seq2seq.dataset import build_ids
 from seq2seq.errors import command_parser, run_cli
-from seq2seq.vocab import build_vocabs, load_vocabs, vocab_paths
+from seq2seq.paths import vocab_files
+from seq2seq.vocab import build_vocabs, load_vocabs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     src_vocab, tgt_vocab = load_vocabs(config)
     state = "trained" if retrained else "up to date"
     print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
-    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), vocab_paths(config.data_dir))
+    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), vocab_files(config.data_dir))
     print(f"token ids: {encoded} of 6 files encoded" if encoded else "token ids up to date")
 
 

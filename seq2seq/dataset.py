@@ -29,17 +29,13 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from seq2seq.corpus import SPLITS, CorpusError, iter_lines, split_paths
+from seq2seq.corpus import SPLITS, CorpusError, iter_lines
 from seq2seq.files import atomic_write, file_hash, write_json
+from seq2seq.paths import IDS_STAMP, SIDES, id_files, text_files
 from seq2seq.special import BOS, EOS, PAD
-from seq2seq.vocab import SIDES, Vocab
+from seq2seq.vocab import Vocab
 
-STAMP = "ids.json"
 CHUNK = 10_000  # sentences encoded at a time
-
-
-def id_files(data_dir: Path, split: str, side: str) -> tuple[Path, Path]:
-    return data_dir / f"{split}.{side}.ids", data_dir / f"{split}.{side}.idx"
 
 
 def id_dtype(vocab: Vocab) -> np.dtype:
@@ -78,13 +74,13 @@ def encode_file(text: Path, vocab: Vocab, ids_path: Path, idx_path: Path, label:
 def build_ids(data_dir: Path, vocabs: tuple[Vocab, Vocab], vocab_files: list[Path]) -> int:
     """Encode every split that changed (its text or its vocabulary) since the last time;
     returns how many files were encoded."""
-    stamp_path = data_dir / STAMP
+    stamp_path = data_dir / IDS_STAMP
     stamp = json.loads(stamp_path.read_text("utf-8")) if stamp_path.exists() else {}
     vocab_hashes = [file_hash(path) for path in vocab_files]
     encoded = 0
     for split in SPLITS:
         for side, text, vocab, vocab_hash in zip(
-            SIDES, split_paths(data_dir, split), vocabs, vocab_hashes, strict=True
+            SIDES, text_files(data_dir, split), vocabs, vocab_hashes, strict=True
         ):
             made_from = {"text_sha256": file_hash(text), "vocab_sha256": vocab_hash}
             key = f"{split}.{side}"
@@ -121,9 +117,9 @@ class TokenPairs:
     With `vocab_files` (src.model, tgt.model), the ids must have been encoded with them."""
 
     def __init__(self, data_dir: Path, split: str, vocab_files: list[Path] | None = None):
-        stamp_path = data_dir / STAMP
+        stamp_path = data_dir / IDS_STAMP
         if not stamp_path.exists():
-            raise CorpusError(f"no token ids in {data_dir}/ ({STAMP}): run `make data`")
+            raise CorpusError(f"no token ids in {data_dir}/ ({IDS_STAMP}): run `make data`")
         stamp = json.loads(stamp_path.read_text("utf-8"))
         self.ids, offsets, made_from = {}, {}, []
         for side, vocab_file in zip(SIDES, vocab_files or [None, None], strict=True):

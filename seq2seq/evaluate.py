@@ -19,6 +19,7 @@ from seq2seq.device import pick_device
 from seq2seq.errors import command_parser, run_cli
 from seq2seq.files import write_json, write_lines
 from seq2seq.metrics import score
+from seq2seq.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
         result = score(hypotheses, references, numbers=config.corpus.type == "numbers")
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
-    result = evaluate(dataclasses.replace(config.decode, beam_size=1), "test.hyp")
+    result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)
     result.update(
         checkpoint=str(args.checkpoint or config.checkpoint_path),
         checkpoint_step=checkpoint.info.get("step"),
@@ -52,11 +53,11 @@ def main(argv: list[str] | None = None) -> None:
         result["beam"] = {
             "beam_size": config.decode.beam_size,
             "length_penalty": config.decode.length_penalty,
-            **evaluate(config.decode, "test.beam.hyp"),
+            **evaluate(config.decode, BEAM_HYPOTHESES),
         }
-    write_json(config.run_dir / "eval.json", result)
+    write_json(config.run_dir / EVAL, result)
     print(json.dumps(result, indent=2))
-    print(f"wrote the translations and {config.run_dir / 'eval.json'}")
+    print(f"wrote the translations and {config.run_dir / EVAL}")
 
 
 if __name__ == "__main__":

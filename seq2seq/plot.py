@@ -28,6 +28,7 @@ from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decode import decode_batch, longest_source
 from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import atomic_write
+from seq2seq.paths import METRICS, picture
 from seq2seq.special import BOS
 from seq2seq.translate import check_input
 
@@ -140,9 +141,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", help="PNG file (default: runs/<experiment>/<what>.png)")
     args = parser.parse_intermixed_args(argv)  # options before or after the sentence
     config = load_config(args.config)
-    out = Path(args.out or config.run_dir / f"{args.what}.png")
+    out = Path(args.out or picture(config.run_dir, args.what))
     if args.what == "curves":
-        plot_curves(config.run_dir / "metrics.jsonl", out)
+        plot_curves(config.run_dir / METRICS, out)
         return
     if args.sentence is None:
         raise UserError('attention needs a sentence: python -m seq2seq.plot attention "..."')

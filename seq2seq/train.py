@@ -50,11 +50,9 @@ from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
+from seq2seq.paths import LAST, METRICS, vocab_files
 from seq2seq.special import PAD
-from seq2seq.vocab import Vocab, load_vocabs, vocab_paths
-
-LAST = "last.pt"  # the checkpoint training resumes from, in runs/<experiment>/
-METRICS = "metrics.jsonl"  # one line per validation, in runs/<experiment>/
+from seq2seq.vocab import Vocab, load_vocabs
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -350,10 +348,10 @@ class Trainer:
         self.config, self.cfg, self.world, self.device = config, config.train, world, device
         torch.manual_seed(self.cfg.seed)
         self.vocabs = load_vocabs(config)
-        vocab_files = vocab_paths(config.data_dir)
-        self.data = TokenPairs(config.data_dir, "train", vocab_files)
+        vocabs_on_disk = vocab_files(config.data_dir)
+        self.data = TokenPairs(config.data_dir, "train", vocabs_on_disk)
         self.valid: ValidSplit = (
-            TokenPairs(config.data_dir, "valid", vocab_files),
+            TokenPairs(config.data_dir, "valid", vocabs_on_disk),
             load_split(config, "valid"),
         )
         self.model = Transformer(config.model, *map(len, self.vocabs)).to(device)

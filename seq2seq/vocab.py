@@ -19,16 +19,14 @@ import itertools
 import json
 from collections.abc import Iterable
 from dataclasses import asdict
-from pathlib import Path
 
 import sentencepiece as spm
 
 from seq2seq.config import Config, VocabConfig
-from seq2seq.corpus import CorpusError, iter_lines, split_paths
+from seq2seq.corpus import CorpusError, iter_lines
 from seq2seq.files import atomic_write, file_hash, write_json
+from seq2seq.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
 from seq2seq.special import BOS, EOS, PAD, UNK
-
-SIDES = ("src", "tgt")
 
 
 def normalize_source(text: str, settings: VocabConfig) -> str:
@@ -97,21 +95,16 @@ def train_vocab(sentences: Iterable[str], size: int, settings: VocabConfig) -> V
     return Vocab(model.getvalue())
 
 
-def vocab_paths(data_dir: Path) -> list[Path]:
-    """data/<name>/src.model and tgt.model."""
-    return [data_dir / f"{side}.model" for side in SIDES]
-
-
 def build_vocabs(config: Config) -> bool:
     """Train data/<name>/{src,tgt}.model unless they are up to date; True if (re)trained."""
     data_dir = config.data_dir
-    train_files = split_paths(data_dir, "train")
+    train_files = text_files(data_dir, "train")
     stamp = {
         "settings": asdict(config.vocab),
         "train_sha256": [file_hash(path) for path in train_files],
     }
-    stamp_path = data_dir / "vocab.json"
-    models_exist = all(path.exists() for path in vocab_paths(data_dir))
+    stamp_path = data_dir / VOCAB_STAMP
+    models_exist = all(path.exists() for path in vocab_files(data_dir))
     if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
         return False
     src_path, tgt_path = train_files
@@ -126,7 +119,7 @@ def build_vocabs(config: Config) -> bool:
             "src": train_vocab(src_lines, config.vocab.src_size, config.vocab),
             "tgt": train_vocab(tgt_lines, config.vocab.tgt_size, config.vocab),
         }
-    for path, vocab in zip(vocab_paths(data_dir), vocabs.values(), strict=True):
+    for path, vocab in zip(vocab_files(data_dir), vocabs.values(), strict=True):
         with atomic_write(path, "wb") as file:
             file.write(vocab.model_bytes)
     write_json(stamp_path, stamp)
@@ -135,7 +128,7 @@ def build_vocabs(config: Config) -> bool:
 
 def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
     """The source and target vocabularies saved by `make data`, if built with config.vocab."""
-    stamp_path = config.data_dir / "vocab.json"
+    stamp_path = config.data_dir / VOCAB_STAMP
     if stamp_path.exists():
         built = json.loads(stamp_path.read_text("utf-8"))["settings"]
         wanted = asdict(config.vocab)
@@ -147,7 +140,7 @@ def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
                 f"{built.get(key)!r}, the config says {wanted[key]!r}: run `make data`"
             )
     vocabs = []
-    for side, path in zip(SIDES, vocab_paths(config.data_dir), strict=True):
+    for side, path in zip(SIDES, vocab_files(config.data_dir), strict=True):
         if not path.exists():
             raise CorpusError(f"no vocabulary {path}: run `make data` first")
         vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))

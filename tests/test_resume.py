@@ -19,8 +19,9 @@ from seq2seq.config import load_config
 from seq2seq.corpus import load_split
 from seq2seq.dataset import build_ids
 from seq2seq.errors import Interrupted, UserError
+from seq2seq.paths import vocab_files
 from seq2seq.train import train
-from seq2seq.vocab import load_vocabs, vocab_paths
+from seq2seq.vocab import load_vocabs
 
 from helpers import ENV, HANG, command, wait_until
 
@@ -128,7 +129,7 @@ def test_resuming_on_other_training_data_is_refused(workdir, monkeypatch):
     for side in ("src", "tgt"):  # one pair fewer; the vocabularies stay as they were
         path = data_dir / f"train.{side}"
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
-    build_ids(data_dir, load_vocabs(config()), vocab_paths(data_dir))
+    build_ids(data_dir, load_vocabs(config()), vocab_files(data_dir))
     with pytest.raises(UserError, match="trained on other training data than data/numbers/"):
         train(config())
 
