@@ -34,8 +34,9 @@ STEPS = 200  # steps of each training run; validations at STEPS / 2 and STEPS
 
 
 def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
-    """Run a training command; -> (seconds until its first progress line, peak RSS in MiB).
-    stderr is a pipe, so training reports its first step on a line of its own."""
+    """Run a training command; -> (seconds until its first progress line, "step N/M ...",
+    peak RSS in MiB). stderr is a pipe, so training reports its first step on a line of its
+    own."""
     start = time.perf_counter()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     process = subprocess.Popen(
@@ -44,7 +45,7 @@ def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
     first, tail = None, []
     for line in process.stderr:
         tail = (tail + [line])[-20:]
-        if first is None and line.startswith("step 1/"):
+        if first is None and line.startswith("step ") and "/" in line.split()[1]:
             first = time.perf_counter() - start
     _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0 or first is None:
@@ -53,6 +54,7 @@ def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
 
 
 def measure(size: int, folder: Path) -> dict:
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "config.yaml", folder / "config.yaml")
     corpus = [f"corpus.train_size={size}", "corpus.valid_size=500", "corpus.test_size=500"]

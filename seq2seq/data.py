@@ -15,7 +15,7 @@ from seq2seq.vocab import build_vocabs, load_vocabs
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.data", __doc__.splitlines()[0])
     add_config_arguments(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     counts = build_corpus(config)
     sizes = ", ".join(f"{split} {count:,}" for split, count in counts.items())

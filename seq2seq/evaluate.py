@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.evaluate", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument("--checkpoint", help="model to evaluate (default: the config's best)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     test = load_split(config, "test")
     checkpoint = load_checkpoint(

@@ -601,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--restart", action="store_true", help=f"start over, ignoring runs/<experiment>/{LAST}"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     train(load_config(args.config, args.overrides), restart=args.restart)
 
 

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the sentences
     path = args.checkpoint or load_config(args.config).checkpoint_path
     checkpoint = load_checkpoint(path, pick_device(args.device))
     decode = checkpoint.config.decode

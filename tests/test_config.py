@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 import yaml
 
+from seq2seq import data
 from seq2seq.config import Config, ConfigError, config_from_dict, load_config
 
 from helpers import ROOT
@@ -97,3 +98,10 @@ def test_config_round_trips_through_a_dict():
         }
     )
     assert config_from_dict(dataclasses.asdict(config)) == config
+
+
+def test_options_may_come_before_or_after_the_overrides(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "configs/seed.yaml").read_text())
+    data.main(["corpus.name=early", "--config", "config.yaml", "experiment=late"])
+    assert (tmp_path / "data/early/train.src").exists()
