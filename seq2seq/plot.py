@@ -30,7 +30,7 @@ from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import atomic_write
 from seq2seq.paths import METRICS, picture
 from seq2seq.special import BOS
-from seq2seq.translate import check_input
+from seq2seq.translate import TorchModel, check_input
 
 
 def pyplot():
@@ -50,7 +50,9 @@ def pyplot():
 def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
     """-> [(title, weights (H, Tq, Tk), query labels, key labels)] and the translation."""
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    check_input(checkpoint, [sentence])  # unknown words, an input too long for the model
+    check_input(
+        TorchModel(checkpoint), [sentence]
+    )  # unknown words, an input too long for the model
     src_ids = src_vocab.encode([sentence])[0][: longest_source(model)]
     if not src_ids:
         raise UserError("nothing to draw: the sentence is empty")

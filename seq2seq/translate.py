@@ -18,20 +18,25 @@ from 0, best first; score = length-normalised log-probability), searched with a 
 least N.
 
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
-given with --checkpoint, which carries its own vocabularies and settings.
+given with --checkpoint, which carries its own vocabularies and settings. With
+`--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export` decodes in
+CTranslate2 instead (`--compute-type int8` quantizes it as it loads).
 """
 
 import itertools
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, load_config
 from seq2seq.corpus import decode_stream
 from seq2seq.decode import longest_source, translate, translate_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, command_parser, run_cli
+from seq2seq.export import CTranslate2Model
 from seq2seq.special import UNK
+from seq2seq.vocab import Vocab
 
 
 def warn(message: str) -> None:
@@ -56,10 +61,38 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
         first += len(chunk)
 
 
-def check_input(checkpoint: Checkpoint, sentences: list[str], first_line: int = 1) -> None:
+@dataclass
+class TorchModel:
+    """A checkpoint decoded by our own code (seq2seq/decode.py), with the interface that
+    translate_lines uses; seq2seq.export.CTranslate2Model has the same."""
+
+    checkpoint: Checkpoint
+
+    @property
+    def config(self) -> Config:
+        return self.checkpoint.config
+
+    @property
+    def src_vocab(self) -> Vocab:
+        return self.checkpoint.src_vocab
+
+    @property
+    def longest_source(self) -> int:
+        return longest_source(self.checkpoint.model)
+
+    def model_and_vocabs(self) -> tuple:
+        return self.checkpoint.model, self.checkpoint.src_vocab, self.checkpoint.tgt_vocab
+
+    def translate(self, sentences: list[str], cfg: DecodeConfig) -> list[str]:
+        return translate(*self.model_and_vocabs(), sentences, cfg)
+
+    def translate_nbest(self, sentences: list[str], cfg: DecodeConfig) -> list[list]:
+        return translate_nbest(*self.model_and_vocabs(), sentences, cfg)
+
+
+def check_input(model: TorchModel | CTranslate2Model, sentences: list[str], first_line: int = 1):
     """Warn about words the source vocabulary lacks and about inputs cut to fit the model."""
-    src_vocab = checkpoint.src_vocab
-    longest = longest_source(checkpoint.model)
+    src_vocab, longest = model.src_vocab, model.longest_source
     for number, (sentence, ids) in enumerate(
         zip(sentences, src_vocab.encode(sentences), strict=True), first_line
     ):
@@ -76,19 +109,32 @@ def one_line(text: str) -> str:
 
 
 def translate_lines(
-    checkpoint: Checkpoint, sentences: list[str], nbest: int | None = None, first_line: int = 1
+    model: TorchModel | CTranslate2Model,
+    sentences: list[str],
+    nbest: int | None = None,
+    first_line: int = 1,
 ) -> list[str]:
     """The output lines for `sentences`: one translation each, or `nbest` lines each."""
-    check_input(checkpoint, sentences, first_line)
-    model, decode = checkpoint.model, checkpoint.config.decode
-    vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
+    check_input(model, sentences, first_line)
+    decode = model.config.decode
     if nbest is None:
-        return [one_line(text) for text in translate(model, *vocabs, sentences, decode)]
+        return [one_line(text) for text in model.translate(sentences, decode)]
     lines = []
-    for number, hypotheses in enumerate(translate_nbest(model, *vocabs, sentences, decode)):
+    for number, hypotheses in enumerate(model.translate_nbest(sentences, decode)):
         for score, text in hypotheses[:nbest]:
             lines.append(f"{number + first_line - 1} ||| {one_line(text)} ||| {score:.4f}")
     return lines
+
+
+def load_model(args) -> TorchModel | CTranslate2Model:
+    """The model the arguments name: a checkpoint, or with --engine ctranslate2 an export."""
+    if args.engine == "ctranslate2":
+        if not args.model:
+            raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
+        device = "cpu" if args.device == "auto" else args.device
+        return CTranslate2Model.load(args.model, device, args.compute_type)
+    path = args.checkpoint or load_config(args.config).checkpoint_path
+    return TorchModel(load_checkpoint(path, pick_device(args.device)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -100,6 +146,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument(
+        "--engine", choices=["torch", "ctranslate2"], default="torch", help="who decodes"
+    )
+    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
+    parser.add_argument(
+        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
+    )
+    parser.add_argument(
         "--beam-size", type=int, help="beams (default: the model's config; 1: greedy)"
     )
     parser.add_argument("--length-penalty", type=float, help="beam search length penalty alpha")
@@ -107,9 +160,8 @@ def main(argv: list[str] | None = None) -> None:
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
-    path = args.checkpoint or load_config(args.config).checkpoint_path
-    checkpoint = load_checkpoint(path, pick_device(args.device))
-    decode = checkpoint.config.decode
+    model = load_model(args)
+    decode = model.config.decode
     if args.beam_size is not None:
         decode.beam_size = args.beam_size
     if args.length_penalty is not None:
@@ -122,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         decode.beam_size = max(decode.beam_size, args.nbest)
 
     if args.sentences:
-        print("\n".join(translate_lines(checkpoint, args.sentences, args.nbest)))
+        print("\n".join(translate_lines(model, args.sentences, args.nbest)))
     elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
         print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
         for number in itertools.count(1):
@@ -132,10 +184,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(file=sys.stderr)
                 return
             sentence = line.rstrip("\r\n")
-            print("\n".join(translate_lines(checkpoint, [sentence], args.nbest, number)))
+            print("\n".join(translate_lines(model, [sentence], args.nbest, number)))
     else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
         for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decode.batch_size):
-            lines = translate_lines(checkpoint, chunk, args.nbest, first)
+            lines = translate_lines(model, chunk, args.nbest, first)
             sys.stdout.writelines(line + "\n" for line in lines)
             sys.stdout.flush()
 

@@ -3,9 +3,18 @@
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
-from seq2seq import data, train
+from seq2seq import data, numbers, train
+from seq2seq.batching import pad, source_tensor, token_batches
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import CorpusConfig, config_from_dict
+from seq2seq.model import Transformer
+from seq2seq.special import BOS, EOS
+from seq2seq.train import batch_loss, make_optimizer
+from seq2seq.vocab import train_vocab
 
 from helpers import ROOT
 
@@ -34,3 +43,40 @@ def workdir(tmp_path, monkeypatch, request) -> Path:
     (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
     data.main(request.module.SMALL)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def trained_numbers_checkpoint():
+    """A small model trained for a few seconds on part of the default numbers corpus: far from
+    right, but its outputs on the 1,000-sentence test split vary in content and length."""
+    torch.manual_seed(0)
+    config = config_from_dict(
+        {"model": {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}}
+    )
+    corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
+    corpus["train"] = corpus["train"][:3000]
+    src_vocab = train_vocab([s for s, _ in corpus["train"]], 64, config.vocab)
+    tgt_vocab = train_vocab([t for _, t in corpus["train"]], 64, config.vocab)
+    model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
+    optimizer = make_optimizer(model, config.train)
+    sources = src_vocab.encode([s for s, _ in corpus["train"]])
+    targets = tgt_vocab.encode([t for _, t in corpus["train"]])
+    lengths = [np.array([len(ids) for ids in side]) for side in (sources, targets)]
+    for _ in range(8):
+        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
+            src = source_tensor([sources[i] for i in indices])  # (B, S)
+            tgt_in = pad([[BOS, *targets[i]] for i in indices])  # (B, T)
+            tgt_out = pad([[*targets[i], EOS] for i in indices])  # (B, T)
+            loss = batch_loss(model, (src, tgt_in, tgt_out), 0.1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return Checkpoint(config, model.eval(), src_vocab, tgt_vocab, {}), corpus["test"]
+
+
+@pytest.fixture(scope="session")
+def trained_numbers_model(trained_numbers_checkpoint):
+    """The same as (model, source vocabulary, target vocabulary, test pairs, decode config)."""
+    checkpoint, test = trained_numbers_checkpoint
+    vocabs = checkpoint.src_vocab, checkpoint.tgt_vocab
+    return checkpoint.model, *vocabs, test, checkpoint.config.decode

@@ -2,14 +2,12 @@
 
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 
-from seq2seq import numbers
-from seq2seq.batching import pad, source_tensor, token_batches
+from seq2seq.batching import source_tensor
 from seq2seq.beam import beam_search
-from seq2seq.config import CorpusConfig, config_from_dict
+from seq2seq.config import config_from_dict
 from seq2seq.decode import (
     greedy_decode_cached,
     greedy_decode_recompute,
@@ -19,8 +17,6 @@ from seq2seq.decode import (
 )
 from seq2seq.model import Transformer
 from seq2seq.special import BOS, EOS, PAD
-from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import train_vocab
 
 
 def random_model(vocab: int, dtype=torch.float64) -> Transformer:
@@ -54,35 +50,6 @@ def test_long_outputs_stop_at_the_length_limit():
         out = decode(model, src, limits)
         assert len(out[0]) <= 64 and len(out[1]) <= 10
         assert all(EOS not in ids and PAD not in ids for ids in out)
-
-
-@pytest.fixture(scope="module")
-def trained_numbers_model():
-    """A small model trained for a few seconds on part of the default numbers corpus: far from
-    right, but its outputs on the 1,000-sentence test split vary in content and length."""
-    torch.manual_seed(0)
-    config = config_from_dict(
-        {"model": {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}}
-    )
-    corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
-    corpus["train"] = corpus["train"][:3000]
-    src_vocab = train_vocab([s for s, _ in corpus["train"]], 64, config.vocab)
-    tgt_vocab = train_vocab([t for _, t in corpus["train"]], 64, config.vocab)
-    model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
-    optimizer = make_optimizer(model, config.train)
-    sources = src_vocab.encode([s for s, _ in corpus["train"]])
-    targets = tgt_vocab.encode([t for _, t in corpus["train"]])
-    lengths = [np.array([len(ids) for ids in side]) for side in (sources, targets)]
-    for _ in range(8):
-        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
-            src = source_tensor([sources[i] for i in indices])  # (B, S)
-            tgt_in = pad([[BOS, *targets[i]] for i in indices])  # (B, T)
-            tgt_out = pad([[*targets[i], EOS] for i in indices])  # (B, T)
-            loss = batch_loss(model, (src, tgt_in, tgt_out), 0.1)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    return model.eval(), src_vocab, tgt_vocab, corpus["test"], config.decode
 
 
 @pytest.mark.slow
