@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train train-ddp eval test bench bench-quick bench-scale lint clean
+.PHONY: all install data train train-ddp eval test bench bench-quick bench-scale bench-peers lint clean
 
 all: install data train eval
 
@@ -48,6 +48,22 @@ bench-quick: data
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
 bench-scale: $(INSTALLED)
 	$(PYTHON) benchmarks/scale.py $(ARGS)
+
+# Against JoeyNMT 2.3.0: the same data, model size, steps and time budget, one after the other
+# -> benchmarks/peers.{json,md} (about 15 minutes; PEERS_ARGS="--quick": 2, or "--budget 600").
+# Not in CI: the first run installs JoeyNMT from the package index into its own venv, with our
+# torch pin. ARGS are config overrides, as for the other targets.
+JOEYNMT_VENV := benchmarks/.venv-joeynmt
+PEERS_ARGS ?=
+bench-peers: data $(JOEYNMT_VENV)/.installed
+	$(PYTHON) benchmarks/peers.py --config $(CONFIG) --joeynmt-python $(JOEYNMT_VENV)/bin/python \
+		$(PEERS_ARGS) $(ARGS)
+
+# JoeyNMT needs importlib-metadata but does not declare it.
+$(JOEYNMT_VENV)/.installed: constraints.txt
+	test -x $(JOEYNMT_VENV)/bin/python || $(PYTHON) -m venv $(JOEYNMT_VENV)
+	$(JOEYNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt joeynmt==2.3.0 importlib-metadata
+	@touch $@
 
 lint: $(INSTALLED)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples
