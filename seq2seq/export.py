@@ -40,10 +40,10 @@ from pathlib import Path
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.errors import UserError, command_parser, run_cli
+from seq2seq.paths import vocab_files
 from seq2seq.vocab import Vocab
 
 CONFIG_FILE = "seq2seq.json"  # beside CTranslate2's own files in an export
-SPM_FILES = {"src": "src.model", "tgt": "tgt.model"}
 
 
 def import_ctranslate2():
@@ -130,9 +130,9 @@ def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         spec.save(str(staging))
-        for side, name in SPM_FILES.items():
-            vocab = checkpoint.src_vocab if side == "src" else checkpoint.tgt_vocab
-            (staging / name).write_bytes(vocab.model_bytes)
+        vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
+        for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
+            path.write_bytes(vocab.model_bytes)
         (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
         if out_dir.exists():
             old = out_dir.with_name(staging.name + ".old")
@@ -166,8 +166,9 @@ class CTranslate2Model:
         config = config_from_dict(
             json.loads((directory / CONFIG_FILE).read_text()), source=str(directory / CONFIG_FILE)
         )
-        src_vocab = Vocab((directory / SPM_FILES["src"]).read_bytes(), config.vocab)
-        tgt_vocab = Vocab((directory / SPM_FILES["tgt"]).read_bytes())
+        src_path, tgt_path = vocab_files(directory)
+        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
+        tgt_vocab = Vocab(tgt_path.read_bytes())
         try:
             # One thread: on models this small, more threads only wait on each other (and on
             # torch's own thread pool in the same process): 2 threads decoded 15x slower here.

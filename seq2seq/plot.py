@@ -50,9 +50,8 @@ def pyplot():
 def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
     """-> [(title, weights (H, Tq, Tk), query labels, key labels)] and the translation."""
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    check_input(
-        TorchModel(checkpoint), [sentence]
-    )  # unknown words, an input too long for the model
+    # warnings: unknown words, an input too long for the model
+    check_input(TorchModel(checkpoint), [sentence])
     src_ids = src_vocab.encode([sentence])[0][: longest_source(model)]
     if not src_ids:
         raise UserError("nothing to draw: the sentence is empty")
