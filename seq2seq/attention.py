@@ -65,10 +65,14 @@ class MultiHeadAttention(nn.Module):
         self.record = False
         self.weights: torch.Tensor | None = None
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """(B, T, D) -> (B, H, T, Dh): head h gets features [h*Dh, (h+1)*Dh)."""
+    def split_heads(self, x: torch.Tensor, parts: int = 1) -> tuple[torch.Tensor, ...]:
+        """(B, T, parts * D) -> `parts` tensors (B, H, T, Dh), views without a copy: in each
+        part, head h gets features [h*Dh, (h+1)*Dh). One view and one permute for all the parts
+        (queries, keys and values) instead of a chunk and a transpose each: decoding step by
+        step runs this for one token at a time, where every tensor operation costs more than
+        its arithmetic."""
         batch, length, _ = x.shape
-        return x.view(batch, length, self.n_heads, -1).transpose(1, 2)
+        return x.view(batch, length, parts, self.n_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """(B, H, T, Dh) -> (B, T, D): the heads' outputs side by side again."""
@@ -89,17 +93,17 @@ class MultiHeadAttention(nn.Module):
         encoder's keys and values once, at the first step.
         """
         if memory is None:  # self-attention: one matmul for queries, keys and values
-            q, k, v = map(self.split_heads, self.in_proj(x).chunk(3, dim=-1))
+            q, k, v = self.split_heads(self.in_proj(x), parts=3)
             if cache is not None:
                 k, v = cache.append(k, v)  # (B, H, all positions so far, Dh)
         else:  # cross-attention
-            w_q, w_kv = self.in_proj.weight.split([self.d_model, 2 * self.d_model])
-            b_q, b_kv = self.in_proj.bias.split([self.d_model, 2 * self.d_model])
-            q = self.split_heads(F.linear(x, w_q, b_q))
+            d = self.d_model
+            (q,) = self.split_heads(F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d]))
             if cache is not None and cache.keys is not None:
                 k, v = cache.keys, cache.values
             else:
-                k, v = map(self.split_heads, F.linear(memory, w_kv, b_kv).chunk(2, dim=-1))
+                kv = F.linear(memory, self.in_proj.weight[d:], self.in_proj.bias[d:])
+                k, v = self.split_heads(kv, parts=2)
                 if cache is not None:
                     cache.append(k, v)
         dropout = self.dropout if self.training else 0.0

@@ -13,8 +13,9 @@ Two implementations give the same tokens:
   most tutorials do. Finished sentences keep receiving PAD, which the masks hide. It is the
   reference the tests compare against.
 * `greedy_decode_cached` feeds only the newest token and keeps the attention keys and values
-  of earlier steps in a DecoderCache (seq2seq/cache.py). Finished sentences leave the batch,
-  so they stop costing work. This is the default (`decode.cache: true`).
+  of earlier steps in a DecoderCache (seq2seq/cache.py). Finished sentences leave the batch
+  once half of it has finished, so they stop costing work. This is the default
+  (`decode.cache: true`).
 
 Beam search (seq2seq/beam.py) is chosen with `decode.beam_size` > 1. `translate` wraps them
 all for raw text: it sorts sentences by length so that each batch has little padding, and
@@ -76,24 +77,38 @@ def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch
 
 @torch.inference_mode()
 def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
-    """Same result as greedy_decode_recompute, one new token per step with a KV cache."""
+    """Same result as greedy_decode_recompute, one new token per step with a KV cache.
+
+    Each step is a few dozen small tensor operations, so the loop keeps their number down: a
+    batch without padding needs no source mask; PAD and BOS are forbidden by adding one
+    precomputed row of logits; and finished sentences stay in the batch (decoding PAD, their
+    outputs ignored) until at least half of it has finished, when they all leave at once:
+    dropping rows touches every cached tensor, too costly to do at every step.
+    """
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
+    if bool(src_mask.all()):
+        src_mask = None  # no padding to hide
     batch, longest = src.size(0), int(limits.max())
     outputs = torch.full((batch, longest), PAD, dtype=torch.long, device=src.device)
-    rows = torch.arange(batch, device=src.device)  # batch row of each sentence still decoding
+    forbidden = forbid_non_outputs(memory.new_zeros(model.generator.out_features))  # (V,)
+    rows = torch.arange(batch, device=src.device)  # the batch row of each sentence in the loop
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (b,)
     cache = DecoderCache.empty(len(model.decoder))
     token = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (b, 1)
     for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (b, V)
-        new = next_tokens(logits)  # (b,)
+        new = (logits + forbidden).argmax(dim=-1).masked_fill(finished, PAD)  # (b,)
         outputs[rows, step] = new
-        done = (new == EOS) | (step + 1 >= limits[rows])
-        finished = int(done.sum())
-        if finished == len(rows):
+        finished |= (new == EOS) | (step + 1 >= limits)
+        running = len(rows) - int(finished.sum())
+        if running == 0:
             break
-        if finished:  # drop the finished sentences from every tensor that has a batch row
-            keep = (~done).nonzero().squeeze(1)
-            rows, new, memory, src_mask = rows[keep], new[keep], memory[keep], src_mask[keep]
+        if running <= len(rows) // 2:  # drop the finished sentences from every batch tensor
+            keep = (~finished).nonzero().squeeze(1)
+            rows, new, limits, memory, finished = (
+                t[keep] for t in (rows, new, limits, memory, finished)
+            )
+            src_mask = None if src_mask is None else src_mask[keep]
             cache.select(keep)
         token = new[:, None]
     return strip(outputs)

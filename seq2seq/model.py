@@ -103,7 +103,7 @@ class DecoderLayer(nn.Module):
         x: torch.Tensor,
         memory: torch.Tensor,
         tgt_mask: torch.Tensor | None,
-        src_mask: torch.Tensor,
+        src_mask: torch.Tensor | None,
         cache: LayerCache | None = None,
     ) -> torch.Tensor:
         """x: (B, T, D); memory: (B, S, D); tgt_mask: (B, 1, T, T); src_mask: (B, 1, 1, S)."""
@@ -141,7 +141,7 @@ class Transformer(nn.Module):
         self,
         tgt: torch.Tensor,
         memory: torch.Tensor,
-        src_mask: torch.Tensor,
+        src_mask: torch.Tensor | None,
         cache: DecoderCache | None = None,
     ) -> torch.Tensor:
         """tgt: (B, T) ids starting with BOS -> logits (B, T, V) for the next token at each step.
