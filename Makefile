@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train train-ddp eval test bench bench-quick bench-scale bench-peers lint clean
+.PHONY: all install data train train-ddp eval serve test bench bench-quick bench-scale bench-peers lint clean
 
 all: install data train eval
 
@@ -32,6 +32,10 @@ train-ddp: $(INSTALLED)
 
 eval: $(INSTALLED)
 	$(PYTHON) -m seq2seq.evaluate --config $(CONFIG) $(ARGS)
+
+# The translation service and its page on http://127.0.0.1:8000/ (config.yaml's serve section).
+serve: $(INSTALLED)
+	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
 
 test: $(INSTALLED)
 	$(PYTHON) -m pytest -q

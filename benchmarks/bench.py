@@ -48,6 +48,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from serve_load import load_check
 from torch import nn
 
 from seq2seq.batching import source_tensor, token_batches
@@ -59,7 +60,7 @@ from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_le
 from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
-from seq2seq.paths import METRICS
+from seq2seq.paths import METRICS, text_files
 from seq2seq.special import PAD
 from seq2seq.train import batch_loss
 from seq2seq.translate import TorchModel
@@ -452,6 +453,9 @@ def main() -> None:
     figures.update(decoding(run_config.checkpoint_path, config, 100 if quick else 1000, device))
     print("decoding with CTranslate2 ...", flush=True)
     figures.update(ctranslate2_decoding(run_config.checkpoint_path, config, 100 if quick else 1000))
+    print("the translation service under load (benchmarks/serve_load.py) ...", flush=True)
+    source = text_files(config.data_dir, "test")[0]
+    figures.update(load_check(run_config.checkpoint_path, source, quick, args.config))
     print("training speed against nn.Transformer ...", flush=True)
     figures.update(compare_training(config, 5 if quick else 40, 1 if quick else 3, device))
     print("FLOPs against the matmul peak ...", flush=True)

@@ -143,6 +143,25 @@ class DecodeConfig:
 
 
 @dataclass
+class ServeConfig:
+    """python -m seq2seq.serve: where it listens, and what one request or batch may hold."""
+
+    host: str = "127.0.0.1"  # this machine only; 0.0.0.0 serves every network interface
+    port: int = 8000  # 0: any free port (the address is printed)
+    max_sentences: int = 64  # sentences in one /translate request
+    max_chars: int = 1000  # characters in one sentence
+    max_body_bytes: int = 1_000_000  # a request body larger than this is refused unread
+    max_beam_size: int = 8  # the largest beam_size and nbest a request may ask for
+    # Requests that arrive within this window after the first are decoded in one batch of
+    # at most max_batch_sentences sentences.
+    batch_window_ms: float = 5.0
+    max_batch_sentences: int = 256
+    # torch threads for decoding (0: torch's default, one per core). One leaves the other
+    # cores to the HTTP threads, and small batches gain little from more.
+    threads: int = 1
+
+
+@dataclass
 class Config:
     experiment: str = "numbers"  # outputs go to runs/<experiment>/
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
@@ -150,6 +169,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     @property
     def data_dir(self) -> Path:
@@ -334,3 +354,15 @@ def _check(config: Config, source: str) -> None:
     require(decode.batch_size > 0 and decode.max_len_a >= 0, "'decode.batch_size' > 0")
     require(decode.beam_size >= 1, "'decode.beam_size' must be at least 1")
     require(decode.length_penalty >= 0, "'decode.length_penalty' must be >= 0")
+    serve = config.serve
+    require(serve.host.strip() != "", "'serve.host' must not be empty")
+    require(0 <= serve.port <= 65535, "'serve.port' must be in [0, 65535]")
+    for key in ("max_sentences", "max_chars", "max_body_bytes", "max_beam_size"):
+        require(getattr(serve, key) >= 1, f"'serve.{key}' must be at least 1")
+    require(serve.batch_window_ms >= 0, "'serve.batch_window_ms' must be >= 0")
+    require(serve.threads >= 0, "'serve.threads' must be >= 0")
+    require(
+        serve.max_batch_sentences >= serve.max_sentences,
+        f"'serve.max_batch_sentences' ({serve.max_batch_sentences}) must be at least "
+        f"'serve.max_sentences' ({serve.max_sentences}): a request is never split",
+    )

@@ -19,18 +19,13 @@ Needs matplotlib: pip install -e ".[plot]".
 import json
 from pathlib import Path
 
-import torch
-
-from seq2seq.attention import MultiHeadAttention
-from seq2seq.batching import source_tensor
+from seq2seq.attention_maps import attention_maps
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.decode import decode_batch, longest_source
 from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import atomic_write
 from seq2seq.paths import METRICS, picture
-from seq2seq.special import BOS
-from seq2seq.translate import TorchModel, check_input
+from seq2seq.translate import warn
 
 
 def pyplot():
@@ -46,42 +41,13 @@ def pyplot():
     return plt
 
 
-@torch.no_grad()
-def attention_maps(checkpoint: Checkpoint, sentence: str) -> tuple[list, str]:
-    """-> [(title, weights (H, Tq, Tk), query labels, key labels)] and the translation."""
-    model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    # warnings: unknown words, an input too long for the model
-    check_input(TorchModel(checkpoint), [sentence])
-    src_ids = src_vocab.encode([sentence])[0][: longest_source(model)]
-    if not src_ids:
-        raise UserError("nothing to draw: the sentence is empty")
-    src = source_tensor([src_ids])  # (1, S)
-    out_ids = decode_batch(model, src, checkpoint.config.decode)[0]
-    src_pieces = src_vocab.pieces(src_ids) + ["</s>"]
-    tgt_pieces = ["<s>"] + tgt_vocab.pieces(out_ids)
-
-    modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
-    for module in modules:
-        module.record = True
-    try:
-        model(src, torch.tensor([[BOS, *out_ids]]))
-    finally:
-        for module in modules:
-            module.record = False
-    maps = []
-    for i, layer in enumerate(model.encoder, 1):
-        maps.append((f"encoder {i} self", layer.self_attn.weights[0], src_pieces, src_pieces))
-    for i, layer in enumerate(model.decoder, 1):
-        maps.append((f"decoder {i} self", layer.self_attn.weights[0], tgt_pieces, tgt_pieces))
-        maps.append((f"decoder {i} cross", layer.cross_attn.weights[0], tgt_pieces, src_pieces))
-    return maps, tgt_vocab.decode([out_ids])[0]
-
-
 def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:
     plt = pyplot()
-    maps, translation = attention_maps(checkpoint, sentence)
-    heads = checkpoint.config.model.n_heads
-    longest = max(len(keys) for _, _, _, keys in maps)
+    attention = attention_maps(checkpoint, sentence)
+    for message in attention.warnings:
+        warn(message)
+    maps, heads = attention.maps, checkpoint.config.model.n_heads
+    longest = max(len(m.keys) for m in maps)
     cell = max(2.2, 0.28 * longest + 1.0)
     figure, axes = plt.subplots(
         len(maps),
@@ -90,14 +56,14 @@ def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:
         squeeze=False,
         layout="constrained",  # room for the title and the token labels
     )
-    for row, (title, weights, queries, keys) in enumerate(maps):
+    for row, heatmap in enumerate(maps):
         for head in range(heads):
             ax = axes[row][head]
-            ax.imshow(weights[head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-            ax.set_title(f"{title}, head {head + 1}", fontsize=9)
-            ax.set_xticks(range(len(keys)), keys, rotation=90, fontsize=7)
-            ax.set_yticks(range(len(queries)), queries, fontsize=7)
-    figure.suptitle(f"{sentence}  ->  {translation}\n(rows: queries, columns: keys)")
+            ax.imshow(heatmap.weights[head].float().numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+            ax.set_title(f"{heatmap.title}, head {head + 1}", fontsize=9)
+            ax.set_xticks(range(len(heatmap.keys)), heatmap.keys, rotation=90, fontsize=7)
+            ax.set_yticks(range(len(heatmap.queries)), heatmap.queries, fontsize=7)
+    figure.suptitle(f"{sentence}  ->  {attention.translation}\n(rows: queries, columns: keys)")
     save(figure, path)
 
 

@@ -90,17 +90,22 @@ class TorchModel:
         return translate_nbest(*self.model_and_vocabs(), sentences, cfg)
 
 
-def check_input(model: TorchModel | CTranslate2Model, sentences: list[str], first_line: int = 1):
-    """Warn about words the source vocabulary lacks and about inputs cut to fit the model."""
+def input_warnings(
+    model: TorchModel | CTranslate2Model, sentences: list[str], first_line: int = 1
+) -> list[str]:
+    """The warnings about `sentences`: words the source vocabulary lacks, inputs cut to fit
+    the model. Each names its line, counted from `first_line`."""
     src_vocab, longest = model.src_vocab, model.longest_source
+    messages = []
     for number, (sentence, ids) in enumerate(
         zip(sentences, src_vocab.encode(sentences), strict=True), first_line
     ):
         if UNK in ids:
             words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
-            warn(f"line {number}: not in the vocabulary, translated as unknown: {words}")
+            messages.append(f"line {number}: not in the vocabulary, translated as unknown: {words}")
         if len(ids) > longest:
-            warn(f"line {number}: {len(ids)} pieces, cut to the model's {longest}")
+            messages.append(f"line {number}: {len(ids)} pieces, cut to the model's {longest}")
+    return messages
 
 
 def one_line(text: str) -> str:
@@ -115,7 +120,8 @@ def translate_lines(
     first_line: int = 1,
 ) -> list[str]:
     """The output lines for `sentences`: one translation each, or `nbest` lines each."""
-    check_input(model, sentences, first_line)
+    for message in input_warnings(model, sentences, first_line):
+        warn(message)
     decode = model.config.decode
     if nbest is None:
         return [one_line(text) for text in model.translate(sentences, decode)]

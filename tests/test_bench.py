@@ -42,8 +42,12 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         "decode_peak_memory_mib",
         "translate_sentences_per_s_ctranslate2_int8_batch1",
         "ctranslate2_int8_vs_ours_batch64",
+        "serve_requests_per_s",
+        "serve_latency_p99_ms",
+        "serve_vs_translate_command",
     ):
         assert figures[key] > 0, key
+    assert figures["serve_failed"] == figures["serve_mismatched"] == 0
     # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
     # its outputs may differ there; tests/test_export.py checks that they are identical)
     assert 0 < figures["ctranslate2_float32_same_outputs_as_ours"] <= 1

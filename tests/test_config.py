@@ -53,6 +53,18 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"model": 3}, r"model must be a mapping"),
         ({"decode": {"beam_size": 0}}, r"'decode\.beam_size' must be at least 1"),
         ({"corpus": {"valid_size": 900, "test_size": 1000}}, r"holds out at most 1,800"),
+        ({"serve": {"port": 70000}}, r"'serve\.port' must be in \[0, 65535\]"),
+        ({"serve": {"host": " "}}, r"'serve\.host' must not be empty"),
+        ({"serve": {"max_chars": 0}}, r"'serve\.max_chars' must be at least 1"),
+        ({"serve": {"batch_window_ms": -1}}, r"'serve\.batch_window_ms' must be >= 0"),
+        (
+            {"serve": {"max_sentences": 100, "max_batch_sentences": 10}},
+            r"'serve\.max_batch_sentences' \(10\) must be at least 'serve\.max_sentences' \(100\)",
+        ),
+        (
+            {"serve": {"max_beam": 4}},
+            r"unknown key 'serve\.max_beam' \(did you mean 'serve\.max_beam_size'",
+        ),
     ],
 )
 def test_wrong_values_are_errors_that_name_the_key(raw, message):

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from seq2seq import plot
+from seq2seq.attention_maps import attention_maps
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.errors import UserError
 
@@ -14,19 +15,19 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_recorded_attention_weights_are_those_the_model_uses(seed_run):
     checkpoint = load_checkpoint(seed_run / "best.pt")
-    maps, translation = plot.attention_maps(checkpoint, "three is three")
-    assert translation == "3 la 3"
-    heads, src, tgt = checkpoint.config.model.n_heads, 4, 4  # 3 words + EOS; BOS + 3 pieces
-    titles = [title for title, _, _, _ in maps]
-    assert titles == ["encoder 1 self", "decoder 1 self", "decoder 1 cross"]
-    shapes = [tuple(weights.shape) for _, weights, _, _ in maps]
+    attention = attention_maps(checkpoint, "three is three")
+    assert attention.translation == "3 la 3" and attention.warnings == []
+    maps, heads = attention.maps, checkpoint.config.model.n_heads
+    src, tgt = 4, 4  # 3 words + EOS; BOS + 3 pieces
+    assert [m.title for m in maps] == ["encoder 1 self", "decoder 1 self", "decoder 1 cross"]
+    assert [m.kind for m in maps] == ["encoder self", "decoder self", "cross"]
+    shapes = [tuple(m.weights.shape) for m in maps]
     assert shapes == [(heads, src, src), (heads, tgt, tgt), (heads, tgt, src)]
-    for _, weights, queries, keys in maps:
-        assert weights.shape[1:] == (len(queries), len(keys))
-        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]))
-    decoder_self = maps[1][1]
-    assert (decoder_self.triu(1) == 0).all()  # no peeking at later outputs
-    assert maps[0][2] == ["▁three", "▁is", "▁three", "</s>"]
+    for m in maps:
+        assert m.weights.shape[1:] == (len(m.queries), len(m.keys))
+        assert torch.allclose(m.weights.sum(-1), torch.ones(m.weights.shape[:-1]))
+    assert (maps[1].weights.triu(1) == 0).all()  # decoder self: no peeking at later outputs
+    assert maps[0].queries == ["▁three", "▁is", "▁three", "</s>"]
     assert all(
         not module.record for module in checkpoint.model.modules() if hasattr(module, "record")
     )
@@ -53,9 +54,17 @@ def test_curves_without_a_training_log_say_what_to_run(tmp_path):
         plot.plot_curves(tmp_path / "metrics.jsonl", tmp_path / "curves.png")
 
 
-def test_an_input_longer_than_the_model_is_cut_with_a_warning(seed_run, capsys):
+def test_an_input_longer_than_the_model_is_cut_with_a_warning(seed_run):
     checkpoint = load_checkpoint(seed_run / "best.pt")
     longest = checkpoint.config.model.max_positions - 1
-    maps, _ = plot.attention_maps(checkpoint, "one " * 300)
-    assert f"warning: line 1: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
-    assert maps[0][1].shape[-1] == len(maps[0][3]) == longest + 1  # the pieces that fit, and EOS
+    attention = attention_maps(checkpoint, "one " * 300)
+    assert attention.warnings == [f"line 1: 300 pieces, cut to the model's {longest}"]
+    encoder = attention.maps[0]
+    assert encoder.weights.shape[-1] == len(encoder.keys) == longest + 1  # what fits, and EOS
+
+
+def test_the_picture_of_unknown_words_names_them_on_stderr(seed_run, tmp_path, capsys):
+    checkpoint = load_checkpoint(seed_run / "best.pt")
+    plot.plot_attention(checkpoint, "three is eleventy", tmp_path / "attention.png")
+    message = "warning: line 1: not in the vocabulary, translated as unknown: 'eleventy'\n"
+    assert capsys.readouterr().err == message

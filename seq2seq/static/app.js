@@ -1,0 +1,170 @@
+// The page of `python -m seq2seq.serve`: translate as you type, draw the attention.
+//
+//   typing --(250 ms quiet)--> POST /attention {"text": sentence}
+//     -> {"translation", "warnings", "maps": [{kind, layer, title, queries, keys, weights}]}
+//     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
+//        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
+"use strict";
+
+const DEBOUNCE_MS = 250;
+const MOST_PIECES_SHOWN = 300;
+// matplotlib's viridis at 0, 1/8, ..., 1: the colours of `python -m seq2seq.plot attention`
+const VIRIDIS = [
+  [68, 1, 84], [71, 45, 123], [59, 82, 139], [44, 114, 142], [33, 145, 140],
+  [40, 174, 128], [94, 201, 98], [173, 220, 48], [253, 231, 37],
+];
+
+const $ = (id) => document.getElementById(id);
+let attention = null; // the last answer of /attention
+let pending = null; // the AbortController of the request in flight
+let timer = null;
+
+function viridis(value) {
+  const x = Math.min(Math.max(value, 0), 1) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(x), VIRIDIS.length - 2);
+  const t = x - i;
+  const rgb = VIRIDIS[i].map((c, k) => Math.round(c + t * (VIRIDIS[i + 1][k] - c)));
+  return `rgb(${rgb.join(",")})`;
+}
+
+async function post(path, body, signal) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  return data;
+}
+
+function showError(message) {
+  $("error").textContent = message;
+  $("error").hidden = !message;
+}
+
+function showWarnings(warnings) {
+  $("warnings").replaceChildren(
+    ...warnings.map((text) => {
+      const item = document.createElement("li");
+      item.textContent = text;
+      return item;
+    }),
+  );
+}
+
+async function update() {
+  const sentence = $("sentence").value;
+  if (pending) pending.abort();
+  if (!sentence.trim()) {
+    pending = null;
+    attention = null;
+    $("translation").textContent = "";
+    showWarnings([]);
+    showError("");
+    draw();
+    return;
+  }
+  const controller = (pending = new AbortController());
+  $("translation").setAttribute("aria-busy", "true");
+  try {
+    attention = await post("/attention", { text: sentence }, controller.signal);
+    $("translation").textContent = attention.translation;
+    showWarnings(attention.warnings);
+    showError("");
+    chooseOptions();
+    draw();
+  } catch (error) {
+    if (error.name !== "AbortError") showError(error.message);
+  } finally {
+    if (pending === controller) $("translation").removeAttribute("aria-busy");
+  }
+}
+
+function setOptions(select, values, label) {
+  const keep = select.value;
+  select.replaceChildren(
+    ...values.map((value) => new Option(label(value), String(value))),
+  );
+  if (values.map(String).includes(keep)) select.value = keep;
+}
+
+function chooseOptions() {
+  const maps = attention.maps.filter((m) => m.kind === $("kind").value);
+  setOptions($("layer"), maps.map((m) => m.layer), (layer) => `${layer} of ${maps.length}`);
+  const heads = maps[0].weights.length;
+  setOptions($("head"), [...Array(heads).keys()].map((h) => h + 1), (h) => `${h} of ${heads}`);
+}
+
+function cell(tag, text, scope) {
+  const element = document.createElement(tag);
+  element.textContent = text;
+  if (scope) element.scope = scope;
+  return element;
+}
+
+function draw() {
+  const box = $("heatmap");
+  if (!attention) {
+    const hint = cell("p", "Type a sentence to see its attention.");
+    hint.className = "hint";
+    box.replaceChildren(hint);
+    return;
+  }
+  const map = attention.maps.find(
+    (m) => m.kind === $("kind").value && String(m.layer) === $("layer").value,
+  );
+  const head = Number($("head").value);
+  const table = document.createElement("table");
+  table.createCaption().textContent = `${map.title}, head ${head}`;
+  const header = table.createTHead().insertRow();
+  const corner = cell("td", "query \\ key");
+  corner.className = "corner";
+  header.append(corner, ...map.keys.map((k) => cell("th", k, "col")));
+  const body = table.createTBody();
+  map.weights[head - 1].forEach((row, q) => {
+    const line = body.insertRow();
+    line.append(cell("th", map.queries[q], "row"));
+    row.forEach((weight, k) => {
+      const td = cell("td", weight.toFixed(2).replace(/^0/, ""));
+      td.style.background = viridis(weight);
+      td.style.color = weight > 0.6 ? "#000" : "#fff";
+      td.title = `${map.queries[q]} -> ${map.keys[k]}: ${weight.toFixed(4)}`;
+      line.append(td);
+    });
+  });
+  box.replaceChildren(table);
+}
+
+async function describeModel() {
+  try {
+    const response = await fetch("/info");
+    const info = await response.json();
+    const step = info.checkpoint.step === undefined ? "" : `, step ${info.checkpoint.step}`;
+    $("model").textContent =
+      `${info.config.experiment}${step}: ${info.parameters.toLocaleString("en")} parameters, ` +
+      `${info.config.model.enc_layers} + ${info.config.model.dec_layers} layers, ` +
+      `${info.config.model.n_heads} heads, on ${info.device}`;
+    const pieces = info.vocab.source.pieces.filter((p) => !/^<.*>$/.test(p));
+    if (pieces.length <= MOST_PIECES_SHOWN) {
+      $("pieces").textContent = pieces.map((p) => p.replace(/^\u2581/, "")).join(" ");
+      $("vocabulary").hidden = false;
+    }
+  } catch (error) {
+    showError(`cannot read /info: ${error.message}`);
+  }
+}
+
+$("sentence").addEventListener("input", () => {
+  clearTimeout(timer);
+  timer = setTimeout(update, DEBOUNCE_MS);
+});
+$("kind").addEventListener("change", () => {
+  if (attention) chooseOptions();
+  draw();
+});
+$("layer").addEventListener("change", draw);
+$("head").addEventListener("change", draw);
+describeModel();
+if ($("sentence").value) update(); // a sentence the browser kept across a reload

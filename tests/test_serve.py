@@ -1,0 +1,373 @@
+"""The translation service: its answers are translate's, every mistake in a request gets a 4xx
+that names it, concurrent requests share batches, and its page works in a real browser."""
+
+import dataclasses
+import http.client
+import json
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from seq2seq import serve
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import ServeConfig
+from seq2seq.decode import translate, translate_nbest
+from seq2seq.errors import run_cli
+from seq2seq.translate import TorchModel, input_warnings
+
+from helpers import ENV, HANG, ROOT, command
+
+ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
+LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
+
+
+@contextmanager
+def running(model: TorchModel, **settings) -> Iterator[serve.Server]:
+    """A server on a free port of 127.0.0.1, answering from a thread of this process."""
+    server = serve.Server(model, ServeConfig(port=0, **settings), "model.pt")
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        thread.join()
+        server.close()
+
+
+def call(url: str, method: str, path: str, body=None, headers=None) -> tuple[int, dict, dict]:
+    """-> status, the JSON answer, the headers. `body`: bytes as they are, anything else as
+    JSON."""
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    connection.request(method, path, body, headers or {})
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer, response.headers
+
+
+@pytest.fixture(scope="module")
+def numbers(trained_numbers_checkpoint):
+    """The small numbers model, its test sentences, and a server for it."""
+    checkpoint, test = trained_numbers_checkpoint
+    model = TorchModel(checkpoint)
+    with running(model, **LIMITS) as server:
+        yield server.url, model, [source for source, _ in test]
+
+
+def reference(model: TorchModel, sentences: list[str], **decode) -> list[str]:
+    cfg = dataclasses.replace(model.config.decode, **decode)
+    return translate(*model.model_and_vocabs(), sentences, cfg)
+
+
+def test_translations_and_warnings_are_those_of_translate(numbers):
+    url, model, test = numbers
+    sentences = [*test[:97], "", "three is eleventy", "one " * 300]
+    status, answer, _ = call(url, "POST", "/translate", {"text": sentences})
+    assert status == 200
+    assert answer["translations"] == reference(model, sentences)
+    assert len(set(answer["translations"])) > 50, "the outputs should vary"
+    assert answer["warnings"] == input_warnings(model, sentences)
+    assert answer["warnings"] == [
+        "line 99: not in the vocabulary, translated as unknown: 'eleventy'",
+        f"line 100: 300 pieces, cut to the model's {model.longest_source}",
+    ]
+    status, answer, _ = call(url, "POST", "/translate", {"text": test[:9], "beam_size": 3})
+    assert answer["translations"] == reference(model, test[:9], beam_size=3)
+    assert call(url, "POST", "/translate", {"text": []})[1] == {
+        "translations": [],
+        "warnings": [],
+    }
+
+
+def test_nbest_gives_translate_nbest_with_scores(numbers):
+    url, model, test = numbers
+    status, answer, _ = call(url, "POST", "/translate", {"text": test[:20], "nbest": 3})
+    assert status == 200
+    cfg = dataclasses.replace(model.config.decode, beam_size=3)
+    expected = translate_nbest(*model.model_and_vocabs(), test[:20], cfg)
+    for hypotheses, best in zip(answer["translations"], expected, strict=True):
+        assert [h["translation"] for h in hypotheses] == [text for _, text in best]
+        assert [h["score"] for h in hypotheses] == pytest.approx([score for score, _ in best])
+    request = {"text": test[:20], "nbest": 2, "beam_size": 3}  # the 2 best of 3 beams
+    answer = call(url, "POST", "/translate", request)[1]
+    assert [[h["translation"] for h in best] for best in answer["translations"]] == [
+        [text for _, text in best[:2]] for best in expected
+    ]
+
+
+def test_attention_weights_come_with_their_tokens(numbers):
+    url, model, test = numbers
+    status, answer, _ = call(url, "POST", "/attention", {"text": test[0]})
+    assert status == 200 and answer["translation"] == reference(model, test[:1])[0]
+    kinds = [(m["kind"], m["layer"]) for m in answer["maps"]]
+    assert kinds == [("encoder self", 1), ("decoder self", 1), ("cross", 1)]
+    heads = model.config.model.n_heads
+    for m in answer["maps"]:
+        assert len(m["weights"]) == heads
+        assert [len(row) for row in m["weights"][0]] == [len(m["keys"])] * len(m["queries"])
+        assert all(abs(sum(row) - 1) < 1e-3 for head in m["weights"] for row in head)
+    assert answer["maps"][2]["keys"] == answer["maps"][0]["keys"]  # cross: keys from the source
+
+
+def test_health_and_info(numbers):
+    url, model, _ = numbers
+    status, health, _ = call(url, "GET", "/health")
+    assert status == 200 and health["status"] == "ok" and health["batches"] >= 0
+    status, info, _ = call(url, "GET", "/info")
+    assert status == 200 and info["parameters"] == model.checkpoint.model.num_parameters()
+    source = info["vocab"]["source"]
+    assert source["size"] == len(model.src_vocab) == len(source["pieces"])
+    assert info["config"]["model"]["d_model"] == 64 and "serve" not in info["config"]
+    assert info["serve"]["max_sentences"] == LIMITS["max_sentences"]
+    assert info["checkpoint"]["path"] == "model.pt"
+
+
+T, A = "/translate", "/attention"
+MISTAKES = [
+    ("POST", T, b'{"text": ["one"', 400, r"malformed JSON: Expecting"),
+    ("POST", T, b"\xff\xfe{}", 400, r"malformed JSON"),
+    ("POST", T, b"", 400, r"malformed JSON"),
+    ("POST", T, [1, 2], 400, r"the body must be a JSON object"),
+    ("POST", T, {}, 400, r"the field 'text' is missing"),
+    ("POST", T, {"text": [], "beam": 2}, 400, r"'beam' \(did you mean 'beam_size'\?\)"),
+    ("POST", T, {"text": "one is one"}, 400, r"'text' must be a list of strings"),
+    ("POST", T, {"text": ["one", 2]}, 400, r"'text' must be a list of strings"),
+    ("POST", T, {"text": [], "beam_size": "2"}, 400, r"'beam_size' must be an integer from 1 "
+     r"to 4 \(serve.max_beam_size\), got \"2\""),
+    ("POST", T, {"text": [], "beam_size": True}, 400, r"'beam_size' must be an integer"),
+    ("POST", T, {"text": [], "beam_size": 0}, 400, r"'beam_size' must be an integer"),
+    ("POST", T, {"text": [], "nbest": 5}, 400, r"'nbest' must be an integer from 1 to 4 .*got 5"),
+    ("POST", T, {"text": [], "nbest": 2.5}, 400, r"'nbest' must be an integer"),
+    ("POST", T, {"text": ["one"] * 101}, 413, r"'text' has 101 sentences; the limit is 100 "
+     r"\(serve.max_sentences\)"),
+    ("POST", T, {"text": ["one", "x" * 1501]}, 413, r"sentence 2 has 1,501 characters; the "
+     r"limit is 1,500 \(serve.max_chars\)"),
+    ("POST", A, {"text": ["one is one"]}, 400, r"'text' must be a string"),
+    ("POST", A, {"text": "   "}, 400, r"nothing to show: the sentence is empty"),
+    ("POST", A, {"text": "x" * 1501}, 413, r"'text' has 1,501 characters"),
+    ("POST", A, {"text": "one", "nbest": 2}, 400, r"unknown field 'nbest'"),
+    ("GET", "/nowhere", None, 404, r"no /nowhere here; there are GET /, .* POST /translate"),
+    ("GET", T, None, 405, r"/translate takes POST, not GET"),
+    ("DELETE", "/health", None, 405, r"/health takes GET, not DELETE"),
+    ("POST", T, b"{}" * 10_001, 413, r"the body has 20,002 bytes; the limit is 20,000 "
+     r"\(serve.max_body_bytes\)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("method, path, body, status, error", MISTAKES)
+def test_every_mistake_gets_a_4xx_that_names_it(numbers, method, path, body, status, error):
+    url = numbers[0]
+    got, answer, headers = call(url, method, path, body)
+    assert got == status and re.search(error, answer["error"]), answer
+    if status == 405:
+        assert headers["Allow"] == ("GET" if path == "/health" else "POST")
+    assert call(url, "GET", "/health")[0] == 200  # and the server goes on
+
+
+def test_one_connection_survives_its_mistakes_and_odd_bodies(numbers):
+    connection = http.client.HTTPConnection(urlsplit(numbers[0]).netloc, timeout=HANG)
+
+    def send(method, path, body=None, headers=None) -> tuple[int, dict]:
+        connection.request(method, path, body, headers or {})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+
+    assert send("POST", "/translate", b"nonsense")[0] == 400  # kept alive after a 4xx
+    assert send("GET", "/nowhere")[0] == 404
+    assert send("POST", "/translate", b'{"text": ["one is one"]}')[0] == 200
+    status, answer = send("POST", "/translate", b"{}", {"Content-Length": "x"})
+    assert status == 400 and "Content-Length 'x' is not a number" in answer["error"]
+    connection.close()
+    connection.connect()
+    connection.putrequest("POST", "/translate")
+    connection.putheader("Transfer-Encoding", "chunked")
+    connection.endheaders(b"2\r\n{}\r\n0\r\n\r\n")
+    response = connection.getresponse()
+    assert response.status == 411 and "not chunked" in json.loads(response.read())["error"]
+    connection.close()
+
+
+def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monkeypatch, capsys):
+    url, model, test = numbers
+
+    def broken(sentences, cfg):
+        raise RuntimeError("out of luck")
+
+    monkeypatch.setattr(model, "translate", broken)
+    status, answer, _ = call(url, "POST", "/translate", {"text": test[:2]})
+    assert status == 500 and "out of luck" in answer["error"]
+    assert "RuntimeError: out of luck" in capsys.readouterr().err
+    monkeypatch.undo()
+    answer = call(url, "POST", "/translate", {"text": test[:2]})[1]
+    assert answer["translations"] == reference(model, test[:2])
+
+
+def test_concurrent_requests_share_a_batch_and_each_gets_its_own_answer(numbers):
+    _, model, test = numbers
+    sentences = test[:32]
+    # The batch closes when it holds 32 sentences; the window never ends it first.
+    settings = dict(LIMITS, max_sentences=1, max_batch_sentences=32, batch_window_ms=HANG * 1000.0)
+    with running(model, **settings) as server:
+        with ThreadPoolExecutor(32) as pool:
+            answers = list(
+                pool.map(lambda s: call(server.url, "POST", "/translate", {"text": [s]}), sentences)
+            )
+        health = call(server.url, "GET", "/health")[1]
+    assert [status for status, _, _ in answers] == [200] * 32
+    assert [answer["translations"][0] for _, answer, _ in answers] == reference(model, sentences)
+    assert (health["requests"], health["batches"], health["sentences"]) == (32, 1, 32)
+
+
+def test_concurrent_requests_with_different_options(seed_run):
+    """Requests of every kind at once, each answered with its own sentence's result (the seed
+    model knows its nine sentences by heart)."""
+    model = TorchModel(load_checkpoint(seed_run / "best.pt"))
+    words = "one two three four five six seven eight nine".split()
+    digits = {word: str(i) for i, word in enumerate(words, 1)}
+    requests = []
+    for i, word in enumerate(words * 4):
+        sentence = f"{word} is {word}"
+        kind = i % 4
+        requests.append(
+            [
+                ("/translate", {"text": [sentence]}),
+                ("/translate", {"text": [sentence, "nine is nine"], "beam_size": 2}),
+                ("/translate", {"text": [sentence], "nbest": 2}),
+                ("/attention", {"text": sentence}),
+            ][kind]
+        )
+    with running(model) as server:
+        with ThreadPoolExecutor(len(requests)) as pool:
+            answers = list(pool.map(lambda r: call(server.url, "POST", *r), requests))
+        health = call(server.url, "GET", "/health")[1]
+    for (path, request), (status, answer, _) in zip(requests, answers, strict=True):
+        assert status == 200
+        word = (request["text"] if path == "/attention" else request["text"][0]).split()[0]
+        expected = f"{digits[word]} la {digits[word]}"
+        if path == "/attention":
+            assert answer["translation"] == expected
+        elif "nbest" in request:
+            assert answer["translations"][0][0]["translation"] == expected
+        else:
+            assert answer["translations"][0] == expected
+    assert health["requests"] == len(requests) and health["batches"] <= len(requests)
+
+
+def read_address(process: subprocess.Popen) -> str:
+    """The URL of the `serving ... at URL` line a started server prints on stderr."""
+    lines = []
+    reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
+    reader.start()
+    reader.join(timeout=HANG)
+    match = re.search(r"serving .* at (http://\S+)", lines[0] if lines else "")
+    assert match, f"no address in {lines}"
+    return match.group(1)
+
+
+@pytest.mark.slow
+def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
+    path = str(seed_run / "best.pt")
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", path, "--port", "0"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        sentences = ["three is three", "", "Twenty-one is five", "one is nine"]
+        cli = subprocess.run(
+            command("seq2seq.translate", "--checkpoint", path, "--nbest", "2", *sentences[::2]),
+            capture_output=True, text=True, env=ENV, timeout=HANG,
+        )  # fmt: skip
+        request = {"text": sentences[::2], "nbest": 2}
+        status, answer, _ = call(read_address(process), "POST", "/translate", request)
+        assert status == 200
+        lines = [
+            f"{i} ||| {h['translation']} ||| {h['score']:.4f}"
+            for i, best in enumerate(answer["translations"])
+            for h in best
+        ]
+        assert lines == cli.stdout.splitlines()
+        assert answer["warnings"] == [
+            line.removeprefix("warning: ") for line in cli.stderr.splitlines()
+        ]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
+        assert process.stderr.read() == "stopped serving (SIGTERM)\n"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        run_cli(serve.main, ["--checkpoint", str(tmp_path / "best.pt")])
+    assert stop.value.code == 1
+    message = f"error: no trained model at {tmp_path / 'best.pt'}: run `make train` first\n"
+    assert capsys.readouterr().err == message
+
+
+def chromium(width: int):
+    """Debian's headless Chromium under Selenium, with the system's driver (nothing is
+    downloaded); skips where either is missing."""
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in .[dev]")
+    browser, driver = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+    if not (browser.exists() and driver.exists()):
+        pytest.skip(f"no {browser} or {driver}: apt-get install chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(browser)
+    for flag in (
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--window-size={width},900",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=webdriver.ChromeService(str(driver)))
+
+
+@pytest.mark.slow
+def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    model = TorchModel(load_checkpoint(seed_run / "best.pt"))
+    with running(model, max_chars=40) as server:
+        browser = chromium(1000)
+        try:
+            browser.get(server.url)
+            wait = WebDriverWait(browser, HANG)
+            box = browser.find_element(By.ID, "sentence")
+            box.send_keys("three is three")
+            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
+            caption = (By.CSS_SELECTOR, "#heatmap caption")
+            wait.until(seen.text_to_be_present_in_element(caption, "decoder 1 cross, head 1"))
+            assert len(browser.find_elements(By.CSS_SELECTOR, "#heatmap tbody td")) == 4 * 4
+            Select(browser.find_element(By.ID, "kind")).select_by_value("encoder self")
+            Select(browser.find_element(By.ID, "head")).select_by_value("2")
+            assert browser.find_element(*caption).text == "encoder 1 self, head 2"
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            browser.save_screenshot(str(ARTIFACTS / "serve-page.png"))
+            print(f"screenshot: {ARTIFACTS / 'serve-page.png'}")
+
+            browser.set_window_size(360, 800)  # a phone: nothing wider than the screen
+            width = browser.execute_script("return document.documentElement.scrollWidth")
+            assert width <= browser.execute_script("return window.innerWidth")
+            browser.save_screenshot(str(ARTIFACTS / "serve-page-360.png"))
+
+            box.send_keys(" and so on" * 4)  # over max_chars: the page shows the API's error
+            wait.until(seen.visibility_of_element_located((By.ID, "error")))
+            assert "serve.max_chars" in browser.find_element(By.ID, "error").text
+        finally:
+            browser.quit()
