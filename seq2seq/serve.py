@@ -419,10 +419,17 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def serve(server: Server) -> None:
-    """Answer requests until Ctrl-C or SIGTERM."""
+    """Answer requests until Ctrl-C or SIGTERM.
+
+    The signal handler only asks the loop to stop (from another thread: `shutdown` waits for
+    the loop, which runs in this one); raising from the handler would be caught, and
+    ignored, by the server's own error handling if the signal came while it accepted a
+    connection."""
+    signals = []
 
     def stop(number: int, frame) -> None:
-        raise Interrupted(f"stopped serving ({signal.Signals(number).name})", number)
+        signals.append(number)
+        threading.Thread(target=server.shutdown, name="shutdown").start()
 
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, stop)
@@ -430,6 +437,8 @@ def serve(server: Server) -> None:
         server.serve_forever()
     finally:
         server.close()
+    if signals:
+        raise Interrupted(f"stopped serving ({signal.Signals(signals[0]).name})", signals[0])
 
 
 def main(argv: list[str] | None = None) -> None:

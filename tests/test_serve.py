@@ -23,7 +23,7 @@ from seq2seq.decode import translate, translate_nbest
 from seq2seq.errors import run_cli
 from seq2seq.translate import TorchModel, input_warnings
 
-from helpers import ENV, HANG, ROOT, command
+from helpers import ENV, HANG, ROOT, command, wait_until
 
 ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
 LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
@@ -371,3 +371,41 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
             assert "serve.max_chars" in browser.find_element(By.ID, "error").text
         finally:
             browser.quit()
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
+    """The signal may come while the server accepts a connection: it must stop all the same
+    (a signal handler that raised was once caught there by the server, which went on)."""
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    netloc, answered, stop = urlsplit(read_address(process)).netloc, [], threading.Event()
+
+    def connect_again_and_again() -> None:
+        while not stop.is_set():
+            try:
+                connection = http.client.HTTPConnection(netloc, timeout=HANG)
+                connection.request("GET", "/health")
+                answered.append(connection.getresponse().status)
+                connection.close()
+            except OSError:  # refused once the server has stopped
+                pass
+
+    clients = [threading.Thread(target=connect_again_and_again) for _ in range(4)]
+    try:
+        for client in clients:
+            client.start()
+        wait_until(lambda: len(answered) >= 50, "50 answered connections", process)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
+        assert "stopped serving (SIGTERM)" in process.stderr.read()
+    finally:
+        stop.set()
+        for client in clients:
+            client.join()
+        process.kill()
+        process.wait()
