@@ -37,6 +37,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.errors import UserError, command_parser, run_cli
@@ -169,14 +171,19 @@ class CTranslate2Model:
         src_path, tgt_path = vocab_files(directory)
         src_vocab = Vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = Vocab(tgt_path.read_bytes())
+        # One thread: on models this small, more threads only wait on each other (and on
+        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
+        # Creating the translator sets the OpenMP thread count of this thread, which torch
+        # shares, to 1: torch's count is put back after it.
+        torch_threads = torch.get_num_threads()
         try:
-            # One thread: on models this small, more threads only wait on each other (and on
-            # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
             translator = ct2.Translator(
                 str(directory), device=device, compute_type=compute_type, intra_threads=1
             )
         except (RuntimeError, ValueError) as error:
             raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+        finally:
+            torch.set_num_threads(torch_threads)
         return cls(config, src_vocab, tgt_vocab, translator)
 
     @property

@@ -5,6 +5,7 @@ import dataclasses
 import json
 
 import pytest
+import torch
 
 from seq2seq.decode import translate
 from seq2seq.errors import UserError
@@ -66,3 +67,15 @@ def test_a_folder_that_is_not_an_export_is_refused(trained_numbers_checkpoint, t
     assert (tmp_path / "notes.txt").read_text() == "mine"
     with pytest.raises(UserError, match="not an exported model"):
         CTranslate2Model.load(tmp_path)
+
+
+def test_loading_leaves_torch_its_threads(exported):
+    """CTranslate2 sets the OpenMP thread count it shares with torch; once it did so for the
+    rest of the process, and `make bench` then measured torch on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        CTranslate2Model.load(exported[0])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
