@@ -10,8 +10,9 @@ keeps what it needs from earlier steps:
 * cross-attention: the keys and values of the encoder output, (B, H, S, Dh), computed at the
   first step and reused for the rest of the sentence.
 
-When some sentences of a batch finish, `select` keeps only the rows still decoding, so
-finished sentences stop costing work.
+`select` keeps only the given batch rows, in the given order: greedy decoding drops the
+finished sentences with it (once half of the batch has finished), and beam search lets each
+surviving beam take over its parent's row.
 """
 
 from dataclasses import dataclass, field
