@@ -15,26 +15,36 @@ finished hypotheses that no live beam can beat any more, or at its length limit.
 Batching: the B sentences of a batch and their K beams run as B*K rows through the decoder,
 with the key/value cache of seq2seq/cache.py. After each step the cache rows are reordered
 to follow the beams that survived (a beam can have several children, or none).
+
+Every step is a fixed set of tensor operations on all B sentences at once, so that on a GPU
+the host never waits for the device except once per step, to ask whether every sentence is
+done. Per sentence, the tensors are:
+
+    scores    (B, K)     total log-probability of each live beam (-inf: no beam)
+    history   (B, K, L)  the output pieces of each live beam, PAD after its length
+    finished  (B, K)     scores of the K best finished hypotheses (-inf: none yet),
+    outputs   (B, K, L)  and their pieces
 """
 
 import torch
 
 from seq2seq.cache import DecoderCache
 from seq2seq.model import Transformer
-from seq2seq.special import BOS, EOS, forbid_non_outputs
+from seq2seq.special import BOS, EOS, PAD, non_output_logits
 
 Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, output ids)
+NONE = float("-inf")  # the score of no beam, or of no hypothesis
 
 
-def length_penalty(pieces: int, alpha: float) -> float:
+def length_penalty(pieces, alpha: float):
+    """Of a number of pieces, or of a tensor of them."""
     return ((5 + pieces) / 6) ** alpha
 
 
-def finished_beats_beams(finished: list[Hypothesis], best_possible: float, k: int) -> bool:
-    """True when K hypotheses have finished and none of the live beams can still beat the worst
-    of them. Log-probabilities only fall as a beam grows, and the length penalty is at most
-    lp(limit), so a live beam's final score is at most its score now / lp(limit)."""
-    return len(finished) >= k and finished[0][0] >= best_possible
+def take(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """tensor (B, N, ...), index (B, M) -> (B, M, ...): the rows `index` of each sentence."""
+    index = index.view(*index.shape, *[1] * (tensor.dim() - 2)).expand(-1, -1, *tensor.shape[2:])
+    return tensor.gather(1, index)
 
 
 @torch.inference_mode()
@@ -46,66 +56,72 @@ def beam_search(
     alpha: float,
 ) -> list[list[Hypothesis]]:
     """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first."""
-    batch, k = src.size(0), beam_size
+    batch, k, device = src.size(0), beam_size, src.device
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
     cache = DecoderCache.empty(len(model.decoder))
-    token = torch.full((batch * k, 1), BOS, dtype=torch.long, device=src.device)  # (B*K, 1)
-    # Total log-probability of each beam; at first only beam 0 of each sentence is real.
+    longest, vocab = int(limits.max()), model.generator.out_features
     dtype = torch.promote_types(memory.dtype, torch.float32)  # scores in fp32 at least
-    scores = torch.full((batch, k), float("-inf"), dtype=dtype, device=src.device)
-    scores[:, 0] = 0.0
-    beams: list[list[list[int]]] = [[[] for _ in range(k)] for _ in range(batch)]
-    finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    done = [False] * batch
-    limit = limits.tolist()
+    forbidden = non_output_logits(memory.to(dtype), vocab)  # (V,)
+    rank = torch.arange(2 * k, device=device)  # (2K,) of each step's 2K best candidates
+    first_row = torch.arange(batch, device=device)[:, None] * k  # (B, 1) of each sentence
 
-    for step in range(max(limit)):
+    # At first only beam 0 of each sentence is real.
+    scores = torch.full((batch, k), NONE, dtype=dtype, device=device)
+    scores[:, 0] = 0.0
+    history = torch.full((batch, k, longest), PAD, dtype=torch.long, device=device)
+    finished = torch.full((batch, k), NONE, dtype=dtype, device=device)
+    outputs = history.clone()
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    token = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)  # (B*K, 1)
+
+    for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1].to(dtype)  # (B*K, V)
-        log_probs = torch.log_softmax(forbid_non_outputs(logits), dim=-1)
-        vocab = log_probs.size(-1)
+        log_probs = torch.log_softmax(logits + forbidden, dim=-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
         # 2K candidates: enough to find K that do not end the hypothesis
-        top_scores, top_ids = candidates.topk(2 * k, dim=1)
+        top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (B, 2K), best first
+        parent, tok = top_ids // vocab, top_ids % vocab  # (B, 2K) each
+        last_step = step + 1 >= limits  # (B,)
+        ends = (tok == EOS) | last_step[:, None]
+        real = top_scores > NONE
 
-        rows, tokens, new_scores = [], [], []
-        new_beams: list[list[list[int]]] = []
-        for b in range(batch):
-            survivors: list[tuple[int, int, float]] = []  # (beam, token, score)
-            if not done[b]:
-                last_step = step + 1 >= limit[b]
-                ranked = zip(top_scores[b].tolist(), top_ids[b].tolist(), strict=True)
-                for rank, (score, index) in enumerate(ranked):
-                    beam, tok = divmod(index, vocab)
-                    if score == float("-inf") or len(survivors) == k:
-                        break
-                    if tok == EOS or last_step:
-                        if rank < k:  # among the K best candidates: a hypothesis ends here
-                            output = beams[b][beam] + ([] if tok == EOS else [tok])
-                            normalised = score / length_penalty(step + 1, alpha)
-                            finished[b] = sorted(finished[b] + [(normalised, output)])[-k:]
-                    else:
-                        survivors.append((beam, tok, score))
-                done[b] = (
-                    last_step
-                    or not survivors
-                    or finished_beats_beams(
-                        finished[b], survivors[0][2] / length_penalty(limit[b], alpha), k
-                    )
-                )
-            if done[b]:  # keep the rows, but with nothing that can win
-                survivors = [(0, EOS, float("-inf"))] * k
-            survivors += [(0, EOS, float("-inf"))] * (k - len(survivors))
-            new_beams.append([beams[b][beam] + [tok] for beam, tok, _ in survivors])
-            rows += [b * k + beam for beam, _, _ in survivors]
-            tokens += [tok for _, tok, _ in survivors]
-            new_scores += [score for _, _, score in survivors]
-        if all(done):
+        # Candidates among the K best that end become finished hypotheses: the K best of the
+        # old and the new ones are kept. The output leaves out EOS.
+        ending = (ends & real & (rank < k) & ~done[:, None])[:, :k]  # (B, K)
+        ended = take(history, parent[:, :k])  # (B, K, L)
+        ended[:, :, step] = tok[:, :k].masked_fill(tok[:, :k] == EOS, PAD)
+        normalised = (top_scores[:, :k] / length_penalty(step + 1, alpha)).masked_fill(
+            ~ending, NONE
+        )
+        finished, best = torch.cat([finished, normalised], 1).topk(k, dim=1)  # (B, K)
+        outputs = take(torch.cat([outputs, ended], 1), best)
+
+        # The K best candidates that do not end live on (NONE: fewer than K did).
+        going_on = ~ends & real
+        order = torch.where(going_on, rank, rank + 2 * k).argsort(dim=1)[:, :k]  # (B, K)
+        scores = top_scores.gather(1, order).masked_fill(~going_on.gather(1, order), NONE)
+        parent, tok = parent.gather(1, order), tok.gather(1, order)
+
+        # A sentence is done at its limit, without live beams, or when its K finished
+        # hypotheses cannot be beaten any more: log-probabilities only fall as a beam grows,
+        # and the length penalty is at most lp(limit).
+        best_possible = scores[:, 0] / length_penalty(limits, alpha)
+        beaten = (finished[:, -1] > NONE) & (finished[:, -1] >= best_possible)
+        done |= last_step | (scores[:, 0] == NONE) | beaten
+        if bool(done.all()):  # the one wait for the device in a step
             break
-        beams = new_beams
-        rows_tensor = torch.tensor(rows, device=src.device)
-        cache.select(rows_tensor)  # each surviving beam takes over its parent's cache row
-        token = torch.tensor(tokens, device=src.device)[:, None]
-        scores = torch.tensor(new_scores, dtype=dtype, device=src.device).view(batch, k)
+        scores = scores.masked_fill(done[:, None], NONE)  # nothing there can win
+        history = take(history, parent)
+        history[:, :, step] = tok
+        cache.select((first_row + parent).view(-1))  # each beam takes over its parent's row
+        token = tok.view(-1, 1)
 
-    return [sorted(hyps, key=lambda h: h[0], reverse=True) for hyps in finished]
+    return [
+        [(score, strip_padding(ids)) for score, ids in zip(*sentence, strict=True) if score > NONE]
+        for sentence in zip(finished.tolist(), outputs.tolist(), strict=True)
+    ]  # (NONE: fewer than K hypotheses finished)
+
+
+def strip_padding(ids: list[int]) -> list[int]:
+    return ids[: ids.index(PAD)] if PAD in ids else ids

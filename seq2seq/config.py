@@ -126,7 +126,8 @@ class TrainConfig:
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
     valid_beam_size: int = 1  # validation translates greedily (1), or with this many beams
     threads: int = 0  # CPU threads for torch (0: torch's default)
-    # auto: bf16 autocast on a GPU that supports it, fp32 elsewhere; fp16 adds a gradient scaler.
+    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
+    # elsewhere (seq2seq/device.py); fp16 adds a gradient scaler.
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the model for training (worth it on GPUs)
 
@@ -140,6 +141,9 @@ class DecodeConfig:
     # The longest output is max_len_a * source_length + max_len_b pieces.
     max_len_a: float = 2.0
     max_len_b: int = 10
+    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
+    # (seq2seq/device.py); fp32 gives CTranslate2's float32 outputs exactly.
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
 
 
 @dataclass

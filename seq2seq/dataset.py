@@ -156,4 +156,7 @@ class TokenPairs:
             tgt[row, tgt_len[row] + 1] = EOS
         tgt[:, 0] = BOS
         tgt_in = np.where(tgt == EOS, PAD, tgt)[:, :-1]  # (B, T): BOS ids, EOS dropped
-        return torch.from_numpy(src), torch.from_numpy(tgt_in), torch.from_numpy(tgt[:, 1:])
+        # contiguous copies, not views: only those are pinned so that the copy to a GPU is
+        # asynchronous
+        arrays = (src, tgt_in, tgt[:, 1:])
+        return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)

@@ -32,8 +32,9 @@ from seq2seq.batching import source_tensor
 from seq2seq.beam import beam_search
 from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig
+from seq2seq.device import autocast, autocast_dtype
 from seq2seq.model import Transformer
-from seq2seq.special import BOS, EOS, PAD, forbid_non_outputs
+from seq2seq.special import BOS, EOS, PAD, non_output_logits
 from seq2seq.vocab import Vocab
 
 
@@ -42,11 +43,6 @@ def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> tor
     source_lengths = (src != PAD).sum(dim=1)
     limits = (cfg.max_len_a * source_lengths + cfg.max_len_b).long()
     return limits.clamp(1, model.cfg.max_positions - 1)
-
-
-def next_tokens(logits: torch.Tensor) -> torch.Tensor:
-    """(B, V) logits of the last position -> (B,) most probable real token."""
-    return forbid_non_outputs(logits).argmax(dim=-1)
 
 
 def strip(outputs: torch.Tensor) -> list[list[int]]:
@@ -65,9 +61,10 @@ def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch
     batch = src.size(0)
     ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1 + steps)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
     for step in range(int(limits.max())):
         logits = model.decode(ys, memory, src_mask)[:, -1]  # the whole prefix, again
-        token = next_tokens(logits).masked_fill(finished, PAD)  # (B,)
+        token = (logits + forbidden).argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
         ys = torch.cat([ys, token[:, None]], dim=1)
         finished |= (token == EOS) | (step + 1 >= limits)
         if finished.all():
@@ -90,7 +87,7 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
         src_mask = None  # no padding to hide
     batch, longest = src.size(0), int(limits.max())
     outputs = torch.full((batch, longest), PAD, dtype=torch.long, device=src.device)
-    forbidden = forbid_non_outputs(memory.new_zeros(model.generator.out_features))  # (V,)
+    forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
     rows = torch.arange(batch, device=src.device)  # the batch row of each sentence in the loop
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (b,)
     cache = DecoderCache.empty(len(model.decoder))
@@ -148,12 +145,15 @@ def in_length_order(model: Transformer, sources: list[list[int]], batch_size: in
 
 
 @contextmanager
-def evaluating(model: Transformer):
-    """Eval mode (no dropout) inside, the model's own mode again after."""
+def evaluating(model: Transformer, precision: str):
+    """Eval mode (no dropout) and autocast to `precision` (decode.precision) inside; the
+    model's own mode again after."""
+    device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     try:
-        yield
+        with autocast(device, autocast_dtype(precision, device, "decode.precision")):
+            yield
     finally:
         model.train(was_training)
 
@@ -167,7 +167,7 @@ def translate(
 ) -> list[str]:
     """Raw source sentences -> detokenized translations, in the same order."""
     sources = src_vocab.encode(sentences)
-    with evaluating(model):
+    with evaluating(model, cfg.precision):
         decode = partial(decode_batch, model, cfg=cfg)  # src (B, S) -> B id lists
         outputs = in_length_order(model, sources, cfg.batch_size, decode, [])
     return tgt_vocab.decode(outputs)
@@ -188,6 +188,6 @@ def translate_nbest(
         return beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
 
     sources = src_vocab.encode(sentences)
-    with evaluating(model):
+    with evaluating(model, cfg.precision):
         nbest = in_length_order(model, sources, cfg.batch_size, search, [(0.0, [])])
     return [[(score, tgt_vocab.decode([ids])[0]) for score, ids in hyps] for hyps in nbest]

@@ -58,6 +58,23 @@ def import_ctranslate2():
     return ctranslate2
 
 
+def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
+    """Our device names -> CTranslate2's (device, device_index), given how many CUDA devices
+    CTranslate2 sees: 'auto' is the first GPU if there is one, 'cuda:1' is ("cuda", 1)."""
+    if name == "auto":
+        return ("cuda", 0) if cuda_devices else ("cpu", 0)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise UserError(f"device {name!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+    index = device.index or 0
+    if device.type == "cuda" and index >= cuda_devices:
+        raise UserError(f"device {name!r} requested but CTranslate2 sees {cuda_devices} GPU(s)")
+    return device.type, index
+
+
 def transformer_spec(checkpoint: Checkpoint):
     """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies."""
     import_ctranslate2()
@@ -158,7 +175,8 @@ class CTranslate2Model:
     translator: object  # ctranslate2.Translator
 
     @classmethod
-    def load(cls, directory: str | Path, device: str = "cpu", compute_type: str = "default"):
+    def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
+        """`device`: auto, cpu, cuda or cuda:N."""
         ct2, directory = import_ctranslate2(), Path(directory)
         if not (directory / CONFIG_FILE).exists():
             raise UserError(
@@ -175,11 +193,13 @@ class CTranslate2Model:
         # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
         # Creating the translator sets the OpenMP thread count of this thread, which torch
         # shares, to 1: torch's count is put back after it.
+        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
         torch_threads = torch.get_num_threads()
         try:
             translator = ct2.Translator(
-                str(directory), device=device, compute_type=compute_type, intra_threads=1
-            )
+                str(directory), device, device_index=index, compute_type=compute_type,
+                intra_threads=1,
+            )  # fmt: skip
         except (RuntimeError, ValueError) as error:
             raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
         finally:

@@ -13,8 +13,10 @@ without loading sentencepiece or the corpus readers.
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 
 
-def forbid_non_outputs(logits):
-    """Decoding: PAD and BOS are never an output token. (..., V) logits (a tensor) -> a new
-    tensor with their logits at -inf; the given one is left as it was."""
-    never = logits.new_tensor([PAD, BOS]).long()
-    return logits.index_fill(-1, never, float("-inf"))
+def non_output_logits(like, vocab_size: int):
+    """Decoding: PAD and BOS are never an output token. -> a (V,) row of logits' corrections,
+    0 everywhere but -inf at PAD and BOS, on the device and of the dtype of tensor `like`.
+    Made once per decoding: each step adds it to its (..., V) logits."""
+    row = like.new_zeros(vocab_size)
+    row[PAD] = row[BOS] = float("-inf")
+    return row

@@ -31,6 +31,7 @@ import threading
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -45,6 +46,7 @@ from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_argument
 from seq2seq.corpus import load_split
 from seq2seq.dataset import TokenPairs
 from seq2seq.decode import evaluating, translate
+from seq2seq.device import autocast, autocast_dtype
 from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
 from seq2seq.files import remove_stale_temporaries, write_lines
@@ -61,16 +63,6 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
-
-
-def resolve_precision(precision: str, device: torch.device) -> torch.dtype | None:
-    """The autocast dtype for train.precision on this device (None: plain fp32)."""
-    if precision == "auto":
-        on_gpu = device.type == "cuda" and torch.cuda.is_bf16_supported()
-        precision = "bf16" if on_gpu else "fp32"
-    if precision == "fp16" and device.type != "cuda":
-        raise UserError("train.precision: fp16 needs a CUDA device; use bf16 or fp32")
-    return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
 def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -112,20 +104,21 @@ def validate(
     """Per-token cross-entropy (no label smoothing) on the valid split, and the exact match
     and BLEU of its translations against the reference text, as `make eval` scores them."""
     ids, pairs = valid
-    total, tokens = 0.0, 0
-    with evaluating(model):
+    total, tokens = torch.zeros((), device=device), 0
+    decode = replace(config.decode, beam_size=config.train.valid_beam_size)
+    with evaluating(model, decode.precision):
         rng = np.random.default_rng(0)
         for indices in token_batches(
             ids.src_lengths, ids.tgt_lengths, config.train.batch_tokens, rng
         ):
-            batch = tuple(t.to(device) for t in ids.batch(indices))
-            total += batch_loss(model, batch, 0.0, reduction="sum").item()
-            tokens += int((batch[2] != PAD).sum())
-        decode = replace(config.decode, beam_size=config.train.valid_beam_size)
-        hypotheses = translate(model, *vocabs, [s for s, _ in pairs], decode)
+            src, tgt_in, tgt_out = ids.batch(indices)
+            tokens += int((tgt_out != PAD).sum())  # counted on the host, before the copy
+            batch = tuple(t.to(device) for t in (src, tgt_in, tgt_out))
+            total += batch_loss(model, batch, 0.0, reduction="sum").float()
+    hypotheses = translate(model, *vocabs, [s for s, _ in pairs], decode)
     references = [t for _, t in pairs]
     return {
-        "valid_loss": total / tokens,
+        "valid_loss": total.item() / tokens,
         "valid_exact_match": exact_match(hypotheses, references),
         "valid_bleu": sacrebleu_scores(hypotheses, references)["bleu"],
     }
@@ -218,6 +211,13 @@ def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches
             )
 
 
+def restore_scaler(scaler: torch.amp.GradScaler, state: dict) -> None:
+    """The gradient scaler's state from last.pt. A run saved without fp16 has none (its
+    scaler was off): an fp16 run resumed from it starts from a fresh scale."""
+    if state:
+        scaler.load_state_dict(state)
+
+
 class StopOnSignal:
     """SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, save and exit.
     A second Ctrl-C stops at once; no file is harmed, since every file is written atomically."""
@@ -288,25 +288,27 @@ class Report:
     def __init__(self, total: int, initial: int, enabled: bool, every: float = 30.0):
         self.terminal = enabled and sys.stderr.isatty()
         self.enabled, self.every, self.total = enabled, every, total
-        self.last_line = -math.inf  # the first step gets a line
+        self.last_line = self.last_postfix = -math.inf  # the first step is shown
         self.bar = tqdm(
             total=total, initial=initial, desc="train", unit="step", mininterval=0.5,
             disable=not self.terminal,
         )  # fmt: skip
 
-    def update(self, step: int, loss: float, lr: float, tokens_per_s: float) -> None:
+    def update(self, step: int, loss: torch.Tensor | float, lr: float, tokens_per_s: float) -> None:
+        """`loss` may still be computing on the GPU: it is read (waiting for it) only when
+        shown, at most twice a second on a terminal, every `every` seconds elsewhere."""
         self.bar.update(1)
-        self.bar.set_postfix(
-            loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", refresh=False
-        )  # refresh=False: redrawn at most every `mininterval` seconds
-        if (
-            self.enabled
-            and not self.terminal
-            and time.perf_counter() - self.last_line >= self.every
-        ):
-            self.last_line = time.perf_counter()
+        now = time.perf_counter()
+        if self.terminal and now - self.last_postfix >= self.bar.mininterval:
+            self.last_postfix = now
+            self.bar.set_postfix(
+                loss=f"{float(loss):.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}",
+                refresh=False,
+            )  # fmt: skip
+        if self.enabled and not self.terminal and now - self.last_line >= self.every:
+            self.last_line = now
             print(
-                f"step {step:,}/{self.total:,}  loss {loss:.3f}  lr {lr:.2e}  "
+                f"step {step:,}/{self.total:,}  loss {float(loss):.3f}  lr {lr:.2e}  "
                 f"{tokens_per_s:,.0f} tokens/s",
                 file=sys.stderr,
                 flush=True,
@@ -322,23 +324,33 @@ class Report:
 
 @dataclass
 class Throughput:
-    """Loss and tokens per second since the last validation."""
+    """The steps since the last validation: their losses, kept on the device (reading each
+    one would make the host wait for the GPU at every step) and read once, at the next
+    validation or stop; their tokens per second."""
 
-    loss: float = 0.0
-    steps: int = 0
+    first_step: int  # the step of losses[0]
+    losses: list[torch.Tensor] = field(default_factory=list)  # 0-dim, one per step
     tokens: int = 0
     start: float = field(default_factory=time.perf_counter)
 
-    def add(self, loss: float, tokens: int) -> None:
-        self.loss, self.steps, self.tokens = self.loss + loss, self.steps + 1, self.tokens + tokens
+    def add(self, loss: torch.Tensor, tokens: int) -> None:
+        self.losses.append(loss)
+        self.tokens += tokens
 
-    @property
-    def mean_loss(self) -> float:
-        return self.loss / max(1, self.steps)
+    def read_losses(self) -> list[float]:
+        """The losses of these steps, read off the device at once."""
+        return torch.stack(self.losses).tolist() if self.losses else []
 
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / max(1e-9, time.perf_counter() - self.start)
+
+
+class StepResult(NamedTuple):
+    loss: torch.Tensor  # 0-dim, on the device: the step's loss per target token, all processes
+    tokens: int  # source and target tokens of the step, all processes
+    stop_asked: bool  # a signal reached one of the processes
+    lr: float
 
 
 class Trainer:
@@ -358,7 +370,7 @@ class Trainer:
         if world.distributed:
             torch.manual_seed(self.cfg.seed + world.rank)  # same weights, own dropout
         self.optimizer = make_optimizer(self.model, self.cfg)
-        self.autocast_dtype = resolve_precision(self.cfg.precision, device)
+        self.autocast_dtype = autocast_dtype(self.cfg.precision, device, "train.precision")
         # fp16 needs its loss scaled up so that small gradients do not underflow; bf16 does not
         fp16 = self.autocast_dtype == torch.float16
         self.scaler = torch.amp.GradScaler(device.type, enabled=fp16)
@@ -398,7 +410,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         training = state["training"]
         self.optimizer.load_state_dict(training["optimizer"])
-        self.scaler.load_state_dict(training["scaler"])
+        restore_scaler(self.scaler, training["scaler"])
         states = training["random"]  # one per process of the run that saved them
         set_random_states(states[world.rank % len(states)], self.device)
         self.progress = Progress(**training["progress"])
@@ -416,10 +428,9 @@ class Trainer:
     def finished(self) -> bool:
         return self.progress.stopped_early or self.progress.step >= self.cfg.max_steps
 
-    def step(self, micro_batches: list[tuple], real: bool, stop: StopOnSignal) -> tuple:
-        """One optimizer step over this process's micro-batches -> (the step's loss per target
-        token and its tokens, summed over processes; whether a signal reached any process;
-        the learning rate)."""
+    def step(self, micro_batches: list[tuple], real: bool, stop: StopOnSignal) -> StepResult:
+        """One optimizer step over this process's micro-batches. Nothing here waits for the
+        GPU: the loss stays on the device, and the counts come from the batches on the host."""
         cfg, world, device = self.cfg, self.world, self.device
         lr = learning_rate(self.progress.step, cfg)
         for group in self.optimizer.param_groups:
@@ -429,33 +440,31 @@ class Trainer:
         weight = 1.0 if real else 0.0  # a pass that adds nothing, for DDP's sake
         local_targets = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in micro_batches)
         local_tokens = local_targets + sum(int((src != PAD).sum()) for src, _, _ in micro_batches)
-        targets, stops = distributed.sum_over_processes(
-            [local_targets * weight, float(stop.received is not None)], world, device
+        targets, tokens, stops = distributed.sum_over_processes(
+            [local_targets * weight, local_tokens * weight, float(stop.received is not None)],
+            world,
         )
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum = 0.0
+        loss_sum = torch.zeros((), device=device)
         for i, micro_batch in enumerate(micro_batches):
             batch = tuple(t.to(device, non_blocking=True) for t in micro_batch)
             last = i == len(micro_batches) - 1  # DDP exchanges gradients at the last backward
             sync = self.parallel.no_sync() if world.distributed and not last else nullcontext()
-            autocast = torch.autocast(
-                device.type, self.autocast_dtype, enabled=self.autocast_dtype is not None
-            )
-            with sync, autocast:
+            with sync, autocast(device, self.autocast_dtype):
                 loss = batch_loss(self.step_model, batch, cfg.label_smoothing, reduction="sum")
             # DDP averages over the processes: scaling by their number makes it a sum
             self.scaler.scale(loss * (weight * world.size / targets)).backward()
-            loss_sum += loss.item() * weight
+            loss_sum += loss.detach().float() * weight
         self.scaler.unscale_(self.optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        total_loss, total_tokens = distributed.sum_over_processes(
-            [loss_sum, local_tokens * weight], world, device
-        )
-        return total_loss / targets, int(total_tokens), bool(stops), lr
+        loss = distributed.sum_on_device(loss_sum / targets, world)
+        return StepResult(loss, int(tokens), bool(stops), lr)
 
-    def validate_and_keep_best(self, meter: Throughput, lr: float, report: Report) -> None:
+    def validate_and_keep_best(
+        self, train_loss: float, meter: Throughput, lr: float, report: Report
+    ) -> None:
         """Rank 0 validates, keeps the best checkpoint and logs; every process takes its
         decisions (best, patience), so that all stop together."""
         progress, cfg = self.progress, self.cfg
@@ -463,7 +472,7 @@ class Trainer:
             result = {
                 "step": progress.step,
                 "epoch": self.sampler.epoch,
-                "train_loss": meter.mean_loss,
+                "train_loss": train_loss,
                 "lr": lr,
                 "tokens_per_s": meter.tokens_per_s,
                 **validate(self.model, self.config, self.vocabs, self.valid, self.device),
@@ -514,71 +523,86 @@ class Trainer:
     def run(self) -> dict:
         """The training loop: steps, validations, checkpoints, until max_steps, patience or a
         signal."""
-        cfg, progress, world = self.cfg, self.progress, self.world
+        cfg, progress = self.cfg, self.progress
         if self.finished:
-            if world.main:
+            if self.world.main:
                 print(
                     f"{self.last_path}: training already finished at step {progress.step:,}; raise "
                     "train.max_steps to train on, or pass --restart to start over"
                 )
             return progress.best
-        if world.main:
-            processes = f" x {world.size} processes" if world.distributed else ""
-            print(
-                f"training {self.model.num_parameters():,} parameters on {self.device}{processes} "
-                f"({self.autocast_dtype or torch.float32}), {len(self.data):,} training pairs, "
-                f"up to {cfg.max_steps:,} steps"
-            )
-        saved = (
-            f"{self.last_path} (step {progress.step:,}) is kept"
-            if progress.step
-            else "nothing saved"
-        )
-        report = Report(cfg.max_steps, progress.step, enabled=world.main)
-        meter, start = Throughput(), time.perf_counter()
+        self.announce()
+        report = Report(cfg.max_steps, progress.step, enabled=self.world.main)
+        meter, start = Throughput(progress.step + 1), time.perf_counter()
         batches = Prefetcher(self.sampler, self.data, self.device)
         self.model.train()
         try:
             with StopOnSignal() as stop:
                 while not self.finished:
                     micro_batches, real, sampler_state = next(batches)
-                    loss, tokens, stop_asked, lr = self.step(micro_batches, real, stop)
-                    if not math.isfinite(loss):  # nothing of this step is saved
-                        raise UserError(
-                            f"training diverged: the loss is {loss} at step {progress.step + 1}; "
-                            f"{saved}. Lower train.lr or raise train.warmup_steps, then --restart"
-                        )
+                    result = self.step(micro_batches, real, stop)
                     progress.step += 1
                     progress.sampler = sampler_state
-                    meter.add(loss, tokens)
-                    report.update(progress.step, loss, lr, meter.tokens_per_s)
+                    meter.add(result.loss, result.tokens)
+                    report.update(progress.step, result.loss, result.lr, meter.tokens_per_s)
                     if progress.step % cfg.eval_every == 0 or progress.step == cfg.max_steps:
+                        train_loss = self.checked_loss(meter)
                         progress.elapsed_s += time.perf_counter() - start
                         start = time.perf_counter()
-                        self.validate_and_keep_best(meter, lr, report)
+                        self.validate_and_keep_best(train_loss, meter, result.lr, report)
                         self.save_last()
-                        saved = f"{self.last_path} (step {progress.step:,}) is kept"
-                        meter = Throughput()
-                    if stop_asked and not self.finished:  # asked in any process: all stop here
+                        meter = Throughput(progress.step + 1)
+                    if result.stop_asked and not self.finished:  # in any process: all stop here
+                        self.checked_loss(meter)
                         progress.elapsed_s += time.perf_counter() - start
                         self.save_last()
-                        number = stop.received or signal.SIGTERM  # (another process got it)
-                        raise Interrupted(
-                            f"stopped at step {progress.step:,} ({signal.Signals(number).name}); "
-                            f"saved {self.last_path}: run the same command again to resume",
-                            number,
-                        )
+                        raise self.interrupted(stop)
         finally:
             batches.close()
             report.close()
         best = progress.best
-        if world.main:
+        if self.world.main:
             print(
                 f"best: step {best['step']}, valid exact match {best['valid_exact_match']:.4f}, "
                 f"valid BLEU {best['valid_bleu']:.2f}, valid loss {best['valid_loss']:.4f}; "
                 f"saved to {self.config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
             )
         return best
+
+    def announce(self) -> None:
+        if self.world.main:
+            processes = f" x {self.world.size} processes" if self.world.distributed else ""
+            print(
+                f"training {self.model.num_parameters():,} parameters on {self.device}{processes} "
+                f"({self.autocast_dtype or torch.float32}), {len(self.data):,} training pairs, "
+                f"up to {self.cfg.max_steps:,} steps"
+            )
+
+    def checked_loss(self, meter: Throughput) -> float:
+        """The mean training loss since the last validation; an error naming the first step
+        whose loss was not finite. Every save comes after this check, so none of such a
+        step is saved."""
+        losses = meter.read_losses()
+        for step, loss in enumerate(losses, meter.first_step):
+            if not math.isfinite(loss):
+                kept = (
+                    f"{self.last_path} (step {meter.first_step - 1:,}) is kept"
+                    if meter.first_step > 1
+                    else "nothing saved"
+                )
+                raise UserError(
+                    f"training diverged: the loss is {loss} at step {step}; {kept}. "
+                    "Lower train.lr or raise train.warmup_steps, then --restart"
+                )
+        return sum(losses) / max(1, len(losses))
+
+    def interrupted(self, stop: StopOnSignal) -> Interrupted:
+        number = stop.received or signal.SIGTERM  # (another process got it)
+        return Interrupted(
+            f"stopped at step {self.progress.step:,} ({signal.Signals(number).name}); "
+            f"saved {self.last_path}: run the same command again to resume",
+            number,
+        )
 
 
 def train(config: Config, restart: bool = False) -> dict:

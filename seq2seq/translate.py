@@ -137,8 +137,7 @@ def load_model(args) -> TorchModel | CTranslate2Model:
     if args.engine == "ctranslate2":
         if not args.model:
             raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
-        device = "cpu" if args.device == "auto" else args.device
-        return CTranslate2Model.load(args.model, device, args.compute_type)
+        return CTranslate2Model.load(args.model, args.device, args.compute_type)
     path = args.checkpoint or load_config(args.config).checkpoint_path
     return TorchModel(load_checkpoint(path, pick_device(args.device)))
 

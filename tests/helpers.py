@@ -12,6 +12,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+import torch
+
+from seq2seq.device import pick_device
+
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 600  # seconds: a process taking longer than this is hung, not slow
 
@@ -36,3 +41,29 @@ def wait_until(condition: Callable[[], bool], what: str, process=None) -> float:
             raise AssertionError(f"hung: still no {what} after {HANG} s")
         time.sleep(0.02)
     return time.monotonic() - start
+
+
+# The device the suite's training runs pick: they keep train.device: auto, unless a test checks
+# what only the CPU does and says train.device=cpu.
+TRAINING_DEVICE = pick_device("auto").type
+# CUDA kernels do not promise the same bits from run to run (atomic additions in another
+# order), and Adam turns last-bit noise into updates as large as the learning rate where a
+# gradient is about 0: two runs that should be the same agree to this on a GPU.
+GPU_TOLERANCE = 5e-2
+
+
+def assert_same_parameters(actual: dict, expected: dict) -> None:
+    """Two training runs that should be the same: bit for bit on the CPU, within
+    GPU_TOLERANCE on a GPU."""
+    assert actual.keys() == expected.keys()
+    for name, tensor in actual.items():
+        if TRAINING_DEVICE == "cpu":
+            assert torch.equal(tensor, expected[name]), name
+        else:
+            torch.testing.assert_close(tensor, expected[name], rtol=0, atol=GPU_TOLERANCE, msg=name)
+
+
+def same_figures(expected: list[float]) -> object:
+    """What the figures of a run that should be the same must equal: these on the CPU,
+    figures within GPU_TOLERANCE of them on a GPU."""
+    return expected if TRAINING_DEVICE == "cpu" else pytest.approx(expected, rel=GPU_TOLERANCE)

@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from seq2seq.batching import source_tensor
 from seq2seq.beam import beam_search
@@ -140,3 +141,62 @@ def test_beam_search_on_a_trained_model(trained_numbers_model):
         assert sum(f[0][0] for _, f in pairs) > sum(o[0][0] for o, _ in pairs)
     finally:
         model.float()
+
+
+class HostReads(TorchDispatchMode):
+    """Counts the operations that make the host wait for a GPU: reading a value (.item(),
+    bool(), int()), a result whose size depends on values (nonzero), and copies of host data
+    into a tensor (torch.tensor(list))."""
+
+    # (in inference mode .item() and bool() dispatch as item and is_nonzero)
+    WAITS = {"_local_scalar_dense", "item", "is_nonzero", "nonzero"}
+
+    def __init__(self):
+        super().__init__()
+        self.waits = self.from_host = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__  # aten.item.default -> item
+        self.waits += name in self.WAITS
+        self.from_host += name == "lift_fresh"
+        return func(*args, **(kwargs or {}))
+
+
+def test_beam_search_waits_for_the_device_once_per_step(monkeypatch):
+    torch.manual_seed(0)
+    model = random_model(12, torch.float32)
+    src = source_tensor([torch.randint(4, 12, (int(n),)).tolist() for n in range(1, 9)])
+    decode, tolist = model.decode, torch.Tensor.tolist
+
+    def search(limit: int) -> tuple[int, HostReads, int]:
+        steps, tolists = [], []
+        monkeypatch.setattr(model, "decode", lambda *a: steps.append(1) or decode(*a))
+        monkeypatch.setattr(torch.Tensor, "tolist", lambda t: tolists.append(1) or tolist(t))
+        with HostReads() as reads:
+            nbest = beam_search(model, src, torch.full((8,), limit), 4, 1.0)
+        monkeypatch.undo()
+        assert all(len(hypotheses) == 4 for hypotheses in nbest)
+        return len(steps), reads, len(tolists)
+
+    (short, short_reads, short_tolists), (long, long_reads, long_tolists) = search(5), search(20)
+    assert long > short
+    # each further step: one wait (are all sentences done?), no data from the host
+    assert long_reads.waits - short_reads.waits == long - short
+    assert long_reads.from_host == short_reads.from_host
+    assert short_tolists == long_tolists == 2  # the results, once at the end
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_beam_search_synchronises_with_the_gpu_once_per_step():
+    torch.manual_seed(0)
+    model = random_model(12, torch.float32).cuda()
+    src = source_tensor([torch.randint(4, 12, (int(n),)).tolist() for n in range(1, 9)]).cuda()
+    limits = torch.full((8,), 20, device="cuda")
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with pytest.warns(UserWarning, match="synchroniz") as warnings:
+            beam_search(model, src, limits, 4, 1.0)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    steps = 20  # at most, one "all done?" each; the longest limit; the results
+    assert len(warnings) <= steps + 1 + 2

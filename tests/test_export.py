@@ -9,7 +9,7 @@ import torch
 
 from seq2seq.decode import translate
 from seq2seq.errors import UserError
-from seq2seq.export import CONFIG_FILE, CTranslate2Model, export_ctranslate2
+from seq2seq.export import CONFIG_FILE, CTranslate2Model, ctranslate2_device, export_ctranslate2
 from seq2seq.metrics import exact_match, sacrebleu_scores
 
 pytest.importorskip(
@@ -79,3 +79,16 @@ def test_loading_leaves_torch_its_threads(exported):
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_our_device_names_in_ctranslate2s_terms():
+    assert ctranslate2_device("auto", cuda_devices=0) == ("cpu", 0)
+    assert ctranslate2_device("auto", cuda_devices=2) == ("cuda", 0)
+    assert ctranslate2_device("cpu", cuda_devices=2) == ("cpu", 0)
+    assert ctranslate2_device("cuda", cuda_devices=2) == ("cuda", 0)
+    assert ctranslate2_device("cuda:1", cuda_devices=2) == ("cuda", 1)
+    with pytest.raises(UserError, match="'cuda:2' requested but CTranslate2 sees 2 GPU"):
+        ctranslate2_device("cuda:2", cuda_devices=2)
+    for name in ("mps", "gpu"):
+        with pytest.raises(UserError, match="CTranslate2 runs on auto, cpu, cuda or cuda:N"):
+            ctranslate2_device(name, cuda_devices=2)

@@ -8,19 +8,22 @@ import pytest
 import torch
 
 from seq2seq import data, train
-from seq2seq.errors import UserError
-from seq2seq.train import Report, resolve_precision
+from seq2seq.train import Report, restore_scaler
 
 from helpers import ROOT
 
 
-def test_precision_choices():
-    cpu = torch.device("cpu")
-    assert resolve_precision("auto", cpu) is None  # fp32 on a CPU
-    assert resolve_precision("fp32", cpu) is None
-    assert resolve_precision("bf16", cpu) is torch.bfloat16
-    with pytest.raises(UserError, match="fp16 needs a CUDA device"):
-        resolve_precision("fp16", cpu)
+def test_resuming_with_a_gradient_scaler_from_a_run_without_one():
+    # last.pt of a bf16 or fp32 run holds the state of a disabled scaler: {}
+    saved_without = torch.amp.GradScaler("cpu", enabled=False).state_dict()
+    assert saved_without == {}
+    fp16 = torch.amp.GradScaler("cpu", enabled=True, init_scale=1024.0)
+    with pytest.raises(RuntimeError, match="source state dict is empty"):
+        fp16.load_state_dict(saved_without)  # what resuming did
+    restore_scaler(fp16, saved_without)
+    assert fp16.get_scale() == 1024.0  # a fresh scale
+    restore_scaler(fp16, torch.amp.GradScaler("cpu", init_scale=8.0).state_dict())
+    assert fp16.get_scale() == 8.0  # an fp16 run's own state is restored
 
 
 @pytest.mark.slow

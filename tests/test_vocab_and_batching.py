@@ -79,6 +79,8 @@ def test_token_ids_on_disk_are_the_encoded_text(tmp_path, monkeypatch, capsys):
     assert tgt_in[1].tolist()[: len(ids[1][1]) + 1] == [BOS, *ids[1][1]]
     assert tgt_out[1].tolist()[: len(ids[1][1]) + 1] == [*ids[1][1], EOS]
     assert (tgt_in[:, 1:] == tgt_out[:, :-1]).all(), "the decoder output is its input, shifted"
+    # contiguous: a pinned copy of a strided view would not reach a GPU asynchronously
+    assert all(t.is_contiguous() for t in (src, tgt_in, tgt_out))
     capsys.readouterr()
     data.main(["corpus.valid_size=10", "corpus.test_size=10", "corpus.train_size=300"])
     assert "token ids up to date" in capsys.readouterr().out  # nothing changed: not redone

@@ -1,0 +1,74 @@
+"""Devices and precisions, including what a GPU would get, with CUDA's answers faked."""
+
+import contextlib
+
+import pytest
+import torch
+
+from seq2seq import distributed
+from seq2seq.device import autocast_dtype, pick_device
+from seq2seq.errors import UserError
+
+CPU = torch.device("cpu")
+
+
+def test_precision_choices_on_the_cpu():
+    assert autocast_dtype("auto", CPU, "train.precision") is None  # fp32
+    assert autocast_dtype("fp32", CPU, "train.precision") is None
+    assert autocast_dtype("bf16", CPU, "train.precision") is torch.bfloat16
+    with pytest.raises(UserError, match="decode.precision: fp16 needs a CUDA device"):
+        autocast_dtype("fp16", CPU, "decode.precision")
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """Two fake GPUs; `asked` records of which device bf16 support was asked, and how."""
+    asked = []
+    current = [0]
+
+    @contextlib.contextmanager
+    def on(device):
+        current[0] = torch.device(device).index
+        yield
+
+    def bf16_supported(including_emulation=True):
+        asked.append((current[0], including_emulation))
+        native = {0: True, 1: False}[current[0]]  # GPU 1 is a T4: bf16 emulated only
+        return native or including_emulation
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "device", on)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", bf16_supported)
+    return asked
+
+
+def test_auto_precision_asks_the_chosen_gpu_for_native_bf16(fake_gpus):
+    assert autocast_dtype("auto", torch.device("cuda", 0), "train.precision") is torch.bfloat16
+    # a GPU whose bf16 is emulated gets fp16 (training adds the gradient scaler)
+    assert autocast_dtype("auto", torch.device("cuda", 1), "train.precision") is torch.float16
+    assert fake_gpus == [(0, False), (1, False)]
+    assert autocast_dtype("fp16", torch.device("cuda", 1), "train.precision") is torch.float16
+
+
+def test_a_gpu_that_is_not_there_is_a_clear_error(fake_gpus):
+    with pytest.raises(UserError, match=r"device 'cuda:2' requested but this machine has 2 GPU"):
+        pick_device("cuda:2")
+
+
+def test_more_torchrun_processes_than_gpus_is_a_clear_error(fake_gpus, monkeypatch):
+    distributed.check_gpu_count(2)  # one GPU each: fine
+    with pytest.raises(UserError) as error:
+        distributed.check_gpu_count(3)
+    assert str(error.value) == (
+        "torchrun started 3 processes on this machine, which has 2 GPU(s): start one per GPU "
+        "(make train-ddp NPROC=2, or torchrun --nproc_per_node=2), or train on the CPU with "
+        "train.device=cpu"
+    )
+    # what torchrun --nproc_per_node=3 sets for its third process
+    env = {"RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "2", "LOCAL_WORLD_SIZE": "3"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: pytest.fail("set_device"))
+    with pytest.raises(UserError, match="torchrun started 3 processes"):
+        distributed.start("auto")
