@@ -65,6 +65,7 @@ def beam_search(
     forbidden = non_output_logits(memory.to(dtype), vocab)  # (V,)
     rank = torch.arange(2 * k, device=device)  # (2K,) of each step's 2K best candidates
     first_row = torch.arange(batch, device=device)[:, None] * k  # (B, 1) of each sentence
+    limit_penalty = length_penalty(limits, alpha)  # (B,) the largest a sentence can get
 
     # At first only beam 0 of each sentence is real.
     scores = torch.full((batch, k), NONE, dtype=dtype, device=device)
@@ -88,7 +89,7 @@ def beam_search(
 
         # Candidates among the K best that end become finished hypotheses: the K best of the
         # old and the new ones are kept. The output leaves out EOS.
-        ending = (ends & real & (rank < k) & ~done[:, None])[:, :k]  # (B, K)
+        ending = (ends & real & ~done[:, None])[:, :k]  # (B, K)
         ended = take(history, parent[:, :k])  # (B, K, L)
         ended[:, :, step] = tok[:, :k].masked_fill(tok[:, :k] == EOS, PAD)
         normalised = (top_scores[:, :k] / length_penalty(step + 1, alpha)).masked_fill(
@@ -106,7 +107,7 @@ def beam_search(
         # A sentence is done at its limit, without live beams, or when its K finished
         # hypotheses cannot be beaten any more: log-probabilities only fall as a beam grows,
         # and the length penalty is at most lp(limit).
-        best_possible = scores[:, 0] / length_penalty(limits, alpha)
+        best_possible = scores[:, 0] / limit_penalty
         beaten = (finished[:, -1] > NONE) & (finished[:, -1] >= best_possible)
         done |= last_step | (scores[:, 0] == NONE) | beaten
         if bool(done.all()):  # the one wait for the device in a step
