@@ -1,22 +1,50 @@
 # seq2seq: `make all` installs, builds the data, trains and evaluates; `make test` runs the tests.
 # Pick another experiment with CONFIG=configs/xyz.yaml; pass overrides with ARGS="train.max_steps=200".
 
-PYTHON ?= python3
 CONFIG ?= config.yaml
 ARGS ?=
-INSTALLED := .installed
 
-.PHONY: all install data train train-ddp eval serve test bench bench-quick bench-scale bench-peers lint clean
+# The Python that runs every target: PYTHON=... if given; else that of the active virtual
+# environment (VIRTUAL_ENV, or conda's CONDA_PREFIX); else the project's own .venv/, which make
+# creates with BASE_PYTHON, since a system Python may refuse to install packages (PEP 668).
+BASE_PYTHON ?= python3
+VENV := .venv
+ACTIVE_ENV := $(filter-out $(CURDIR)/$(VENV),$(or $(VIRTUAL_ENV),$(CONDA_PREFIX)))
+ifneq ($(ACTIVE_ENV),)
+PYTHON ?= $(ACTIVE_ENV)/bin/python
+endif
+ifdef PYTHON
+INSTALLED := .installed
+else
+PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+endif
+
+.PHONY: all install data train train-ddp eval serve test bench bench-quick bench-scale bench-peers \
+	lint clean distclean
 
 all: install data train eval
 
 install: $(INSTALLED)
 
-# Re-run pip only when the dependencies change. The constraints file pins torch so that a
-# CPU machine gets the CPU wheel instead of several GB of CUDA packages.
+# Re-run pip only when the dependencies change. TORCH_INDEX=URL installs torch first from that
+# index, at the version constraints.txt pins: PyPI's is the CUDA build on Linux (see README).
 $(INSTALLED): pyproject.toml constraints.txt
+ifdef TORCH_INDEX
+	$(PYTHON) -m pip install --quiet -c constraints.txt torch --index-url $(TORCH_INDEX)
+endif
 	$(PYTHON) -m pip install --quiet -c constraints.txt -e ".[dev]"
 	@touch $@
+
+# Debian and Ubuntu ship venv's pip installer, ensurepip, in a package of its own. A venv
+# that failed half-way is removed, or the next run would take it for a working one.
+NO_ENSUREPIP := error: $(BASE_PYTHON) has no ensurepip module to create $(VENV)/: \
+	`sudo apt install python%d.%d-venv` (Debian, Ubuntu)
+$(VENV)/.installed: | $(VENV)/bin/python
+$(VENV)/bin/python:
+	@$(BASE_PYTHON) -c 'import importlib.util as u, sys; \
+		u.find_spec("ensurepip") or sys.exit("$(NO_ENSUREPIP)" % sys.version_info[:2])'
+	$(BASE_PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
 data: $(INSTALLED)
 	$(PYTHON) -m seq2seq.data --config $(CONFIG) $(ARGS)
@@ -73,6 +101,10 @@ lint: $(INSTALLED)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples
 	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples
 
+# clean: what the pipeline wrote; distclean: the installed environments too.
 clean:
-	rm -rf runs $(INSTALLED)
+	rm -rf runs
 	find data -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) .installed $(JOEYNMT_VENV)

@@ -1,0 +1,94 @@
+"""The Makefile's choice of Python, and its one-line error where a venv cannot be made, in a
+copy of the Makefile (nothing is installed: `make -n` prints the commands without running them)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+# what `make` in a shell with nothing active inherits; MAKEFLAGS would carry the PYTHON=... of a
+# `make test PYTHON=...` that runs this file
+NOT_INHERITED = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHON", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+
+# A python3 whose `-m venv` fails half-way, as Debian's and Ubuntu's do without python3-venv: a
+# message of several lines, and a half-made environment left behind. {ensurepip} hides that
+# module, as there.
+FAILING_PYTHON3 = f"""#!{sys.executable}
+import os, sys
+{{ensurepip}}
+if sys.argv[1:3] == ["-m", "venv"]:
+    os.makedirs(sys.argv[3] + "/bin")
+    sys.exit("The virtual environment was not created successfully because ensurepip is not\\n"
+             "available.  On Debian/Ubuntu systems, you need to install the python3-venv\\n"
+             "package using the following command.")
+assert sys.argv[1] == "-c", sys.argv
+exec(sys.argv[2])
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(ROOT / name, tmp_path)
+    return tmp_path
+
+
+def make(project, *args, **env):
+    inherited = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+    return subprocess.run(["make", *args], cwd=project, env=dict(inherited, **env),
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_python(project):
+    """`make test` runs pytest with the chosen Python."""
+
+    def python(*args, **env):
+        done = make(project, "-n", "test", *args, **env)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()[-1].removesuffix(" -m pytest -q")
+
+    assert python() == ".venv/bin/python"
+    assert python(VIRTUAL_ENV="/x") == "/x/bin/python"
+    assert python(CONDA_PREFIX="/c") == "/c/bin/python"
+    assert python(VIRTUAL_ENV=f"{project}/.venv") == ".venv/bin/python"  # ours, activated
+    assert python("PYTHON=/y/python", VIRTUAL_ENV="/x") == "/y/python"
+
+
+def test_venv_made_with_python3(project):
+    """With nothing active, the install first creates .venv/ with python3."""
+    commands = make(project, "-n", "install").stdout
+    assert "python3 -m venv .venv" in commands
+    assert "python3 -m venv" not in make(project, "-n", "install", VIRTUAL_ENV="/x").stdout
+
+
+def install_with(python3: str, project, tmp_path_factory) -> subprocess.CompletedProcess:
+    """`make install` with this script as the python3 first in PATH."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "python3").write_text(python3)
+    (bin_dir / "python3").chmod(0o755)
+    return make(project, "install", PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_no_ensurepip(project, tmp_path_factory):
+    """Without python3-venv: one line naming the package, and no half-made .venv/."""
+    debian = FAILING_PYTHON3.format(ensurepip='sys.modules["ensurepip"] = None')
+    done = install_with(debian, project, tmp_path_factory)
+    assert done.returncode != 0
+    ours = [line for line in done.stderr.splitlines() if not line.startswith("make: ***")]
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert ours == [
+        "error: python3 has no ensurepip module to create .venv/: "
+        f"`sudo apt install python{version}-venv` (Debian, Ubuntu)"
+    ]
+    assert not (project / ".venv").exists()
+
+
+def test_failed_venv_removed(project, tmp_path_factory):
+    """A venv that fails for another reason is not left behind either."""
+    done = install_with(FAILING_PYTHON3.format(ensurepip=""), project, tmp_path_factory)
+    assert done.returncode != 0 and "was not created successfully" in done.stderr
+    assert not (project / ".venv").exists()
