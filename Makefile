@@ -6,7 +6,7 @@ CONFIG ?= config.yaml
 ARGS ?=
 INSTALLED := .installed
 
-.PHONY: all install data train train-ddp eval serve test bench bench-quick bench-scale bench-peers lint clean
+.PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale bench-peers lint clean
 
 all: install data train eval
 
@@ -47,6 +47,12 @@ bench: data
 
 bench-quick: data
 	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
+
+# The whole CUDA path on this machine's GPU -> benchmarks/gpu.{json,md}: training at three batch
+# sizes in bf16, fp16 and compiled, resuming, torchrun, eval, the service, CTranslate2 and the
+# tests (planned for under 10 minutes on one H200; docs/gpu.md). Without a GPU: one line, exit 0.
+gpu-check: $(INSTALLED)
+	$(PYTHON) benchmarks/gpu_check.py
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
