@@ -20,8 +20,8 @@ PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 endif
 
-.PHONY: all install data train train-ddp eval serve test bench bench-quick bench-scale bench-peers \
-	lint clean distclean
+.PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
+	bench-peers lint clean distclean
 
 all: install data train eval
 
@@ -53,8 +53,10 @@ train: $(INSTALLED)
 	$(PYTHON) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
 # Data-parallel training in NPROC processes on this machine (torchrun; see the README for
-# several machines). train.batch_tokens stays the token budget of a whole step.
-NPROC ?= 2
+# several machines): by default one per GPU that nvidia-smi lists, else 2 on the CPU.
+# train.batch_tokens stays the token budget of a whole step.
+GPUS = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+NPROC ?= $(if $(filter-out 0,$(GPUS)),$(GPUS),2)
 train-ddp: $(INSTALLED)
 	$(PYTHON) -m torch.distributed.run --standalone --nproc_per_node=$(NPROC) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
@@ -75,6 +77,12 @@ bench: data
 
 bench-quick: data
 	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
+
+# The whole CUDA path on this machine's GPU -> benchmarks/gpu.{json,md}: training at three batch
+# sizes in bf16, fp16 and compiled, resuming, torchrun, eval, the service, CTranslate2 and the
+# tests (planned for under 10 minutes on one H200; docs/gpu.md). Without a GPU: one line, exit 0.
+gpu-check: $(INSTALLED)
+	$(PYTHON) benchmarks/gpu_check.py
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).

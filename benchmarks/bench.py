@@ -8,7 +8,11 @@ Figures (every speed is reported with its baseline and their ratio, since absolu
 shared machine are noisy):
 
 * train_tokens_per_s of our model and of torch.nn.Transformer with identical sizes, the same
-  embeddings, output layer, batches and optimizer; ratio train_speed_vs_nn_transformer;
+  embeddings, output layer, batches and optimizer, both trained the way seq2seq/train.py trains
+  on this device (train.precision's autocast, train.compile; train_comparison_mode says which:
+  fp32 eager with the default config on a CPU, bf16 autocast on most GPUs); ratio
+  train_speed_vs_nn_transformer; on CUDA, the allocator's peak memory of each
+  (train_cuda_peak_memory_mib, nn_transformer_train_cuda_peak_memory_mib);
 * greedy decoding of the numbers test split, sentences per second, with the key/value cache
   against the recompute-every-step loop, at batch 1 and batch 64; ratio
   decode_speedup_cached_vs_recompute (batch 64); the same on long outputs (a random-weight
@@ -24,8 +28,8 @@ shared machine are noisy):
 * the translation service under load (benchmarks/serve_load.py): 2,000 one-sentence requests
   from 32 concurrent clients on loopback, requests/s, p50 and p99 latency, failed and
   mismatched answers, against the translate command on the same file (serve_*);
-* peak memory (resident set size of a training process and of an evaluation process, and of
-  a process that only imports torch, for scale; on CUDA the allocator's peak).
+* peak memory: resident set size of a training process and of an evaluation process, and of
+  a process that only imports torch, for scale (on CUDA, see the comparison's allocator peaks).
 
 To relate the figures to another machine, results.json also records this machine's speed:
 a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
@@ -60,6 +64,7 @@ from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, 
 from seq2seq.corpus import load_split
 from seq2seq.dataset import TokenPairs
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
+from seq2seq.device import autocast, autocast_dtype
 from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
@@ -107,16 +112,44 @@ def training_batches(config: Config, count: int, batch_tokens: int) -> tuple[lis
     return [pairs.batch(batch) for batch in batches], src_vocab, tgt_vocab
 
 
-def time_training(model: nn.Module, batches: list[tuple], device) -> float:
-    """Seconds for one pass of AdamW steps over `batches` (after one warm-up step)."""
+@dataclasses.dataclass(frozen=True)
+class Treatment:
+    """How seq2seq/train.py runs a training step on a device: autocast to `dtype` (None: fp32;
+    fp16 with a gradient scaler), the model compiled or not."""
+
+    dtype: torch.dtype | None = None
+    compiled: bool = False
+
+    @classmethod
+    def of(cls, config: Config, device) -> "Treatment":
+        dtype = autocast_dtype(config.train.precision, torch.device(device), "train.precision")
+        return cls(dtype, config.train.compile)
+
+    def __str__(self) -> str:
+        precision = {None: "fp32", torch.bfloat16: "bf16 autocast", torch.float16: "fp16 autocast"}
+        return f"{precision[self.dtype]}, {'compiled' if self.compiled else 'eager'}"
+
+
+def time_training(
+    model: nn.Module, batches: list[tuple], device, treatment: Treatment = Treatment()
+) -> tuple[float, float | None]:
+    """Seconds for one pass of AdamW steps over `batches` (after one warm-up step, which
+    also compiles a compiled model), and the CUDA allocator's peak meanwhile (MiB; None off
+    CUDA)."""
+    device = torch.device(device)
+    reset_cuda_peak(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler(device.type, enabled=treatment.dtype == torch.float16)
+    step_model = torch.compile(model, dynamic=True) if treatment.compiled else model
     model.train()
 
     def step(batch):
-        loss = batch_loss(model, tuple(t.to(device) for t in batch), label_smoothing=0.0)
+        with autocast(device, treatment.dtype):
+            loss = batch_loss(step_model, tuple(t.to(device) for t in batch), label_smoothing=0.0)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
 
     step(batches[0])
     synchronize(device)
@@ -124,12 +157,24 @@ def time_training(model: nn.Module, batches: list[tuple], device) -> float:
     for batch in batches:
         step(batch)
     synchronize(device)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cuda_peak_mib(device)
 
 
 def synchronize(device) -> None:
     if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
+
+
+def reset_cuda_peak(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def cuda_peak_mib(device) -> float | None:
+    """The CUDA allocator's peak memory since reset_cuda_peak(device), in MiB (None off CUDA)."""
+    if torch.device(device).type != "cuda":
+        return None
+    return torch.cuda.max_memory_allocated(device) / 2**20
 
 
 def real_tokens(batches) -> int:
@@ -137,25 +182,37 @@ def real_tokens(batches) -> int:
 
 
 def compare_training(config: Config, n_batches: int, rounds: int, device) -> dict:
-    """Our model against nn.Transformer: same sizes, same initial embeddings, same batches."""
+    """Our model against nn.Transformer: same sizes, same initial embeddings, same batches,
+    both trained as seq2seq/train.py would on `device` (precision, compile)."""
     batches, src_vocab, tgt_vocab = training_batches(config, n_batches, config.train.batch_tokens)
+    treatment = Treatment.of(config, device)
     torch.manual_seed(0)
-    ours = Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
-    theirs = TorchTransformer(config.model, len(src_vocab), len(tgt_vocab)).to(device)
-    seconds = {"ours": [], "nn_transformer": []}
+    models = {
+        "ours": Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device),
+        "nn_transformer": TorchTransformer(config.model, len(src_vocab), len(tgt_vocab)).to(device),
+    }
+    seconds: dict = {name: [] for name in models}
+    peaks: dict = {name: [] for name in models}
     for _ in range(rounds):  # alternate, so that both see the same machine load
-        seconds["ours"].append(time_training(ours, batches, device))
-        seconds["nn_transformer"].append(time_training(theirs, batches, device))
+        for name, model in models.items():
+            taken, peak = time_training(model, batches, device, treatment)
+            seconds[name].append(taken)
+            peaks[name].append(peak)
     tokens = real_tokens(batches)
     ours_tps = tokens / min(seconds["ours"])
     theirs_tps = tokens / min(seconds["nn_transformer"])
-    return {
+    result = {
+        "train_comparison_mode": str(treatment),
         "train_tokens_per_s": ours_tps,
         "nn_transformer_train_tokens_per_s": theirs_tps,
         "train_speed_vs_nn_transformer": ours_tps / theirs_tps,
-        "train_parameters": ours.num_parameters(),
-        "nn_transformer_parameters": sum(p.numel() for p in theirs.parameters()),
+        "train_parameters": models["ours"].num_parameters(),
+        "nn_transformer_parameters": sum(p.numel() for p in models["nn_transformer"].parameters()),
     }
+    if torch.device(device).type == "cuda":
+        result["train_cuda_peak_memory_mib"] = max(peaks["ours"])
+        result["nn_transformer_train_cuda_peak_memory_mib"] = max(peaks["nn_transformer"])
+    return result
 
 
 def training_flops(cfg: ModelConfig, batch: tuple, tgt_vocab_size: int) -> float:
@@ -200,7 +257,7 @@ def flops_fraction(config: Config, n_batches: int, device) -> dict:
     )
     torch.manual_seed(0)
     model = Transformer(cfg, len(src_vocab), len(tgt_vocab)).to(device)
-    seconds = time_training(model, batches, device)
+    seconds, _ = time_training(model, batches, device)
     achieved = sum(training_flops(cfg, b, len(tgt_vocab)) for b in batches) / seconds
     peak = matmul_peak_flops(device, seconds=max(1.0, seconds / 3))
     return {
@@ -459,7 +516,7 @@ def main() -> None:
     print("the translation service under load (benchmarks/serve_load.py) ...", flush=True)
     source = text_files(config.data_dir, "test")[0]
     figures.update(load_check(run_config.checkpoint_path, source, quick, args.config))
-    print("training speed against nn.Transformer ...", flush=True)
+    print(f"training speed against nn.Transformer ({Treatment.of(config, device)}) ...", flush=True)
     figures.update(compare_training(config, 5 if quick else 40, 1 if quick else 3, device))
     print("FLOPs against the matmul peak ...", flush=True)
     figures.update(flops_fraction(config, 3 if quick else 20, device))

@@ -40,12 +40,12 @@ from seq2seq.translate import TorchModel, translate_lines
 HANG = 600  # seconds: a server that has not started by then is hung
 
 
-def timed_command(checkpoint: Path, source: Path) -> tuple[float, list[str]]:
-    """Wall seconds of `python -m seq2seq.translate < source`, and its output lines."""
+def timed_command(source: Path, *args: str) -> tuple[float, list[str]]:
+    """Wall seconds of `python -m seq2seq.translate args < source`, and its output lines."""
     start = time.perf_counter()
     with source.open("rb") as stdin:
         done = subprocess.run(
-            [sys.executable, "-m", "seq2seq.translate", "--checkpoint", str(checkpoint)],
+            [sys.executable, "-m", "seq2seq.translate", *args],
             stdin=stdin, capture_output=True, text=True, check=True,
         )  # fmt: skip
     return time.perf_counter() - start, done.stdout.splitlines()
@@ -109,7 +109,7 @@ def client(url, work: queue.Queue, sentences, expected, deadline: float, results
 def load_check(checkpoint: Path, source: Path, quick: bool, config: str = DEFAULT_CONFIG) -> dict:
     requests, clients, bound = (100, 8, 120.0) if quick else (2000, 32, 600.0)
     sentences = source.read_text(encoding="utf-8").splitlines()
-    command_seconds, expected = timed_command(checkpoint, source)
+    command_seconds, expected = timed_command(source, "--checkpoint", str(checkpoint))
     in_process_seconds = timed_in_process(checkpoint, sentences)
 
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:

@@ -5,7 +5,12 @@ described there. `load_config(path, overrides)` reads it, applies command-line o
 such as `train.max_steps=200`, and returns a `Config`. Anything unknown or of the wrong type
 is a `ConfigError` that names the file and the key (and the nearest valid key for a typo).
 
-Paths in the config are relative to the directory the commands run from (the repository
+A config file may start from another: `base: other.yaml` (a path relative to the file) reads
+that file first, and the file's own keys override the base's, section by section; the base
+may have a base too. configs/numbers_gpu.yaml, for example, holds only what the GPU recipe
+changes in config.yaml.
+
+Other paths in the config are relative to the directory the commands run from (the repository
 root when you use `make`). The config names the two folders every stage works in,
 data/<corpus.name>/ and runs/<experiment>/; seq2seq/paths.py names the files in them.
 """
@@ -200,8 +205,17 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) -> Config:
-    """Read a YAML config, apply `key.sub=value` overrides, validate, return a Config."""
-    path = Path(path)
+    """Read a YAML config (on top of its base, if it names one), apply `key.sub=value`
+    overrides, validate, return a Config."""
+    raw = read_config_file(Path(path))
+    for override in overrides:
+        apply_override(raw, override)
+    return config_from_dict(raw, source=str(path))
+
+
+def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:
+    """The mapping in the YAML file `path`, merged on top of its `base:` file's. Each file's
+    keys and types are checked on their own, so that an error names the file it is in."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -214,9 +228,29 @@ def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) ->
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of keys to values")
-    for override in overrides:
-        apply_override(raw, override)
-    return config_from_dict(raw, source=str(path))
+    base = raw.pop("base", None)
+    _build(Config, raw, str(path), prefix="")
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base.strip():
+        raise ConfigError(f"{path}: 'base' must be the path of another config file")
+    chain = (*chain, path.resolve())
+    base_path = path.parent / base
+    if base_path.resolve() in chain:
+        raise ConfigError(f"{path}: 'base: {base}' makes a cycle: {base_path} is already read")
+    if not base_path.is_file():
+        raise ConfigError(f"{path}: the base config file {base_path} is not found")
+    return merge(read_config_file(base_path, chain), raw)
+
+
+def merge(base: dict, own: dict) -> dict:
+    """`own`'s keys on top of `base`'s: sections are merged key by key, values replaced."""
+    merged = dict(base)
+    for key, value in own.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = merge(merged[key], value)
+        merged[key] = value
+    return merged
 
 
 def config_from_dict(raw: dict, source: str = "config") -> Config:

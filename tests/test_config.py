@@ -117,3 +117,46 @@ def test_options_may_come_before_or_after_the_overrides(tmp_path, monkeypatch, c
     (tmp_path / "config.yaml").write_text((ROOT / "configs/seed.yaml").read_text())
     data.main(["corpus.name=early", "--config", "config.yaml", "experiment=late"])
     assert (tmp_path / "data/early/train.src").exists()
+
+
+def test_a_config_file_overrides_its_base_section_by_section(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "base.yaml").write_text("experiment: a\ntrain:\n  lr: 0.5\n  max_steps: 10\n")
+    (tmp_path / "configs/mid.yaml").write_text("base: ../base.yaml\ntrain:\n  max_steps: 20\n")
+    (tmp_path / "configs/top.yaml").write_text("base: mid.yaml\nmodel:\n  d_model: 32\n")
+    config = load_config(tmp_path / "configs/top.yaml", ["train.lr=0.25"])
+    assert config.experiment == "a" and config.model.d_model == 32
+    assert (config.train.max_steps, config.train.lr) == (20, 0.25)  # mid's, then the override's
+    assert config.train.warmup_steps == Config().train.warmup_steps  # set by no file
+
+
+def test_the_gpu_recipes_change_only_training_and_decoding_of_their_base():
+    for gpu, cpu in [("numbers_gpu", "../config"), ("multi30k_de_en_gpu", "multi30k_de_en")]:
+        gpu_config = load_config(ROOT / f"configs/{gpu}.yaml").to_dict()
+        cpu_config = load_config(ROOT / f"configs/{cpu}.yaml").to_dict()
+        for section in ("corpus", "vocab", "model"):  # the same data and model as on the CPU
+            assert gpu_config[section] == cpu_config[section], (gpu, section)
+        assert gpu_config["train"]["batch_tokens"] > cpu_config["train"]["batch_tokens"]
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"top.yaml": "base: gone.yaml\n"}, r"top\.yaml: the base config file .*gone\.yaml is not"),
+        ({"top.yaml": "base: top.yaml\n"}, r"top\.yaml: 'base: top\.yaml' makes a cycle"),
+        (
+            {"top.yaml": "base: b.yaml\n", "b.yaml": "base: top.yaml\n"},
+            r"b\.yaml: 'base: top\.yaml' makes a cycle",
+        ),
+        ({"top.yaml": "base: 3\n"}, r"top\.yaml: 'base' must be the path of another config file"),
+        (
+            {"top.yaml": "base: b.yaml\n", "b.yaml": "train:\n  max_step: 3\n"},
+            r"b\.yaml: unknown key 'train\.max_step'",  # the file the mistake is in
+        ),
+    ],
+)
+def test_a_missing_base_or_a_cycle_is_an_error_naming_the_file(tmp_path, files, message):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path / "top.yaml")

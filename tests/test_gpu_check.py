@@ -1,0 +1,62 @@
+"""make gpu-check: one line and exit 0 without a GPU; on the CPU, --quick runs every check."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ENV, HANG, ROOT
+
+SCRIPT = str(ROOT / "benchmarks/gpu_check.py")
+
+
+def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
+    hidden = dict(ENV, CUDA_VISIBLE_DEVICES="")  # whatever this machine has
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "--out", "out"],
+        cwd=tmp_path, env=hidden, capture_output=True, text=True, timeout=HANG,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "gpu-check: no CUDA device here (torch.cuda.is_available() is False); nothing to check"
+    ]
+    assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
+    done = subprocess.run(
+        [sys.executable, SCRIPT, "--device", "cpu", "--quick", "--out", "out", "--work", "work"],
+        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    results = json.loads((tmp_path / "out/gpu.json").read_text())
+    checks = results["checks"]
+    training = {f"train_{t}_{m}" for t in (300, 600, 1200) for m in ("auto", "fp16", "compile")}
+    others = ["nn_transformer", "resume", "attention", "torchrun", "eval", "serve", "ctranslate2"]
+    assert set(checks) == training | {*others, "pytest"}
+    skipped = {name for name, result in checks.items() if result["status"] == "skip"}
+    assert skipped == {"train_300_fp16", "train_600_fp16", "train_1200_fp16", "pytest"}
+    assert "fp16 needs CUDA" in checks["train_300_fp16"]["reason"]
+    assert all(checks[name]["status"] == "pass" for name in set(checks) - skipped)
+    assert results["failed"] == [] and results["mode"] == "quick"
+
+    figures = {name: result.get("figures") for name, result in checks.items()}
+    for tokens in (300, 600, 1200):
+        auto, compiled = figures[f"train_{tokens}_auto"], figures[f"train_{tokens}_compile"]
+        assert auto["tokens_per_s"] > 0 and auto["train_loss_last"] < auto["train_loss_first"]
+        assert compiled["graphs_compiled_after_step_10"] == 0  # dynamic shapes: no recompiles
+    assert figures["train_300_compile"]["graphs_compiled"] >= 1
+    assert figures["nn_transformer"]["train_comparison_mode"] == "fp32, eager"
+    assert figures["resume"]["stopped_at_step"] == 16
+    assert figures["resume"]["parameters_relative_difference"] == 0.0  # bit-for-bit on a CPU
+    assert all(
+        figures["attention"][f"{way}_float32_max_error"] < 1e-4 for way in ("eager", "compiled")
+    )
+    assert figures["torchrun"]["processes"] == 2
+    assert figures["eval"]["beam5_sentences_per_s"] > 0
+    assert figures["serve"]["serve_failed"] == figures["serve"]["serve_mismatched"] == 0
+    assert 0 < figures["ctranslate2"]["same_outputs_as_ours"] <= 1
+    table = (tmp_path / "out/gpu.md").read_text()
+    assert "| `resume` | pass |" in table and "| `pytest` | skip (--quick" in table
