@@ -62,7 +62,6 @@ def beam_search(
     cache = DecoderCache.empty(len(model.decoder))
     longest, vocab = int(limits.max()), model.generator.out_features
     dtype = torch.promote_types(memory.dtype, torch.float32)  # scores in fp32 at least
-    forbidden = non_output_logits(memory.to(dtype), vocab)  # (V,)
     rank = torch.arange(2 * k, device=device)  # (2K,) of each step's 2K best candidates
     first_row = torch.arange(batch, device=device)[:, None] * k  # (B, 1) of each sentence
     limit_penalty = length_penalty(limits, alpha)  # (B,) the largest a sentence can get
@@ -70,6 +69,7 @@ def beam_search(
     # At first only beam 0 of each sentence is real.
     scores = torch.full((batch, k), NONE, dtype=dtype, device=device)
     scores[:, 0] = 0.0
+    forbidden = non_output_logits(scores, vocab)  # (V,)
     history = torch.full((batch, k, longest), PAD, dtype=torch.long, device=device)
     finished = torch.full((batch, k), NONE, dtype=dtype, device=device)
     outputs = history.clone()
