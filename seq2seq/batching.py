@@ -19,6 +19,7 @@ processes x accumulate micro-batches of batch_tokens / (processes x accumulate) 
 import numpy as np
 import torch
 
+from seq2seq.errors import UserError
 from seq2seq.special import EOS, PAD
 
 
@@ -67,11 +68,19 @@ def shard_steps(batches: list, per_step: int, rank: int, world: int) -> list[lis
     Each step takes the next `per_step` (= processes x train.accumulate) micro-batches of the
     epoch; process r gets those at positions r, r + world, r + 2 world ... of them. So the
     processes' shares are disjoint and together cover every example once. The epoch's last
-    step may be short, and give a process no micro-batch at all.
+    step may be short: its largest micro-batches are halved until it has `per_step` of them,
+    as every step does, so that every process has data and N processes split the step as
+    one process with N times the accumulation does. (A last step of fewer pairs than
+    processes is left out: its pairs wait for the next epoch.)
     """
-    return [
-        batches[start : start + per_step][rank::world] for start in range(0, len(batches), per_step)
-    ]
+    steps = [batches[start : start + per_step] for start in range(0, len(batches), per_step)]
+    last = steps[-1]
+    while len(last) < per_step and max(map(len, last)) > 1:
+        largest = last.pop(max(range(len(last)), key=lambda i: len(last[i])))
+        last += [largest[: len(largest) // 2], largest[len(largest) // 2 :]]
+    if len(last) < world:
+        steps.pop()
+    return [step[rank::world] for step in steps]
 
 
 class EpochSampler:
@@ -99,21 +108,20 @@ class EpochSampler:
         rng = np.random.default_rng([self.seed, self.epoch])
         batches = token_batches(*self.lengths, self.micro_tokens, rng)
         self.steps = shard_steps(batches, self.per_step, self.world.rank, self.world.size)
-        self.first_batch = batches[0]
+        if not self.steps:
+            processes = self.world.size
+            raise UserError(f"the training data has fewer pairs than the {processes} processes")
 
     def __iter__(self):
         return self
 
-    def __next__(self) -> tuple[list[np.ndarray], bool]:
-        """-> (this process's micro-batches of the next step, whether it has any). A process
-        whose share of an epoch's short last step is empty gets the epoch's first batch
-        instead, to run a pass that must add nothing (for DistributedDataParallel's sake)."""
+    def __next__(self) -> list[np.ndarray]:
+        """-> this process's micro-batches of the next step (at least one)."""
         if self.epoch == 0 or self.done == len(self.steps):
             self.epoch, self.done = self.epoch + 1, 0
             self._build()
-        step = self.steps[self.done]
         self.done += 1
-        return (step, True) if step else ([self.first_batch], False)
+        return self.steps[self.done - 1]
 
     def state_dict(self) -> dict:
         return {"epoch": self.epoch, "done": self.done}

@@ -127,7 +127,7 @@ def validate(
 ValidSplit = tuple[TokenPairs, list[tuple[str, str]]]  # its ids (the loss), its text (scores)
 
 
-def rank(result: dict, best_metric: str) -> tuple[float, float]:
+def quality(result: dict, best_metric: str) -> tuple[float, float]:
     """Which validation is better: the higher train.best_metric (exact match or BLEU), then
     the lower loss; or the lower loss alone."""
     if best_metric == "loss":
@@ -169,7 +169,7 @@ RESUME_KEYS = {
 }
 
 
-def batching(config: Config, world: World) -> dict:
+def batch_settings(config: Config, world: World) -> dict:
     """What fixes the epoch's batches and their split into steps: resuming needs the same."""
     return {
         "batch_tokens": config.train.batch_tokens,
@@ -242,7 +242,7 @@ class StopOnSignal:
 
 class Prefetcher:
     """Collates the next steps' micro-batches in a background thread, so that the training
-    step never waits on Python: -> (tensors, real, sampler state after this step)."""
+    step never waits on Python: -> (tensors, sampler state after this step)."""
 
     def __init__(self, sampler: EpochSampler, data: TokenPairs, device: torch.device, depth=2):
         self.sampler, self.data, self.pin = sampler, data, device.type == "cuda"
@@ -253,11 +253,11 @@ class Prefetcher:
 
     def _fill(self) -> None:
         try:
-            for indices, real in self.sampler:
+            for indices in self.sampler:
                 tensors = [self.data.batch(i) for i in indices]
                 if self.pin:  # page-locked memory: the copy to the GPU can overlap compute
                     tensors = [tuple(t.pin_memory() for t in batch) for batch in tensors]
-                item = (tensors, real, self.sampler.state_dict())
+                item = (tensors, self.sampler.state_dict())
                 while not self.stopped.is_set():
                     try:
                         self.queue.put(item, timeout=0.1)
@@ -267,7 +267,7 @@ class Prefetcher:
                 if self.stopped.is_set():
                     return
         except BaseException as error:  # handed to the training loop, which raises it
-            self.queue.put((error, False, None))
+            self.queue.put((error, None))
 
     def __next__(self):
         item = self.queue.get()
@@ -349,15 +349,17 @@ class Throughput:
 class StepResult(NamedTuple):
     loss: torch.Tensor  # 0-dim, on the device: the step's loss per target token, all processes
     tokens: int  # source and target tokens of the step, all processes
-    stop_asked: bool  # a signal reached one of the processes
     lr: float
 
 
 class Trainer:
     """One training run in one process (of `world`): the parts `train` loops over."""
 
-    def __init__(self, config: Config, world: World, device: torch.device):
+    def __init__(
+        self, config: Config, world: World, device: torch.device, stop_after: int | None = None
+    ):
         self.config, self.cfg, self.world, self.device = config, config.train, world, device
+        self.stop_after = stop_after
         torch.manual_seed(self.cfg.seed)
         self.vocabs = load_vocabs(config)
         vocabs_on_disk = vocab_files(config.data_dir)
@@ -378,8 +380,8 @@ class Trainer:
         self.parallel = DistributedDataParallel(self.model) if world.distributed else self.model
         compiled = self.cfg.compile
         self.step_model = torch.compile(self.parallel, dynamic=True) if compiled else self.parallel
-        self.batching = batching(config, world)
-        per_step = self.batching["micro_batches_per_step"]
+        self.batch_settings = batch_settings(config, world)
+        per_step = self.batch_settings["micro_batches_per_step"]
         self.sampler = EpochSampler(
             self.data.src_lengths, self.data.tgt_lengths,
             max(1, self.cfg.batch_tokens // per_step), per_step, world, self.cfg.seed,
@@ -404,9 +406,8 @@ class Trainer:
             state = read_state(self.last_path, self.device)
         except UserError as error:
             raise UserError(f"{error}; pass --restart to train from scratch") from None
-        check_resumable(
-            state, self.config, self.vocabs, self.data.content_hash, self.batching, self.last_path
-        )
+        data_hash, batches = self.data.content_hash, self.batch_settings
+        check_resumable(state, self.config, self.vocabs, data_hash, batches, self.last_path)
         self.model.load_state_dict(state["model"])
         training = state["training"]
         self.optimizer.load_state_dict(training["optimizer"])
@@ -428,7 +429,7 @@ class Trainer:
     def finished(self) -> bool:
         return self.progress.stopped_early or self.progress.step >= self.cfg.max_steps
 
-    def step(self, micro_batches: list[tuple], real: bool, stop: StopOnSignal) -> StepResult:
+    def step(self, micro_batches: list[tuple]) -> StepResult:
         """One optimizer step over this process's micro-batches. Nothing here waits for the
         GPU: the loss stays on the device, and the counts come from the batches on the host."""
         cfg, world, device = self.cfg, self.world, self.device
@@ -437,13 +438,9 @@ class Trainer:
             group["lr"] = lr
         # The loss of the step is the sum over all its target tokens, in every process,
         # divided by their number: the same step whatever the split into micro-batches.
-        weight = 1.0 if real else 0.0  # a pass that adds nothing, for DDP's sake
         local_targets = sum(int((tgt_out != PAD).sum()) for _, _, tgt_out in micro_batches)
         local_tokens = local_targets + sum(int((src != PAD).sum()) for src, _, _ in micro_batches)
-        targets, tokens, stops = distributed.sum_over_processes(
-            [local_targets * weight, local_tokens * weight, float(stop.received is not None)],
-            world,
-        )
+        targets, tokens = distributed.sum_over_processes([local_targets, local_tokens], world)
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum = torch.zeros((), device=device)
         for i, micro_batch in enumerate(micro_batches):
@@ -453,14 +450,14 @@ class Trainer:
             with sync, autocast(device, self.autocast_dtype):
                 loss = batch_loss(self.step_model, batch, cfg.label_smoothing, reduction="sum")
             # DDP averages over the processes: scaling by their number makes it a sum
-            self.scaler.scale(loss * (weight * world.size / targets)).backward()
-            loss_sum += loss.detach().float() * weight
+            self.scaler.scale(loss * (world.size / targets)).backward()
+            loss_sum += loss.detach().float()
         self.scaler.unscale_(self.optimizer)  # clip the true gradients
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.scaler.step(self.optimizer)
         self.scaler.update()
         loss = distributed.sum_on_device(loss_sum / targets, world)
-        return StepResult(loss, int(tokens), bool(stops), lr)
+        return StepResult(loss, int(tokens), lr)
 
     def validate_and_keep_best(
         self, train_loss: float, meter: Throughput, lr: float, report: Report
@@ -479,7 +476,8 @@ class Trainer:
                 "elapsed_s": progress.elapsed_s,
             }
             best = progress.best
-            improved = best is None or rank(result, cfg.best_metric) > rank(best, cfg.best_metric)
+            metric = cfg.best_metric
+            improved = best is None or quality(result, metric) > quality(best, metric)
             if improved:
                 progress.best, progress.validations_without_gain = result, 0
                 save_checkpoint(
@@ -515,7 +513,7 @@ class Trainer:
             "random": random_of_all,
             "progress": asdict(self.progress),
             "data_sha256": self.data.content_hash,
-            "batching": self.batching,
+            "batching": self.batch_settings,
         }
         info = {"step": self.progress.step, "epoch": self.sampler.epoch}
         save_checkpoint(self.last_path, self.config, self.model, *self.vocabs, info, training)
@@ -539,8 +537,8 @@ class Trainer:
         try:
             with StopOnSignal() as stop:
                 while not self.finished:
-                    micro_batches, real, sampler_state = next(batches)
-                    result = self.step(micro_batches, real, stop)
+                    micro_batches, sampler_state = next(batches)
+                    result = self.step(micro_batches)
                     progress.step += 1
                     progress.sampler = sampler_state
                     meter.add(result.loss, result.tokens)
@@ -552,7 +550,7 @@ class Trainer:
                         self.validate_and_keep_best(train_loss, meter, result.lr, report)
                         self.save_last()
                         meter = Throughput(progress.step + 1)
-                    if result.stop_asked and not self.finished:  # in any process: all stop here
+                    if self.stop_asked(stop) and not self.finished:
                         self.checked_loss(meter)
                         progress.elapsed_s += time.perf_counter() - start
                         self.save_last()
@@ -568,6 +566,12 @@ class Trainer:
                 f"saved to {self.config.checkpoint_path} ({progress.elapsed_s:.0f} s of training)"
             )
         return best
+
+    def stop_asked(self, stop: StopOnSignal) -> bool:
+        """Whether a signal reached any process, or training was asked to stop at this step:
+        then every process stops after it."""
+        asked = stop.received is not None or self.progress.step == self.stop_after
+        return bool(distributed.sum_over_processes([float(asked)], self.world)[0])
 
     def announce(self) -> None:
         if self.world.main:
@@ -597,22 +601,28 @@ class Trainer:
         return sum(losses) / max(1, len(losses))
 
     def interrupted(self, stop: StopOnSignal) -> Interrupted:
-        number = stop.received or signal.SIGTERM  # (another process got it)
+        if self.progress.step == self.stop_after:
+            why, number = "as asked", signal.SIGINT
+        else:
+            number = stop.received or signal.SIGTERM  # (another process got it)
+            why = signal.Signals(number).name
         return Interrupted(
-            f"stopped at step {self.progress.step:,} ({signal.Signals(number).name}); "
+            f"stopped at step {self.progress.step:,} ({why}); "
             f"saved {self.last_path}: run the same command again to resume",
             number,
         )
 
 
-def train(config: Config, restart: bool = False) -> dict:
+def train(config: Config, restart: bool = False, stop_after: int | None = None) -> dict:
     """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
-    validation result. Under torchrun, every process runs this (seq2seq/distributed.py)."""
+    validation result. Under torchrun, every process runs this (seq2seq/distributed.py).
+    `stop_after` stops training after that step as a signal would (last.pt saved, Interrupted
+    raised): for tests and benchmarks that stop a run at a known step."""
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     world, device = distributed.start(config.train.device)
     try:
-        trainer = Trainer(config, world, device)
+        trainer = Trainer(config, world, device, stop_after)
         trainer.resume(restart)
         return trainer.run()
     finally:

@@ -24,15 +24,22 @@ SMALL = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("world, accumulate", [(1, 1), (1, 3), (2, 1), (2, 2), (3, 2)])
-def test_shards_are_disjoint_and_cover_the_epoch(world, accumulate):
-    batches = [[i] for i in range(23)]  # 23 micro-batches: the last step is short
+@pytest.mark.parametrize("world, accumulate", [(1, 1), (1, 3), (2, 1), (2, 2), (3, 1), (3, 2)])
+def test_shards_are_disjoint_cover_the_epoch_and_give_every_process_data(world, accumulate):
+    # 23 micro-batches of 4 pairs: the last step is short, in most cases with fewer
+    # micro-batches than processes
+    batches = [list(range(4 * i, 4 * i + 4)) for i in range(23)]
     shards = [shard_steps(batches, world * accumulate, rank, world) for rank in range(world)]
     assert len({len(steps) for steps in shards}) == 1, "every process takes the same steps"
-    seen = [b for steps in shards for step in steps for b in step]
-    assert sorted(seen) == batches
+    seen = [pair for steps in shards for step in steps for batch in step for pair in batch]
+    assert sorted(seen) == list(range(4 * 23))
     for steps in shards:
-        assert all(len(step) <= accumulate for step in steps)
+        assert all(len(step) == accumulate for step in steps), "the last step too"
+
+
+def test_a_last_step_of_fewer_pairs_than_processes_waits_for_the_next_epoch():
+    batches = [[0, 1, 2], [3, 4, 5], [6]]  # 2 processes, 1 micro-batch each: the last is [6]
+    assert [shard_steps(batches, 2, rank, 2) for rank in (0, 1)] == [[[[0, 1, 2]]], [[[3, 4, 5]]]]
 
 
 def run(*args: str, cwd: Path, processes: int = 1) -> subprocess.Popen:

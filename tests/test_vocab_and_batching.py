@@ -123,7 +123,7 @@ def test_the_sampler_resumes_from_a_few_numbers(tmp_path, monkeypatch):
         return EpochSampler(pairs.src_lengths, pairs.tgt_lengths, 1000, 1, World(), seed=3)
 
     straight = sampler()
-    steps = [next(straight)[0][0].tolist() for _ in range(40)]  # more than one epoch
+    steps = [next(straight)[0].tolist() for _ in range(40)]  # more than one epoch
     assert straight.epoch > 1
     for stop in (5, 23):
         first = sampler()
@@ -133,4 +133,4 @@ def test_the_sampler_resumes_from_a_few_numbers(tmp_path, monkeypatch):
         assert set(state) == {"epoch", "done"}
         resumed = sampler()
         resumed.load_state_dict(state)
-        assert [next(resumed)[0][0].tolist() for _ in range(40 - stop)] == steps[stop:]
+        assert [next(resumed)[0].tolist() for _ in range(40 - stop)] == steps[stop:]
