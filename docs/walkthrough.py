@@ -354,7 +354,8 @@ assert_close(mha(x, mask=mask), theirs, atol=1e-5, rtol=1e-5)
 # the "pre-norm" arrangement: the residual sum x + ... lets the signal and the gradients pass
 # through many layers unchanged, and normalising the sublayer's *input* keeps training stable
 # at high learning rates. (The original Transformer normalised after the sum instead; most
-# recent models normalise before.) Code: [`seq2seq/model.py`](../seq2seq/model.py).
+# recent models normalise before.) Code: [`seq2seq/model.py`](../seq2seq/model.py); the layers
+# are tested inside the whole model, in [`tests/test_masks.py`](../tests/test_masks.py).
 #
 # The **encoder layer** has two sublayers: self-attention over the source, which hides the
 # source padding, then the feed-forward network. Its input and output are (B, S, D).
@@ -441,7 +442,8 @@ assert_close(model.encoder_norm(h), memory)
 
 # %% [markdown]
 # The no-peek mask at work in the whole model: change the last target token, and the logits
-# of the positions before it do not move.
+# of the positions before it do not move. (The test suite checks this at every position, and
+# that padding changes nothing either: [`tests/test_masks.py`](../tests/test_masks.py).)
 
 # %%
 changed = tgt_ids.clone()
@@ -455,8 +457,8 @@ assert not torch.allclose(changed_logits[0, 2], logits[0, 2])  # position 3 sees
 #
 # The smallest corpus the project has, its `seed` preset
 # ([`seq2seq/numbers.py`](../seq2seq/numbers.py), `SEED_PAIRS`), is nine pairs from "one is
-# one" -> "1 la 1" to "nine is nine" -> "9 la 9". A model that has learnt them must copy the
-# number word into its digit and put "la" in the middle.
+# one" -> "1 la 1" to "nine is nine" -> "9 la 9". A model that has learnt them writes the
+# number word as its digit, twice, with "la" in the middle.
 #
 # Sentences become token ids with a sentencepiece vocabulary per language
 # ([`seq2seq/vocab.py`](../seq2seq/vocab.py); here one token per word), with the special ids
@@ -538,7 +540,7 @@ with torch.no_grad():
         logits = model.decode(ys, memory, src_mask)  # (9, t, V): the whole prefix again
         next_token = (logits[:, -1] + forbidden).argmax(dim=-1)  # (9,): the last position's
         ys = torch.cat([ys, next_token[:, None]], dim=1)  # (9, t + 1)
-        print(f"step {ys.size(1) - 1}:", tgt_vocab.pieces(ys[2].tolist()))
+        print(f"step {ys.size(1) - 1}:", tgt_vocab.pieces(ys[2].tolist()))  # "three is three"
 
 step_by_step = strip(ys[:, 1:])  # each cut at its EOS
 print(tgt_vocab.decode(step_by_step))
