@@ -106,8 +106,8 @@ $(JOEYNMT_VENV)/.installed: constraints.txt
 	@touch $@
 
 lint: $(INSTALLED)
-	$(PYTHON) -m ruff check seq2seq tests benchmarks examples
-	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples
+	$(PYTHON) -m ruff check seq2seq tests benchmarks examples docs
+	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples docs
 
 # clean: what the pipeline wrote; distclean: the installed environments too.
 clean:

@@ -3,13 +3,14 @@
     pip install -e ".[examples]"          # scikit-learn (the data) and matplotlib (the picture)
     python examples/patch_attention.py    # -> examples/results/patch_attention.{md,png}
 
-Seed 002 cut each 28x28 MNIST digit into 16 patches of 7x7 and compared one self-attention
-layer with an MLP. Here the same experiment runs on scikit-learn's bundled 8x8 digits (1,797
-images, no download), cut into 16 patches of 2x2 pixels, with three models trained the same way:
+The experiment: cut each digit image into patches, read the patches as a sequence of 16
+"tokens", and ask whether one self-attention layer over them classifies digits as well as a
+plain MLP on the pixels. It runs on scikit-learn's bundled 8x8 digits (1,797 images, no
+download), cut into 16 patches of 2x2 pixels, with three models trained the same way:
 
-    mlp        64 pixels -> 64 hidden (ReLU) -> 10 classes, the seed's baseline
+    mlp        64 pixels -> 64 hidden (ReLU) -> 10 classes: the baseline without attention
     attention  patches -> linear embedding -> ONE self-attention layer (one head)
-               -> all 16 vectors flattened -> 10 classes, as in the seed
+               -> all 16 vectors flattened -> 10 classes
     encoder    patches -> embedding + learned positions, and a class token in front
                -> 3 pre-norm encoder layers (3 heads, width 12) -> the class token -> 10 classes
 
@@ -65,8 +66,8 @@ class MLP(nn.Module):
 
 
 class OneAttentionLayer(nn.Module):
-    """The seed's model: embed the patches, one self-attention head, classify the flattened
-    sequence."""
+    """The smallest attention model: embed the patches, one self-attention head, classify the
+    flattened sequence."""
 
     def __init__(self, d_model: int = 16, patches: int = 16):
         super().__init__()

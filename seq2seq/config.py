@@ -59,7 +59,7 @@ class CorpusConfig:
     # The corpus is written to (or copied into) data/<name>/.
     name: str = "numbers"
     # numbers only. "default": number words for 0..999,999 in "<a> is <b>" sentences;
-    # "seed": exactly the nine pairs of seed notebook 004 ("one is one" -> "1 la 1").
+    # "seed": the nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9".
     preset: Literal["default", "seed"] = "default"
     train_size: int = 20000
     valid_size: int = 500

@@ -2,7 +2,8 @@
 
 Two presets:
 
-* `seed`: the nine pairs of seed notebook 004, "one is one" -> "1 la 1" ... "nine is nine".
+* `seed`: nine pairs only, "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9": a toy
+  corpus that a tiny model learns by heart in seconds (docs/walkthrough.py trains on it).
 * `default`: sentences "<a> is <b>" for integers 0..999,999, where <b> repeats <a> with
   probability `same_prob` and is another number otherwise. The target writes both numbers
   as digits, one token each, around the word "la".

@@ -43,7 +43,7 @@ def test_pair_format():
     assert numbers.digit_counts("2 1 la 5") == (2, 1)
 
 
-def test_seed_preset_is_exactly_the_nine_pairs_of_seed_004():
+def test_seed_preset_is_exactly_the_nine_one_is_one_pairs():
     assert numbers.SEED_PAIRS == [
         ("one is one", "1 la 1"),
         ("two is two", "2 la 2"),
