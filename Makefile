@@ -21,7 +21,7 @@ INSTALLED := $(VENV)/.installed
 endif
 
 .PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
-	bench-peers lint clean distclean
+	bench-peers config-docs lint clean distclean
 
 all: install data train eval
 
@@ -104,6 +104,11 @@ $(JOEYNMT_VENV)/.installed: constraints.txt
 	test -x $(JOEYNMT_VENV)/bin/python || $(PYTHON) -m venv $(JOEYNMT_VENV)
 	$(JOEYNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt joeynmt==2.3.0 importlib-metadata
 	@touch $@
+
+# config.yaml and docs/configuration.md from the comments beside the options in
+# seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).
+config-docs: $(INSTALLED)
+	$(PYTHON) -m seq2seq.config_docs --write
 
 lint: $(INSTALLED)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples docs

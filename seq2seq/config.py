@@ -1,7 +1,8 @@
 """The experiment configuration: one typed object, read from YAML, checked key by key.
 
-`config.yaml` at the top of the repository is the default experiment; every option is
-described there. `load_config(path, overrides)` reads it, applies command-line overrides
+`config.yaml` at the top of the repository is the default experiment. Every option is
+described once, by the comment above or beside its field below; config.yaml's comments and
+docs/configuration.md are written from them (seq2seq/config_docs.py, `make config-docs`). `load_config(path, overrides)` reads it, applies command-line overrides
 such as `train.max_steps=200`, and returns a `Config`. Anything unknown or of the wrong type
 is a `ConfigError` that names the file and the key (and the nearest valid key for a typo).
 
@@ -53,101 +54,117 @@ class SplitFiles:
 
 @dataclass
 class CorpusConfig:
-    # "numbers": the built-in generator; "parallel": your own parallel text files;
-    # "multi30k": the Multi30k task 1 corpus, downloaded and checked (seq2seq/multi30k.py).
+    """The parallel text to learn from, written to data/<name>/ by `make data`."""
+
+    # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
+    # task 1 corpus, downloaded and checked (seq2seq/multi30k.py)
     type: Literal["numbers", "parallel", "multi30k"] = "numbers"
-    # The corpus is written to (or copied into) data/<name>/.
-    name: str = "numbers"
-    # numbers only. "default": number words for 0..999,999 in "<a> is <b>" sentences;
-    # "seed": the nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9".
+    name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
+    # numbers: "default" is "<a> is <b>" sentences of number words for 0..999,999; "seed" the
+    # nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9"
     preset: Literal["default", "seed"] = "default"
-    train_size: int = 20000
-    valid_size: int = 500
-    test_size: int = 1000
-    same_prob: float = 0.5  # probability that <b> repeats <a>
-    zero_prob: float = 0.3  # probability that a digit after the first is forced to 0
-    seed: int = 1
-    # multi30k only: the language pair, the test set, and where the raw files are fetched from.
-    src_lang: Literal["de", "en"] = "de"
-    tgt_lang: Literal["de", "en"] = "en"
+    train_size: int = 20000  # numbers: sentence pairs in the training split
+    valid_size: int = 500  # numbers: sentence pairs in the validation split
+    test_size: int = 1000  # numbers: sentence pairs in the test split
+    same_prob: float = 0.5  # numbers: probability that <b> repeats <a>
+    zero_prob: float = 0.3  # numbers: probability that a digit after the first is 0
+    seed: int = 1  # numbers: the corpus is a deterministic function of this seed
+    src_lang: Literal["de", "en"] = "de"  # multi30k: the source language
+    tgt_lang: Literal["de", "en"] = "en"  # multi30k: the target language
+    # multi30k: the test set
     test_set: Literal["test_2016_flickr", "test_2017_flickr"] = "test_2016_flickr"
+    # multi30k: where the raw files come from (a mirror, or a local folder as file:///path)
     base_url: str = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
-    # parallel and multi30k: the longest pair kept (in words, either side).
-    max_words: int = 250
-    # parallel only: the files of each split.
+    max_words: int = 250  # parallel, multi30k: longer pairs (in words, either side) are dropped
+    # parallel: the training split, {src: FILE, tgt: FILE} (line N of tgt translates line N of
+    # src) or {tsv: FILE} ("source<TAB>target" lines); UTF-8, plain or .gz
     train: SplitFiles | None = None
-    valid: SplitFiles | None = None
-    test: SplitFiles | None = None
+    valid: SplitFiles | None = None  # parallel: the validation split, as train
+    test: SplitFiles | None = None  # parallel: the test split, as train
 
 
 @dataclass
 class VocabConfig:
+    """The sentencepiece vocabularies, learnt from the training split only."""
+
+    # word | unigram | bpe | char; the last three split digits into single pieces
     model_type: Literal["word", "unigram", "bpe", "char"] = "word"
-    src_size: int = 64  # an upper bound: small corpora get fewer pieces
-    tgt_size: int = 64
-    character_coverage: float = 1.0
-    joint: bool = False  # one model for both languages, trained on both (of src_size pieces)
-    # sentencepiece learns from at most this many sentences of each side, a random sample of
-    # the training split: its time and memory stay bounded however large the corpus
+    src_size: int = 64  # source pieces at most (a small corpus gets fewer)
+    tgt_size: int = 64  # target pieces at most
+    character_coverage: float = 1.0  # share of characters covered (lower it for large alphabets)
+    joint: bool = False  # one vocabulary of src_size pieces for both languages, or two
+    # sentencepiece learns from a random sample of at most this many sentences of each side:
+    # its time and memory stay bounded however large the corpus
     sample_size: int = 1_000_000
-    # Source text normalisation, the same at training and translation time (seq2seq/vocab.py).
+    # Source text normalisation, the same at training and translation time (seq2seq/vocab.py);
+    # real text usually keeps both.
     lowercase: bool = False  # "Twenty one" reads as "twenty one"
     hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
 
 
 @dataclass
 class ModelConfig:
-    d_model: int = 128
-    n_heads: int = 4
-    enc_layers: int = 2
-    dec_layers: int = 2
-    d_ff: int = 512
-    # as in the paper: on the embeddings and on each sublayer's output before the residual sum
+    """The encoder-decoder Transformer (seq2seq/model.py)."""
+
+    d_model: int = 128  # width of every token vector
+    n_heads: int = 4  # attention heads (d_model must be divisible by n_heads)
+    enc_layers: int = 2  # encoder layers
+    dec_layers: int = 2  # decoder layers
+    d_ff: int = 512  # width of the feed-forward sublayer
+    # on the embeddings and on each sublayer's output before the residual sum, as in the
+    # paper; 0 suits the generated corpus (and is faster on a CPU), 0.1-0.3 real text
     dropout: float = 0.0
     attention_dropout: float = 0.0  # on the attention weights (costly on CPU: (B, H, L, L) masks)
     max_positions: int = 256  # longest sequence the position table covers, in pieces
-    # "sdpa": torch.nn.functional.scaled_dot_product_attention (fused kernels);
-    # "math": the explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py.
+    # sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels) | math: the
+    # explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py
     attention: Literal["sdpa", "math"] = "sdpa"
     tie_embeddings: bool = True  # share the target embedding with the output projection
 
 
 @dataclass
 class TrainConfig:
-    device: str = "auto"  # auto (CUDA, then Apple MPS, then CPU), or cpu, cuda, cuda:1, mps
-    seed: int = 1
+    """`make train` (seq2seq/train.py)."""
+
+    device: str = "auto"  # auto: CUDA, then Apple MPS, then CPU | cpu | cuda | cuda:1 | mps
+    seed: int = 1  # the initial weights, the batches and dropout follow from it
     batch_tokens: int = 1500  # padded source + target tokens per optimizer step, in all
-    accumulate: int = 1  # micro-batches per process and step (batch_tokens split among them)
-    max_steps: int = 5000
-    lr: float = 0.002  # peak learning rate, reached after the warmup
+    # micro-batches per process and step: each step is split into processes x accumulate
+    # micro-batches of equal token budgets
+    accumulate: int = 1
+    max_steps: int = 5000  # training stops here at the latest
+    lr: float = 0.002  # peak learning rate (AdamW), reached after the warmup
     min_lr: float = 0.0001  # the cosine decay ends here at max_steps
-    warmup_steps: int = 200
-    weight_decay: float = 0.01
-    label_smoothing: float = 0.1
-    clip_norm: float = 1.0
-    eval_every: int = 250  # steps between validations
+    warmup_steps: int = 200  # linear warmup from 0
+    weight_decay: float = 0.01  # AdamW's, on the weight matrices only
+    label_smoothing: float = 0.1  # share of the target probability spread over the vocabulary
+    clip_norm: float = 1.0  # gradients are scaled down to at most this norm
+    # validate (loss, and the exact match and BLEU of translations) every this many steps
+    eval_every: int = 250
     patience: int = 0  # stop after this many validations without improvement (0: never)
     # what makes a checkpoint the best: valid exact match or BLEU (ties: lower loss), or loss
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
     valid_beam_size: int = 1  # validation translates greedily (1), or with this many beams
     threads: int = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
-    # elsewhere (seq2seq/device.py); fp16 adds a gradient scaler.
+    # elsewhere (seq2seq/device.py); fp16 adds a gradient scaler
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    compile: bool = False  # torch.compile the model for training (worth it on GPUs)
+    compile: bool = False  # torch.compile the model for training (pays off on GPUs)
 
 
 @dataclass
 class DecodeConfig:
+    """Translation: validation, `make eval`, translate and the service."""
+
     batch_size: int = 500  # sentences decoded together
-    cache: bool = True  # reuse keys/values of earlier steps (false: recompute the prefix)
-    beam_size: int = 1  # 1: greedy decoding; more: beam search with this many beams
-    length_penalty: float = 1.0  # beam search: alpha of ((5 + length) / 6) ** alpha
-    # The longest output is max_len_a * source_length + max_len_b pieces.
+    cache: bool = True  # keep keys/values between steps (false: rerun the whole prefix)
+    beam_size: int = 1  # 1: greedy decoding | more: beam search with this many beams
+    length_penalty: float = 1.0  # beam search: scores are divided by ((5 + length) / 6) ** this
+    # an output stops after max_len_a * its source length + max_len_b pieces
     max_len_a: float = 2.0
-    max_len_b: int = 10
+    max_len_b: int = 10  # see max_len_a
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
-    # (seq2seq/device.py); fp32 gives CTranslate2's float32 outputs exactly.
+    # (seq2seq/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
 
 
@@ -164,7 +181,7 @@ class ServeConfig:
     # Requests that arrive within this window after the first are decoded in one batch of
     # at most max_batch_sentences sentences.
     batch_window_ms: float = 5.0
-    max_batch_sentences: int = 256
+    max_batch_sentences: int = 256  # see batch_window_ms
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
     # cores to the HTTP threads, and small batches gain little from more.
     threads: int = 1
@@ -172,6 +189,8 @@ class ServeConfig:
 
 @dataclass
 class Config:
+    """One experiment: its corpus, vocabularies, model, training, decoding and service."""
+
     experiment: str = "numbers"  # outputs go to runs/<experiment>/
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     vocab: VocabConfig = field(default_factory=VocabConfig)
@@ -325,14 +344,70 @@ def _convert(hint, value, source: str, key: str):
     return float(value) if hint is float else value
 
 
+POSITIVE = (lambda value: value > 0, "positive")
+AT_LEAST_1 = (lambda value: value >= 1, "at least 1")
+NOT_NEGATIVE = (lambda value: value >= 0, ">= 0")
+FRACTION = (lambda value: 0 <= value < 1, "in [0, 1)")
+PROBABILITY = (lambda value: 0 <= value <= 1, "in [0, 1]")
+
+# The range of each numeric option that has one: (test, what the error says it must be).
+RANGES = {
+    "corpus.same_prob": PROBABILITY,
+    "corpus.zero_prob": PROBABILITY,
+    "corpus.max_words": POSITIVE,
+    "vocab.src_size": (lambda value: value >= 8, "at least 8"),
+    "vocab.tgt_size": (lambda value: value >= 8, "at least 8"),
+    "vocab.character_coverage": (lambda value: 0 < value <= 1, "in (0, 1]"),
+    "vocab.sample_size": AT_LEAST_1,
+    "model.d_model": POSITIVE,
+    "model.n_heads": POSITIVE,
+    "model.enc_layers": AT_LEAST_1,
+    "model.dec_layers": AT_LEAST_1,
+    "model.d_ff": POSITIVE,
+    "model.dropout": FRACTION,
+    "model.attention_dropout": FRACTION,
+    "model.max_positions": (lambda value: value >= 2, "at least 2"),
+    "train.batch_tokens": POSITIVE,
+    "train.accumulate": AT_LEAST_1,
+    "train.max_steps": POSITIVE,
+    "train.lr": POSITIVE,
+    "train.min_lr": NOT_NEGATIVE,
+    "train.warmup_steps": NOT_NEGATIVE,
+    "train.weight_decay": NOT_NEGATIVE,
+    "train.label_smoothing": FRACTION,
+    "train.clip_norm": POSITIVE,
+    "train.eval_every": POSITIVE,
+    "train.patience": NOT_NEGATIVE,
+    "train.valid_beam_size": AT_LEAST_1,
+    "train.threads": NOT_NEGATIVE,
+    "decode.batch_size": POSITIVE,
+    "decode.beam_size": AT_LEAST_1,
+    "decode.length_penalty": NOT_NEGATIVE,
+    "decode.max_len_a": NOT_NEGATIVE,
+    "decode.max_len_b": NOT_NEGATIVE,
+    "serve.port": (lambda value: 0 <= value <= 65535, "in [0, 65535]"),
+    "serve.max_sentences": AT_LEAST_1,
+    "serve.max_chars": AT_LEAST_1,
+    "serve.max_body_bytes": AT_LEAST_1,
+    "serve.max_beam_size": AT_LEAST_1,
+    "serve.batch_window_ms": NOT_NEGATIVE,
+    "serve.max_batch_sentences": AT_LEAST_1,
+    "serve.threads": NOT_NEGATIVE,
+}
+
+
 def _check(config: Config, source: str) -> None:
-    """Rules that involve more than one key's type."""
+    """The range of each numeric option (RANGES), then the rules that involve several."""
 
     def require(condition: bool, message: str) -> None:
         if not condition:
             raise ConfigError(f"{source}: {message}")
 
-    corpus, model, train, decode = config.corpus, config.model, config.train, config.decode
+    corpus, model, train = config.corpus, config.model, config.train
+    for key, (within, requirement) in RANGES.items():
+        section, name = key.split(".")
+        value = getattr(getattr(config, section), name)
+        require(within(value), f"'{key}' must be {requirement}, got {value}")
     if corpus.type == "parallel":
         for split in ("train", "valid", "test"):
             files = getattr(corpus, split)
@@ -355,7 +430,6 @@ def _check(config: Config, source: str) -> None:
             )
     if corpus.type == "multi30k":
         require(corpus.src_lang != corpus.tgt_lang, "'corpus.src_lang' and 'tgt_lang' must differ")
-    require(corpus.max_words > 0, "'corpus.max_words' must be positive")
     if corpus.type == "numbers":
         for key in ("train_size", "valid_size", "test_size"):
             require(getattr(corpus, key) > 0, f"'corpus.{key}' must be positive")
@@ -365,40 +439,15 @@ def _check(config: Config, source: str) -> None:
             f"'corpus.valid_size' + 'corpus.test_size' is {held_out}; the numbers corpus holds "
             f"out at most {MAX_HELD_OUT:,} distinct numbers",
         )
-        for key in ("same_prob", "zero_prob"):
-            require(0.0 <= getattr(corpus, key) <= 1.0, f"'corpus.{key}' must be in [0, 1]")
     require(config.experiment.strip() != "", "'experiment' must not be empty")
     require(corpus.name.strip() != "", "'corpus.name' must not be empty")
-    require(config.vocab.src_size >= 8 and config.vocab.tgt_size >= 8, "vocab sizes must be >= 8")
-    require(0.0 < config.vocab.character_coverage <= 1.0, "'vocab.character_coverage' in (0, 1]")
-    require(model.d_model > 0 and model.n_heads > 0, "'model.d_model' and 'model.n_heads' > 0")
     require(
         model.d_model % model.n_heads == 0,
         f"'model.d_model' ({model.d_model}) must be divisible by 'model.n_heads' ({model.n_heads})",
     )
-    require(model.enc_layers >= 1 and model.dec_layers >= 1, "at least one layer each side")
-    require(model.d_ff > 0 and model.max_positions > 0, "'model.d_ff', 'max_positions' > 0")
-    require(0.0 <= model.dropout < 1.0, "'model.dropout' must be in [0, 1)")
-    require(0.0 <= model.attention_dropout < 1.0, "'model.attention_dropout' must be in [0, 1)")
-    require(train.batch_tokens > 0 and train.max_steps > 0, "'train.batch_tokens', 'max_steps' > 0")
-    require(train.accumulate >= 1, "'train.accumulate' must be at least 1")
-    require(train.lr > 0 and 0 <= train.min_lr <= train.lr, "need 0 <= 'train.min_lr' <= 'lr'")
-    require(
-        train.warmup_steps >= 0 and train.eval_every > 0, "'warmup_steps' >= 0, 'eval_every' > 0"
-    )
-    require(0.0 <= train.label_smoothing < 1.0, "'train.label_smoothing' must be in [0, 1)")
-    require(train.clip_norm > 0 and train.patience >= 0, "'clip_norm' > 0 and 'patience' >= 0")
-    require(train.threads >= 0, "'train.threads' must be >= 0")
-    require(decode.batch_size > 0 and decode.max_len_a >= 0, "'decode.batch_size' > 0")
-    require(decode.beam_size >= 1, "'decode.beam_size' must be at least 1")
-    require(decode.length_penalty >= 0, "'decode.length_penalty' must be >= 0")
+    require(train.min_lr <= train.lr, f"'train.min_lr' ({train.min_lr}) must be <= 'train.lr'")
     serve = config.serve
     require(serve.host.strip() != "", "'serve.host' must not be empty")
-    require(0 <= serve.port <= 65535, "'serve.port' must be in [0, 65535]")
-    for key in ("max_sentences", "max_chars", "max_body_bytes", "max_beam_size"):
-        require(getattr(serve, key) >= 1, f"'serve.{key}' must be at least 1")
-    require(serve.batch_window_ms >= 0, "'serve.batch_window_ms' must be >= 0")
-    require(serve.threads >= 0, "'serve.threads' must be >= 0")
     require(
         serve.max_batch_sentences >= serve.max_sentences,
         f"'serve.max_batch_sentences' ({serve.max_batch_sentences}) must be at least "

@@ -1,12 +1,15 @@
 """The typed config: config.yaml documents every option, and mistakes name the key."""
 
 import dataclasses
+import re
+import typing
 
 import pytest
 import yaml
 
 from seq2seq import data
 from seq2seq.config import Config, ConfigError, config_from_dict, load_config
+from seq2seq.config_docs import options, sections
 
 from helpers import ROOT
 
@@ -160,3 +163,14 @@ def test_a_missing_base_or_a_cycle_is_an_error_naming_the_file(tmp_path, files, 
         (tmp_path / name).write_text(text)
     with pytest.raises(ConfigError, match=message):
         load_config(tmp_path / "top.yaml")
+
+
+def test_every_numeric_option_out_of_range_is_an_error_that_names_it():
+    for section, cls in sections():
+        hints = typing.get_type_hints(cls)
+        for option in options(cls):
+            key = f"{section}.{option.name}"
+            if hints[option.name] not in (int, float) or key in ("corpus.seed", "train.seed"):
+                continue  # any seed will do
+            with pytest.raises(ConfigError, match=f"'{re.escape(key)}' must be"):
+                config_from_dict({section: {option.name: -1}})
