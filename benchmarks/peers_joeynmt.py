@@ -8,22 +8,12 @@ import shutil
 import signal
 from pathlib import Path
 
-from peers_measure import (
-    BATCH_SIZES,
-    ROOT,
-    WARMUP_SENTENCES,
-    check_exit,
-    command_figures,
-    curve_figures,
-    flatten_batches,
-    inprocess_figures,
-    run_watched,
-)
+import peers_measure as measure
 
 from seq2seq.errors import UserError
 from seq2seq.metrics import exact_match
 
-JOEY_PYTHON = ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
+JOEY_PYTHON = measure.ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
 DRIVER = Path(__file__).with_name("peers_joeynmt_driver.py")  # run by JoeyNMT's Python
 
 
@@ -42,15 +32,15 @@ def train_joey(args, model_dir: Path, config_path: Path, valid_refs: list[str]) 
             appeared.setdefault(int(path.stem), elapsed)
 
     shutil.rmtree(model_dir, ignore_errors=True)  # no <step>.hyps of an earlier run
-    wall, peak, code = run_watched(
+    wall, peak, code = measure.run_watched(
         command, log, budget=args.budget, stop=signal.SIGINT, on_poll=poll
     )
-    check_exit(code, (0, 128 + signal.SIGINT), "JoeyNMT training", log)
+    measure.check_exit(code, (0, 128 + signal.SIGINT), "JoeyNMT training", log)
     curve = [
         joey_validation(model_dir, step, appeared[step], valid_refs) for step in sorted(appeared)
     ]
     curve = [v for v in curve if v is not None]
-    figures = curve_figures(curve, wall, peak)
+    figures = measure.curve_figures(curve, wall, peak)
     step = figures["best_step"] if curve else last_joey_step(model_dir, log)
     keep_only_checkpoint(model_dir, step)
     return {**figures, "decoded_step": step, "curve": curve}
@@ -96,19 +86,21 @@ def decode_joey(args, joey_dir: Path, source: Path, refs: list[str]) -> dict:
     then peers_joeynmt_driver.py, which times JoeyNMT's predict() alone after a warm-up."""
     figures: dict = {}
     logs = joey_dir / "logs"
-    for size in BATCH_SIZES:
+    for size in measure.BATCH_SIZES:
         command = [args.joeynmt_python, "-m", "joeynmt", "translate"]
         command.append(str(joey_dir / f"translate-batch{size}.yaml"))
-        figures[size] = command_figures(command, source, refs, logs / f"joeynmt-batch{size}")
-    sizes = ",".join(str(size) for size in BATCH_SIZES)
+        figures[size] = measure.command_figures(
+            command, source, refs, logs / f"joeynmt-batch{size}"
+        )
+    sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
     command = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
-    command += [str(source), str(WARMUP_SENTENCES), sizes]
+    command += [str(source), str(measure.WARMUP_SENTENCES), sizes]
     log, out = logs / "joeynmt-driver.log", logs / "joeynmt-driver.json"
-    _, _, code = run_watched(command, log, out=out)
-    check_exit(code, (0,), "the JoeyNMT decoding driver", log)
+    _, _, code = measure.run_watched(command, log, out=out)
+    measure.check_exit(code, (0,), "the JoeyNMT decoding driver", log)
     timed = json.loads(out.read_text("utf-8"))
-    for size in BATCH_SIZES:
+    for size in measure.BATCH_SIZES:
         run = timed[str(size)]
-        figures[size].update(inprocess_figures(run["seconds"], run["hypotheses"], refs))
+        figures[size].update(measure.inprocess_figures(run["seconds"], run["hypotheses"], refs))
     sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
-    return {**flatten_batches(figures), **sizes_info}
+    return {**measure.flatten_batches(figures), **sizes_info}

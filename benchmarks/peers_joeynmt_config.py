@@ -88,6 +88,7 @@ def output_limit(config: Config) -> int:
 
 
 def joey_stack(config: Config, layers: int) -> dict:
+    """JoeyNMT's encoder or decoder, of our model's sizes."""
     m = config.model
     return {
         "type": "transformer",

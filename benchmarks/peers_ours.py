@@ -9,19 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from peers_measure import (
-    BATCH_SIZES,
-    TARGETS,
-    WARMUP_SENTENCES,
-    check_exit,
-    command_figures,
-    curve_figures,
-    flatten_batches,
-    inprocess_figures,
-    new_lines,
-    run_watched,
-    seconds_to,
-)
+import peers_measure as measure
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
@@ -39,21 +27,22 @@ def train_ours(args, config: Config, run: Path) -> dict:
     command += [f"train.eval_every={args.eval_every}"]
 
     def poll(elapsed: float) -> None:
-        for line in new_lines(metrics, len(curve)):
+        for line in measure.new_lines(metrics, len(curve)):
             entry = json.loads(line)
             keys = ("step", "valid_exact_match", "valid_loss", "lr", "elapsed_s")
             curve.append({"wall_s": elapsed, **{key: entry[key] for key in keys}})
 
     metrics.unlink(missing_ok=True)  # and best.pt: nothing of an earlier run
     config.checkpoint_path.unlink(missing_ok=True)
-    wall, peak, code = run_watched(command, log, budget=args.budget, on_poll=poll)
-    check_exit(code, (0, 128 + signal.SIGTERM), "our training", log)
+    wall, peak, code = measure.run_watched(command, log, budget=args.budget, on_poll=poll)
+    measure.check_exit(code, (0, 128 + signal.SIGTERM), "our training", log)
     if not curve:
         raise UserError(f"our training did not validate within {args.budget:.0f} s (see {log})")
     own = {
-        f"own_clock_seconds_to_{n}": seconds_to(curve, t, "elapsed_s") for n, t in TARGETS.items()
+        f"own_clock_seconds_to_{n}": measure.seconds_to(curve, t, "elapsed_s")
+        for n, t in measure.TARGETS.items()
     }
-    figures = curve_figures(curve, wall, peak)
+    figures = measure.curve_figures(curve, wall, peak)
     return {**figures, **own, "decoded_step": figures["best_step"], "curve": curve}
 
 
@@ -72,21 +61,21 @@ def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
     """The translate command on `source` at each batch size, then seq2seq.decode.translate
     timed alone on the loaded model, after a warm-up."""
     figures: dict = {}
-    for size in BATCH_SIZES:
+    for size in measure.BATCH_SIZES:
         command = [sys.executable, "-m", "seq2seq.translate", "--checkpoint"]
         command.append(str(checkpoint_with_batch_size(best, size)))
-        figures[size] = command_figures(command, source, refs, logs / f"ours-batch{size}")
+        figures[size] = measure.command_figures(command, source, refs, logs / f"ours-batch{size}")
     checkpoint = load_checkpoint(best)
     model, vocabs = checkpoint.model, (checkpoint.src_vocab, checkpoint.tgt_vocab)
     sentences = source.read_text("utf-8").splitlines()
-    for size in BATCH_SIZES:
+    for size in measure.BATCH_SIZES:
         cfg = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
-        translate(model, *vocabs, sentences[:WARMUP_SENTENCES], cfg)
+        translate(model, *vocabs, sentences[: measure.WARMUP_SENTENCES], cfg)
         start = time.perf_counter()
         hyps = translate(model, *vocabs, sentences, cfg)
-        figures[size].update(inprocess_figures(time.perf_counter() - start, hyps, refs))
+        figures[size].update(measure.inprocess_figures(time.perf_counter() - start, hyps, refs))
     return {
-        **flatten_batches(figures),
+        **measure.flatten_batches(figures),
         "parameters": checkpoint.model.num_parameters(),
         "src_vocab_size": len(checkpoint.src_vocab),
         "tgt_vocab_size": len(checkpoint.tgt_vocab),

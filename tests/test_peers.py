@@ -2,11 +2,14 @@
 JoeyNMT installed: the simulation of JoeyNMT's token batches, the JoeyNMT config written from
 ours, reading the validations of both toolkits, and the report's ratios."""
 
+import json
+
 import numpy as np
 import yaml
 from peers_joeynmt import joey_validation
 from peers_joeynmt_config import joey_batch_sizes, joey_budget_for_steps, joey_config
 from peers_measure import curve_figures, new_lines, seconds_to
+from peers_report import ROWS, markdown, ratios, shown
 
 from seq2seq.config import load_config
 
@@ -82,3 +85,15 @@ def test_times_to_target_and_growing_files(tmp_path):
     log.write_text('{"step": 1}\n{"step": 2}\n{"ste')  # a line still being written
     assert new_lines(log, 1) == ['{"step": 2}']
     assert new_lines(tmp_path / "missing", 0) == []
+
+
+def test_report_rows_and_ratios():
+    ours = {"seconds_to_99": 20.0, "seconds_to_99_5": None, "best_step": 300, "parameters": 10}
+    theirs = {"seconds_to_99": 40.0, "seconds_to_99_5": 50.0, "best_step": 0, "parameters": 4}
+    assert ratios(ours, theirs) == {"seconds_to_99": 0.5, "parameters": 2.5}  # numbers, not 0
+    shown_values = [shown(v) for v in (None, 1234, 0.5, 12.34, 12345.6)]
+    assert shown_values == ["not reached", "1,234", "0.500", "12.3", "12,346"]
+    results = json.loads((ROOT / "benchmarks/peers.json").read_text())  # the committed run
+    rows = [line for line in markdown(results).splitlines() if line.startswith("| ")][2:]
+    assert [row.split(" | ")[0][2:] for row in rows] == [label for _, label, _ in ROWS]
+    assert len(ROWS) == len({key for key, _, _ in ROWS})
