@@ -2,8 +2,9 @@
 
 `config.yaml` at the top of the repository is the default experiment. Every option is
 described once, by the comment above or beside its field below; config.yaml's comments and
-docs/configuration.md are written from them (seq2seq/config_docs.py, `make config-docs`). `load_config(path, overrides)` reads it, applies command-line overrides
-such as `train.max_steps=200`, and returns a `Config`. Anything unknown or of the wrong type
+docs/configuration.md are written from them (seq2seq/config_docs.py, `make config-docs`).
+`load_config(path, overrides)` reads a config, applies command-line overrides such as
+`train.max_steps=200`, and returns a `Config`. Anything unknown or of the wrong type
 is a `ConfigError` that names the file and the key (and the nearest valid key for a typo).
 
 A config file may start from another: `base: other.yaml` (a path relative to the file) reads
