@@ -280,7 +280,7 @@ def decode_speed(
     ever slows a pass down) and mean output length, decoding `sources` in length-sorted
     batches."""
     device = next(model.parameters()).device
-    decode = greedy_decode_cached if cached else greedy_decode_recompute
+    greedy = greedy_decode_cached if cached else greedy_decode_recompute
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     tensors = [source_tensor([sources[i] for i in batch]).to(device) for batch in batches]
@@ -293,7 +293,7 @@ def decode_speed(
             limits = max_lengths(model, src, decode_cfg)
             if limits_override is not None:
                 limits = torch.full_like(limits, limits_override)
-            lengths += sum(len(out) for out in decode(model, src, limits))
+            lengths += sum(len(out) for out in greedy(model, src, limits))
         synchronize(device)
         best = max(best, len(sources) / (time.perf_counter() - start))
     return best, lengths / len(sources)
@@ -350,12 +350,12 @@ def ctranslate2_decoding(checkpoint_path: Path, config: Config, n_sentences: int
             "ctranslate2_int8": CTranslate2Model.load(Path(folder) / "ct2", "cpu", "int8"),
         }
         for batch_size in (64, 1):
-            decode = dataclasses.replace(config.decode, batch_size=batch_size, beam_size=1)
+            decoding = dataclasses.replace(config.decode, batch_size=batch_size, beam_size=1)
             outputs = {}
             for name, engine in engines.items():
-                engine.translate(sentences[:16], decode)  # warm-up
+                engine.translate(sentences[:16], decoding)  # warm-up
                 start = time.perf_counter()
-                outputs[name] = engine.translate(sentences, decode)
+                outputs[name] = engine.translate(sentences, decoding)
                 rate = len(sentences) / (time.perf_counter() - start)
                 result[f"translate_sentences_per_s_{name}_batch{batch_size}"] = rate
             for name in ("ctranslate2_float32", "ctranslate2_int8"):

@@ -13,7 +13,7 @@ import peers_measure as measure
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
-from seq2seq.decode import translate
+from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
 from seq2seq.paths import METRICS
 
@@ -70,9 +70,9 @@ def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
     sentences = source.read_text("utf-8").splitlines()
     for size in measure.BATCH_SIZES:
         cfg = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
-        translate(model, *vocabs, sentences[: measure.WARMUP_SENTENCES], cfg)
+        translate_sentences(model, *vocabs, sentences[: measure.WARMUP_SENTENCES], cfg)
         start = time.perf_counter()
-        hyps = translate(model, *vocabs, sentences, cfg)
+        hyps = translate_sentences(model, *vocabs, sentences, cfg)
         figures[size].update(measure.inprocess_figures(time.perf_counter() - start, hyps, refs))
     return {
         **measure.flatten_batches(figures),

@@ -55,10 +55,10 @@ import torch.nn.functional as F
 
 from seq2seq import numbers
 from seq2seq.attention import MultiHeadAttention, scaled_dot_product_attention
-from seq2seq.batching import pad, source_tensor
+from seq2seq.batching import pair_tensors
 from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig, ModelConfig, TrainConfig, VocabConfig
-from seq2seq.decode import greedy_decode_cached, max_lengths, strip, translate
+from seq2seq.decode import greedy_decode_cached, max_lengths, strip, translate_sentences
 from seq2seq.masks import decoder_mask, no_peek_mask, padding_mask
 from seq2seq.model import DecoderLayer, EncoderLayer, Transformer, sinusoidal_positions
 from seq2seq.special import BOS, EOS, PAD, non_output_logits
@@ -477,9 +477,7 @@ src_vocab = train_vocab(sources, 64, VocabConfig())  # a small corpus gets fewer
 tgt_vocab = train_vocab(targets, 64, VocabConfig())
 src_pieces, tgt_pieces = src_vocab.encode(sources), tgt_vocab.encode(targets)
 
-src = source_tensor(src_pieces)  # (9, 4)
-tgt_in = pad([[BOS, *ids] for ids in tgt_pieces])  # (9, 4)
-tgt_out = pad([[*ids, EOS] for ids in tgt_pieces])  # (9, 4)
+src, tgt_in, tgt_out = pair_tensors(src_pieces, tgt_pieces)  # (9, 4), (9, 4), (9, 4)
 print("vocabularies:", len(src_vocab), "and", len(tgt_vocab), "pieces")
 print("source        ", src_vocab.pieces(src[2].tolist()))
 print("decoder input ", tgt_vocab.pieces(tgt_in[2].tolist()))
@@ -579,7 +577,7 @@ assert tuple(cache.layers[0].cross_attn.keys.shape) == (9, 2, 4, 16)  # (9, H, S
 # %%
 limits = max_lengths(model, src, DecodeConfig())  # (9,): the longest output allowed
 assert greedy_decode_cached(model, src, limits) == step_by_step
-translations = translate(model, src_vocab, tgt_vocab, sources, DecodeConfig())
+translations = translate_sentences(model, src_vocab, tgt_vocab, sources, DecodeConfig())
 for source, translation in zip(sources, translations, strict=True):
     print(f"{source:15} -> {translation}")
 assert translations == targets

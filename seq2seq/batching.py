@@ -1,6 +1,8 @@
 """From sentence pairs to padded tensors, in batches of similar lengths.
 
-Each pair becomes three id sequences (BOS/EOS/PAD from seq2seq/vocab.py):
+Each pair becomes three id sequences (BOS/EOS/PAD from seq2seq/special.py), padded into
+tensors by `pair_tensors`, the one place batches are built (decoding's sources alone:
+`source_tensor`):
 
     source          "three is three"  ->  [three, is, three, EOS]
     decoder input   "3 la 3"          ->  [BOS, 3, la, 3]      what the decoder sees
@@ -20,18 +22,35 @@ import numpy as np
 import torch
 
 from seq2seq.errors import UserError
-from seq2seq.special import EOS, PAD
+from seq2seq.special import BOS, EOS, PAD
 
 
-def pad(sequences: list[list[int]]) -> torch.Tensor:
-    """List of B id lists -> (B, longest) tensor, PAD on the right."""
-    longest = max(len(seq) for seq in sequences)
-    return torch.tensor([seq + [PAD] * (longest - len(seq)) for seq in sequences])
+def padded(sequences, first: int | None = None, last: int | None = None) -> np.ndarray:
+    """B id sequences -> (B, longest + extras) int64 array: each sequence, `first` before it
+    and `last` after it where given, PAD on the right."""
+    start = int(first is not None)
+    longest = max(len(ids) for ids in sequences) + start + int(last is not None)
+    array = np.full((len(sequences), longest), PAD, np.int64)
+    for row, ids in enumerate(sequences):
+        array[row, start : start + len(ids)] = ids
+        if last is not None:
+            array[row, start + len(ids)] = last
+    if first is not None:
+        array[:, 0] = first
+    return array
 
 
-def source_tensor(sources: list[list[int]]) -> torch.Tensor:
+def source_tensor(sources) -> torch.Tensor:
     """Source ids -> (B, S) with EOS closing every sentence."""
-    return pad([ids + [EOS] for ids in sources])
+    return torch.from_numpy(padded(sources, last=EOS))
+
+
+def pair_tensors(sources, targets) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sentence pairs' ids -> the training batch: source (B, S) = ids + EOS, decoder input
+    (B, T) = BOS + ids, decoder output (B, T) = ids + EOS, PAD on the right. Each a contiguous
+    tensor of its own (a pinned copy of a strided view would not reach a GPU asynchronously)."""
+    tgt_in, tgt_out = padded(targets, first=BOS), padded(targets, last=EOS)
+    return source_tensor(sources), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out)
 
 
 def token_batches(

@@ -29,10 +29,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from seq2seq.batching import pair_tensors
 from seq2seq.corpus import SPLITS, CorpusError, iter_lines
 from seq2seq.files import atomic_write, file_hash, write_json
 from seq2seq.paths import IDS_STAMP, SIDES, id_files, text_files
-from seq2seq.special import BOS, EOS, PAD
 from seq2seq.vocab import Vocab
 
 CHUNK = 10_000  # sentences encoded at a time
@@ -144,19 +144,7 @@ class TokenPairs:
         return self.ids[side][start : start + length]
 
     def batch(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Pairs `indices` -> source (B, S) = ids + EOS, decoder input (B, T) = BOS + ids,
-        decoder output (B, T) = ids + EOS; PAD on the right."""
-        src_len, tgt_len = self.src_lengths[indices], self.tgt_lengths[indices]
-        src = np.full((len(indices), int(src_len.max()) + 1), PAD, np.int64)
-        tgt = np.full((len(indices), int(tgt_len.max()) + 2), PAD, np.int64)  # BOS ids EOS
-        for row, i in enumerate(indices):
-            src[row, : src_len[row]] = self.pieces("src", i)
-            src[row, src_len[row]] = EOS
-            tgt[row, 1 : tgt_len[row] + 1] = self.pieces("tgt", i)
-            tgt[row, tgt_len[row] + 1] = EOS
-        tgt[:, 0] = BOS
-        tgt_in = np.where(tgt == EOS, PAD, tgt)[:, :-1]  # (B, T): BOS ids, EOS dropped
-        # contiguous copies, not views: only those are pinned so that the copy to a GPU is
-        # asynchronous
-        arrays = (src, tgt_in, tgt[:, 1:])
-        return tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+        """Pairs `indices` -> source (B, S), decoder input (B, T), decoder output (B, T), as
+        seq2seq/batching.py's pair_tensors makes them."""
+        sources = [self.pieces("src", i) for i in indices]
+        return pair_tensors(sources, [self.pieces("tgt", i) for i in indices])

@@ -17,10 +17,11 @@ Two implementations give the same tokens:
   once half of it has finished, so they stop costing work. This is the default
   (`decode.cache: true`).
 
-Beam search (seq2seq/beam.py) is chosen with `decode.beam_size` > 1. `translate` wraps them
-all for raw text: it sorts sentences by length so that each batch has little padding, and
+Beam search (seq2seq/beam.py) is chosen with `decode.beam_size` > 1. `translate_sentences` wraps
+them all for raw text: it sorts sentences by length so that each batch has little padding, and
 returns the translations in the original order; an empty sentence gives an empty translation.
-`translate_nbest` returns the beam_size best translations of each sentence, with their scores.
+`translate_sentences_nbest` returns the beam_size best translations of each sentence, with
+their scores.
 """
 
 from contextlib import contextmanager
@@ -118,8 +119,8 @@ def decode_batch(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> li
     if cfg.beam_size > 1:
         nbest = beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
         return [hypotheses[0][1] for hypotheses in nbest]
-    decode = greedy_decode_cached if cfg.cache else greedy_decode_recompute
-    return decode(model, src, limits)
+    greedy = greedy_decode_cached if cfg.cache else greedy_decode_recompute
+    return greedy(model, src, limits)
 
 
 def longest_source(model: Transformer) -> int:
@@ -158,7 +159,7 @@ def evaluating(model: Transformer, precision: str):
         model.train(was_training)
 
 
-def translate(
+def translate_sentences(
     model: Transformer,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
@@ -168,12 +169,12 @@ def translate(
     """Raw source sentences -> detokenized translations, in the same order."""
     sources = src_vocab.encode(sentences)
     with evaluating(model, cfg.precision):
-        decode = partial(decode_batch, model, cfg=cfg)  # src (B, S) -> B id lists
-        outputs = in_length_order(model, sources, cfg.batch_size, decode, [])
+        search = partial(decode_batch, model, cfg=cfg)  # src (B, S) -> B id lists
+        outputs = in_length_order(model, sources, cfg.batch_size, search, [])
     return tgt_vocab.decode(outputs)
 
 
-def translate_nbest(
+def translate_sentences_nbest(
     model: Transformer,
     src_vocab: Vocab,
     tgt_vocab: Vocab,

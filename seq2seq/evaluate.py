@@ -14,7 +14,7 @@ import time
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DecodeConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
-from seq2seq.decode import translate
+from seq2seq.decode import translate_sentences
 from seq2seq.device import pick_device
 from seq2seq.errors import command_parser, run_cli
 from seq2seq.files import write_json, write_lines
@@ -34,10 +34,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     sources, references = [s for s, _ in test], [t for _, t in test]
 
-    def evaluate(decode: DecodeConfig, hypotheses_file: str) -> dict:
+    def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
         start = time.perf_counter()
-        hypotheses = translate(
-            checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, decode
+        hypotheses = translate_sentences(
+            checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, decoding
         )
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)

@@ -45,7 +45,7 @@ from seq2seq.checkpoint import read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.dataset import TokenPairs
-from seq2seq.decode import evaluating, translate
+from seq2seq.decode import evaluating, translate_sentences
 from seq2seq.device import autocast, autocast_dtype
 from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
@@ -105,8 +105,8 @@ def validate(
     and BLEU of its translations against the reference text, as `make eval` scores them."""
     ids, pairs = valid
     total, tokens = torch.zeros((), device=device), 0
-    decode = replace(config.decode, beam_size=config.train.valid_beam_size)
-    with evaluating(model, decode.precision):
+    decoding = replace(config.decode, beam_size=config.train.valid_beam_size)
+    with evaluating(model, decoding.precision):
         rng = np.random.default_rng(0)
         for indices in token_batches(
             ids.src_lengths, ids.tgt_lengths, config.train.batch_tokens, rng
@@ -115,7 +115,7 @@ def validate(
             tokens += int((tgt_out != PAD).sum())  # counted on the host, before the copy
             batch = tuple(t.to(device) for t in (src, tgt_in, tgt_out))
             total += batch_loss(model, batch, 0.0, reduction="sum").float()
-    hypotheses = translate(model, *vocabs, [s for s, _ in pairs], decode)
+    hypotheses = translate_sentences(model, *vocabs, [s for s, _ in pairs], decoding)
     references = [t for _, t in pairs]
     return {
         "valid_loss": total.item() / tokens,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, load_config
 from seq2seq.corpus import decode_stream
-from seq2seq.decode import longest_source, translate, translate_nbest
+from seq2seq.decode import longest_source, translate_sentences, translate_sentences_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.export import CTranslate2Model
@@ -84,10 +84,10 @@ class TorchModel:
         return self.checkpoint.model, self.checkpoint.src_vocab, self.checkpoint.tgt_vocab
 
     def translate(self, sentences: list[str], cfg: DecodeConfig) -> list[str]:
-        return translate(*self.model_and_vocabs(), sentences, cfg)
+        return translate_sentences(*self.model_and_vocabs(), sentences, cfg)
 
     def translate_nbest(self, sentences: list[str], cfg: DecodeConfig) -> list[list]:
-        return translate_nbest(*self.model_and_vocabs(), sentences, cfg)
+        return translate_sentences_nbest(*self.model_and_vocabs(), sentences, cfg)
 
 
 def input_warnings(
@@ -122,11 +122,11 @@ def translate_lines(
     """The output lines for `sentences`: one translation each, or `nbest` lines each."""
     for message in input_warnings(model, sentences, first_line):
         warn(message)
-    decode = model.config.decode
+    decoding = model.config.decode
     if nbest is None:
-        return [one_line(text) for text in model.translate(sentences, decode)]
+        return [one_line(text) for text in model.translate(sentences, decoding)]
     lines = []
-    for number, hypotheses in enumerate(model.translate_nbest(sentences, decode)):
+    for number, hypotheses in enumerate(model.translate_nbest(sentences, decoding)):
         for score, text in hypotheses[:nbest]:
             lines.append(f"{number + first_line - 1} ||| {one_line(text)} ||| {score:.4f}")
     return lines
@@ -166,17 +166,17 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
     model = load_model(args)
-    decode = model.config.decode
+    decoding = model.config.decode
     if args.beam_size is not None:
-        decode.beam_size = args.beam_size
+        decoding.beam_size = args.beam_size
     if args.length_penalty is not None:
-        decode.length_penalty = args.length_penalty
-    if decode.beam_size < 1:
+        decoding.length_penalty = args.length_penalty
+    if decoding.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
     if args.nbest is not None:
         if args.nbest < 1:
             raise UserError("--nbest must be at least 1")
-        decode.beam_size = max(decode.beam_size, args.nbest)
+        decoding.beam_size = max(decoding.beam_size, args.nbest)
 
     if args.sentences:
         print("\n".join(translate_lines(model, args.sentences, args.nbest)))
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
             sentence = line.rstrip("\r\n")
             print("\n".join(translate_lines(model, [sentence], args.nbest, number)))
     else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
-        for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decode.batch_size):
+        for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decoding.batch_size):
             lines = translate_lines(model, chunk, args.nbest, first)
             sys.stdout.writelines(line + "\n" for line in lines)
             sys.stdout.flush()

@@ -8,11 +8,10 @@ import pytest
 import torch
 
 from seq2seq import data, numbers, train
-from seq2seq.batching import pad, source_tensor, token_batches
+from seq2seq.batching import pair_tensors, token_batches
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.model import Transformer
-from seq2seq.special import BOS, EOS
 from seq2seq.train import batch_loss, make_optimizer
 from seq2seq.vocab import train_vocab
 
@@ -36,13 +35,18 @@ def seed_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch, request) -> Path:
-    """A fresh directory holding config.yaml and the numbers corpus built with the test
-    module's SMALL overrides (a small corpus, a small model); the tests run in it."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
-    data.main(request.module.SMALL)
-    return tmp_path
+def numbers_workdir(tmp_path, monkeypatch):
+    """A factory: numbers_workdir(*overrides) -> a fresh directory, the test's working
+    directory from then on, holding config.yaml and the numbers corpus that `make data` builds
+    with these overrides (a small corpus, say)."""
+
+    def make(*overrides: str) -> Path:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+        data.main(list(overrides))
+        return tmp_path
+
+    return make
 
 
 @pytest.fixture(scope="session")
@@ -64,10 +68,8 @@ def trained_numbers_checkpoint():
     lengths = [np.array([len(ids) for ids in side]) for side in (sources, targets)]
     for _ in range(8):
         for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
-            src = source_tensor([sources[i] for i in indices])  # (B, S)
-            tgt_in = pad([[BOS, *targets[i]] for i in indices])  # (B, T)
-            tgt_out = pad([[*targets[i], EOS] for i in indices])  # (B, T)
-            loss = batch_loss(model, (src, tgt_in, tgt_out), 0.1)
+            batch = pair_tensors([sources[i] for i in indices], [targets[i] for i in indices])
+            loss = batch_loss(model, batch, 0.1)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

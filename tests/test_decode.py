@@ -13,8 +13,8 @@ from seq2seq.decode import (
     greedy_decode_cached,
     greedy_decode_recompute,
     max_lengths,
-    translate,
-    translate_nbest,
+    translate_sentences,
+    translate_sentences_nbest,
 )
 from seq2seq.model import Transformer
 from seq2seq.special import BOS, EOS, PAD
@@ -58,9 +58,9 @@ def test_cached_equals_recompute_on_the_numbers_test_split(trained_numbers_model
     model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
     sources = [s for s, _ in test]
     cfg.cache = True
-    cached = translate(model, src_vocab, tgt_vocab, sources, cfg)
+    cached = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
     cfg.cache = False
-    recomputed = translate(model, src_vocab, tgt_vocab, sources, cfg)
+    recomputed = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
     assert len(cached) == 1000
     assert cached == recomputed
     assert len(set(cached)) > 100, "the outputs should vary"
@@ -73,8 +73,8 @@ def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numb
     sources = [s for s, _ in test[:40]]
     sources[5] = sources[17] = ""  # empty lines are answered by empty lines, in place
     cfg.cache, cfg.batch_size = True, 7
-    batched = translate(model, src_vocab, tgt_vocab, sources, cfg)
-    one_by_one = [translate(model, src_vocab, tgt_vocab, [s], cfg)[0] for s in sources]
+    batched = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
+    one_by_one = [translate_sentences(model, src_vocab, tgt_vocab, [s], cfg)[0] for s in sources]
     assert batched == one_by_one
     assert batched[5] == batched[17] == "" and all(batched[:5] + batched[6:17] + batched[18:])
 
@@ -84,8 +84,10 @@ def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
     model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
     sources = [s for s, _ in test[:30]] + [""]
     beam = dataclasses.replace(cfg, beam_size=3, length_penalty=1.0)
-    nbest = translate_nbest(model, src_vocab, tgt_vocab, sources, beam)
-    assert [hyps[0][1] for hyps in nbest] == translate(model, src_vocab, tgt_vocab, sources, beam)
+    nbest = translate_sentences_nbest(model, src_vocab, tgt_vocab, sources, beam)
+    assert [hyps[0][1] for hyps in nbest] == translate_sentences(
+        model, src_vocab, tgt_vocab, sources, beam
+    )
     assert nbest[-1] == [(0.0, "")]
     for hyps in nbest[:-1]:
         scores = [score for score, _ in hyps]

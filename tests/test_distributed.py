@@ -24,6 +24,12 @@ SMALL = [
 ]  # fmt: skip
 
 
+@pytest.fixture
+def workdir(numbers_workdir):
+    """The numbers corpus of SMALL, in the test's working directory."""
+    return numbers_workdir(*SMALL)
+
+
 @pytest.mark.parametrize("world, accumulate", [(1, 1), (1, 3), (2, 1), (2, 2), (3, 1), (3, 2)])
 def test_shards_are_disjoint_cover_the_epoch_and_give_every_process_data(world, accumulate):
     # 23 micro-batches of 4 pairs: the last step is short, in most cases with fewer

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from seq2seq.decode import translate
+from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
 from seq2seq.export import CONFIG_FILE, CTranslate2Model, ctranslate2_device, export_ctranslate2
 from seq2seq.metrics import exact_match, sacrebleu_scores
@@ -22,16 +22,18 @@ def exported(trained_numbers_checkpoint, tmp_path_factory):
     checkpoint, test = trained_numbers_checkpoint
     out_dir = tmp_path_factory.mktemp("export") / "ct2"
     export_ctranslate2(checkpoint, out_dir)
-    decode = dataclasses.replace(checkpoint.config.decode, beam_size=1)
+    greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
     sources = [s for s, _ in test]
-    ours = translate(checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, decode)
-    return out_dir, sources, ours, decode
+    ours = translate_sentences(
+        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, greedy
+    )
+    return out_dir, sources, ours, greedy
 
 
 @pytest.mark.slow
 def test_float32_export_decodes_exactly_our_greedy_outputs(exported):
-    out_dir, sources, ours, decode = exported
-    theirs = CTranslate2Model.load(out_dir, compute_type="float32").translate(sources, decode)
+    out_dir, sources, ours, greedy = exported
+    theirs = CTranslate2Model.load(out_dir, compute_type="float32").translate(sources, greedy)
     assert len(ours) == 1000 and len(set(ours)) > 100, "the outputs should vary"
     assert theirs == ours
 
@@ -41,9 +43,9 @@ def test_int8_loses_at_most_one_point_of_exact_match_and_bleu(exported, trained_
     """This barely trained model is unsure of many tokens, so int8 changes about a third of its
     outputs, but scores them the same within a point. (On the default experiment's trained
     model, int8 changed none of the 1,000 test outputs.)"""
-    out_dir, sources, ours, decode = exported
+    out_dir, sources, ours, greedy = exported
     references = [t for _, t in trained_numbers_checkpoint[1]]
-    int8 = CTranslate2Model.load(out_dir, compute_type="int8").translate(sources, decode)
+    int8 = CTranslate2Model.load(out_dir, compute_type="int8").translate(sources, greedy)
     assert int8 != ours, "int8 rounds the weights: some outputs differ"
     assert abs(exact_match(int8, references) - exact_match(ours, references)) <= 0.01
     bleu = [sacrebleu_scores(out, references)["bleu"] for out in (int8, ours)]
@@ -53,10 +55,10 @@ def test_int8_loses_at_most_one_point_of_exact_match_and_bleu(exported, trained_
 def test_empty_lines_give_empty_lines_and_export_replaces_an_earlier_one(
     exported, trained_numbers_checkpoint
 ):
-    out_dir, _, _, decode = exported
+    out_dir, _, _, greedy = exported
     export_ctranslate2(trained_numbers_checkpoint[0], out_dir)  # again, over the first
     model = CTranslate2Model.load(out_dir)
-    assert model.translate(["", "three is three", ""], decode)[::2] == ["", ""]
+    assert model.translate(["", "three is three", ""], greedy)[::2] == ["", ""]
     assert json.loads((out_dir / CONFIG_FILE).read_text())["model"]["d_model"] == 64
 
 

@@ -35,6 +35,12 @@ SMALL = [
 ]  # fmt: skip
 
 
+@pytest.fixture
+def workdir(numbers_workdir):
+    """The numbers corpus of SMALL, in the test's working directory."""
+    return numbers_workdir(*SMALL)
+
+
 def config(*overrides: str):
     return load_config("config.yaml", [*SMALL, *overrides])
 

@@ -19,7 +19,7 @@ import pytest
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
-from seq2seq.decode import translate, translate_nbest
+from seq2seq.decode import translate_sentences, translate_sentences_nbest
 from seq2seq.errors import run_cli
 from seq2seq.translate import TorchModel, input_warnings
 
@@ -67,7 +67,7 @@ def numbers(trained_numbers_checkpoint):
 
 def reference(model: TorchModel, sentences: list[str], **decode) -> list[str]:
     cfg = dataclasses.replace(model.config.decode, **decode)
-    return translate(*model.model_and_vocabs(), sentences, cfg)
+    return translate_sentences(*model.model_and_vocabs(), sentences, cfg)
 
 
 def test_translations_and_warnings_are_those_of_translate(numbers):
@@ -95,7 +95,7 @@ def test_nbest_gives_translate_nbest_with_scores(numbers):
     status, answer, _ = call(url, "POST", "/translate", {"text": test[:20], "nbest": 3})
     assert status == 200
     cfg = dataclasses.replace(model.config.decode, beam_size=3)
-    expected = translate_nbest(*model.model_and_vocabs(), test[:20], cfg)
+    expected = translate_sentences_nbest(*model.model_and_vocabs(), test[:20], cfg)
     for hypotheses, best in zip(answer["translations"], expected, strict=True):
         assert [h["translation"] for h in hypotheses] == [text for _, text in best]
         assert [h["score"] for h in hypotheses] == pytest.approx([score for score, _ in best])
