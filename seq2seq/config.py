@@ -165,8 +165,20 @@ class ServeConfig:
     # at most max_batch_sentences sentences.
     batch_window_ms: float = 5.0
     max_batch_sentences: int = 256
+    # Sentences waiting for the decoder, at most; a request that would pass this gets a 503
+    # with Retry-After (and a waiting request whose client hangs up is dropped).
+    max_queue_sentences: int = 1024
+    # Open connections at most: a request on one more gets a quick 503 (uvicorn's
+    # limit_concurrency). Keep it well under the process's file limit (ulimit -n).
+    max_connections: int = 256
+    # Seconds a client has to send a request's headers (from connecting, or from its previous
+    # answer: idle keep-alive connections close then), and again for its body (408).
+    timeout_s: float = 10.0
+    # Host names the service answers besides its own address and localhost, e.g.
+    # [translate.example.org]; ["*"]: any. Others get a 400 (no DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
-    # cores to the HTTP threads, and small batches gain little from more.
+    # cores to the HTTP side, and small batches gain little from more.
     threads: int = 1
 
 
@@ -306,6 +318,11 @@ def _convert(hint, value, source: str, key: str):
         origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, source, prefix=f"{key}.")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: '{key}' must be a list, got {value!r}")
+        (item,) = typing.get_args(hint)
+        return [_convert(item, v, source, f"{key}[{i}]") for i, v in enumerate(value)]
     if origin is Literal:
         choices = typing.get_args(hint)
         if value not in choices:
@@ -395,8 +412,14 @@ def _check(config: Config, source: str) -> None:
     serve = config.serve
     require(serve.host.strip() != "", "'serve.host' must not be empty")
     require(0 <= serve.port <= 65535, "'serve.port' must be in [0, 65535]")
-    for key in ("max_sentences", "max_chars", "max_body_bytes", "max_beam_size"):
+    for key in ("max_sentences", "max_chars", "max_body_bytes", "max_beam_size", "max_connections"):
         require(getattr(serve, key) >= 1, f"'serve.{key}' must be at least 1")
+    require(serve.timeout_s > 0, "'serve.timeout_s' must be positive")
+    require(
+        serve.max_queue_sentences >= serve.max_sentences,
+        f"'serve.max_queue_sentences' ({serve.max_queue_sentences}) must be at least "
+        f"'serve.max_sentences' ({serve.max_sentences}): the largest request must fit",
+    )
     require(serve.batch_window_ms >= 0, "'serve.batch_window_ms' must be >= 0")
     require(serve.threads >= 0, "'serve.threads' must be >= 0")
     require(
