@@ -62,6 +62,7 @@ class Decoder:
         self.waiting: deque[Job] = deque()
         self.changed = threading.Condition()  # guards waiting and draining
         self.draining = False
+        self.forming = 0  # sentences of the batch that waits for its window to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
         self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
         self.thread.start()
@@ -81,9 +82,11 @@ class Decoder:
         return job.future
 
     def queued_sentences(self) -> int:
-        """Sentences waiting for the decoder (their clients still there)."""
+        """Sentences waiting to be decoded: in the queue (their clients still there), or in
+        the batch that waits for its window to end."""
         with self.changed:
-            return sum(len(job.sentences) for job in self.waiting if not job.future.cancelled())
+            waiting = (len(job.sentences) for job in self.waiting if not job.future.cancelled())
+            return self.forming + sum(waiting)
 
     def drain(self) -> None:
         with self.changed:
@@ -106,11 +109,12 @@ class Decoder:
             first = self.take(most, deadline=None)
             if first is None:
                 return []
-            batch, size = [first], len(first.sentences)
+            batch, self.forming = [first], len(first.sentences)
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
-            while job := self.take(most - size, deadline):
+            while self.forming < most and (job := self.take(most - self.forming, deadline)):
                 batch.append(job)
-                size += len(job.sentences)
+                self.forming += len(job.sentences)
+            self.forming = 0
         return batch
 
     def take(self, room: int, deadline: float | None) -> Job | None:

@@ -466,7 +466,7 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as error:
         raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    sock.set_inheritable(True)
+    sock.listen(2048)  # from now on, connections wait to be accepted (uvicorn's backlog)
     return sock
 
 

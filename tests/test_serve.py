@@ -8,9 +8,7 @@ import re
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,46 +16,15 @@ import pytest
 
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import ServeConfig
 from seq2seq.decode import translate, translate_nbest
 from seq2seq.errors import run_cli
+from seq2seq.export import export_ctranslate2
 from seq2seq.translate import TorchModel, input_warnings
 
-from helpers import ENV, HANG, ROOT, command, wait_until
+from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
 
 ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
 LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
-
-
-@contextmanager
-def running(model: TorchModel, **settings) -> Iterator[serve.Server]:
-    """A server on a free port of 127.0.0.1, answering from a thread of this process."""
-    server = serve.Server(model, ServeConfig(port=0, **settings), "model.pt")
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    try:
-        wait_until(lambda: server.started, "the server to start")
-        yield server
-    finally:
-        server.should_exit = True
-        thread.join()
-        server.close()
-
-
-JSON = {"Content-Type": "application/json"}
-
-
-def call(url: str, method: str, path: str, body=None, headers=JSON) -> tuple[int, dict, dict]:
-    """-> status, the JSON answer, the headers. `body`: bytes as they are, anything else as
-    JSON."""
-    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    if body is not None and not isinstance(body, bytes):
-        body = json.dumps(body).encode()
-    connection.request(method, path, body, headers)
-    response = connection.getresponse()
-    answer = json.loads(response.read())
-    connection.close()
-    return response.status, answer, response.headers
 
 
 @pytest.fixture(scope="module")
@@ -272,17 +239,6 @@ def test_concurrent_requests_with_different_options(seed_run):
     assert health["requests"] == len(requests) and health["batches"] <= len(requests)
 
 
-def read_address(process: subprocess.Popen) -> str:
-    """The URL of the `serving ... at URL` line a started server prints on stderr."""
-    lines = []
-    reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
-    reader.start()
-    reader.join(timeout=HANG)
-    match = re.search(r"serving .* at (http://\S+)", lines[0] if lines else "")
-    assert match, f"no address in {lines}"
-    return match.group(1)
-
-
 @pytest.mark.slow
 def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
     path = str(seed_run / "best.pt")
@@ -415,5 +371,31 @@ def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
         stop.set()
         for client in clients:
             client.join()
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.slow
+def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
+    """--engine ctranslate2 --model DIR: the export's translations; /attention needs torch."""
+    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
+    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--engine", "ctranslate2", "--model", str(tmp_path / "ct2"),
+                "--port", "0"),
+        stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three", ""]})
+        assert (status, answer["translations"]) == (200, ["3 la 3", ""])
+        status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
+        assert status == 501 and "needs the torch engine" in answer["error"]
+        info = call(url, "GET", "/info")[1]
+        assert (info["engine"], info["checkpoint"]["path"]) == (
+            "ctranslate2",
+            str(tmp_path / "ct2"),
+        )
+    finally:
         process.kill()
         process.wait()
