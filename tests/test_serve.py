@@ -7,6 +7,7 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -280,6 +281,16 @@ def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
     assert stop.value.code == 1
     message = f"error: no trained model at {tmp_path / 'best.pt'}: run `make train` first\n"
     assert capsys.readouterr().err == message
+
+
+def test_without_starlette_or_uvicorn_the_command_says_what_to_install():
+    hide = "import sys; sys.modules['uvicorn'] = None; import runpy; "
+    run = "runpy.run_module('seq2seq.serve', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-c", hide + run], capture_output=True, text=True, env=ENV, timeout=HANG
+    )
+    assert done.returncode == 1
+    assert done.stderr == 'error: the service needs uvicorn: pip install -e ".[serve]"\n'
 
 
 def chromium(width: int):

@@ -300,24 +300,25 @@ def test_head_and_unknown_methods_get_json_answers(url, method, path, status):
         assert response.headers["Content-Type"] == "application/json"
 
 
-def test_requests_for_another_host_or_not_json_are_refused(seed_model):
+def test_requests_for_another_host_or_not_json_are_refused(url):
     """A page of another site (DNS rebinding: evil.example resolving to 127.0.0.1) once read
     /info, and any page could spend the decoder's time with a text/plain POST."""
+    status, answer, _ = call(url, "GET", "/info", headers={"Host": "evil.example"})
+    assert status == 400 and "'evil.example' is not served here" in answer["error"]
+    assert "serve.allowed_hosts" in answer["error"]
+    body = b'{"text": ["one is one"]}'
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        status, answer, _ = call(url, "POST", "/translate", body, {"Content-Type": content_type})
+        assert status == 415 and "Content-Type: application/json" in answer["error"]
+    headers = {"Content-Type": "application/json; charset=utf-8"}
+    assert call(url, "POST", "/translate", body, headers)[0] == 200
+
+
+def test_the_address_localhost_and_allowed_hosts_are_served(seed_model):
     with running(seed_model, allowed_hosts=["translate.example"]) as server:
-        url = server.url
-        status, answer, _ = call(url, "GET", "/info", headers={"Host": "evil.example"})
-        assert status == 400 and "'evil.example' is not served here" in answer["error"]
-        assert "serve.allowed_hosts" in answer["error"]
-        for host in ("translate.example", "localhost:8000", urlsplit(url).netloc):
-            assert call(url, "GET", "/info", headers={"Host": host})[0] == 200, host
-        body = b'{"text": ["one is one"]}'
-        for content_type in ("text/plain", "application/x-www-form-urlencoded"):
-            status, answer, _ = call(
-                url, "POST", "/translate", body, {"Content-Type": content_type}
-            )
-            assert status == 415 and "Content-Type: application/json" in answer["error"]
-        headers = {"Content-Type": "application/json; charset=utf-8"}
-        assert call(url, "POST", "/translate", body, headers)[0] == 200
+        for host in ("translate.example", "localhost:8000", urlsplit(server.url).netloc):
+            assert call(server.url, "GET", "/info", headers={"Host": host})[0] == 200, host
+        assert call(server.url, "GET", "/info", headers={"Host": "other.example"})[0] == 400
 
 
 def test_two_different_content_lengths_are_a_400_not_a_second_request(url):
