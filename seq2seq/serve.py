@@ -412,7 +412,10 @@ class Connection(H11Protocol):
             (b"content-length", str(len(body)).encode()),
             (b"connection", b"close"),
         ]
-        for event in (h11.Response(status_code=400, headers=headers), h11.Data(data=body)):
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+        ):
             self.transport.write(self.conn.send(event))
         self.transport.write(self.conn.send(h11.EndOfMessage()))
         self.transport.close()
