@@ -71,6 +71,8 @@ class Decoder:
         with self.changed:
             if self.draining:
                 raise Stopping("the service is shutting down")
+            # jobs whose clients went away leave now, not when the decoder reaches them
+            self.waiting = deque(job for job in self.waiting if not job.future.cancelled())
             queued, most = self.queued_sentences(), self.settings.max_queue_sentences
             if queued + len(job.sentences) > most:
                 raise QueueFull(

@@ -1,4 +1,4 @@
-"""What the tests that start other processes share.
+"""What the tests that start other processes, or the translation service, share.
 
 No test may assume how fast the machine is (one machine imports torch in 0.5 s, another in
 4 s). A test waits for an event instead: a file appears, a checkpoint's step moves on, a process
