@@ -19,7 +19,7 @@ from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decode import translate, translate_nbest
 from seq2seq.errors import run_cli
-from seq2seq.export import export_ctranslate2
+from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.translate import TorchModel, input_warnings
 
 from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
@@ -344,6 +344,31 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
             box.send_keys(" and so on" * 4)  # over max_chars: the page shows the API's error
             wait.until(seen.visibility_of_element_located((By.ID, "error")))
             assert "serve.max_chars" in browser.find_element(By.ID, "error").text
+        finally:
+            browser.quit()
+
+
+@pytest.mark.slow
+def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attention(
+    seed_run, tmp_path
+):
+    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
+    with running(CTranslate2Model.load(tmp_path / "ct2")) as server:
+        browser = chromium(1000)
+        try:
+            browser.get(server.url)
+            wait = WebDriverWait(browser, HANG)
+            heatmap = (By.ID, "heatmap")
+            wait.until(seen.text_to_be_present_in_element(heatmap, "needs the torch engine"))
+            browser.find_element(By.ID, "sentence").send_keys("three is three")
+            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
+            assert "ctranslate2" in browser.find_element(By.ID, "model").text
+            assert not browser.find_element(By.ID, "error").is_displayed()
         finally:
             browser.quit()
 
