@@ -183,8 +183,20 @@ class ServeConfig:
     # at most max_batch_sentences sentences.
     batch_window_ms: float = 5.0
     max_batch_sentences: int = 256  # see batch_window_ms
+    # Sentences waiting for the decoder, at most; a request that would pass this gets a 503
+    # with Retry-After (and a waiting request whose client hangs up is dropped).
+    max_queue_sentences: int = 1024
+    # Open connections at most: a request on one more gets a quick 503 (uvicorn's
+    # limit_concurrency). Keep it well under the process's file limit (ulimit -n).
+    max_connections: int = 256
+    # Seconds a client has to send a request's headers (from connecting, or from its previous
+    # answer: idle keep-alive connections close then), and again for its body (408).
+    timeout_s: float = 10.0
+    # Host names the service answers besides its own address and localhost, e.g.
+    # [translate.example.org]; ["*"]: any. Others get a 400 (no DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
-    # cores to the HTTP threads, and small batches gain little from more.
+    # cores to the HTTP side, and small batches gain little from more.
     threads: int = 1
 
 
@@ -326,6 +338,11 @@ def _convert(hint, value, source: str, key: str):
         origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, source, prefix=f"{key}.")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{source}: '{key}' must be a list, got {value!r}")
+        (item,) = typing.get_args(hint)
+        return [_convert(item, v, source, f"{key}[{i}]") for i, v in enumerate(value)]
     if origin is Literal:
         choices = typing.get_args(hint)
         if value not in choices:
@@ -393,6 +410,9 @@ RANGES = {
     "serve.max_beam_size": AT_LEAST_1,
     "serve.batch_window_ms": NOT_NEGATIVE,
     "serve.max_batch_sentences": AT_LEAST_1,
+    "serve.max_queue_sentences": AT_LEAST_1,
+    "serve.max_connections": AT_LEAST_1,
+    "serve.timeout_s": POSITIVE,
     "serve.threads": NOT_NEGATIVE,
 }
 
@@ -449,6 +469,11 @@ def _check(config: Config, source: str) -> None:
     require(train.min_lr <= train.lr, f"'train.min_lr' ({train.min_lr}) must be <= 'train.lr'")
     serve = config.serve
     require(serve.host.strip() != "", "'serve.host' must not be empty")
+    require(
+        serve.max_queue_sentences >= serve.max_sentences,
+        f"'serve.max_queue_sentences' ({serve.max_queue_sentences}) must be at least "
+        f"'serve.max_sentences' ({serve.max_sentences}): the largest request must fit",
+    )
     require(
         serve.max_batch_sentences >= serve.max_sentences,
         f"'serve.max_batch_sentences' ({serve.max_batch_sentences}) must be at least "

@@ -1,57 +1,70 @@
 """A translation service: the trained model, loaded once, answering HTTP, and a page to try it.
 
     python -m seq2seq.serve [--config FILE] [--checkpoint PATH] [--host H] [--port P] [key=value]
+    python -m seq2seq.serve --engine ctranslate2 --model DIR   (an export: seq2seq/export.py)
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
-                     of every layer and head with their tokens (seq2seq/attention_maps.py)
+                     of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/static/)
 
 A request's way through the server:
 
-    handler thread (one per connection)    reads and checks the JSON; a mistake -> 4xx
-      -> Job(sentences, options, future) -> queue
-    decoder thread (the only one that runs torch)
-      the first job, then those that arrive within serve.batch_window_ms, up to
-      serve.max_batch_sentences sentences -> grouped by options (beam_size, nbest)
-      -> one translate() / translate_nbest() call per group -> each job its own slice
-    handler thread <- future                -> 200 {"translations": ..., "warnings": ...}
+    uvicorn (HTTP/1.1 parsed by h11, strictly)   Connection, below: a request's headers must
+      arrive within serve.timeout_s; over serve.max_connections connections -> 503
+    Starlette: guard (a Host not ours -> 400), the route (else 404 / 405)
+    the route, async                    POSTs: Content-Type application/json (else 415), the
+      body read as it streams in (over serve.max_body_bytes -> 413, the rest discarded by
+      uvicorn; slower than serve.timeout_s -> 408), the JSON and its fields checked (4xx)
+      -> Job(sentences, options) -> Decoder.submit (seq2seq/decoder.py; its queue full -> 503
+         with Retry-After), then waits for the job's future or the client's hang-up (which
+         cancels the job: it is dropped unless its batch has started)
+    <- 200 {"translations": ..., "warnings": ...}
 
 So concurrent small requests share a batch, and each gets what `python -m seq2seq.translate`
-gives for its sentences: the same translations (one line each), the n-best with their scores,
-the same warnings ("line N" is the Nth sentence of the request). A mistake in a request is a
-4xx with {"error": "..."} naming it; a failure while decoding is a 500, and the server goes on.
-The limits and the address come from the config's `serve` section; it listens on 127.0.0.1
-(this machine only) unless told otherwise. Ctrl-C or SIGTERM stops it.
+gives for its sentences. Every answer is JSON, errors too ({"error": "..."} naming the
+mistake; uvicorn's own 503 over the connection limit is its plain text): a mistake is a 4xx,
+a failure while decoding a 500 (its traceback on stderr), and the server goes on. The limits
+and the address come from the config's `serve` section; it listens on 127.0.0.1 (this machine
+only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
+request already received (new ones on open connections get a 503), then exits.
 """
 
+import asyncio
 import dataclasses
 import difflib
 import json
-import queue
+import logging
 import signal
+import socket
 import sys
-import threading
-import time
-import traceback
-from concurrent.futures import Future
 from functools import partial
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
-from urllib.parse import urlsplit
+
+try:
+    import h11
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.middleware import Middleware
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+except ImportError as missing:  # one line, not a traceback
+    sys.exit(f'error: the service needs {missing.name}: pip install -e ".[serve]"')
 
 import torch
 
-from seq2seq.attention_maps import Attention, attention_maps
-from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig, add_config_arguments, load_config
-from seq2seq.device import pick_device
+from seq2seq.decoder import Decoder, Job, Options, QueueFull, Stopping
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
-from seq2seq.translate import TorchModel, input_warnings, one_line
+from seq2seq.translate import TorchModel, load_model
 
 STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}
 CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 class HTTPError(Exception):
@@ -62,156 +75,67 @@ class HTTPError(Exception):
         self.status, self.headers = status, headers or {}
 
 
-CLOSE = {"Connection": "close"}  # for errors that leave the body unread: the connection ends
+def json_response(data: dict, status: int = 200, headers: dict | None = None) -> Response:
+    # A lone surrogate echoed from a request (an unknown field's name) is written as its JSON
+    # escape, \\udXXX, rather than failing the answer.
+    body = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    return Response(body, status, headers, media_type="application/json")
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
-    """How a /translate request is decoded: the jobs of a batch are grouped by these."""
-
-    beam_size: int
-    nbest: int | None  # None: the best translation only, as text
+def error_response(status: int, message: str, headers: dict | None = None) -> Response:
+    return json_response({"error": message}, status, headers)
 
 
-@dataclasses.dataclass(eq=False)
-class Job:
-    """One request's work for the decoder thread; its future receives the response."""
-
-    sentences: list[str]
-    options: Options | None  # None: the attention of the one sentence
-    future: Future = dataclasses.field(default_factory=Future)
+# The checks of a request's JSON: each raises an HTTPError naming the mistake.
 
 
-STOP = Job([], None)  # put on the queue, it ends the decoder thread
-
-
-class Decoder:
-    """The one thread that runs the model, a batch at a time."""
-
-    def __init__(self, model: TorchModel, settings: ServeConfig):
-        self.model, self.settings = model, settings
-        self.jobs: queue.Queue[Job] = queue.Queue()
-        self.requests = self.batches = self.sentences = 0  # so far, for /health
-        self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
-        self.thread.start()
-
-    def submit(self, job: Job) -> dict:
-        """Wait for the job's response (from a handler thread)."""
-        self.jobs.put(job)
-        return job.future.result()
-
-    def stop(self) -> None:
-        self.jobs.put(STOP)
-        self.thread.join()
-
-    def run(self) -> None:
-        job = self.jobs.get()
-        while job is not STOP:
-            batch, job = self.collect(job)  # job: the one that starts the next batch, if any
-            self.decode(batch)
-            job = job or self.jobs.get()
-
-    def collect(self, first: Job) -> tuple[list[Job], Job | None]:
-        """`first` and the jobs that arrive within the window after it, up to the batch's
-        sentences; and a job that did not fit (or STOP), which starts the next batch."""
-        batch, size = [first], len(first.sentences)
-        deadline = time.monotonic() + self.settings.batch_window_ms / 1000
-        while size < self.settings.max_batch_sentences:
-            try:
-                job = self.jobs.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if job is STOP or size + len(job.sentences) > self.settings.max_batch_sentences:
-                return batch, job
-            batch.append(job)
-            size += len(job.sentences)
-        return batch, None
-
-    def decode(self, batch: list[Job]) -> None:
-        """Each attention job on its own; the translation jobs, one decoding per options."""
-        self.requests += len(batch)
-        self.batches += 1
-        self.sentences += sum(len(job.sentences) for job in batch)
-        groups: dict[Options, list[Job]] = {}
-        for job in batch:
-            if job.options is None:
-                settle([job], partial(self.attention, job.sentences[0]))
-            else:
-                groups.setdefault(job.options, []).append(job)
-        for options, jobs in groups.items():
-            settle(jobs, partial(self.translate, options, jobs))
-
-    def translate(self, options: Options, jobs: list[Job]) -> list[dict]:
-        sentences = [sentence for job in jobs for sentence in job.sentences]
-        decode = dataclasses.replace(self.model.config.decode, beam_size=options.beam_size)
-        if options.nbest is None:
-            outputs = [one_line(text) for text in self.model.translate(sentences, decode)]
-        else:
-            nbest = self.model.translate_nbest(sentences, decode)
-            outputs = [[hypothesis(*h) for h in best[: options.nbest]] for best in nbest]
-        responses, start = [], 0
-        for job in jobs:
-            end = start + len(job.sentences)
-            warnings = input_warnings(self.model, job.sentences)
-            responses.append({"translations": outputs[start:end], "warnings": warnings})
-            start = end
-        return responses
-
-    def attention(self, sentence: str) -> list[dict]:
-        return [attention_json(attention_maps(self.model.checkpoint, sentence))]
-
-
-def hypothesis(score: float, text: str) -> dict:
-    return {"translation": one_line(text), "score": score}
-
-
-def settle(jobs: list[Job], work) -> None:
-    """Give each job its result of `work()`, or all of them its exception."""
+async def read_json(request: Request, fields: tuple[str, ...], limits: ServeConfig) -> dict:
+    """The JSON object of a POST's body: only `fields`, and "text" among them."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise HTTPError(
+            415, f"send the body as JSON (Content-Type: application/json), not {media_type!r}"
+        )
     try:
-        results = work()
-    except Exception as error:
-        for job in jobs:
-            job.future.set_exception(error)
-        return
-    for job, result in zip(jobs, results, strict=True):
-        job.future.set_result(result)
-
-
-def attention_json(attention: Attention) -> dict:
-    maps = [
-        {
-            "kind": m.kind,
-            "layer": m.layer,
-            "title": m.title,
-            "queries": m.queries,
-            "keys": m.keys,
-            "weights": m.weights.double().round(decimals=4).tolist(),  # [head][query][key]
-        }
-        for m in attention.maps
-    ]
-    return {"translation": attention.translation, "warnings": attention.warnings, "maps": maps}
-
-
-def json_body(data: dict) -> tuple[str, bytes]:
-    return "application/json", json.dumps(data, ensure_ascii=False).encode()
-
-
-def read_request(body: bytes, fields: tuple[str, ...]) -> dict:
-    """The JSON object of a request body: only `fields`, and "text" among them."""
+        body = await asyncio.wait_for(read_body(request, limits), limits.timeout_s)
+    except asyncio.TimeoutError:
+        raise HTTPError(
+            408, f"the body did not arrive within {limits.timeout_s:g} s (serve.timeout_s)"
+        ) from None
     try:
-        request = json.loads(body)
-    except ValueError as error:  # not JSON, or not UTF-8
+        data = json.loads(body)
+    except ValueError as error:  # not JSON, not UTF-8, or a number of 5,000 digits
         raise HTTPError(400, f"malformed JSON: {error}") from None
-    if not isinstance(request, dict):
+    except RecursionError:
+        raise HTTPError(400, "malformed JSON: nested too deeply") from None
+    if not isinstance(data, dict):
         raise HTTPError(400, 'the body must be a JSON object, like {"text": ...}')
-    for key in request:
+    for key in data:
         if key not in fields:
             close = difflib.get_close_matches(key, fields, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise HTTPError(400, f"unknown field '{key}'{hint}; the fields: {', '.join(fields)}")
-    if "text" not in request:
+    if "text" not in data:
         raise HTTPError(400, "the field 'text' is missing")
-    return request
+    return data
+
+
+async def read_body(request: Request, limits: ServeConfig) -> bytes:
+    """The body, as it streams in, up to serve.max_body_bytes: the unread rest of a larger
+    one is discarded by uvicorn after the 413, so that a client still sending sees it."""
+    limit, declared = limits.max_body_bytes, request.headers.get("content-length")
+    if declared is not None and int(declared) > limit:  # h11 checked that it is a number
+        raise body_too_large(f"{int(declared):,} bytes", limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise body_too_large(f"more than {limit:,} bytes", limit)
+    return bytes(body)
+
+
+def body_too_large(size: str, limit: int) -> HTTPError:
+    return HTTPError(413, f"the body has {size}; the limit is {limit:,} (serve.max_body_bytes)")
 
 
 def sentences_of(request: dict, limits: ServeConfig) -> list[str]:
@@ -226,7 +150,7 @@ def sentences_of(request: dict, limits: ServeConfig) -> list[str]:
             "(serve.max_sentences)",
         )
     for number, sentence in enumerate(text, 1):
-        check_length(sentence, f"sentence {number}", limits)
+        check_sentence(sentence, f"sentence {number}", limits)
     return text
 
 
@@ -235,17 +159,23 @@ def sentence_of(request: dict, limits: ServeConfig) -> str:
     text = request["text"]
     if not isinstance(text, str):
         raise HTTPError(400, "'text' must be a string (one sentence)")
-    check_length(text, "'text'", limits)
+    check_sentence(text, "'text'", limits)
     return text
 
 
-def check_length(sentence: str, what: str, limits: ServeConfig) -> None:
+def check_sentence(sentence: str, what: str, limits: ServeConfig) -> None:
     if len(sentence) > limits.max_chars:
         raise HTTPError(
             413,
             f"{what} has {len(sentence):,} characters; the limit is {limits.max_chars:,} "
             "(serve.max_chars)",
         )
+    try:
+        sentence.encode("utf-8")
+    except UnicodeEncodeError as error:  # JSON's "\ud800": half of a UTF-16 pair
+        raise HTTPError(
+            400, f"{what} is not valid Unicode: a lone surrogate at character {error.start + 1}"
+        ) from None
 
 
 def beam_field(request: dict, key: str, limits: ServeConfig) -> int | None:
@@ -262,177 +192,293 @@ def beam_field(request: dict, key: str, limits: ServeConfig) -> int | None:
     return value
 
 
+class Service:
+    """The routes' side: the model, its settings, the decoder thread, the page's files."""
+
+    def __init__(self, model, settings: ServeConfig, path: str, decoder: Decoder):
+        self.model, self.settings, self.decoder = model, settings, decoder
+        self.info = model_info(model, settings, path)
+        self.pages = {name: static_file(name) for name in STATIC.values()}
+
+    def routes(self) -> list[Route]:
+        return [
+            *(
+                Route(path, partial(self.page, name), methods=["GET"])
+                for path, name in STATIC.items()
+            ),
+            Route("/health", self.health, methods=["GET"]),
+            Route("/info", self.model_info, methods=["GET"]),
+            Route("/translate", self.translate, methods=["POST"]),
+            Route("/attention", self.attention, methods=["POST"]),
+        ]
+
+    async def page(self, name: str, request: Request) -> Response:
+        content_type, body = self.pages[name]
+        return Response(body, media_type=content_type)
+
+    async def health(self, request: Request) -> Response:
+        decoder = self.decoder
+        counts = {"requests": decoder.requests, "batches": decoder.batches}
+        counts |= {"sentences": decoder.sentences, "queued": decoder.queued_sentences()}
+        return json_response({"status": "ok", **counts})
+
+    async def model_info(self, request: Request) -> Response:
+        return json_response(self.info)
+
+    async def translate(self, request: Request) -> Response:
+        data = await read_json(request, ("text", "beam_size", "nbest"), self.settings)
+        sentences = sentences_of(data, self.settings)
+        beam_size = beam_field(data, "beam_size", self.settings)
+        nbest = beam_field(data, "nbest", self.settings)
+        beam_size = max(beam_size or self.model.config.decode.beam_size, nbest or 1)
+        return await self.decode(request, Job(sentences, Options(beam_size, nbest)))
+
+    async def attention(self, request: Request) -> Response:
+        data = await read_json(request, ("text",), self.settings)
+        sentence = sentence_of(data, self.settings)
+        if not isinstance(self.model, TorchModel):
+            raise HTTPError(501, "/attention needs the torch engine (serve --engine torch)")
+        return await self.decode(request, Job([sentence], None))
+
+    async def decode(self, request: Request, job: Job) -> Response:
+        """The job's answer from the decoder thread; if the client hangs up first, the job is
+        cancelled (dropped unless its batch has started) and nobody reads the answer."""
+        try:
+            answer = asyncio.wrap_future(self.decoder.submit(job))
+        except QueueFull as error:
+            raise HTTPError(503, str(error), {"Retry-After": "1"}) from None
+        except Stopping as error:
+            raise HTTPError(503, str(error), {"Connection": "close"}) from None
+        gone = asyncio.ensure_future(hang_up(request))
+        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        if not answer.done():
+            answer.cancel()  # and the job with it, if it still waits
+            return client_gone()
+        return json_response(answer.result())
+
+
+def client_gone(*args) -> Response:
+    return error_response(499, "the client went away")  # nobody reads it
+
+
+async def hang_up(request: Request) -> None:
+    """Returns when the client disconnects (the body was read: nothing else can come)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
 def static_file(name: str) -> tuple[str, bytes]:
     content_type = CONTENT_TYPES[name.rpartition(".")[2]]
     return f"{content_type}; charset=utf-8", files("seq2seq").joinpath("static", name).read_bytes()
 
 
-def model_info(model: TorchModel, settings: ServeConfig, path: str) -> dict:
-    checkpoint = model.checkpoint
-    config = checkpoint.config.to_dict()
+def model_info(model, settings: ServeConfig, path: str) -> dict:
+    config = model.config.to_dict()
     del config["serve"]  # as saved at training time; the settings in force are "serve" below
-    vocabs = {"source": model.src_vocab, "target": checkpoint.tgt_vocab}
-    return {
-        "checkpoint": {"path": path, **checkpoint.info},  # the training step, valid scores
-        "parameters": checkpoint.model.num_parameters(),
-        "device": str(next(checkpoint.model.parameters()).device),
-        "vocab": {
-            side: {"size": len(vocab), "pieces": vocab.pieces(list(range(len(vocab))))}
-            for side, vocab in vocabs.items()
-        },
-        "config": config,
-        "serve": dataclasses.asdict(settings),
+    vocabs = {"source": model.src_vocab, "target": model.tgt_vocab}
+    info = {"engine": "torch" if isinstance(model, TorchModel) else "ctranslate2"}
+    if isinstance(model, TorchModel):
+        checkpoint = model.checkpoint
+        info["checkpoint"] = {"path": path, **checkpoint.info}  # training step, valid scores
+        info["parameters"] = checkpoint.model.num_parameters()
+        info["device"] = str(next(checkpoint.model.parameters()).device)
+    else:
+        info["checkpoint"] = {"path": path}
+        info["device"] = model.translator.device
+    info["vocab"] = {
+        side: {"size": len(vocab), "pieces": vocab.pieces(list(range(len(vocab))))}
+        for side, vocab in vocabs.items()
     }
+    return {**info, "config": config, "serve": dataclasses.asdict(settings)}
 
 
-class Server(ThreadingHTTPServer):
-    """The HTTP server: its routes, the decoder thread, the page's files."""
+# Errors, all as JSON: the routes' HTTPError, Starlette's 404 and 405, a failure (500, its
+# traceback logged by uvicorn, which then closes the connection).
 
-    daemon_threads = True  # a connection's thread does not keep the process alive
-    request_queue_size = 128  # connections waiting to be accepted (the default 5 drops some)
 
-    def __init__(self, model: TorchModel, settings: ServeConfig, path: str):
-        self.model, self.settings = model, settings
-        self.info = model_info(model, settings, path)
-        self.pages = {name: static_file(name) for name in STATIC.values()}
-        # path -> method -> (the request body -> content type, response body)
-        self.routes = {
-            **{path: {"GET": partial(self.page, name)} for path, name in STATIC.items()},
-            "/health": {"GET": self.health},
-            "/info": {"GET": lambda body: json_body(self.info)},
-            "/translate": {"POST": self.translate},
-            "/attention": {"POST": self.attention},
-        }
-        try:
-            super().__init__((settings.host, settings.port), Handler)
-        except OSError as error:
-            where = f"{settings.host}:{settings.port}"
-            raise UserError(f"cannot listen on {where}: {error.strerror or error}") from None
+async def on_http_error(request: Request, error: HTTPError) -> Response:
+    return error_response(error.status, str(error), error.headers)
+
+
+async def on_user_error(request: Request, error: UserError) -> Response:
+    return error_response(400, str(error))  # the request's own mistake: an empty sentence
+
+
+async def on_starlette_error(request: Request, error: HTTPException) -> Response:
+    path, method = request.url.path, request.method
+    if error.status_code == 404:
+        known = ", ".join(
+            f"{m} {route.path}"
+            for route in request.app.routes
+            for m in sorted(route.methods)
+            if m != "HEAD"
+        )
+        return error_response(404, f"no {path} here; there are {known}")
+    if error.status_code == 405:
+        allowed = ", ".join(sorted(error.headers["Allow"].split(", ")))  # a set's order
+        return error_response(405, f"{path} takes {allowed}, not {method}", {"Allow": allowed})
+    return error_response(error.status_code, error.detail, error.headers)
+
+
+async def on_failure(request: Request, error: Exception) -> Response:
+    return error_response(500, f"{type(error).__name__}: {error}")
+
+
+class Guard:
+    """Before any route: a request whose Host is not this service is refused, so that a web
+    page on another name that resolves here (DNS rebinding) cannot read or spend it."""
+
+    def __init__(self, app, settings: ServeConfig):
+        self.app, self.settings = app, settings
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and not self.allowed(scope):
+            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+            message = (
+                f"Host {host!r} is not served here: use this service's address or localhost, "
+                "or add the name to serve.allowed_hosts"
+            )
+            return await error_response(400, message)(scope, receive, send)
+        await self.app(scope, receive, send)
+
+    def allowed(self, scope) -> bool:
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+        ours = {*LOCAL_HOSTS, self.settings.host, scope["server"][0], *self.settings.allowed_hosts}
+        return name in ours or "*" in ours
+
+
+def build_app(service: Service) -> Starlette:
+    app = Starlette(
+        routes=service.routes(),
+        middleware=[Middleware(Guard, settings=service.settings)],
+        exception_handlers={
+            HTTPError: on_http_error,
+            UserError: on_user_error,
+            HTTPException: on_starlette_error,
+            ClientDisconnect: client_gone,
+            Exception: on_failure,
+        },
+    )
+    app.router.redirect_slashes = False  # /health/ is a 404, not a redirect
+    return app
+
+
+class Connection(H11Protocol):
+    """uvicorn's HTTP/1.1 connection, with a deadline and JSON for its own 400.
+
+    uvicorn closes a keep-alive connection that stays silent for timeout_keep_alive seconds,
+    but each byte restarts that wait, and a new connection has none: a client that sends
+    its headers a byte at a time would hold the connection for ever. Here each request's
+    headers must arrive within timeout_keep_alive (serve.timeout_s) of the connection's
+    opening or of the previous answer; the body has its own deadline (read_json)."""
+
+    deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self.start_deadline()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.stop_deadline()  # a request's headers are in
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.cycle.response_complete:  # no pipelined request started
+            self.start_deadline()
+
+    def connection_lost(self, exc) -> None:
+        super().connection_lost(exc)
+        self.stop_deadline()
+
+    def start_deadline(self) -> None:
+        self.stop_deadline()
+        if not self.transport.is_closing():
+            self.deadline = self.loop.call_later(self.timeout_keep_alive, self.transport.close)
+
+    def stop_deadline(self) -> None:
+        if self.deadline is not None:
+            self.deadline.cancel()
+            self.deadline = None
+
+    def send_400_response(self, msg: str) -> None:
+        """A request that is not HTTP/1.1 (h11 refused it): the connection is closed."""
+        body = json.dumps({"error": f"not a valid HTTP/1.1 request ({msg})"}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+        ):
+            self.transport.write(self.conn.send(event))
+        self.transport.write(self.conn.send(h11.EndOfMessage()))
+        self.transport.close()
+
+
+class Server(uvicorn.Server):
+    """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
+    decoder: no more waiting for batch windows, and new jobs get a 503."""
+
+    def __init__(self, model, settings: ServeConfig, path: str):
+        self.socket = listen(settings.host, settings.port)
         self.decoder = Decoder(model, settings)
+        app = build_app(Service(model, settings, path, self.decoder))
+        super().__init__(
+            uvicorn.Config(
+                app,
+                http=Connection,  # h11, strict
+                loop="asyncio",
+                lifespan="off",
+                limit_concurrency=settings.max_connections,
+                timeout_keep_alive=settings.timeout_s,
+                log_config=None,  # uvicorn's warnings: one line each on stderr
+                access_log=False,
+                server_header=False,
+            )
+        )
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}/"
+        host, port = self.socket.getsockname()[:2]
+        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
-    def page(self, name: str, body: bytes) -> tuple[str, bytes]:
-        return self.pages[name]
+    def serve_forever(self) -> None:
+        """Until should_exit is set, or SIGINT or SIGTERM comes (in the main thread)."""
+        self.run(sockets=[self.socket])
 
-    def health(self, body: bytes) -> tuple[str, bytes]:
-        decoder = self.decoder
-        counts = {"requests": decoder.requests, "batches": decoder.batches}
-        return json_body({"status": "ok", **counts, "sentences": decoder.sentences})
-
-    def translate(self, body: bytes) -> tuple[str, bytes]:
-        request = read_request(body, ("text", "beam_size", "nbest"))
-        sentences = sentences_of(request, self.settings)
-        beam_size = beam_field(request, "beam_size", self.settings)
-        nbest = beam_field(request, "nbest", self.settings)
-        beam_size = max(beam_size or self.model.config.decode.beam_size, nbest or 1)
-        return json_body(self.decoder.submit(Job(sentences, Options(beam_size, nbest))))
-
-    def attention(self, body: bytes) -> tuple[str, bytes]:
-        sentence = sentence_of(read_request(body, ("text",)), self.settings)
-        return json_body(self.decoder.submit(Job([sentence], None)))
-
-    def handle_error(self, request, client_address) -> None:
-        """A connection that broke (the client went away): one line, not a traceback."""
-        print(f"warning: connection from {client_address[0]}: {sys.exc_info()[1]}", file=sys.stderr)
+    async def shutdown(self, sockets=None) -> None:
+        self.decoder.drain()
+        await super().shutdown(sockets)
 
     def close(self) -> None:
-        self.server_close()
         self.decoder.stop()
+        self.socket.close()
 
 
-class Handler(BaseHTTPRequestHandler):
-    """One connection: its requests, one after the other, each answered by a route."""
-
-    protocol_version = "HTTP/1.1"  # keep-alive: many requests on one connection
-    disable_nagle_algorithm = True  # send the body at once, not after the headers' ACK
-    timeout = 60  # seconds a connection may stay silent before it is closed
-    server: Server
-
-    def do_GET(self) -> None:
-        self.answer()
-
-    do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET  # wrong methods get a 405
-
-    def answer(self) -> None:
-        headers = {}
-        try:
-            body = self.read_body()  # first, so that an error leaves the connection usable
-            content_type, data = self.route()(body)
-            status = 200
-        except Exception as error:
-            status, headers = self.error_status(error)
-            content_type, data = json_body({"error": str(error)})
-        self.send_response(status)
-        for name, value in {"Content-Type": content_type, **headers}.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def read_body(self) -> bytes:
-        if "Transfer-Encoding" in self.headers:
-            raise HTTPError(411, "send the body with a Content-Length, not chunked", CLOSE)
-        length = self.headers.get("Content-Length", "0")
-        if not (length.isascii() and length.isdigit()):
-            raise HTTPError(400, f"Content-Length {length!r} is not a number of bytes", CLOSE)
-        limit = self.server.settings.max_body_bytes
-        if int(length) > limit:
-            raise HTTPError(
-                413,
-                f"the body has {int(length):,} bytes; the limit is {limit:,} "
-                "(serve.max_body_bytes)",
-                CLOSE,
-            )
-        try:
-            return self.rfile.read(int(length))
-        except TimeoutError:
-            raise HTTPError(408, "the body did not arrive in time", CLOSE) from None
-
-    def route(self):
-        path, routes = urlsplit(self.path).path, self.server.routes
-        if path not in routes:
-            known = ", ".join(
-                f"{method} {p}" for p, methods in routes.items() for method in methods
-            )
-            raise HTTPError(404, f"no {path} here; there are {known}")
-        methods = routes[path]
-        if self.command not in methods:
-            allowed = ", ".join(methods)
-            raise HTTPError(405, f"{path} takes {allowed}, not {self.command}", {"Allow": allowed})
-        return methods[self.command]
-
-    def error_status(self, error: Exception) -> tuple[int, dict]:
-        if isinstance(error, HTTPError):
-            return error.status, error.headers
-        if isinstance(error, UserError):  # the request's own mistake: an empty sentence
-            return 400, {}
-        print(f"error: {self.command} {self.path} failed; the server goes on:", file=sys.stderr)
-        traceback.print_exception(error, file=sys.stderr)
-        return 500, {}
-
-    def log_message(self, format: str, *args) -> None:
-        """No line per request (the base class writes one to stderr)."""
+def listen(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as error:
+        raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    sock.listen(2048)  # from now on, connections wait to be accepted (uvicorn's backlog)
+    return sock
 
 
 def serve(server: Server) -> None:
-    """Answer requests until Ctrl-C or SIGTERM.
-
-    The signal handler only asks the loop to stop (from another thread: `shutdown` waits for
-    the loop, which runs in this one); raising from the handler would be caught, and
-    ignored, by the server's own error handling if the signal came while it accepted a
-    connection."""
+    """Answer requests until Ctrl-C or SIGTERM. uvicorn handles the signal (a graceful
+    shutdown), then raises it again once done, with the handlers it found: these note it."""
     signals = []
-
-    def stop(number: int, frame) -> None:
-        signals.append(number)
-        threading.Thread(target=server.shutdown, name="shutdown").start()
-
     for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, stop)
+        signal.signal(number, lambda number, frame: signals.append(number))
     try:
         server.serve_forever()
     finally:
@@ -448,6 +494,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8000; 0: any free)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument(
+        "--engine", choices=["torch", "ctranslate2"], default="torch", help="who decodes"
+    )
+    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
+    parser.add_argument(
+        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
+    )
     args = parser.parse_intermixed_args(argv)
     overrides = list(args.overrides)
     if args.host is not None:
@@ -457,11 +510,20 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, overrides)
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    path = args.checkpoint or config.checkpoint_path
-    model = TorchModel(load_checkpoint(path, pick_device(args.device)))
-    server = Server(model, config.serve, str(path))
+    args.checkpoint = str(args.checkpoint or config.checkpoint_path)  # as the overrides say
+    model = load_model(args)
+    path = args.model if args.engine == "ctranslate2" else args.checkpoint
+    server = Server(model, config.serve, path)
+    logging.getLogger("uvicorn").addHandler(one_line_log())
     print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     serve(server)
+
+
+def one_line_log() -> logging.Handler:
+    """uvicorn's warnings (a malformed request, the connection limit) as `warning: ...`."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+    return handler
 
 
 if __name__ == "__main__":

@@ -77,6 +77,10 @@ class TorchModel:
         return self.checkpoint.src_vocab
 
     @property
+    def tgt_vocab(self) -> Vocab:
+        return self.checkpoint.tgt_vocab
+
+    @property
     def longest_source(self) -> int:
         return longest_source(self.checkpoint.model)
 

@@ -1,4 +1,4 @@
-"""What the tests that start other processes share.
+"""What the tests that start other processes, or the translation service, share.
 
 No test may assume how fast the machine is (one machine imports torch in 0.5 s, another in
 4 s). A test waits for an event instead: a file appears, a checkpoint's step moves on, a process
@@ -6,11 +6,18 @@ ends. The one deadline, HANG, is there only so that a hung process fails its tes
 the whole CI run, and is long enough for the slowest machine.
 """
 
+import http.client
+import json
 import os
+import re
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import torch
@@ -67,3 +74,52 @@ def same_figures(expected: list[float]) -> object:
     """What the figures of a run that should be the same must equal: these on the CPU,
     figures within GPU_TOLERANCE of them on a GPU."""
     return expected if TRAINING_DEVICE == "cpu" else pytest.approx(expected, rel=GPU_TOLERANCE)
+
+
+# The translation service (tests/test_serve*.py).
+
+
+@contextmanager
+def running(model, **settings) -> Iterator:
+    """A seq2seq.serve.Server on a free port of 127.0.0.1, answering from a thread of this
+    process."""
+    from seq2seq import serve
+    from seq2seq.config import ServeConfig
+
+    server = serve.Server(model, ServeConfig(port=0, **settings), "model.pt")
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, "the server to start")
+        yield server
+    finally:
+        server.should_exit = True
+        thread.join()
+        server.close()
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def call(url: str, method: str, path: str, body=None, headers=JSON) -> tuple[int, dict, dict]:
+    """-> status, the JSON answer, the headers. `body`: bytes as they are, anything else as
+    JSON."""
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    if body is not None and not isinstance(body, bytes):
+        body = json.dumps(body).encode()
+    connection.request(method, path, body, headers)
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    connection.close()
+    return response.status, answer, response.headers
+
+
+def read_address(process: subprocess.Popen) -> str:
+    """The URL of the `serving ... at URL` line a started server prints on stderr."""
+    lines = []
+    reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
+    reader.start()
+    reader.join(timeout=HANG)
+    match = re.search(r"serving .* at (http://\S+)", lines[0] if lines else "")
+    assert match, f"no address in {lines}"
+    return match.group(1)

@@ -64,6 +64,14 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
             {"serve": {"max_sentences": 100, "max_batch_sentences": 10}},
             r"'serve\.max_batch_sentences' \(10\) must be at least 'serve\.max_sentences' \(100\)",
         ),
+        ({"serve": {"allowed_hosts": "a.example"}}, r"'serve\.allowed_hosts' must be a list"),
+        ({"serve": {"allowed_hosts": ["a", 1]}}, r"'serve\.allowed_hosts\[1\]' must be str"),
+        ({"serve": {"timeout_s": 0}}, r"'serve\.timeout_s' must be positive"),
+        ({"serve": {"max_connections": 0}}, r"'serve\.max_connections' must be at least 1"),
+        (
+            {"serve": {"max_sentences": 100, "max_queue_sentences": 10}},
+            r"'serve\.max_queue_sentences' \(10\) must be at least 'serve\.max_sentences'",
+        ),
         (
             {"serve": {"max_beam": 4}},
             r"unknown key 'serve\.max_beam' \(did you mean 'serve\.max_beam_size'",
@@ -77,6 +85,11 @@ def test_wrong_values_are_errors_that_name_the_key(raw, message):
 
 def test_integers_are_accepted_for_float_options():
     assert config_from_dict({"train": {"lr": 1}}).train.lr == 1.0
+
+
+def test_lists_are_read_item_by_item():
+    serve = config_from_dict({"serve": {"allowed_hosts": ["a.example", "b.example"]}}).serve
+    assert serve.allowed_hosts == ["a.example", "b.example"]
 
 
 def test_command_line_overrides(tmp_path):

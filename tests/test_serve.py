@@ -7,10 +7,9 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -18,42 +17,15 @@ import pytest
 
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import ServeConfig
 from seq2seq.decode import translate_sentences, translate_sentences_nbest
 from seq2seq.errors import run_cli
+from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.translate import TorchModel, input_warnings
 
-from helpers import ENV, HANG, ROOT, command, wait_until
+from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
 
 ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
 LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
-
-
-@contextmanager
-def running(model: TorchModel, **settings) -> Iterator[serve.Server]:
-    """A server on a free port of 127.0.0.1, answering from a thread of this process."""
-    server = serve.Server(model, ServeConfig(port=0, **settings), "model.pt")
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        thread.join()
-        server.close()
-
-
-def call(url: str, method: str, path: str, body=None, headers=None) -> tuple[int, dict, dict]:
-    """-> status, the JSON answer, the headers. `body`: bytes as they are, anything else as
-    JSON."""
-    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    if body is not None and not isinstance(body, bytes):
-        body = json.dumps(body).encode()
-    connection.request(method, path, body, headers or {})
-    response = connection.getresponse()
-    answer = json.loads(response.read())
-    connection.close()
-    return response.status, answer, response.headers
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +131,7 @@ MISTAKES = [
     ("POST", A, {"text": "one", "nbest": 2}, 400, r"unknown field 'nbest'"),
     ("GET", "/nowhere", None, 404, r"no /nowhere here; there are GET /, .* POST /translate"),
     ("GET", T, None, 405, r"/translate takes POST, not GET"),
-    ("DELETE", "/health", None, 405, r"/health takes GET, not DELETE"),
+    ("DELETE", "/health", None, 405, r"/health takes GET, HEAD, not DELETE"),
     ("POST", T, b"{}" * 10_001, 413, r"the body has 20,002 bytes; the limit is 20,000 "
      r"\(serve.max_body_bytes\)"),
 ]  # fmt: skip
@@ -171,34 +143,37 @@ def test_every_mistake_gets_a_4xx_that_names_it(numbers, method, path, body, sta
     got, answer, headers = call(url, method, path, body)
     assert got == status and re.search(error, answer["error"]), answer
     if status == 405:
-        assert headers["Allow"] == ("GET" if path == "/health" else "POST")
+        assert headers["Allow"] == ("GET, HEAD" if path == "/health" else "POST")
     assert call(url, "GET", "/health")[0] == 200  # and the server goes on
 
 
 def test_one_connection_survives_its_mistakes_and_odd_bodies(numbers):
     connection = http.client.HTTPConnection(urlsplit(numbers[0]).netloc, timeout=HANG)
 
-    def send(method, path, body=None, headers=None) -> tuple[int, dict]:
-        connection.request(method, path, body, headers or {})
+    def send(method, path, body=None, headers=JSON) -> tuple[int, dict]:
+        connection.request(method, path, body, headers)
         response = connection.getresponse()
         return response.status, json.loads(response.read())
 
     assert send("POST", "/translate", b"nonsense")[0] == 400  # kept alive after a 4xx
     assert send("GET", "/nowhere")[0] == 404
+    assert send("POST", "/translate", b"{}" * 10_001)[0] == 413  # the body discarded
     assert send("POST", "/translate", b'{"text": ["one is one"]}')[0] == 200
-    status, answer = send("POST", "/translate", b"{}", {"Content-Length": "x"})
-    assert status == 400 and "Content-Length 'x' is not a number" in answer["error"]
-    connection.close()
-    connection.connect()
-    connection.putrequest("POST", "/translate")
-    connection.putheader("Transfer-Encoding", "chunked")
-    connection.endheaders(b"2\r\n{}\r\n0\r\n\r\n")
-    response = connection.getresponse()
-    assert response.status == 411 and "not chunked" in json.loads(response.read())["error"]
+    status, answer = send("POST", "/translate", b"{}", {**JSON, "Content-Length": "x"})
+    assert status == 400 and "not a valid HTTP/1.1 request" in answer["error"]
+    connection.close()  # which the server did too
+    for body, status in ((b'{"text": ["one is one"]}', 200), (b"{}" * 10_001, 413)):
+        connection.putrequest("POST", "/translate")  # a chunked body: read as it comes
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+        response = connection.getresponse()
+        assert response.status == status, json.loads(response.read())
+        assert json.loads(response.read()) if status == 200 else True
     connection.close()
 
 
-def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monkeypatch, capsys):
+def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monkeypatch, caplog):
     url, model, test = numbers
 
     def broken(sentences, cfg):
@@ -206,8 +181,9 @@ def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monke
 
     monkeypatch.setattr(model, "translate", broken)
     status, answer, _ = call(url, "POST", "/translate", {"text": test[:2]})
-    assert status == 500 and "out of luck" in answer["error"]
-    assert "RuntimeError: out of luck" in capsys.readouterr().err
+    assert status == 500 and answer["error"] == "RuntimeError: out of luck"
+    # the traceback, logged by uvicorn once the answer is sent
+    wait_until(lambda: "RuntimeError: out of luck" in caplog.text, "the traceback")
     monkeypatch.undo()
     answer = call(url, "POST", "/translate", {"text": test[:2]})[1]
     assert answer["translations"] == reference(model, test[:2])
@@ -264,17 +240,6 @@ def test_concurrent_requests_with_different_options(seed_run):
     assert health["requests"] == len(requests) and health["batches"] <= len(requests)
 
 
-def read_address(process: subprocess.Popen) -> str:
-    """The URL of the `serving ... at URL` line a started server prints on stderr."""
-    lines = []
-    reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
-    reader.start()
-    reader.join(timeout=HANG)
-    match = re.search(r"serving .* at (http://\S+)", lines[0] if lines else "")
-    assert match, f"no address in {lines}"
-    return match.group(1)
-
-
 @pytest.mark.slow
 def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
     path = str(seed_run / "best.pt")
@@ -316,6 +281,16 @@ def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
     assert stop.value.code == 1
     message = f"error: no trained model at {tmp_path / 'best.pt'}: run `make train` first\n"
     assert capsys.readouterr().err == message
+
+
+def test_without_starlette_or_uvicorn_the_command_says_what_to_install():
+    hide = "import sys; sys.modules['uvicorn'] = None; import runpy; "
+    run = "runpy.run_module('seq2seq.serve', run_name='__main__')"
+    done = subprocess.run(
+        [sys.executable, "-c", hide + run], capture_output=True, text=True, env=ENV, timeout=HANG
+    )
+    assert done.returncode == 1
+    assert done.stderr == 'error: the service needs uvicorn: pip install -e ".[serve]"\n'
 
 
 def chromium(width: int):
@@ -374,6 +349,31 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
 
 
 @pytest.mark.slow
+def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attention(
+    seed_run, tmp_path
+):
+    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
+    with running(CTranslate2Model.load(tmp_path / "ct2")) as server:
+        browser = chromium(1000)
+        try:
+            browser.get(server.url)
+            wait = WebDriverWait(browser, HANG)
+            heatmap = (By.ID, "heatmap")
+            wait.until(seen.text_to_be_present_in_element(heatmap, "needs the torch engine"))
+            browser.find_element(By.ID, "sentence").send_keys("three is three")
+            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
+            assert "ctranslate2" in browser.find_element(By.ID, "model").text
+            assert not browser.find_element(By.ID, "error").is_displayed()
+        finally:
+            browser.quit()
+
+
+@pytest.mark.slow
 def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
     """The signal may come while the server accepts a connection: it must stop all the same
     (a signal handler that raised was once caught there by the server, which went on)."""
@@ -407,5 +407,31 @@ def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
         stop.set()
         for client in clients:
             client.join()
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.slow
+def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
+    """--engine ctranslate2 --model DIR: the export's translations; /attention needs torch."""
+    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
+    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--engine", "ctranslate2", "--model", str(tmp_path / "ct2"),
+                "--port", "0"),
+        stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three", ""]})
+        assert (status, answer["translations"]) == (200, ["3 la 3", ""])
+        status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
+        assert status == 501 and "needs the torch engine" in answer["error"]
+        info = call(url, "GET", "/info")[1]
+        assert (info["engine"], info["checkpoint"]["path"]) == (
+            "ctranslate2",
+            str(tmp_path / "ct2"),
+        )
+    finally:
         process.kill()
         process.wait()

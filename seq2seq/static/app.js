@@ -4,6 +4,7 @@
 //     -> {"translation", "warnings", "maps": [{kind, layer, title, queries, keys, weights}]}
 //     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
 //        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
+//   (another engine than torch, as /info says: POST /translate, and no attention to draw)
 "use strict";
 
 const DEBOUNCE_MS = 250;
@@ -16,6 +17,7 @@ const VIRIDIS = [
 
 const $ = (id) => document.getElementById(id);
 let attention = null; // the last answer of /attention
+let engine = "torch"; // /info's: only the torch engine answers /attention
 let pending = null; // the AbortController of the request in flight
 let timer = null;
 
@@ -69,12 +71,18 @@ async function update() {
   const controller = (pending = new AbortController());
   $("translation").setAttribute("aria-busy", "true");
   try {
-    attention = await post("/attention", { text: sentence }, controller.signal);
-    $("translation").textContent = attention.translation;
-    showWarnings(attention.warnings);
+    if (engine === "torch") {
+      attention = await post("/attention", { text: sentence }, controller.signal);
+      $("translation").textContent = attention.translation;
+      showWarnings(attention.warnings);
+      chooseOptions();
+      draw();
+    } else {
+      const answer = await post("/translate", { text: [sentence] }, controller.signal);
+      $("translation").textContent = answer.translations[0];
+      showWarnings(answer.warnings);
+    }
     showError("");
-    chooseOptions();
-    draw();
   } catch (error) {
     if (error.name !== "AbortError") showError(error.message);
   } finally {
@@ -107,7 +115,12 @@ function cell(tag, text, scope) {
 function draw() {
   const box = $("heatmap");
   if (!attention) {
-    const hint = cell("p", "Type a sentence to see its attention.");
+    const hint = cell(
+      "p",
+      engine === "torch"
+        ? "Type a sentence to see its attention."
+        : `The attention needs the torch engine; this service decodes with ${engine}.`,
+    );
     hint.className = "hint";
     box.replaceChildren(hint);
     return;
@@ -141,9 +154,13 @@ async function describeModel() {
   try {
     const response = await fetch("/info");
     const info = await response.json();
+    engine = info.engine;
+    draw();
     const step = info.checkpoint.step === undefined ? "" : `, step ${info.checkpoint.step}`;
+    const size =
+      info.parameters === undefined ? engine : `${info.parameters.toLocaleString("en")} parameters`;
     $("model").textContent =
-      `${info.config.experiment}${step}: ${info.parameters.toLocaleString("en")} parameters, ` +
+      `${info.config.experiment}${step}: ${size}, ` +
       `${info.config.model.enc_layers} + ${info.config.model.dec_layers} layers, ` +
       `${info.config.model.n_heads} heads, on ${info.device}`;
     const pieces = info.vocab.source.pieces.filter((p) => !/^<.*>$/.test(p));

@@ -1,0 +1,94 @@
+"""The service's decoder without HTTP: batches within the window, each job its own slice, a
+failing job fails alone, the queue is bounded, cancelled jobs are dropped, drain answers what
+waits and refuses the rest."""
+
+import threading
+import types
+
+import pytest
+
+from seq2seq.config import ServeConfig, config_from_dict
+from seq2seq.decoder import Decoder, Job, Options, QueueFull, Stopping
+
+from helpers import HANG, wait_until
+
+GREEDY = Options(beam_size=1, nbest=None)
+
+
+class Shouting:
+    """A stand-in model: a sentence translates as its upper case, "boom" fails, and each
+    decoding waits until `gate` is open."""
+
+    config = config_from_dict({})
+    longest_source = 100
+    src_vocab = types.SimpleNamespace(encode=lambda sentences: [[5] for _ in sentences])
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def translate(self, sentences: list[str], cfg) -> list[str]:
+        self.calls.append(list(sentences))
+        assert self.gate.wait(HANG)
+        if "boom" in sentences:
+            raise RuntimeError("boom")
+        return [sentence.upper() for sentence in sentences]
+
+
+def decoder(model: Shouting, **settings) -> Decoder:
+    return Decoder(model, ServeConfig(**{"batch_window_ms": HANG * 1000.0, **settings}))
+
+
+def test_jobs_within_the_window_share_one_decoding_and_each_gets_its_slice():
+    model = Shouting()
+    jobs = [Job(["a"], GREEDY), Job(["b", "c"], GREEDY), Job(["d"], GREEDY)]
+    running = decoder(model, max_batch_sentences=4)  # the 4th sentence closes the batch
+    futures = [running.submit(job) for job in jobs]
+    assert [f.result(HANG)["translations"] for f in futures] == [["A"], ["B", "C"], ["D"]]
+    assert model.calls == [["a", "b", "c", "d"]]
+    running.stop()
+
+
+def test_a_failing_job_fails_alone_and_its_batch_mates_get_their_answers():
+    model = Shouting()
+    running = decoder(model, max_batch_sentences=3)
+    futures = [running.submit(Job([s], GREEDY)) for s in ("a", "boom", "c")]
+    assert futures[0].result(HANG)["translations"] == ["A"]
+    assert futures[2].result(HANG)["translations"] == ["C"]
+    with pytest.raises(RuntimeError, match="boom"):
+        futures[1].result(HANG)
+    assert model.calls == [["a", "boom", "c"], ["a"], ["boom"], ["c"]]  # then each alone
+    running.stop()
+
+
+def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
+    model = Shouting()
+    model.gate.clear()
+    running = decoder(model, batch_window_ms=0.0, max_queue_sentences=4)
+    first = running.submit(Job(["first"], GREEDY))
+    wait_until(lambda: model.calls == [["first"]], "the first decoding")  # it holds the thread
+    abandoned = running.submit(Job(["x", "y", "z"], GREEDY))
+    waiting = running.submit(Job(["w"], GREEDY))
+    assert running.queued_sentences() == 4
+    with pytest.raises(QueueFull, match=r"holds 4 sentences.*serve.max_queue_sentences"):
+        running.submit(Job(["one too many"], GREEDY))
+    assert abandoned.cancel()  # its client went away
+    assert running.queued_sentences() == 1
+    model.gate.set()
+    assert first.result(HANG)["translations"] == ["FIRST"]
+    assert waiting.result(HANG)["translations"] == ["W"]
+    assert model.calls == [["first"], ["w"]]  # x, y and z never decoded
+    running.stop()
+
+
+def test_drain_answers_what_waits_without_the_window_and_refuses_new_jobs():
+    model = Shouting()
+    running = decoder(model)  # a window of HANG seconds: only drain ends it
+    waiting = running.submit(Job(["a"], GREEDY))
+    running.drain()
+    assert waiting.result(HANG)["translations"] == ["A"]
+    with pytest.raises(Stopping, match="shutting down"):
+        running.submit(Job(["b"], GREEDY))
+    running.stop()
+    assert not running.thread.is_alive()

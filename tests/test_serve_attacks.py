@@ -1,0 +1,330 @@
+"""The service as an attacker or a sloppy client uses it: each test is a row of the table of
+the issue that replaced the hand-made HTTP server by uvicorn and Starlette, and failed on
+that server. The seed model knows its nine sentences by heart: "three is three" -> "3 la 3"."""
+
+import http.client
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.translate import TorchModel
+
+from helpers import ENV, HANG, JSON, call, command, read_address, running, wait_until
+
+WORDS = "one two three four five six seven eight nine".split()
+LIMITS = {"max_body_bytes": 20_000}
+
+
+def expected(word: str) -> str:
+    digit = WORDS.index(word) + 1
+    return f"{digit} la {digit}"
+
+
+@pytest.fixture(scope="module")
+def seed_model(seed_run) -> TorchModel:
+    return TorchModel(load_checkpoint(seed_run / "best.pt"))
+
+
+@pytest.fixture(scope="module")
+def url(seed_model):
+    with running(seed_model, **LIMITS) as server:
+        yield server.url
+
+
+def address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname, parts.port
+
+
+def raw(url: str, request: bytes) -> socket.socket:
+    """A connection that sent `request` as it is."""
+    connection = socket.create_connection(address(url), timeout=HANG)
+    connection.sendall(request)
+    return connection
+
+
+def post(body: bytes, *headers: bytes) -> bytes:
+    lines = [
+        b"POST /translate HTTP/1.1",
+        b"Host: 127.0.0.1",
+        b"Content-Type: application/json",
+        *headers,
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def answer_of(connection: socket.socket) -> tuple[int, dict]:
+    """The status and JSON of the one answer on a raw connection, which the server closes."""
+    data = b""
+    while chunk := connection.recv(65536):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def closed_by_the_server(connection: socket.socket, trickle: bytes = b"") -> None:
+    """Wait until the server closes the connection, sending `trickle` every 0.1 s meanwhile."""
+    connection.settimeout(0.1)
+    start = time.monotonic()
+    while time.monotonic() - start < HANG:
+        try:
+            connection.sendall(trickle)
+            if connection.recv(1) == b"":
+                return
+        except TimeoutError:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            return
+    raise AssertionError(f"the server kept the connection for {HANG} s")
+
+
+def test_a_sentence_that_cannot_be_encoded_fails_only_its_own_request(seed_model):
+    """A lone surrogate once failed every request of its batch, with a 500 and a traceback."""
+    with running(seed_model, batch_window_ms=20.0) as server:
+        stop, refused = threading.Event(), []
+
+        def attacker() -> None:
+            while not stop.is_set():
+                refused.append(call(server.url, "POST", "/translate", {"text": ["\ud800"]})[:2])
+
+        thread = threading.Thread(target=attacker)
+        thread.start()
+        words = WORDS * 6
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(
+                pool.map(
+                    lambda w: call(server.url, "POST", "/translate", {"text": [f"{w} is {w}"]}),
+                    words,
+                )
+            )
+        stop.set()
+        thread.join()
+    assert [(status, a["translations"]) for status, a, _ in answers] == [
+        (200, [expected(w)]) for w in words
+    ]
+    error = "sentence 1 is not valid Unicode: a lone surrogate at character 1"
+    assert refused and set(map(str, refused)) == {str((400, {"error": error}))}
+
+
+def test_connections_beyond_the_limit_get_a_quick_503(seed_model):
+    with running(seed_model, max_connections=4, timeout_s=HANG) as server:
+        slow = [raw(server.url, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(4)]
+        connection = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=HANG)
+        connection.request("GET", "/health")
+        assert connection.getresponse().status == 503  # uvicorn's limit_concurrency
+        for connection in slow:
+            connection.close()
+        wait_until(lambda: call(server.url, "GET", "/health")[0] == 200, "room again")
+
+
+def test_silent_and_trickling_connections_are_closed_after_the_timeout(seed_model):
+    """A byte every 40 s once kept a connection open for ever."""
+    with running(seed_model, timeout_s=1.0) as server:
+        closed_by_the_server(raw(server.url, b""))  # silent
+        headers = raw(server.url, b"GET /health HTTP/1.1\r\n")
+        closed_by_the_server(headers, trickle=b"X")  # its headers never end
+        body = raw(server.url, post(b'{"text": ', b"Content-Length: 100"))
+        assert answer_of(body) == (408, {"error": "the body did not arrive within 1 s "
+                                                  "(serve.timeout_s)"})  # fmt: skip
+        assert call(server.url, "GET", "/health")[0] == 200
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc/PID/stat")
+@pytest.mark.slow
+def test_more_connections_than_the_file_limit_do_not_spin_the_accept_loop(seed_run):
+    """~1,020 open connections once made the accept loop spin at 98% of a core. Here the
+    server may open 128 files, and 200 connections stay silent."""
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
+                "serve.timeout_s=5"),
+        stderr=subprocess.PIPE, text=True, env=ENV,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)),
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        # asyncio says "socket.accept() out of system resource" while it waits: read, or the
+        # full pipe would stop the server
+        threading.Thread(target=process.stderr.read, daemon=True).start()
+        silent = [socket.create_connection(address(url), timeout=HANG) for _ in range(200)]
+        before, start = cpu_seconds(process.pid), time.monotonic()
+        time.sleep(2)
+        busy = (cpu_seconds(process.pid) - before) / (time.monotonic() - start)
+        assert busy < 0.5, f"the server used {busy:.0%} of a core while the clients were silent"
+        status = call(url, "GET", "/health")[0]  # once the timeout has closed the others
+        assert status == 200
+        for connection in silent:
+            connection.close()
+    finally:
+        process.kill()
+        process.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_queue_is_bounded_and_work_of_clients_that_left_is_dropped(seed_model, monkeypatch):
+    """Four requests of 64 long sentences, then a hang-up, were once decoded all the same,
+    and the next request waited 7.2 s behind them."""
+    gate, decoded, translate = threading.Event(), [], seed_model.translate
+
+    def gated(sentences, cfg):
+        decoded.append(list(sentences))
+        assert gate.wait(HANG)
+        return translate(sentences, cfg)
+
+    monkeypatch.setattr(seed_model, "translate", gated)
+    with running(seed_model, batch_window_ms=0.0, max_queue_sentences=8) as server:
+
+        def queued() -> int:
+            return call(server.url, "GET", "/health")[1]["queued"]
+
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(call, server.url, "POST", "/translate", {"text": ["one is one"]})
+            wait_until(lambda: decoded == [["one is one"]], "the first decoding")
+            body = json.dumps({"text": ["two is two"] * 4}).encode()
+            request = post(body, b"Content-Length: %d" % len(body))
+            leaving = [raw(server.url, request) for _ in range(2)]
+            wait_until(lambda: queued() == 8, "8 sentences queued")
+            status, answer, headers = call(server.url, "POST", "/translate", {"text": ["x"]})
+            assert status == 503 and headers["Retry-After"] == "1"
+            assert "serve.max_queue_sentences" in answer["error"]
+            for connection in leaving:
+                connection.close()
+            wait_until(lambda: queued() == 0, "the requests of the clients that left dropped")
+            gate.set()
+            assert first.result()[1]["translations"] == ["1 la 1"]
+        answer = call(server.url, "POST", "/translate", {"text": ["nine is nine"]})[1]
+        assert answer["translations"] == ["9 la 9"]
+    assert decoded == [["one is one"], ["nine is nine"]]  # never the 8 "two is two"
+
+
+@pytest.mark.slow
+def test_sigterm_answers_every_request_received_then_exits(seed_run):
+    """SIGTERM under 32 keep-alive clients once lost the requests in flight, and those sent
+    after it hung until the process ended."""
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
+                f"serve.batch_window_ms={HANG * 1000}"),  # only the signal ends the batch
+        stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        words = WORDS[:8] * 4  # 32 clients
+        clients = [http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG) for _ in words]
+        for client, word in zip(clients, words, strict=True):
+            client.request("POST", "/translate", json.dumps({"text": [f"{word} is {word}"]}), JSON)
+        health = lambda: call(url, "GET", "/health")[1]  # noqa: E731
+        wait_until(lambda: health()["queued"] == len(words), "every request queued", process)
+        process.send_signal(signal.SIGTERM)
+        for client, word in zip(clients, words, strict=True):
+            response = client.getresponse()
+            assert response.status == 200
+            assert json.loads(response.read())["translations"] == [expected(word)]
+        for client in clients:  # sent after the signal: a 503, or no connection
+            try:
+                client.request("POST", "/translate", json.dumps({"text": ["one is one"]}), JSON)
+                status = client.getresponse().status
+            except (ConnectionError, http.client.HTTPException):
+                status = None
+            assert status in (None, 503)
+        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
+        assert process.stderr.read() == "stopped serving (SIGTERM)\n"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_an_oversized_body_gets_its_413_whatever_the_client(url):
+    """http.client sends a body whole before it reads the answer: the server once closed
+    the connection on it, and the client saw a BrokenPipeError."""
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    connection.request("POST", "/translate", b"x" * 5_000_000, JSON)  # no Expect: 100-continue
+    response = connection.getresponse()
+    error = "the body has 5,000,000 bytes; the limit is 20,000 (serve.max_body_bytes)"
+    assert (response.status, json.loads(response.read())) == (413, {"error": error})
+    connection.request("POST", "/translate", b'{"text": ["three is three"]}', JSON)
+    assert json.loads(connection.getresponse().read())["translations"] == ["3 la 3"]
+
+
+def test_malformed_bodies_of_any_depth_or_size_are_4xx(url):
+    status, answer, _ = call(
+        url, "POST", "/translate", b"[" * 19_999
+    )  # within serve.max_body_bytes
+    assert (status, answer) == (400, {"error": "malformed JSON: nested too deeply"})
+    status, answer, _ = call(url, "POST", "/translate", b'{"text": [], "beam_size": 1%s}' % (
+        b"0" * 5000))  # fmt: skip
+    assert status == 400 and "malformed JSON" in answer["error"]
+    status, answer = answer_of(raw(url, post(b"{}", b"Content-Length: " + b"9" * 5000)))
+    assert status == 400 and "not a valid HTTP/1.1 request" in answer["error"]
+
+
+def test_a_field_name_that_is_not_unicode_gets_its_400(url):
+    """{"\\ud800": 1} once dropped the connection: the error naming it could not be encoded."""
+    status, answer, _ = call(url, "POST", "/translate", b'{"\\ud800": 1}')
+    assert status == 400 and answer["error"].startswith("unknown field '\ud800'")
+
+
+@pytest.mark.parametrize(
+    "method, path, status",
+    [("HEAD", "/", 200), ("HEAD", "/health", 200), ("HEAD", "/translate", 405),
+     ("TRACE", "/health", 405), ("get", "/health", 405), ("OPTIONS", "/translate", 405),
+     ("CONNECT", "example.com:443", 404)],
+)  # fmt: skip
+def test_head_and_unknown_methods_get_json_answers(url, method, path, status):
+    """They once got a 501 without a body, or an HTML page."""
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    connection.request(method, path)
+    response = connection.getresponse()
+    body = response.read()
+    assert response.status == status
+    if method == "HEAD":
+        assert body == b""
+    else:
+        assert response.headers["Content-Type"] == "application/json"
+        assert json.loads(body)["error"]
+    if path != "/":
+        assert response.headers["Content-Type"] == "application/json"
+
+
+def test_requests_for_another_host_or_not_json_are_refused(url):
+    """A page of another site (DNS rebinding: evil.example resolving to 127.0.0.1) once read
+    /info, and any page could spend the decoder's time with a text/plain POST."""
+    status, answer, _ = call(url, "GET", "/info", headers={"Host": "evil.example"})
+    assert status == 400 and "'evil.example' is not served here" in answer["error"]
+    assert "serve.allowed_hosts" in answer["error"]
+    body = b'{"text": ["one is one"]}'
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        status, answer, _ = call(url, "POST", "/translate", body, {"Content-Type": content_type})
+        assert status == 415 and "Content-Type: application/json" in answer["error"]
+    headers = {"Content-Type": "application/json; charset=utf-8"}
+    assert call(url, "POST", "/translate", body, headers)[0] == 200
+
+
+def test_the_address_localhost_and_allowed_hosts_are_served(seed_model):
+    with running(seed_model, allowed_hosts=["translate.example"]) as server:
+        for host in ("translate.example", "localhost:8000", urlsplit(server.url).netloc):
+            assert call(server.url, "GET", "/info", headers={"Host": host})[0] == 200, host
+        assert call(server.url, "GET", "/info", headers={"Host": "other.example"})[0] == 400
+
+
+def test_two_different_content_lengths_are_a_400_not_a_second_request(url):
+    """The first was once used, and the rest of the body read as the next request."""
+    smuggled = b"GET /info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    body = b"{}" + smuggled
+    connection = raw(url, post(body, b"Content-Length: 2", b"Content-Length: %d" % len(body)))
+    status, answer = answer_of(connection)  # one answer, then the connection is closed
+    assert status == 400 and "not a valid HTTP/1.1 request" in answer["error"]
