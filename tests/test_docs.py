@@ -42,18 +42,19 @@ def docs_copy(tmp_path):
     return copy
 
 
-BROKEN = {
-    "missing page": "[a page](no-such-page.md)",
-    "missing heading": "[a heading](learn.md#no-such-heading)",
-    "outside docs/": "[a source file](../seq2seq/train.py)",
-    "missing included file": '--8<-- "benchmarks/no-such-table.md"',
+BROKEN = {  # a line appended to a file of the copy
+    "missing page": ("docs/index.md", "[a page](no-such-page.md)"),
+    "missing heading": ("docs/index.md", "[a heading](learn.md#no-such-heading)"),
+    "outside docs/": ("docs/index.md", "[a source file](../seq2seq/train.py)"),
+    "missing included file": ("docs/index.md", '--8<-- "benchmarks/no-such-table.md"'),
+    "page not in the nav": ("docs/no-such-entry.md", "# A page the nav lacks"),
 }
 
 
-@pytest.mark.parametrize("line", BROKEN.values(), ids=BROKEN.keys())
-def test_broken_link_fails_the_build(docs_copy, line):
+@pytest.mark.parametrize(("path", "line"), BROKEN.values(), ids=BROKEN.keys())
+def test_broken_link_fails_the_build(docs_copy, path, line):
     assert build(docs_copy / "mkdocs.yml", docs_copy / "site").returncode == 0
-    with open(docs_copy / "docs/index.md", "a", encoding="utf-8") as page:
+    with open(docs_copy / path, "a", encoding="utf-8") as page:
         page.write(f"\n{line}\n")
     assert build(docs_copy / "mkdocs.yml", docs_copy / "site").returncode != 0
 
