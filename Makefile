@@ -21,14 +21,15 @@ INSTALLED := $(VENV)/.installed
 endif
 
 .PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
-	bench-peers config-docs lint clean distclean
+	bench-peers config-docs docs lint clean distclean
 
 all: install data train eval
 
 install: $(INSTALLED)
 
 # Re-run pip only when the dependencies change. TORCH_INDEX=URL installs torch first from that
-# index, at the version constraints.txt pins: PyPI's is the CUDA build on Linux (see README).
+# index, at the version constraints.txt pins: PyPI's is the CUDA build on Linux
+# (docs/getting-started.md).
 $(INSTALLED): pyproject.toml constraints.txt
 ifdef TORCH_INDEX
 	$(PYTHON) -m pip install --quiet -c constraints.txt torch --index-url $(TORCH_INDEX)
@@ -52,7 +53,7 @@ data: $(INSTALLED)
 train: $(INSTALLED)
 	$(PYTHON) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
-# Data-parallel training in NPROC processes on this machine (torchrun; see the README for
+# Data-parallel training in NPROC processes on this machine (torchrun; docs/torchrun.md for
 # several machines): by default one per GPU that nvidia-smi lists, else 2 on the CPU.
 # train.batch_tokens stays the token budget of a whole step.
 GPUS = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
@@ -110,13 +111,18 @@ $(JOEYNMT_VENV)/.installed: constraints.txt
 config-docs: $(INSTALLED)
 	$(PYTHON) -m seq2seq.config_docs --write
 
+# The documentation site, from docs/ and mkdocs.yml, into site/; fails on a broken link.
+# `mkdocs serve` previews it while you edit (tests/test_docs.py builds it too).
+docs: $(INSTALLED)
+	$(PYTHON) -m mkdocs build --strict --site-dir site
+
 lint: $(INSTALLED)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples docs
 	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples docs
 
 # clean: what the pipeline wrote; distclean: the installed environments too.
 clean:
-	rm -rf runs
+	rm -rf runs site
 	find data -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 
 distclean: clean

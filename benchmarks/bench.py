@@ -33,7 +33,7 @@ shared machine are noisy):
 
 To relate the figures to another machine, results.json also records this machine's speed:
 a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
-measures just these two, so that anyone can compare their machine with the one in the README.
+measures just these two, so that anyone can compare their machine with the one in results.md.
 
 --quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes 100 sentences and
 times each figure briefly. Results go to <out>/results.json and <out>/results.md.
