@@ -3,7 +3,8 @@
 Read it in the order the data flows (the README's code map lists the same, a line each):
 
     config -> numbers, corpus, multi30k -> special, vocab -> dataset -> batching -> masks
-    -> attention -> model -> train, distributed -> cache, decode, beam -> metrics
+    -> attention -> model -> train, resume, report, distributed -> cache, decode, beam
+    -> metrics
 
 then the commands (data, train, evaluate, translate, plot, serve, export: run them with
 `python -m seq2seq.<command>`), attention_maps, decoder (the service's batching), and the

@@ -18,6 +18,9 @@ An optimizer step uses `train.batch_tokens` tokens in all. With gradient accumul
 processes x accumulate micro-batches of batch_tokens / (processes x accumulate) tokens each.
 """
 
+import queue
+import threading
+
 import numpy as np
 import torch
 
@@ -149,3 +152,44 @@ class EpochSampler:
         self.epoch, self.done = state["epoch"], state["done"]
         if self.epoch:
             self._build()
+
+
+class Prefetcher:
+    """Collates the next steps' micro-batches in a background thread, so that the training
+    step never waits on Python: -> (tensors, sampler state after this step). `data` is the
+    split's TokenPairs (seq2seq/dataset.py)."""
+
+    def __init__(self, sampler: EpochSampler, data, device: torch.device, depth=2):
+        self.sampler, self.data, self.pin = sampler, data, device.type == "cuda"
+        self.queue: queue.Queue = queue.Queue(maxsize=depth)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._fill, daemon=True)
+        self.thread.start()
+
+    def _fill(self) -> None:
+        try:
+            for indices in self.sampler:
+                tensors = [self.data.batch(i) for i in indices]
+                if self.pin:  # page-locked memory: the copy to the GPU can overlap compute
+                    tensors = [tuple(t.pin_memory() for t in batch) for batch in tensors]
+                item = (tensors, self.sampler.state_dict())
+                while not self.stopped.is_set():
+                    try:
+                        self.queue.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if self.stopped.is_set():
+                    return
+        except BaseException as error:  # handed to the training loop, which raises it
+            self.queue.put((error, None))
+
+    def __next__(self):
+        item = self.queue.get()
+        if isinstance(item[0], BaseException):
+            raise item[0]
+        return item
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()

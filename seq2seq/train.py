@@ -18,31 +18,28 @@ runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/m
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
 the sampler's position (epoch, steps done in it), the best result so far, and every random
-state. Running the command again continues from it, exactly: on the CPU the parameters end
-bit-for-bit as if training had never stopped. `--restart` starts over.
+state (seq2seq/resume.py). Running the command again continues from it, exactly: on the CPU
+the parameters end bit-for-bit as if training had never stopped. `--restart` starts over.
+Progress shows on stderr (seq2seq/report.py).
 """
 
 import json
 import math
-import queue
 import signal
-import sys
-import threading
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from tqdm import tqdm
 
 from seq2seq import distributed
-from seq2seq.batching import EpochSampler, token_batches
+from seq2seq.batching import EpochSampler, Prefetcher, token_batches
 from seq2seq.checkpoint import read_state, save_checkpoint
-from seq2seq.config import Config, TrainConfig, VocabConfig, add_config_arguments, load_config
+from seq2seq.config import Config, TrainConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.dataset import TokenPairs
 from seq2seq.decode import evaluating, translate_sentences
@@ -53,6 +50,15 @@ from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
 from seq2seq.paths import LAST, METRICS, vocab_files
+from seq2seq.report import Report, Throughput
+from seq2seq.resume import (
+    Progress,
+    StopOnSignal,
+    check_resumable,
+    random_states,
+    restore_scaler,
+    set_random_states,
+)
 from seq2seq.special import PAD
 from seq2seq.vocab import Vocab, load_vocabs
 
@@ -135,215 +141,12 @@ def quality(result: dict, best_metric: str) -> tuple[float, float]:
     return result[f"valid_{best_metric}"], -result["valid_loss"]
 
 
-@dataclass
-class Progress:
-    """Where training stands: what resuming needs besides the weights and the optimizer."""
-
-    step: int = 0
-    sampler: dict = field(default_factory=dict)  # EpochSampler.state_dict()
-    best: dict | None = None  # the best validation result so far
-    validations_without_gain: int = 0
-    stopped_early: bool = False  # by train.patience
-    elapsed_s: float = 0.0  # training time before this run
-
-
-def random_states(device: torch.device) -> dict:
-    """The random state training draws from: dropout. (Batches follow from the seed.)"""
-    states = {"torch": torch.get_rng_state()}
-    if device.type == "cuda":
-        states["cuda"] = torch.cuda.get_rng_state(device)
-    return states
-
-
-def set_random_states(states: dict, device: torch.device) -> None:
-    torch.set_rng_state(states["torch"].cpu())
-    if device.type == "cuda" and "cuda" in states:
-        torch.cuda.set_rng_state(states["cuda"].cpu(), device)
-
-
-# What a checkpoint must share with the config to be resumed: the shape of the model and the
-# vocabularies. (Dropout, attention backend, learning rate, max_steps ... may change.)
-RESUME_KEYS = {
-    "model": ["d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "tie_embeddings"],
-    "vocab": list(asdict(VocabConfig())),
-}
-
-
 def batch_settings(config: Config, world: World) -> dict:
     """What fixes the epoch's batches and their split into steps: resuming needs the same."""
     return {
         "batch_tokens": config.train.batch_tokens,
         "micro_batches_per_step": world.size * config.train.accumulate,
     }
-
-
-def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches: dict, path):
-    """A checkpoint resumes only the same model on the same vocabularies and training data,
-    cut into the same batches (or the position in the epoch would mean other data)."""
-    for section, keys in RESUME_KEYS.items():
-        saved, now = state["config"].get(section, {}), asdict(getattr(config, section))
-        for key in keys:
-            if saved.get(key) != now[key]:
-                raise UserError(
-                    f"{path} was trained with another config ({section}.{key}: "
-                    f"{saved.get(key)!r}, now {now[key]!r}); pass --restart to train from scratch"
-                )
-    if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
-        raise UserError(
-            f"{path} was trained on other vocabularies than those in {config.data_dir}/; "
-            "pass --restart to train from scratch"
-        )
-    training = state["training"]
-    if training["data_sha256"] != data_hash:
-        raise UserError(
-            f"{path} was trained on other training data than {config.data_dir}/ holds now; "
-            "pass --restart to train from scratch"
-        )
-    for key, saved in training["batching"].items():
-        if saved != batches[key]:
-            what = {"batch_tokens": "train.batch_tokens"}.get(
-                key, "micro-batches per step (processes x train.accumulate)"
-            )
-            raise UserError(
-                f"{path} was saved with {what} = {saved}, now {batches[key]}: the epoch would "
-                "be cut into other batches and data skipped or repeated; resume with the same "
-                "settings, or pass --restart to train from scratch"
-            )
-
-
-def restore_scaler(scaler: torch.amp.GradScaler, state: dict) -> None:
-    """The gradient scaler's state from last.pt. A run saved without fp16 has none (its
-    scaler was off): an fp16 run resumed from it starts from a fresh scale."""
-    if state:
-        scaler.load_state_dict(state)
-
-
-class StopOnSignal:
-    """SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, save and exit.
-    A second Ctrl-C stops at once; no file is harmed, since every file is written atomically."""
-
-    def __enter__(self):
-        self.received: int | None = None
-        self.previous = {}
-        if threading.current_thread() is threading.main_thread():  # signals need the main one
-            for number in (signal.SIGINT, signal.SIGTERM):
-                self.previous[number] = signal.signal(number, self.handle)
-        return self
-
-    def handle(self, number, frame) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt
-        self.received = number
-
-    def __exit__(self, *exc) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-
-class Prefetcher:
-    """Collates the next steps' micro-batches in a background thread, so that the training
-    step never waits on Python: -> (tensors, sampler state after this step)."""
-
-    def __init__(self, sampler: EpochSampler, data: TokenPairs, device: torch.device, depth=2):
-        self.sampler, self.data, self.pin = sampler, data, device.type == "cuda"
-        self.queue: queue.Queue = queue.Queue(maxsize=depth)
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._fill, daemon=True)
-        self.thread.start()
-
-    def _fill(self) -> None:
-        try:
-            for indices in self.sampler:
-                tensors = [self.data.batch(i) for i in indices]
-                if self.pin:  # page-locked memory: the copy to the GPU can overlap compute
-                    tensors = [tuple(t.pin_memory() for t in batch) for batch in tensors]
-                item = (tensors, self.sampler.state_dict())
-                while not self.stopped.is_set():
-                    try:
-                        self.queue.put(item, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if self.stopped.is_set():
-                    return
-        except BaseException as error:  # handed to the training loop, which raises it
-            self.queue.put((error, None))
-
-    def __next__(self):
-        item = self.queue.get()
-        if isinstance(item[0], BaseException):
-            raise item[0]
-        return item
-
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join()
-
-
-class Report:
-    """Progress on stderr: a bar on a terminal; elsewhere (a log file, CI, nohup) a line at the
-    first step and then one every `every` seconds, instead of a bar redrawn several times a
-    second."""
-
-    def __init__(self, total: int, initial: int, enabled: bool, every: float = 30.0):
-        self.terminal = enabled and sys.stderr.isatty()
-        self.enabled, self.every, self.total = enabled, every, total
-        self.last_line = self.last_postfix = -math.inf  # the first step is shown
-        self.bar = tqdm(
-            total=total, initial=initial, desc="train", unit="step", mininterval=0.5,
-            disable=not self.terminal,
-        )  # fmt: skip
-
-    def update(self, step: int, loss: torch.Tensor | float, lr: float, tokens_per_s: float) -> None:
-        """`loss` may still be computing on the GPU: it is read (waiting for it) only when
-        shown, at most twice a second on a terminal, every `every` seconds elsewhere."""
-        self.bar.update(1)
-        now = time.perf_counter()
-        if self.terminal and now - self.last_postfix >= self.bar.mininterval:
-            self.last_postfix = now
-            self.bar.set_postfix(
-                loss=f"{float(loss):.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}",
-                refresh=False,
-            )  # fmt: skip
-        if self.enabled and not self.terminal and now - self.last_line >= self.every:
-            self.last_line = now
-            print(
-                f"step {step:,}/{self.total:,}  loss {float(loss):.3f}  lr {lr:.2e}  "
-                f"{tokens_per_s:,.0f} tokens/s",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def write(self, line: str) -> None:
-        if self.enabled:
-            self.bar.write(line)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-@dataclass
-class Throughput:
-    """The steps since the last validation: their losses, kept on the device (reading each
-    one would make the host wait for the GPU at every step) and read once, at the next
-    validation or stop; their tokens per second."""
-
-    first_step: int  # the step of losses[0]
-    losses: list[torch.Tensor] = field(default_factory=list)  # 0-dim, one per step
-    tokens: int = 0
-    start: float = field(default_factory=time.perf_counter)
-
-    def add(self, loss: torch.Tensor, tokens: int) -> None:
-        self.losses.append(loss)
-        self.tokens += tokens
-
-    def read_losses(self) -> list[float]:
-        """The losses of these steps, read off the device at once."""
-        return torch.stack(self.losses).tolist() if self.losses else []
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.tokens / max(1e-9, time.perf_counter() - self.start)
 
 
 class StepResult(NamedTuple):
