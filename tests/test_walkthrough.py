@@ -3,6 +3,7 @@
 import re
 import runpy
 
+import jupytext
 import pytest
 import torch
 
@@ -64,7 +65,6 @@ def test_the_walkthrough_is_a_notebook_in_percent_format_whose_links_resolve():
 
 
 def test_jupytext_reads_the_walkthrough_as_a_notebook():
-    jupytext = pytest.importorskip("jupytext", reason="not a dependency: pip install jupytext")
     notebook = jupytext.read(WALKTHROUGH)
     found = [cell.cell_type for cell in notebook.cells]
     assert found == [kind for kind, _ in cells(WALKTHROUGH.read_text("utf-8"))]
