@@ -199,6 +199,13 @@ class Service:
         self.model, self.settings, self.decoder = model, settings, decoder
         self.info = model_info(model, settings, path)
         self.pages = {name: static_file(name) for name in STATIC.values()}
+        from seq2seq import access, libretranslate, openapi  # (they import this module)
+
+        self.keys = access.ApiKeys.load(settings.api_keys)
+        access.warn_if_open(settings, self.keys)
+        self.libretranslate = libretranslate.LibreTranslate(self)
+        self.openapi = openapi.route(settings, self.libretranslate)
+        self.middleware = [Middleware(access.RateLimit, settings=settings)]
 
     def routes(self) -> list[Route]:
         return [
@@ -210,6 +217,8 @@ class Service:
             Route("/info", self.model_info, methods=["GET"]),
             Route("/translate", self.translate, methods=["POST"]),
             Route("/attention", self.attention, methods=["POST"]),
+            *self.libretranslate.routes(),
+            self.openapi,
         ]
 
     async def page(self, name: str, request: Request) -> Response:
@@ -226,6 +235,10 @@ class Service:
         return json_response(self.info)
 
     async def translate(self, request: Request) -> Response:
+        request, fields = await self.libretranslate.sort(request)
+        if fields is not None:  # LibreTranslate's request: seq2seq/libretranslate.py
+            return await self.libretranslate.translate(request, fields)
+        self.keys.check(request)
         data = await read_json(request, ("text", "beam_size", "nbest"), self.settings)
         sentences = sentences_of(data, self.settings)
         beam_size = beam_field(data, "beam_size", self.settings)
@@ -234,6 +247,7 @@ class Service:
         return await self.decode(request, Job(sentences, Options(beam_size, nbest)))
 
     async def attention(self, request: Request) -> Response:
+        self.keys.check(request)
         data = await read_json(request, ("text",), self.settings)
         sentence = sentence_of(data, self.settings)
         if not isinstance(self.model, TorchModel):
@@ -352,7 +366,7 @@ class Guard:
 def build_app(service: Service) -> Starlette:
     app = Starlette(
         routes=service.routes(),
-        middleware=[Middleware(Guard, settings=service.settings)],
+        middleware=[Middleware(Guard, settings=service.settings), *service.middleware],
         exception_handlers={
             HTTPError: on_http_error,
             UserError: on_user_error,
@@ -464,6 +478,7 @@ def listen(host: str, port: int) -> socket.socket:
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
+        sock.listen(128)  # connections wait from now on, not refused until uvicorn starts
     except OSError as error:
         raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     sock.set_inheritable(True)
@@ -523,5 +538,7 @@ def one_line_log() -> logging.Handler:
     return handler
 
 
-if __name__ == "__main__":
-    run_cli(main)
+if __name__ == "__main__":  # main as the module seq2seq.serve that the others import
+    from seq2seq.serve import main as module_main
+
+    run_cli(module_main)
