@@ -110,9 +110,9 @@ class LibreTranslate:
         texts = texts_of(fields.get("q"), self.settings)
         source, target = text_field(fields, "source"), text_field(fields, "target")
         self.check_pair(source, target)
-        text_format = text_field(fields, "format", "text")
+        text_format = fields.get("format", "text")
         if text_format not in ("text", "html"):
-            raise HTTPError(400, f"{text_format} format is not supported: text or html")
+            raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
         alternatives = self.alternatives(fields.get("alternatives", 0))
         html_format = text_format == "html"
         sentences = [s for text in texts for s in html_texts(text)] if html_format else texts
@@ -303,13 +303,13 @@ def replay(request: Request, body: bytes) -> Request:
 
 def api_key(fields: dict) -> str | None:
     key = fields.get("api_key")
-    if key is not None and not isinstance(key, str):
-        raise HTTPError(400, "'api_key' must be a string")
+    if "api_key" in fields and not isinstance(key, str):
+        raise HTTPError(400, f"'api_key' must be a string, got {json.dumps(key)}")
     return key
 
 
-def text_field(fields: dict, key: str, default: str | None = None) -> str:
-    value = fields.get(key) or default
+def text_field(fields: dict, key: str) -> str:
+    value = fields.get(key)
     if not value:
         raise HTTPError(400, f"Invalid request: missing {key} parameter")
     if not isinstance(value, str):
@@ -324,6 +324,8 @@ def texts_of(q, settings: ServeConfig) -> list[str]:
     texts = [q] if isinstance(q, str) else q
     if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
         raise HTTPError(400, "'q' must be a string or a list of strings")
+    if len(texts) > settings.max_sentences:
+        raise HTTPError(400, too_many(len(texts), False, settings))
     for number, text in enumerate(texts, 1):
         check_text(text, "'q'" if isinstance(q, str) else f"text {number} of 'q'", settings)
     return texts

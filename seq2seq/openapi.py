@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from seq2seq.config import ServeConfig
+from seq2seq.config import Language, ServeConfig
 from seq2seq.serve import json_response
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"
@@ -32,7 +32,8 @@ ERRORS = {
 
 
 def route(settings: ServeConfig, libretranslate) -> Route:
-    body = json_response(description(settings, libretranslate)).body
+    languages = libretranslate.source, libretranslate.target
+    body = json_response(description(settings, *languages, bool(libretranslate.keys))).body
 
     async def answer(request: Request) -> Response:
         return Response(body, media_type="application/json")
@@ -40,11 +41,12 @@ def route(settings: ServeConfig, libretranslate) -> Route:
     return Route("/openapi.json", answer, methods=["GET"])
 
 
-def description(settings: ServeConfig, libretranslate) -> dict:
-    source, target = libretranslate.source.code, libretranslate.target.code
+def description(settings: ServeConfig, source: Language, target: Language, keys: bool) -> dict:
+    """The API as served with these settings and languages, with or without API keys."""
+    source, target = source.code, target.code
     # With keys: ours in the header; LibreTranslate's there or in their api_key field.
     header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
-    if not libretranslate.keys:
+    if not keys:
         header = header_or_field = None
     return {
         "openapi": "3.1.0",
@@ -147,8 +149,9 @@ def sentence(settings: ServeConfig) -> dict:
     return {"type": "string", "maxLength": settings.max_chars}
 
 
-def beams(settings: ServeConfig, least: int = 1) -> dict:
-    return {"type": "integer", "minimum": least, "maximum": settings.max_beam_size}
+def beams(settings: ServeConfig) -> dict:
+    """beam_size or nbest; null is as if absent."""
+    return {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_beam_size}
 
 
 def ours(settings: ServeConfig) -> dict:
@@ -162,8 +165,9 @@ def attention_request(settings: ServeConfig) -> dict:
 
 
 def libretranslate_request(settings: ServeConfig, source: str, target: str, list_q=False):
-    text = {**sentence(settings), "minLength": 1}
-    texts = {"type": "array", "items": text, "minItems": 1, "maxItems": settings.max_sentences}
+    text = {**sentence(settings), "minLength": 1}  # in a list, a text may be empty
+    texts = {"type": "array", "items": sentence(settings), "minItems": 1}
+    texts["maxItems"] = settings.max_sentences
     properties = {
         "q": {"oneOf": [text, texts]} if list_q else text,
         "source": {"enum": ["auto", source]},

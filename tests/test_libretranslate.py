@@ -109,7 +109,7 @@ MISTAKES = [
     (T, {**PAIR, "q": "one", "target": "en"}, 400, r"en to en is not available: .* en "
      r"\(English\) to digits \(Digits\) only"),
     (T, {**PAIR, "q": "one", "source": "de"}, 400, r"de to digits is not available"),
-    (T, {**PAIR, "q": "one", "format": "pdf"}, 400, r"pdf format is not supported"),
+    (T, {**PAIR, "q": "one", "format": "pdf"}, 400, r'"pdf" format is not supported: text or html'),
     (T, {**PAIR, "q": "one", "alternatives": 4}, 400, r"'alternatives' must be an integer from "
      r"0 to 3 \(serve.max_beam_size - 1\), got 4"),
     (T, {**PAIR, "q": "one", "alternatives": "two"}, 400, r"'alternatives' must be an integer"),
