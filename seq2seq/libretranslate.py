@@ -144,13 +144,10 @@ class LibreTranslate:
         most = self.settings.max_beam_size - 1
         if isinstance(value, str) and value.isdigit():  # a form's
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-            raise HTTPError(
-                400,
-                f"'alternatives' must be an integer from 0 to {most} (serve.max_beam_size - 1), "
-                f"got {json.dumps(value)}",
-            )
-        return value
+        if type(value) is int and 0 <= value <= most:  # not a bool
+            return value
+        limit = f"from 0 to {most} (serve.max_beam_size - 1)"
+        raise HTTPError(400, f"'alternatives' must be an integer {limit}, got {json.dumps(value)}")
 
 
 class Reshaped(Future):

@@ -8,6 +8,9 @@
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/static/)
+    LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
+    (seq2seq/libretranslate.py); GET /openapi.json (seq2seq/openapi.py); keys and the rate
+    limit of POSTs: seq2seq/access.py
 
 A request's way through the server:
 

@@ -13,7 +13,7 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 
 from seq2seq import access
-from seq2seq.config import Language, ServeConfig
+from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict
 from seq2seq.decode import translate, translate_nbest
 from seq2seq.errors import UserError
 from seq2seq.libretranslate import languages
@@ -25,13 +25,16 @@ LIMITS = {"max_sentences": 8, "max_chars": 400, "max_beam_size": 4}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
+# Sentences whose words the small numbers model's vocabulary knows
+SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
+
+
 @pytest.fixture(scope="module")
 def numbers(trained_numbers_checkpoint):
-    """The small numbers model, its test sentences, and a server for it (no keys, no limit)."""
-    checkpoint, test = trained_numbers_checkpoint
-    model = TorchModel(checkpoint)
+    """A server of the small numbers model (no keys, no limit), and the model."""
+    model = TorchModel(trained_numbers_checkpoint[0])
     with running(model, **LIMITS) as server:
-        yield server.url, model, [source for source, _ in test]
+        yield server.url, model, SENTENCES
 
 
 def reference(model: TorchModel, sentences: list[str]) -> list[str]:
@@ -251,3 +254,11 @@ def test_the_command_serves_libretranslate_clients(seed_run):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_language_code_must_be_one():
+    raw = {"serve": {"target_language": {"code": "auto", "name": "Detected"}}}
+    with pytest.raises(ConfigError, match=r"'serve.target_language.code' must be a language code"):
+        config_from_dict(raw)
+    with pytest.raises(ConfigError, match=r"'serve.source_language.' needs the keys \['name'\]"):
+        config_from_dict({"serve": {"source_language": {"code": "fr"}}})
