@@ -170,6 +170,14 @@ class DecodeConfig:
 
 
 @dataclass
+class Language:
+    """A language as LibreTranslate's API names it (seq2seq/libretranslate.py)."""
+
+    code: str  # en, de, ... (BCP 47); not "auto", which asks for detection
+    name: str  # English, German, ...
+
+
+@dataclass
 class ServeConfig:
     """python -m seq2seq.serve: where it listens, and what one request or batch may hold."""
 
@@ -198,6 +206,19 @@ class ServeConfig:
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
     # cores to the HTTP side, and small batches gain little from more.
     threads: int = 1
+    # LibreTranslate's API (seq2seq/libretranslate.py): the language the model reads and the
+    # one it writes, e.g. {code: fr, name: French}. null: from the corpus (multi30k:
+    # corpus.src_lang and tgt_lang; numbers: en, English -> digits, Digits; parallel: src,
+    # Source -> tgt, Target).
+    source_language: Language | None = None
+    target_language: Language | None = None  # see source_language
+    # Where the API keys are (seq2seq/access.py): "" (none), a file of keys one a line, or
+    # env:NAME, the environment variable NAME holding them separated by commas or spaces.
+    # With keys, every POST needs one.
+    api_keys: str = ""
+    # POST requests one client address may make per minute, in bursts of as many; more get a
+    # 429 with Retry-After. 0: no limit.
+    requests_per_minute: int = 0
 
 
 @dataclass
@@ -414,6 +435,7 @@ RANGES = {
     "serve.max_connections": AT_LEAST_1,
     "serve.timeout_s": POSITIVE,
     "serve.threads": NOT_NEGATIVE,
+    "serve.requests_per_minute": NOT_NEGATIVE,
 }
 
 
@@ -474,6 +496,13 @@ def _check(config: Config, source: str) -> None:
         f"'serve.max_queue_sentences' ({serve.max_queue_sentences}) must be at least "
         f"'serve.max_sentences' ({serve.max_sentences}): the largest request must fit",
     )
+    for side in ("source_language", "target_language"):
+        language = getattr(serve, side)
+        if language is not None:
+            require(
+                language.code.strip() not in ("", "auto"),
+                f"'serve.{side}.code' must be a language code, not {language.code!r}",
+            )
     require(
         serve.max_batch_sentences >= serve.max_sentences,
         f"'serve.max_batch_sentences' ({serve.max_batch_sentences}) must be at least "

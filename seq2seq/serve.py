@@ -8,6 +8,9 @@
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/static/)
+    LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
+    (seq2seq/libretranslate.py); GET /openapi.json (seq2seq/openapi.py); keys and the rate
+    limit of POSTs: seq2seq/access.py
 
 A request's way through the server:
 
@@ -36,9 +39,12 @@ import dataclasses
 import difflib
 import json
 import logging
+import math
+import resource
 import signal
 import socket
 import sys
+import time
 from functools import partial
 from importlib.resources import files
 
@@ -199,6 +205,13 @@ class Service:
         self.model, self.settings, self.decoder = model, settings, decoder
         self.info = model_info(model, settings, path)
         self.pages = {name: static_file(name) for name in STATIC.values()}
+        from seq2seq import access, libretranslate, openapi  # (they import this module)
+
+        self.keys = access.ApiKeys.load(settings.api_keys)
+        access.warn_if_open(settings, self.keys)
+        self.libretranslate = libretranslate.LibreTranslate(self)
+        self.openapi = openapi.route(settings, self.libretranslate)
+        self.middleware = [Middleware(access.RateLimit, settings=settings)]
 
     def routes(self) -> list[Route]:
         return [
@@ -210,6 +223,8 @@ class Service:
             Route("/info", self.model_info, methods=["GET"]),
             Route("/translate", self.translate, methods=["POST"]),
             Route("/attention", self.attention, methods=["POST"]),
+            *self.libretranslate.routes(),
+            self.openapi,
         ]
 
     async def page(self, name: str, request: Request) -> Response:
@@ -226,6 +241,10 @@ class Service:
         return json_response(self.info)
 
     async def translate(self, request: Request) -> Response:
+        request, fields = await self.libretranslate.sort(request)
+        if fields is not None:  # LibreTranslate's request: seq2seq/libretranslate.py
+            return await self.libretranslate.translate(request, fields)
+        self.keys.check(request)
         data = await read_json(request, ("text", "beam_size", "nbest"), self.settings)
         sentences = sentences_of(data, self.settings)
         beam_size = beam_field(data, "beam_size", self.settings)
@@ -234,6 +253,7 @@ class Service:
         return await self.decode(request, Job(sentences, Options(beam_size, nbest)))
 
     async def attention(self, request: Request) -> Response:
+        self.keys.check(request)
         data = await read_json(request, ("text",), self.settings)
         sentence = sentence_of(data, self.settings)
         if not isinstance(self.model, TorchModel):
@@ -352,7 +372,7 @@ class Guard:
 def build_app(service: Service) -> Starlette:
     app = Starlette(
         routes=service.routes(),
-        middleware=[Middleware(Guard, settings=service.settings)],
+        middleware=[Middleware(Guard, settings=service.settings), *service.middleware],
         exception_handlers={
             HTTPError: on_http_error,
             UserError: on_user_error,
@@ -378,7 +398,22 @@ class Connection(H11Protocol):
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        self.start_deadline()
+        if len(self.connections) > self.limit_concurrency:  # serve.max_connections
+            self.refuse()
+        else:
+            self.start_deadline()
+
+    def refuse(self) -> None:
+        """One connection too many: a 503 at once, before any request (h11 cannot answer
+        one that has not come, so the bytes are written here), and the connection closed, so
+        that open connections, and the files they hold, stay within serve.max_connections."""
+        body = json.dumps({"error": "too many connections: try again in a moment"}).encode()
+        head = (
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(head.encode() + body)
+        self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -426,6 +461,7 @@ class Server(uvicorn.Server):
     decoder: no more waiting for batch windows, and new jobs get a 503."""
 
     def __init__(self, model, settings: ServeConfig, path: str):
+        allow_files(settings.max_connections + SPARE_FILES)
         self.socket = listen(settings.host, settings.port)
         self.decoder = Decoder(model, settings)
         app = build_app(Service(model, settings, path, self.decoder))
@@ -452,6 +488,10 @@ class Server(uvicorn.Server):
         """Until should_exit is set, or SIGINT or SIGTERM comes (in the main thread)."""
         self.run(sockets=[self.socket])
 
+    async def startup(self, sockets=None) -> None:
+        asyncio.get_running_loop().set_exception_handler(OutOfFiles())
+        await super().startup(sockets)
+
     async def shutdown(self, sockets=None) -> None:
         self.decoder.drain()
         await super().shutdown(sockets)
@@ -459,6 +499,46 @@ class Server(uvicorn.Server):
     def close(self) -> None:
         self.decoder.stop()
         self.socket.close()
+
+
+SPARE_FILES = 64  # files the process needs besides its connections: the model, torch, logs
+
+
+def allow_files(needed: int) -> None:
+    """Let the process open `needed` files (raising its soft limit up to the hard one), or
+    say in one line why it cannot: a server out of files stops accepting connections."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise UserError(
+            f"serve.max_connections needs about {needed} open files and this process may open "
+            f"{hard} (ulimit -n): lower serve.max_connections or raise the limit"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
+class OutOfFiles:
+    """The event loop's error handler. Should the process run out of files all the same (they
+    are used by something else), asyncio stops accepting for a second, but (Python 3.11) only
+    after trying again once per connection that may wait (uvicorn's backlog, 2,048), with a
+    traceback each: here that is one line at most every 10 s. Other errors go to asyncio's
+    own handler."""
+
+    def __init__(self, every_s: float = 10.0):
+        self.every_s, self.last = every_s, -math.inf
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        if context.get("message") != "socket.accept() out of system resource":
+            loop.default_exception_handler(context)
+        elif time.monotonic() - self.last >= self.every_s:
+            self.last = time.monotonic()
+            print(
+                f"warning: out of files ({context['exception'].strerror}): new connections "
+                "wait; lower serve.max_connections or raise the file limit (ulimit -n)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -526,5 +606,7 @@ def one_line_log() -> logging.Handler:
     return handler
 
 
-if __name__ == "__main__":
-    run_cli(main)
+if __name__ == "__main__":  # main as the module seq2seq.serve that the others import
+    from seq2seq.serve import main as module_main
+
+    run_cli(module_main)

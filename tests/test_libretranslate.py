@@ -1,0 +1,264 @@
+"""LibreTranslate's API on the service's port, driven by a real client (libretranslatepy) and by
+hand; API keys and the rate limit (seq2seq/access.py)."""
+
+import dataclasses
+import json
+import re
+import subprocess
+from urllib.error import HTTPError
+from urllib.parse import urlencode
+
+import pytest
+from libretranslatepy import LibreTranslateAPI
+from test_serve import JSON, call, read_address, running
+
+from seq2seq import access
+from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict
+from seq2seq.decode import translate_sentences, translate_sentences_nbest
+from seq2seq.errors import UserError
+from seq2seq.libretranslate import languages
+from seq2seq.translate import TorchModel
+
+from helpers import ENV, command
+
+LIMITS = {"max_sentences": 8, "max_chars": 400, "max_beam_size": 4}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
+# Sentences whose words the small numbers model's vocabulary knows
+SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
+
+
+@pytest.fixture(scope="module")
+def numbers(trained_numbers_checkpoint):
+    """A server of the small numbers model (no keys, no limit), and the model."""
+    model = TorchModel(trained_numbers_checkpoint[0])
+    with running(model, **LIMITS) as server:
+        yield server.url, model, SENTENCES
+
+
+def reference(model: TorchModel, sentences: list[str]) -> list[str]:
+    return translate_sentences(*model.model_and_vocabs(), sentences, model.config.decode)
+
+
+def failure(call, *args) -> tuple[int, dict]:
+    """The status and JSON error of a libretranslatepy call that fails."""
+    with pytest.raises(HTTPError) as raised:
+        call(*args)
+    return raised.value.code, json.loads(raised.value.read())
+
+
+def test_the_libretranslatepy_client_translates_detects_and_lists_languages(numbers):
+    url, model, test = numbers
+    client = LibreTranslateAPI(url)
+    assert client.languages() == [
+        {"code": "en", "name": "English", "targets": ["digits"]},
+        {"code": "digits", "name": "Digits", "targets": []},
+    ]
+    expected = reference(model, test[:3])
+    assert [client.translate(text, "en", "digits") for text in test[:3]] == expected
+    assert client.translate(test[0], "auto", "digits") == expected[0]
+    assert client.detect("three is three") == [{"confidence": 100.0, "language": "en"}]
+    assert client.detect("three is eleventy") == [{"confidence": 66.7, "language": "en"}]
+    status, answer = failure(client.translate, test[0], "de", "en")
+    assert status == 400 and answer == {
+        "error": "de to en is not available: this model translates en (English) to digits "
+        "(Digits) only"
+    }
+
+
+def test_each_request_is_answered_in_its_own_shape(numbers):
+    url, model, test = numbers
+    request = {"q": test[:3], "source": "auto", "target": "digits", "alternatives": 2}
+    status, answer, _ = call(url, "POST", "/translate", request)
+    cfg = dataclasses.replace(model.config.decode, beam_size=3)
+    nbest = translate_sentences_nbest(*model.model_and_vocabs(), test[:3], cfg)
+    assert status == 200 and answer == {
+        "translatedText": [best[0][1] for best in nbest],
+        "alternatives": [[text for _, text in best[1:]] for best in nbest],
+        "detectedLanguage": [{"confidence": 100.0, "language": "en"}] * 3,
+    }
+    ours = call(url, "POST", "/translate", {"text": test[:3]})[1]
+    assert ours == {"translations": reference(model, test[:3]), "warnings": []}
+    one = {"q": test[0], "source": "en", "target": "digits", "alternatives": "1"}
+    status, answer, _ = call(url, "POST", "/translate", urlencode(one).encode(), FORM)
+    assert status == 200 and answer == {
+        "translatedText": nbest[0][0][1],
+        "alternatives": [nbest[0][1][1]],
+    }
+
+
+def test_html_keeps_its_tags_and_translates_the_text_between(numbers):
+    url, model, test = numbers
+    first, second = reference(model, test[:2])
+    q = f"<p class='x'>{test[0]} <b>{test[1].replace(' ', ' &#32;', 1)}</b></p>\n<br>"
+    request = {"q": [q, "<i></i>"], "source": "en", "target": "digits", "format": "html"}
+    status, answer, _ = call(url, "POST", "/translate", request)
+    assert status == 200
+    assert answer["translatedText"] == [
+        f"<p class='x'>{first} <b>{second}</b></p>\n<br>",
+        "<i></i>",
+    ]
+
+
+T, D = "/translate", "/detect"
+PAIR = {"source": "en", "target": "digits"}
+MISTAKES = [
+    (T, {**PAIR, "q": ""}, 400, r"^Invalid request: missing q parameter$"),
+    (T, {**PAIR, "q": []}, 400, r"missing q parameter"),
+    (T, {"q": "one", "target": "digits"}, 400, r"missing source parameter"),
+    (T, {"q": "one", "source": "en"}, 400, r"missing target parameter"),
+    (T, {**PAIR, "q": ["one", 2]}, 400, r"'q' must be a string or a list of strings"),
+    (T, {**PAIR, "q": "one", "target": "en"}, 400, r"en to en is not available: .* en "
+     r"\(English\) to digits \(Digits\) only"),
+    (T, {**PAIR, "q": "one", "source": "de"}, 400, r"de to digits is not available"),
+    (T, {**PAIR, "q": "one", "format": "pdf"}, 400, r'"pdf" format is not supported: text or html'),
+    (T, {**PAIR, "q": "one", "alternatives": 4}, 400, r"'alternatives' must be an integer from "
+     r"0 to 3 \(serve.max_beam_size - 1\), got 4"),
+    (T, {**PAIR, "q": "one", "alternatives": "two"}, 400, r"'alternatives' must be an integer"),
+    (T, {**PAIR, "q": "one", "beam_size": 2}, 400, r"unknown field 'beam_size'; the fields: q,"),
+    (T, {**PAIR, "q": "one", "api_key": 1}, 400, r"'api_key' must be a string"),
+    (T, {**PAIR, "q": "x" * 401}, 400, r"'q' has 401 characters; the limit is 400"),
+    (T, {**PAIR, "q": ["one"] * 9}, 400, r"9 texts; the limit is 8 \(serve.max_sentences\)"),
+    (T, {**PAIR, "q": "<b>a</b>" * 9, "format": "html"}, 400, r"9 texts between tags"),
+    (D, {"q": ""}, 400, r"missing q parameter"),
+    (D, {"q": ["one"]}, 400, r"missing q parameter \(a string\)"),
+    (D, {"qq": "one"}, 400, r"unknown field 'qq' \(did you mean 'q'\?\); the fields: q, api_key"),
+    (D, [1], 400, r"the body must be a JSON object"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("path, body, status, error", MISTAKES)
+def test_every_mistake_gets_libretranslates_error(numbers, path, body, status, error):
+    got, answer, _ = call(numbers[0], "POST", path, body)
+    assert got == status and re.search(error, answer["error"]), answer
+
+
+def test_forms_where_libretranslate_takes_them_and_json_elsewhere(numbers):
+    url, model, test = numbers
+    expected = {"translatedText": reference(model, test[:1])[0]}
+    form = urlencode({"q": test[0], **PAIR}).encode()
+    assert call(url, "POST", T, form, FORM)[1] == expected
+    assert call(url, "POST", T, form, JSON)[0] == 400
+    status, answer, _ = call(url, "POST", T, b"text=one", FORM)
+    assert status == 400 and "unknown field 'text'" in answer["error"]
+    status, answer, _ = call(url, "POST", "/attention", b"text=one", FORM)
+    assert status == 415 and "JSON" in answer["error"]
+    status, answer, _ = call(url, "POST", D, b"q=one&q=two", FORM)
+    assert status == 400 and answer["error"] == "malformed form: a field is given twice"
+    status, answer, _ = call(url, "POST", D, b"q=%ff", FORM)
+    assert status == 400 and "malformed form" in answer["error"]
+    status, answer, _ = call(url, "POST", D, b"one", {"Content-Type": "text/plain"})
+    assert status == 415 and answer["error"].startswith("send the body as JSON or as a form")
+
+
+def test_a_failure_is_libretranslates_500(numbers, monkeypatch):
+    url, model, test = numbers
+
+    def broken(sentences, cfg):
+        raise RuntimeError("out of luck")
+
+    monkeypatch.setattr(model, "translate", broken)
+    status, answer, _ = call(url, "POST", T, {"q": test[0], **PAIR})
+    assert status == 500 and answer == {"error": "RuntimeError: out of luck"}
+
+
+def test_with_keys_every_post_needs_one(trained_numbers_checkpoint, tmp_path):
+    model = TorchModel(trained_numbers_checkpoint[0])
+    (tmp_path / "keys").write_text("first-key\n\nsecond-key\n")
+    sentence, bearer = "three is three", {"Authorization": "Bearer second-key"}
+    with running(model, api_keys=str(tmp_path / "keys")) as server:
+        url = server.url
+        assert LibreTranslateAPI(url, "first-key").translate(sentence, "en", "digits")
+        assert LibreTranslateAPI(url).languages()[0]["code"] == "en"  # GETs need none
+        status, answer = failure(LibreTranslateAPI(url).translate, sentence, "en", "digits")
+        assert status == 403 and answer["error"].startswith("an API key is needed")
+        status, answer = failure(LibreTranslateAPI(url, "first-kez").detect, sentence)
+        assert (status, answer) == (403, {"error": "Invalid API key"})
+        for path, body in ((T, {"text": [sentence]}), ("/attention", {"text": sentence})):
+            assert call(url, "POST", path, body)[0] == 403
+            assert (
+                call(url, "POST", path, body, {"Content-Type": "application/json", **bearer})[0]
+                == 200
+            )
+        ours = {"text": [sentence], "api_key": "second-key"}  # our API: the header only
+        assert call(url, "POST", T, ours)[0] == 403
+        status, answer, _ = call(url, "POST", T, ours, {**JSON, **bearer})
+        assert status == 400 and "unknown field 'api_key'" in answer["error"]
+
+
+def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("KEYS_FOR_TEST", "one, two three")
+    assert access.ApiKeys.load("env:KEYS_FOR_TEST").keys == [b"one", b"two", b"three"]
+    assert not access.ApiKeys.load("")
+    for where, message in (
+        ("env:NO_SUCH_VARIABLE", r"no API keys in the environment variable NO_SUCH_VARIABLE"),
+        (str(tmp_path / "missing"), r"cannot read the API keys \(serve.api_keys\): .*missing"),
+    ):
+        with pytest.raises(UserError, match=message):
+            access.ApiKeys.load(where)
+    (tmp_path / "keys").write_text("clé\n")
+    with pytest.raises(UserError, match="API keys are printable ASCII"):
+        access.ApiKeys.load(str(tmp_path / "keys"))
+    for host, warned in (("127.0.0.1", False), ("::1", False), ("0.0.0.0", True)):
+        access.warn_if_open(ServeConfig(host=host), access.ApiKeys([]))
+        assert ("warning: serving on" in capsys.readouterr().err) == warned
+    access.warn_if_open(ServeConfig(host="0.0.0.0"), access.ApiKeys(["key"]))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monkeypatch):
+    """3 a minute, on a clock that stands still: the 4th POST in a row is refused."""
+    monkeypatch.setattr(access.RateLimit, "clock", staticmethod(lambda: 1000.0))
+    model = TorchModel(trained_numbers_checkpoint[0])
+    with running(model, requests_per_minute=3) as server:
+        request = {"q": "three is three", **PAIR}
+        assert [call(server.url, "POST", T, request)[0] for _ in range(3)] == [200] * 3
+        status, answer, headers = call(server.url, "POST", T, request)
+        assert status == 429 and headers["Retry-After"] == "20"
+        assert answer["error"].startswith("Slowdown: 3 requests per minute at most")
+        assert call(server.url, "POST", D, {"q": "one"})[0] == 429
+        assert call(server.url, "GET", "/languages")[0] == 200  # GETs are not counted
+        monkeypatch.setattr(access.RateLimit, "clock", staticmethod(lambda: 1020.0))
+        assert call(server.url, "POST", T, request)[0] == 200  # a token back after 20 s
+        assert call(server.url, "POST", T, request)[0] == 429
+
+
+def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
+    model = TorchModel(trained_numbers_checkpoint[0])
+    french = {"source_language": Language("fr", "French")}
+    with running(model, **french) as server:
+        assert LibreTranslateAPI(server.url).languages()[0] == {
+            "code": "fr", "name": "French", "targets": ["digits"]
+        }  # fmt: skip
+    same = ServeConfig(source_language=Language("digits", "Digits"))
+    with pytest.raises(UserError, match="are both 'digits': they must differ"):
+        languages(model.config, same)
+
+
+@pytest.mark.slow
+def test_the_command_serves_libretranslate_clients(seed_run):
+    """python -m seq2seq.serve: its errors are JSON too (the module's exceptions are those
+    of seq2seq.serve, which libretranslate.py imports)."""
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0"),
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        client = LibreTranslateAPI(read_address(process))
+        assert client.translate("three is three", "en", "digits") == "3 la 3"
+        status, answer = failure(client.translate, "three is three", "en", "fr")
+        assert status == 400 and "this model translates en (English)" in answer["error"]
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_language_code_must_be_one():
+    raw = {"serve": {"target_language": {"code": "auto", "name": "Detected"}}}
+    with pytest.raises(ConfigError, match=r"'serve.target_language.code' must be a language code"):
+        config_from_dict(raw)
+    with pytest.raises(ConfigError, match=r"'serve.source_language.' needs the keys \['name'\]"):
+        config_from_dict({"serve": {"source_language": {"code": "fr"}}})

@@ -1,0 +1,64 @@
+"""The service against its own description (/openapi.json): every route fuzzed from it by
+schemathesis, valid and invalid requests alike, a bounded number of cases each. No answer is
+a 5xx, each is as described (status, content type, schema), and each 4xx is a JSON error."""
+
+import json
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import GenerationMode
+from test_serve import call, running
+
+from seq2seq.config import Config, ServeConfig
+from seq2seq.libretranslate import languages
+from seq2seq.openapi import description
+from seq2seq.translate import TorchModel
+
+# Small limits keep each decoding short; the description's bounds follow them.
+LIMITS = {"max_sentences": 4, "max_chars": 60, "max_beam_size": 3}
+CASES = 100  # per route: about 300 in all (a GET without parameters has one)
+DESCRIPTION = description(ServeConfig(**LIMITS), *languages(Config(), ServeConfig()), keys=False)
+SCHEMA = schemathesis.openapi.from_dict(DESCRIPTION)
+SCHEMA.config.generation.update(
+    modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=CASES
+)
+rejected = SCHEMA.config.checks.negative_data_rejection  # what an invalid request may get
+rejected.expected_statuses = [*rejected.expected_statuses, "413"]  # too large: a valid "no"
+# Not checked: that each valid request gets a 2xx. JSON Schema's integers include 1.0, which
+# the server refuses (400: "must be an integer"); the other valid requests are answered as
+# tests/test_serve.py and test_libretranslate.py check.
+SCHEMA.config.checks.update(excluded_check_names=["positive_data_acceptance"])
+
+
+@pytest.fixture(scope="module")
+def served(trained_numbers_checkpoint):
+    with running(TorchModel(trained_numbers_checkpoint[0]), **LIMITS) as server:
+        yield server
+
+
+def test_the_description_is_served_and_covers_every_route(served):
+    status, described, _ = call(served.url, "GET", "/openapi.json")
+    assert (status, described) == (200, DESCRIPTION)
+    routes = {
+        (method, route.path)
+        for route in served.config.app.routes
+        for method in route.methods
+        if method != "HEAD"
+    }
+    assert {(m.upper(), path) for path, item in described["paths"].items() for m in item} == routes
+    assert described["paths"]["/translate"]["post"]["responses"]["200"]
+
+
+def an_error_if_4xx(ctx, response, case) -> None:
+    """Each 4xx: a JSON object {"error": a message}."""
+    if 400 <= response.status_code < 500:
+        answer = json.loads(response.content)
+        assert isinstance(answer.get("error"), str) and answer["error"], answer
+
+
+@SCHEMA.parametrize()
+@settings(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+def test_every_route_answers_as_described(case, served):
+    response = case.call_and_validate(base_url=served.url, additional_checks=[an_error_if_4xx])
+    assert response.status_code < 500
