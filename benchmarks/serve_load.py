@@ -25,7 +25,8 @@
          figures pool its rounds
       -> per engine and phase: requests/s, latency p50 and p99, failed (not 200, or never
          sent in time), mismatched (not the command's line for that sentence), sentences
-         per batch; poison answered as expected, and otherwise; idle connections re-opened
+         per batch, the server's CPU ms per request (Linux); poison answered as expected,
+         and otherwise; idle connections re-opened
       -> serve_failed: the sum over every load; serve_mismatched: over the torch engine's
          (both must be 0). CTranslate2 decodes a batch with one length limit, its longest
          sentence's: the translation of a sentence that runs to its limit (a model trained
@@ -58,6 +59,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import os
 import queue
 import re
 import resource
@@ -74,6 +76,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
@@ -161,9 +164,23 @@ def timed_in_process(checkpoint: Path, sentences: list[str]) -> float:
     return time.perf_counter() - start
 
 
+class Service(NamedTuple):
+    url: str
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far (Linux's /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def running_server(engine_args: list[str], config: str, overrides: list[str]):
-    """The service on a free port of 127.0.0.1, its URL once it answers /health; stopped with
+    """The service on a free port of 127.0.0.1, once it answers /health; stopped with
     SIGTERM at the end."""
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         server = subprocess.Popen(
@@ -179,7 +196,7 @@ def running_server(engine_args: list[str], config: str, overrides: list[str]):
                 time.sleep(0.05)
             url = found.group(1)
             assert get_json(url, "/health")[1]["status"] == "ok"
-            yield url
+            yield Service(url, server.pid)
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=HANG)
@@ -234,6 +251,7 @@ class Phase:
     seconds: float = 0.0
     batches: int = 0
     sentences: int = 0
+    cpu: float | None = 0.0  # the server's CPU seconds (None: unknown)
     results: list = field(default_factory=list)  # (latency, answered, as expected)
     attack: Counter | None = None  # the attacker's counts, for a phase under attack
 
@@ -243,6 +261,8 @@ class Phase:
         self.results += results
         self.batches += after["batches"] - before["batches"]
         self.sentences += after["sentences"] - before["sentences"]
+        known = None not in (self.cpu, before["cpu"], after["cpu"])
+        self.cpu = self.cpu + after["cpu"] - before["cpu"] if known else None
 
     def figures(self, label: str) -> dict:
         results = self.results
@@ -257,15 +277,18 @@ class Phase:
             f"serve_{label}_mismatched": sum(ok and not same for _, ok, same in results),
             f"serve_{label}_sentences_per_batch": self.sentences / max(1, self.batches),
         }
+        if self.cpu is not None:  # what the server spends on a request, however busy the machine
+            figures[f"serve_{label}_server_cpu_ms_per_request"] = 1000 * self.cpu / max(1, answered)
         if self.attack is not None:
             for key in ("poison_as_expected", "poison_otherwise", "idle_reopened"):
                 figures[f"serve_{label}_{key}"] = self.attack[key]
         return figures
 
 
-def run_load(url: str, shape: Shape, sentences, expected, requests: int, sizes: Sizes, phase):
+def run_load(service, shape: Shape, sentences, expected, requests: int, sizes: Sizes, phase):
     """`requests` requests of one sentence from sizes.clients keep-alive clients, into
     `phase`."""
+    url = service.url
     work: queue.Queue[int] = queue.Queue()
     for i in range(requests):
         work.put(i)
@@ -273,14 +296,15 @@ def run_load(url: str, shape: Shape, sentences, expected, requests: int, sizes: 
     deadline = time.monotonic() + sizes.bound
     args = (url, shape, work, sentences, expected, deadline, results)
     threads = [threading.Thread(target=client, args=args) for _ in range(sizes.clients)]
-    before = get_json(url, "/health")[1]
+    before = {**get_json(url, "/health")[1], "cpu": cpu_seconds(service.pid)}
     start = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - start
-    phase.add(requests, seconds, results, before, get_json(url, "/health")[1])
+    after = {**get_json(url, "/health")[1], "cpu": cpu_seconds(service.pid)}
+    phase.add(requests, seconds, results, before, after)
 
 
 @contextlib.contextmanager
@@ -293,36 +317,40 @@ def attacked(url: str, sizes: Sizes, stats: Counter):
          "--poison-pause", str(sizes.poison_pause)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
+    with attacker:
         if attacker.stdout.readline().strip() != "ready":
+            attacker.kill()
             sys.exit(f"the attacker did not start (exit code {attacker.wait()})")
-        yield
-    finally:
-        attacker.stdin.close()  # its signal to stop
-        report = attacker.stdout.read()
-        attacker.wait(timeout=HANG)
+        try:
+            yield
+        finally:
+            attacker.stdin.close()  # its signal to stop
+            report = attacker.stdout.read()
+            attacker.wait(timeout=HANG)
+    if attacker.returncode != 0:
+        sys.exit(f"the attacker failed (exit code {attacker.returncode})")
     stats.update(json.loads(report))
 
 
 def engine_loads(
-    url: str, label: str, shapes: list[Shape], sentences, expected, sizes: Sizes
+    service: Service, label: str, shapes: list[Shape], sentences, expected, sizes: Sizes
 ) -> dict:
     """Warm-up; rounds of calm then attack with our requests; the other shapes, calm."""
-    run_load(url, OURS, sentences, expected, 2 * sizes.clients, sizes, Phase())
+    run_load(service, OURS, sentences, expected, 2 * sizes.clients, sizes, Phase())
     calm, attack = Phase(), Phase(attack=Counter())
     for _ in range(sizes.rounds):
-        run_load(url, OURS, sentences, expected, sizes.requests, sizes, calm)
-        with attacked(url, sizes, attack.attack):
-            run_load(url, OURS, sentences, expected, sizes.requests, sizes, attack)
+        run_load(service, OURS, sentences, expected, sizes.requests, sizes, calm)
+        with attacked(service.url, sizes, attack.attack):
+            run_load(service, OURS, sentences, expected, sizes.requests, sizes, attack)
     figures = {**calm.figures(label), **attack.figures(f"{label}_attack")}
     p99 = f"serve_{label}_latency_p99_ms"
     attack_p99 = figures[f"serve_{label}_attack_latency_p99_ms"]
     figures[f"serve_{label}_p99_attack_vs_calm"] = attack_p99 / figures[p99]
     for make_shape in shapes:
-        shape = make_shape(url)
+        shape = make_shape(service.url)
         phase = Phase()
         for _ in range(sizes.rounds):
-            run_load(url, shape, sentences, expected, sizes.requests, sizes, phase)
+            run_load(service, shape, sentences, expected, sizes.requests, sizes, phase)
         figures.update(phase.figures(f"{label}_{shape.name}"))
     return figures
 
@@ -361,8 +389,8 @@ def load_check(
         "serve_rounds": sizes.rounds,
         "serve_idle_connections": sizes.idle,
     }
-    with running_server(["--checkpoint", str(checkpoint)], config, overrides) as url:
-        figures.update(engine_loads(url, "torch", shapes, sentences, expected, sizes))
+    with running_server(["--checkpoint", str(checkpoint)], config, overrides) as service:
+        figures.update(engine_loads(service, "torch", shapes, sentences, expected, sizes))
     figures.update(ctranslate2_loads(checkpoint, source, config, overrides, shapes, sizes))
 
     rate = figures["serve_torch_requests_per_s"]
@@ -402,8 +430,8 @@ def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sh
         export_ctranslate2(load_checkpoint(checkpoint), exported)
         engine = ["--engine", "ctranslate2", "--model", str(exported)]
         _, expected = timed_command(source, *engine)
-        with running_server(engine, config, overrides) as url:
-            return engine_loads(url, "ctranslate2", shapes, sentences, expected, sizes)
+        with running_server(engine, config, overrides) as service:
+            return engine_loads(service, "ctranslate2", shapes, sentences, expected, sizes)
 
 
 # The attacker: python benchmarks/serve_load.py --attack URL --idle N, until its stdin closes.

