@@ -41,11 +41,13 @@ with decoding alone, in large batches.
 The server runs with the config's serve section, except for two settings, the same in every
 phase: serve.max_connections is the idle connections + the clients + 64 (the poison client,
 re-opened connections the server has not yet seen close, /health), so that uvicorn holds the
-attack rather than answering the clients' requests 503 (with its default of 256 it would:
-that limit is what keeps a server of small means alive, at the price of those 503s); and
+attack rather than answering the clients' requests 503 (with the default, 256, it would:
+that limit keeps a server of small means alive, at the price of those 503s); and
 serve.timeout_s is 2 s instead of 10, so that within a phase of a few seconds the server
-closes the idle connections and they come back, 1,000 accepts a time: the attack at its
-costliest. The server, the attacker and this process each need a file per connection: the
+closes the idle connections and they come back, 1,000 accepts at a time: a costlier attack
+than connections left open (with 10 s, few or none close within a phase). The attacker runs on
+the same machine, sharing its cores. The server, the attacker and this process each need a
+file per connection: the
 soft limit on open files (ulimit -n, often 1,024) is raised for this process and, inherited,
 for the other two, up to the hard limit; a hard limit too low for the attack is an error.
 
