@@ -26,8 +26,10 @@ shared machine are noisy):
   (float32 and int8), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
   outputs identical to ours;
 * the translation service under load (benchmarks/serve_load.py): 2,000 one-sentence requests
-  from 32 concurrent clients on loopback, requests/s, p50 and p99 latency, failed and
-  mismatched answers, against the translate command on the same file (serve_*);
+  from 32 concurrent clients on loopback, with the torch and the CTranslate2 engine, calm and
+  while 1,000 idle connections and a client sending poison are attached: requests/s, p50 and
+  p99 latency, failed and mismatched answers, p99 under attack / calm, CTranslate2 / torch,
+  against the translate command on the same file (serve_*);
 * peak memory: resident set size of a training process and of an evaluation process, and of
   a process that only imports torch, for scale (on CUDA, see the comparison's allocator peaks).
 

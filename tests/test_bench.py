@@ -42,14 +42,33 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         "decode_peak_memory_mib",
         "translate_sentences_per_s_ctranslate2_int8_batch1",
         "ctranslate2_int8_vs_ours_batch64",
-        "serve_requests_per_s",
-        "serve_latency_p99_ms",
+        "serve_torch_requests_per_s",
+        "serve_torch_latency_p99_ms",
+        "serve_torch_attack_requests_per_s",
+        "serve_torch_attack_latency_p99_ms",
+        "serve_torch_p99_attack_vs_calm",
+        "serve_torch_attack_poison_as_expected",
+        "serve_ctranslate2_requests_per_s",
+        "serve_ctranslate2_attack_latency_p99_ms",
+        "serve_ctranslate2_p99_attack_vs_calm",
+        "serve_ctranslate2_vs_torch",
         "serve_vs_translate_command",
     ):
         assert figures[key] > 0, key
+    # every well-formed request answered, under attack too; the torch service's answers
+    # are the translate command's
     assert figures["serve_failed"] == figures["serve_mismatched"] == 0
+    for engine in ("torch", "ctranslate2"):
+        assert figures[f"serve_{engine}_failed"] == figures[f"serve_{engine}_attack_failed"] == 0
+        assert figures[f"serve_{engine}_attack_poison_otherwise"] == 0  # each got its 4xx
+    assert figures["serve_torch_mismatched"] == figures["serve_torch_attack_mismatched"] == 0
+    assert figures["serve_torch_libretranslate_failed"] == 0  # LibreTranslate's requests
+    assert figures["serve_torch_libretranslate_mismatched"] == 0
+    assert figures["serve_ctranslate2_mismatched"] <= figures["serve_requests"]  # see below
+    assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
     # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
-    # its outputs may differ there; tests/test_export.py checks that they are identical)
+    # its outputs may differ there, and the service's, whose calls are its batches, from the
+    # command's; tests/test_export.py checks that they are identical)
     assert 0 < figures["ctranslate2_float32_same_outputs_as_ours"] <= 1
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]
     assert "seconds_to_99_exact_match" in figures  # None: a quick run stops before 99%
