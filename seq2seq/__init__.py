@@ -7,8 +7,9 @@ Read it in the order the data flows (the README's code map lists the same, a lin
     -> metrics
 
 then the commands (data, train, evaluate, translate, plot, serve, export: run them with
-`python -m seq2seq.<command>`), attention_maps, the service's parts (decoder, libretranslate,
-access, openapi), and the support modules: checkpoint, files, paths, device, errors, config_docs.
+`python -m seq2seq.<command>`), attention_maps, the service's parts (decoder, api,
+libretranslate, access, openapi), and the support modules: checkpoint, files, paths, device,
+errors, config_docs.
 """
 
 __version__ = "0.1.0"

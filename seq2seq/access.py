@@ -24,9 +24,9 @@ from pathlib import Path
 
 from starlette.requests import Request
 
+from seq2seq.api import HTTPError, error_response
 from seq2seq.config import ServeConfig
 from seq2seq.errors import UserError
-from seq2seq.serve import HTTPError, error_response
 
 
 class ApiKeys:

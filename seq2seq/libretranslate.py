@@ -24,8 +24,6 @@ The languages are the config's serve.source_language and target_language, or the
 share of the text's words its source vocabulary knows (0 to 100, as LibreTranslate's).
 """
 
-import asyncio
-import difflib
 import html
 import json
 import re
@@ -38,12 +36,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from seq2seq.api import (
+    FORM,
+    JSON,
+    HTTPError,
+    check_names,
+    check_sentence,
+    json_object,
+    json_response,
+    media_type_of,
+    receive,
+)
 from seq2seq.config import Config, Language, ServeConfig
 from seq2seq.decoder import Job, Options
 from seq2seq.errors import UserError
-from seq2seq.serve import HTTPError, check_sentence, json_response, read_body
 
-JSON, FORM = "application/json", "application/x-www-form-urlencoded"
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
 NAMES = {"de": "German", "en": "English"}  # corpus.src_lang and tgt_lang's choices
@@ -230,28 +237,15 @@ def languages(config: Config, settings: ServeConfig) -> tuple[Language, Language
     return source, target
 
 
-def media_type_of(request: Request) -> str:
-    return request.headers.get("content-type", "").partition(";")[0].strip().lower()
-
-
 async def read_fields(request: Request, names: tuple[str, ...], settings: ServeConfig) -> dict:
     """A LibreTranslate request's fields: a JSON object, or a form's (each a string)."""
     media_type = media_type_of(request)
     if media_type not in (JSON, FORM):
         raise HTTPError(415, f"send the body as JSON or as a form ({FORM}), not {media_type!r}")
     body = await receive(request, settings)
-    fields = form_fields(body) if media_type == FORM else json_object(body)
+    fields = form_fields(body) if media_type == FORM else json_object(body, '{"q": ...}')
     check_names(fields, names)
     return fields
-
-
-async def receive(request: Request, settings: ServeConfig) -> bytes:
-    try:
-        return await asyncio.wait_for(read_body(request, settings), settings.timeout_s)
-    except asyncio.TimeoutError:
-        raise HTTPError(
-            408, f"the body did not arrive within {settings.timeout_s:g} s (serve.timeout_s)"
-        ) from None
 
 
 def form_fields(body: bytes) -> dict:
@@ -263,24 +257,6 @@ def form_fields(body: bytes) -> dict:
     if len(fields) < len(pairs):
         raise HTTPError(400, "malformed form: a field is given twice")
     return fields
-
-
-def json_object(body: bytes) -> dict:
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError) as error:
-        raise HTTPError(400, f"malformed JSON: {error}") from None
-    if not isinstance(data, dict):
-        raise HTTPError(400, 'the body must be a JSON object, like {"q": ...}')
-    return data
-
-
-def check_names(fields: dict, names: tuple[str, ...]) -> None:
-    for key in fields:
-        if key not in names:
-            close = difflib.get_close_matches(key, names, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise HTTPError(400, f"unknown field '{key}'{hint}; the fields: {', '.join(names)}")
 
 
 def replay(request: Request, body: bytes) -> Request:

@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from seq2seq.api import json_response
 from seq2seq.config import Language, ServeConfig
-from seq2seq.serve import json_response
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"
 ERRORS = {

@@ -36,7 +36,6 @@ request already received (new ones on open connections get a 503), then exits.
 
 import asyncio
 import dataclasses
-import difflib
 import json
 import logging
 import math
@@ -63,6 +62,18 @@ except ImportError as missing:  # one line, not a traceback
 
 import torch
 
+from seq2seq import access, libretranslate, openapi
+from seq2seq.api import (
+    JSON,
+    HTTPError,
+    check_names,
+    check_sentence,
+    error_response,
+    json_object,
+    json_response,
+    media_type_of,
+    receive,
+)
 from seq2seq.config import ServeConfig, add_config_arguments, load_config
 from seq2seq.decoder import Decoder, Job, Options, QueueFull, Stopping
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
@@ -73,75 +84,21 @@ CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
-class HTTPError(Exception):
-    """A request the server will not answer: the status code and what is wrong."""
-
-    def __init__(self, status: int, message: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.headers = status, headers or {}
-
-
-def json_response(data: dict, status: int = 200, headers: dict | None = None) -> Response:
-    # A lone surrogate echoed from a request (an unknown field's name) is written as its JSON
-    # escape, \\udXXX, rather than failing the answer.
-    body = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
-    return Response(body, status, headers, media_type="application/json")
-
-
-def error_response(status: int, message: str, headers: dict | None = None) -> Response:
-    return json_response({"error": message}, status, headers)
-
-
 # The checks of a request's JSON: each raises an HTTPError naming the mistake.
 
 
 async def read_json(request: Request, fields: tuple[str, ...], limits: ServeConfig) -> dict:
     """The JSON object of a POST's body: only `fields`, and "text" among them."""
-    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media_type != "application/json":
+    media_type = media_type_of(request)
+    if media_type != JSON:
         raise HTTPError(
             415, f"send the body as JSON (Content-Type: application/json), not {media_type!r}"
         )
-    try:
-        body = await asyncio.wait_for(read_body(request, limits), limits.timeout_s)
-    except asyncio.TimeoutError:
-        raise HTTPError(
-            408, f"the body did not arrive within {limits.timeout_s:g} s (serve.timeout_s)"
-        ) from None
-    try:
-        data = json.loads(body)
-    except ValueError as error:  # not JSON, not UTF-8, or a number of 5,000 digits
-        raise HTTPError(400, f"malformed JSON: {error}") from None
-    except RecursionError:
-        raise HTTPError(400, "malformed JSON: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise HTTPError(400, 'the body must be a JSON object, like {"text": ...}')
-    for key in data:
-        if key not in fields:
-            close = difflib.get_close_matches(key, fields, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise HTTPError(400, f"unknown field '{key}'{hint}; the fields: {', '.join(fields)}")
+    data = json_object(await receive(request, limits), '{"text": ...}')
+    check_names(data, fields)
     if "text" not in data:
         raise HTTPError(400, "the field 'text' is missing")
     return data
-
-
-async def read_body(request: Request, limits: ServeConfig) -> bytes:
-    """The body, as it streams in, up to serve.max_body_bytes: the unread rest of a larger
-    one is discarded by uvicorn after the 413, so that a client still sending sees it."""
-    limit, declared = limits.max_body_bytes, request.headers.get("content-length")
-    if declared is not None and int(declared) > limit:  # h11 checked that it is a number
-        raise body_too_large(f"{int(declared):,} bytes", limit)
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise body_too_large(f"more than {limit:,} bytes", limit)
-    return bytes(body)
-
-
-def body_too_large(size: str, limit: int) -> HTTPError:
-    return HTTPError(413, f"the body has {size}; the limit is {limit:,} (serve.max_body_bytes)")
 
 
 def sentences_of(request: dict, limits: ServeConfig) -> list[str]:
@@ -169,21 +126,6 @@ def sentence_of(request: dict, limits: ServeConfig) -> str:
     return text
 
 
-def check_sentence(sentence: str, what: str, limits: ServeConfig) -> None:
-    if len(sentence) > limits.max_chars:
-        raise HTTPError(
-            413,
-            f"{what} has {len(sentence):,} characters; the limit is {limits.max_chars:,} "
-            "(serve.max_chars)",
-        )
-    try:
-        sentence.encode("utf-8")
-    except UnicodeEncodeError as error:  # JSON's "\ud800": half of a UTF-16 pair
-        raise HTTPError(
-            400, f"{what} is not valid Unicode: a lone surrogate at character {error.start + 1}"
-        ) from None
-
-
 def beam_field(request: dict, key: str, limits: ServeConfig) -> int | None:
     """beam_size or nbest: absent (None) or a number of beams within the limit."""
     value, most = request.get(key), limits.max_beam_size
@@ -205,8 +147,6 @@ class Service:
         self.model, self.settings, self.decoder = model, settings, decoder
         self.info = model_info(model, settings, path)
         self.pages = {name: static_file(name) for name in STATIC.values()}
-        from seq2seq import access, libretranslate, openapi  # (they import this module)
-
         self.keys = access.ApiKeys.load(settings.api_keys)
         access.warn_if_open(settings, self.keys)
         self.libretranslate = libretranslate.LibreTranslate(self)
@@ -606,7 +546,5 @@ def one_line_log() -> logging.Handler:
     return handler
 
 
-if __name__ == "__main__":  # main as the module seq2seq.serve that the others import
-    from seq2seq.serve import main as module_main
-
-    run_cli(module_main)
+if __name__ == "__main__":
+    run_cli(main)
