@@ -6,7 +6,9 @@ a number never seen in training still has a spelling. Every model has the specia
 seq2seq/special.py (PAD 0, UNK 1, BOS 2, EOS 3).
 
 Source text can be normalised first (vocab.lowercase, vocab.hyphens_as_spaces): the source
-Vocab applies it in `encode`, so training and translation see the same text.
+Vocab applies it in `encode`, so training and translation see the same text. Programs that
+load the sentencepiece model alone (Argos Translate, transformers) get a copy with that
+normalisation compiled into the model's own rules: self_normalizing_model.
 
 The models are saved beside the corpus (data/<name>/src.model, tgt.model) with a stamp file,
 vocab.json, that records a hash of the training files and the vocabulary settings: `make data`
@@ -69,6 +71,39 @@ class Vocab:
     def unknown(self, sentence: str) -> list[str]:
         """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
         return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
+
+
+def self_normalizing_model(vocab: Vocab) -> bytes:
+    """The vocabulary's sentencepiece model with our normalisation (normalize_source) compiled
+    into its own normalisation rules, so that sentencepiece alone encodes a sentence exactly as
+    `vocab.encode` does.
+
+    Sentencepiece normalises with a table of rules (string -> replacement, longest match
+    first; by default NFKC, "nmt_nfkc"). The new table maps every code point, and every
+    sequence the old table had a rule for, to what ours-then-the-old-table makes of it: "A" ->
+    "a", "-" -> " ", "É" (as E + U+0301) -> "é". The one difference left: Python's lower()
+    writes a capital sigma at the end of a word as ς, a rule per character cannot see the end
+    of a word, and it writes σ. Needs protobuf (the model file format).
+    """
+    if not vocab.settings or not (vocab.settings.lowercase or vocab.settings.hyphens_as_spaces):
+        return vocab.model_bytes
+    from sentencepiece import sentencepiece_model_pb2  # needs protobuf
+
+    rules_only = dict(
+        add_dummy_prefix=False, escape_whitespaces=False, remove_extra_whitespaces=False
+    )
+    old = spm.SentencePieceNormalizer(model_proto=vocab.model_bytes, **rules_only)
+    code_points = (chr(c) for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000)  # no surrogates
+    keys = sorted({*code_points, *(key for key, _ in old.Decompile())})
+    values = old.Normalize([vocab.normalize(key) for key in keys])
+    rules = [(key, value) for key, value in zip(keys, values, strict=True) if value != key]
+    compiled = sentencepiece_model_pb2.NormalizerSpec.FromString(
+        spm.SentencePieceNormalizer(norm_map=rules).serialized_normalizer_spec()
+    )
+    model = sentencepiece_model_pb2.ModelProto.FromString(vocab.model_bytes)
+    model.normalizer_spec.precompiled_charsmap = compiled.precompiled_charsmap
+    model.normalizer_spec.name += "+seq2seq"  # a name for people: the table is what counts
+    return model.SerializeToString()
 
 
 def train_vocab(sentences: Iterable[str], size: int, settings: VocabConfig) -> Vocab:

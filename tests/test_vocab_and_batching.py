@@ -1,8 +1,11 @@
 """Vocabularies (special ids, digits, rebuild rules) and token-budget batching."""
 
+import dataclasses
 import shutil
 
 import numpy as np
+import pytest
+import sentencepiece as spm
 
 from seq2seq import data
 from seq2seq.batching import EpochSampler, token_batches
@@ -11,7 +14,7 @@ from seq2seq.corpus import build_corpus, load_split
 from seq2seq.dataset import TokenPairs
 from seq2seq.distributed import World
 from seq2seq.special import BOS, EOS, PAD, UNK
-from seq2seq.vocab import build_vocabs, load_vocabs, train_vocab
+from seq2seq.vocab import Vocab, build_vocabs, load_vocabs, self_normalizing_model, train_vocab
 
 from helpers import ROOT
 
@@ -35,6 +38,33 @@ def test_unseen_numbers_round_trip_through_the_target_vocabulary(tmp_path, monke
     sentence = "9 8 7 6 5 4 la 1 0 2"
     assert UNK not in tgt.encode([sentence])[0]
     assert tgt.decode(tgt.encode([sentence])) == [sentence]
+
+
+def test_a_self_normalizing_model_encodes_as_our_python_normalisation():
+    """The sentencepiece model alone (as Argos Translate and transformers load it) normalises
+    every code point, and the sequences sentencepiece had rules for, as normalize_source then
+    sentencepiece's own rules do; and so encodes sentences to the same ids."""
+    pytest.importorskip("google.protobuf", reason="the model format's library (export extras)")
+    settings = config_from_dict({"vocab": {"lowercase": True, "hyphens_as_spaces": True}}).vocab
+    sentences = ["Twenty-One is twenty one", "Straße Über ÉCOLE e\u0301cole", "a\u3000b - c -"]
+    vocab = Vocab(train_vocab(sentences * 10, 40, settings).model_bytes, settings)
+    portable = self_normalizing_model(vocab)
+    ours = spm.SentencePieceNormalizer(model_proto=vocab.model_bytes)
+    theirs = spm.SentencePieceNormalizer(model_proto=portable)
+    code_points = [chr(c) for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000]
+    sequences = [key for key, _ in ours.Decompile()]  # "E" + U+0301 ...
+    texts = code_points + sequences + sentences
+    expected = ours.Normalize([vocab.normalize(text) for text in texts])
+    assert theirs.Normalize(texts) == expected
+    plain = spm.SentencePieceProcessor(model_proto=portable)
+    assert plain.encode(sentences) == vocab.encode(sentences)
+    assert plain.encode("Twenty-one") == plain.encode("twenty one") != vocab.sp.encode("Twenty-one")
+    # The one known difference: Python's lower() knows where a word ends, a table does not.
+    assert vocab.normalize("ΟΔΟΣ") == "οδος" and theirs.Normalize("ΟΔΟΣ") == "▁οδοσ"
+    unchanged = Vocab(
+        vocab.model_bytes, dataclasses.replace(settings, lowercase=False, hyphens_as_spaces=False)
+    )
+    assert self_normalizing_model(unchanged) == vocab.model_bytes
 
 
 def test_vocabularies_are_rebuilt_only_when_the_data_or_settings_change(tmp_path, monkeypatch):
