@@ -64,10 +64,10 @@ from seq2seq.batching import source_tensor, token_batches
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, load_config
 from seq2seq.corpus import load_split
+from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
 from seq2seq.dataset import TokenPairs
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.device import autocast, autocast_dtype
-from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.files import atomic_write, write_json
 from seq2seq.model import Embedding, Transformer
 from seq2seq.paths import METRICS, text_files
@@ -334,7 +334,7 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
 
 def ctranslate2_decoding(checkpoint_path: Path, config: Config, n_sentences: int) -> dict:
     """Raw test sentences to text, greedy, at batch 64 and 1: our translate() against the same
-    model exported to CTranslate2 (seq2seq/export.py), in float32 and int8. Skipped (with a
+    model exported to CTranslate2 (seq2seq/ctranslate2.py), in float32 and int8. Skipped (with a
     note) where the optional ctranslate2 package is missing."""
     try:
         import ctranslate2  # noqa: F401

@@ -419,7 +419,7 @@ def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sh
         )
         return {}
     from seq2seq.checkpoint import load_checkpoint
-    from seq2seq.export import export_ctranslate2
+    from seq2seq.ctranslate2 import export_ctranslate2
 
     sentences = source.read_text(encoding="utf-8").splitlines()
     with tempfile.TemporaryDirectory() as folder:

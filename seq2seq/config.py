@@ -206,10 +206,10 @@ class ServeConfig:
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
     # cores to the HTTP side, and small batches gain little from more.
     threads: int = 1
-    # LibreTranslate's API (seq2seq/libretranslate.py): the language the model reads and the
-    # one it writes, e.g. {code: fr, name: French}. null: from the corpus (multi30k:
-    # corpus.src_lang and tgt_lang; numbers: en, English -> digits, Digits; parallel: src,
-    # Source -> tgt, Target).
+    # LibreTranslate's API (seq2seq/libretranslate.py) and the Argos package (export argos):
+    # the language the model reads and the one it writes, e.g. {code: fr, name: French}.
+    # null: from the corpus (multi30k: corpus.src_lang and tgt_lang; numbers: en, English ->
+    # digits, Digits; parallel: src, Source -> tgt, Target).
     source_language: Language | None = None
     target_language: Language | None = None  # see source_language
     # Where the API keys are (seq2seq/access.py): "" (none), a file of keys one a line, or
@@ -247,6 +247,28 @@ class Config:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+LANGUAGE_NAMES = {"de": "German", "en": "English"}  # corpus.src_lang and tgt_lang's choices
+
+
+def languages(config: Config, settings: ServeConfig) -> tuple[Language, Language]:
+    """The model's source and target languages, as LibreTranslate's API and an Argos package
+    name them: serve's settings, or else the corpus's."""
+    corpus = config.corpus
+    multi30k = (corpus.src_lang, corpus.tgt_lang)
+    pair = {
+        "multi30k": [Language(code, LANGUAGE_NAMES[code]) for code in multi30k],
+        "numbers": [Language("en", "English"), Language("digits", "Digits")],
+        "parallel": [Language("src", "Source"), Language("tgt", "Target")],
+    }[corpus.type]
+    source = settings.source_language or pair[0]
+    target = settings.target_language or pair[1]
+    if source.code == target.code:
+        raise ConfigError(
+            f"serve.source_language and target_language are both {source.code!r}: they must differ"
+        )
+    return source, target
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:

@@ -47,13 +47,11 @@ from seq2seq.api import (
     media_type_of,
     receive,
 )
-from seq2seq.config import Config, Language, ServeConfig
+from seq2seq.config import ServeConfig, languages
 from seq2seq.decoder import Job, Options
-from seq2seq.errors import UserError
 
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
-NAMES = {"de": "German", "en": "English"}  # corpus.src_lang and tgt_lang's choices
 TAG = re.compile(r"(<[^>]*>)")  # split on it: text, tag, text, ..., text
 
 
@@ -218,23 +216,6 @@ def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:
         f"Invalid request: {count:,} {what}; the limit is {settings.max_sentences:,} "
         "(serve.max_sentences)"
     )
-
-
-def languages(config: Config, settings: ServeConfig) -> tuple[Language, Language]:
-    """The model's source and target languages: serve's settings, or else the corpus's."""
-    corpus = config.corpus
-    pair = {
-        "multi30k": [Language(code, NAMES[code]) for code in (corpus.src_lang, corpus.tgt_lang)],
-        "numbers": [Language("en", "English"), Language("digits", "Digits")],
-        "parallel": [Language("src", "Source"), Language("tgt", "Target")],
-    }[corpus.type]
-    source = settings.source_language or pair[0]
-    target = settings.target_language or pair[1]
-    if source.code == target.code:
-        raise UserError(
-            f"serve.source_language and target_language are both {source.code!r}: they must differ"
-        )
-    return source, target
 
 
 async def read_fields(request: Request, names: tuple[str, ...], settings: ServeConfig) -> dict:

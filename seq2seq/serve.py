@@ -1,7 +1,7 @@
 """A translation service: the trained model, loaded once, answering HTTP, and a page to try it.
 
     python -m seq2seq.serve [--config FILE] [--checkpoint PATH] [--host H] [--port P] [key=value]
-    python -m seq2seq.serve --engine ctranslate2 --model DIR   (an export: seq2seq/export.py)
+    python -m seq2seq.serve --engine ctranslate2 --model DIR   (an export: seq2seq/ctranslate2.py)
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, load_config
 from seq2seq.corpus import decode_stream
+from seq2seq.ctranslate2 import CTranslate2Model
 from seq2seq.decode import longest_source, translate_sentences, translate_sentences_nbest
 from seq2seq.device import pick_device
 from seq2seq.errors import UserError, command_parser, run_cli
-from seq2seq.export import CTranslate2Model
 from seq2seq.special import UNK
 from seq2seq.vocab import Vocab
 
@@ -64,7 +64,7 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
 @dataclass
 class TorchModel:
     """A checkpoint decoded by our own code (seq2seq/decode.py), with the interface that
-    translate_lines uses; seq2seq.export.CTranslate2Model has the same."""
+    translate_lines uses; seq2seq.ctranslate2.CTranslate2Model has the same."""
 
     checkpoint: Checkpoint
 

@@ -13,10 +13,9 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 
 from seq2seq import access
-from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict
+from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
 from seq2seq.decode import translate_sentences, translate_sentences_nbest
 from seq2seq.errors import UserError
-from seq2seq.libretranslate import languages
 from seq2seq.translate import TorchModel
 
 from helpers import ENV, command

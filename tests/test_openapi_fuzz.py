@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from test_serve import call, running
 
-from seq2seq.config import Config, ServeConfig
-from seq2seq.libretranslate import languages
+from seq2seq.config import Config, ServeConfig, languages
 from seq2seq.openapi import description
 from seq2seq.translate import TorchModel
 

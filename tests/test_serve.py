@@ -17,9 +17,9 @@ import pytest
 
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
 from seq2seq.decode import translate_sentences, translate_sentences_nbest
 from seq2seq.errors import run_cli
-from seq2seq.export import CTranslate2Model, export_ctranslate2
 from seq2seq.translate import TorchModel, input_warnings
 
 from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until

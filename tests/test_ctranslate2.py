@@ -7,9 +7,14 @@ import json
 import pytest
 import torch
 
+from seq2seq.ctranslate2 import (
+    CONFIG_FILE,
+    CTranslate2Model,
+    ctranslate2_device,
+    export_ctranslate2,
+)
 from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
-from seq2seq.export import CONFIG_FILE, CTranslate2Model, ctranslate2_device, export_ctranslate2
 from seq2seq.metrics import exact_match, sacrebleu_scores
 
 pytest.importorskip(

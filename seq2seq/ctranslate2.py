@@ -1,0 +1,254 @@
+"""A trained model as a CTranslate2 model, and translation with the exported model.
+
+    python -m seq2seq.export ctranslate2 --checkpoint runs/numbers/best.pt OUT_DIR
+    python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR "three is three"
+    python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR --compute-type int8 ...
+
+CTranslate2 is the C++ inference engine that production users of OpenNMT, fairseq and Marian
+models decode with (optional extra: `pip install -e ".[export]"`). Our model is exactly its
+`TransformerSpec` with pre-norm layers, ReLU, embeddings scaled by sqrt(D), our sinusoidal
+position table, and a final LayerNorm closing each stack, so the export copies weights and
+nothing is approximated:
+
+    ours                                   CTranslate2 TransformerSpec
+    src_embed.tokens, .positions           encoder.embeddings[0], encoder.position_encodings
+    encoder[i].norm1, self_attn.in_proj    encoder.layer[i].self_attention.layer_norm, linear[0]
+      (q, k, v rows fused, in that order)    (the same fused layout)
+    encoder[i].self_attn.out_proj          encoder.layer[i].self_attention.linear[1]
+    encoder[i].norm2, ff.net[0], ff.net[2] encoder.layer[i].ffn.layer_norm, linear_0, linear_1
+    decoder[i].norm2, cross_attn.in_proj   decoder.layer[i].attention.layer_norm, linear[0] (the
+                                             q rows), linear[1] (the k, v rows)
+    encoder_norm, decoder_norm, generator  encoder.layer_norm, decoder.layer_norm, projection
+
+OUT_DIR holds CTranslate2's files (model.bin, config.json, the vocabularies as piece lists)
+and ours: src.model and tgt.model (the sentencepiece models, which turn text into pieces and
+back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
+size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
+
+Decoding differences: CTranslate2 takes one length limit per call (the largest of the
+sentences' `max_len_a * source length + max_len_b`), and its beam search normalises scores
+by length ** length_penalty (ours: Wu et al.'s ((5 + length) / 6) ** length_penalty). Greedy
+outputs that end with EOS before the limit are the same tokens as ours (tested).
+"""
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import Config, DecodeConfig, config_from_dict
+from seq2seq.errors import UserError
+from seq2seq.paths import vocab_files
+from seq2seq.vocab import Vocab
+
+CONFIG_FILE = "seq2seq.json"  # beside CTranslate2's own files in an export
+
+
+def import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(
+            'CTranslate2 is not installed: pip install -e ".[export]" (or pip install ctranslate2)'
+        ) from None
+    return ctranslate2
+
+
+def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
+    """Our device names -> CTranslate2's (device, device_index), given how many CUDA devices
+    CTranslate2 sees: 'auto' is the first GPU if there is one, 'cuda:1' is ("cuda", 1)."""
+    if name == "auto":
+        return ("cuda", 0) if cuda_devices else ("cpu", 0)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise UserError(f"device {name!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+    index = device.index or 0
+    if device.type == "cuda" and index >= cuda_devices:
+        raise UserError(f"device {name!r} requested but CTranslate2 sees {cuda_devices} GPU(s)")
+    return device.type, index
+
+
+def transformer_spec(checkpoint: Checkpoint):
+    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies."""
+    import_ctranslate2()
+    from ctranslate2.specs.transformer_spec import TransformerSpec
+
+    model, cfg, d = checkpoint.model, checkpoint.model.cfg, checkpoint.model.cfg.d_model
+    weights = {name: t.detach().float().cpu().numpy() for name, t in model.state_dict().items()}
+    spec = TransformerSpec.from_config((cfg.enc_layers, cfg.dec_layers), cfg.n_heads)
+    spec.config.layer_norm_epsilon = model.encoder_norm.eps
+
+    def linear(target, name: str, rows: slice = slice(None)) -> None:
+        target.weight = weights[f"{name}.weight"][rows]
+        target.bias = weights[f"{name}.bias"][rows]
+
+    def norm(target, name: str) -> None:
+        target.gamma, target.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
+
+    def embed(stack, embeddings, name: str) -> None:
+        embeddings.weight = weights[f"{name}.tokens.weight"]
+        stack.scale_embeddings = True  # x sqrt(D), as seq2seq.model.Embedding does
+        positions = getattr(model, name).positions  # a buffer, not in the state_dict
+        stack.position_encodings.encodings = positions.float().cpu().numpy()
+
+    def attention(target, name: str, norm_name: str) -> None:
+        norm(target.layer_norm, norm_name)
+        if len(target.linear) == 2:  # self-attention: q, k, v in one matrix, as ours
+            linear(target.linear[0], f"{name}.in_proj")
+        else:  # cross-attention: q apart, k and v together
+            linear(target.linear[0], f"{name}.in_proj", slice(0, d))
+            linear(target.linear[1], f"{name}.in_proj", slice(d, 3 * d))
+        linear(target.linear[-1], f"{name}.out_proj")
+
+    def feed_forward(target, prefix: str, norm_name: str) -> None:
+        norm(target.layer_norm, f"{prefix}.{norm_name}")
+        linear(target.linear_0, f"{prefix}.ff.net.0")
+        linear(target.linear_1, f"{prefix}.ff.net.2")
+
+    embed(spec.encoder, spec.encoder.embeddings[0], "src_embed")
+    for i, layer in enumerate(spec.encoder.layer):
+        attention(layer.self_attention, f"encoder.{i}.self_attn", f"encoder.{i}.norm1")
+        feed_forward(layer.ffn, f"encoder.{i}", "norm2")
+    norm(spec.encoder.layer_norm, "encoder_norm")
+
+    embed(spec.decoder, spec.decoder.embeddings, "tgt_embed")
+    for i, layer in enumerate(spec.decoder.layer):
+        attention(layer.self_attention, f"decoder.{i}.self_attn", f"decoder.{i}.norm1")
+        attention(layer.attention, f"decoder.{i}.cross_attn", f"decoder.{i}.norm2")
+        feed_forward(layer.ffn, f"decoder.{i}", "norm3")
+    norm(spec.decoder.layer_norm, "decoder_norm")
+    spec.decoder.projection.weight = weights["generator.weight"]  # no bias
+
+    spec.register_source_vocabulary(pieces(checkpoint.src_vocab))
+    spec.register_target_vocabulary(pieces(checkpoint.tgt_vocab))
+    return spec
+
+
+def pieces(vocab: Vocab) -> list[str]:
+    """Every piece of a vocabulary in id order: <pad> <unk> <s> </s> first (seq2seq/special.py)."""
+    return vocab.pieces(list(range(len(vocab))))
+
+
+def save_spec(spec, directory: Path) -> None:
+    """CTranslate2's files for a spec (model.bin, config.json, vocabularies), weights in float32."""
+    spec.validate()
+    spec.optimize(quantization="float32")
+    directory.mkdir(exist_ok=True)
+    spec.save(str(directory))
+
+
+def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
+    """Write the CTranslate2 model and our vocabularies and config into out_dir. Built in a
+    temporary folder beside it and renamed into place: an earlier export there is replaced
+    only by a complete one."""
+    if out_dir.exists() and not (out_dir / CONFIG_FILE).exists() and any(out_dir.iterdir()):
+        raise UserError(f"{out_dir} exists and is not an earlier export: choose another folder")
+    spec = transformer_spec(checkpoint)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        save_spec(spec, staging)
+        vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
+        for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
+            path.write_bytes(vocab.model_bytes)
+        (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+        if out_dir.exists():
+            old = out_dir.with_name(staging.name + ".old")
+            out_dir.rename(old)
+            staging.rename(out_dir)
+            shutil.rmtree(old)
+        else:
+            staging.rename(out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@dataclass
+class CTranslate2Model:
+    """An exported model loaded for translation: `translate` and `translate_nbest` take raw
+    sentences, like those of seq2seq/decode.py."""
+
+    config: Config
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    translator: object  # ctranslate2.Translator
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
+        """`device`: auto, cpu, cuda or cuda:N."""
+        ct2, directory = import_ctranslate2(), Path(directory)
+        if not (directory / CONFIG_FILE).exists():
+            raise UserError(
+                f"{directory} is not an exported model (no {CONFIG_FILE}): "
+                "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
+            )
+        config = config_from_dict(
+            json.loads((directory / CONFIG_FILE).read_text()), source=str(directory / CONFIG_FILE)
+        )
+        src_path, tgt_path = vocab_files(directory)
+        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
+        tgt_vocab = Vocab(tgt_path.read_bytes())
+        # One thread: on models this small, more threads only wait on each other (and on
+        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
+        # Creating the translator sets the OpenMP thread count of this thread, which torch
+        # shares, to 1: torch's count is put back after it.
+        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
+        torch_threads = torch.get_num_threads()
+        try:
+            translator = ct2.Translator(
+                str(directory), device, device_index=index, compute_type=compute_type,
+                intra_threads=1,
+            )  # fmt: skip
+        except (RuntimeError, ValueError) as error:
+            raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+        finally:
+            torch.set_num_threads(torch_threads)
+        return cls(config, src_vocab, tgt_vocab, translator)
+
+    @property
+    def longest_source(self) -> int:
+        """Source pieces the model takes, EOS not counted (as seq2seq.decode.longest_source)."""
+        return self.config.model.max_positions - 1
+
+    def search(self, sentences: list[str], cfg: DecodeConfig, beams: int, nbest: int) -> list:
+        """CTranslate2's results for the non-empty sentences (None for the empty ones)."""
+        sources = [ids[: self.longest_source] for ids in self.src_vocab.encode(sentences)]
+        tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
+        limit = max((len(t) * cfg.max_len_a + cfg.max_len_b for t in tokens), default=1)
+        results = self.translator.translate_batch(
+            tokens,
+            max_batch_size=cfg.batch_size,
+            beam_size=beams,
+            num_hypotheses=nbest,
+            length_penalty=cfg.length_penalty,
+            max_decoding_length=int(min(limit, self.config.model.max_positions - 1)),
+            min_decoding_length=0,
+            suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in decode.py
+            return_scores=nbest > 1,
+        )
+        found = iter(results)
+        return [next(found) if ids else None for ids in sources]
+
+    def detokenize(self, hypothesis: list[str]) -> str:
+        return self.tgt_vocab.decode([[self.tgt_vocab.sp.piece_to_id(p) for p in hypothesis]])[0]
+
+    def translate(self, sentences: list[str], cfg: DecodeConfig) -> list[str]:
+        results = self.search(sentences, cfg, cfg.beam_size, 1)
+        return [self.detokenize(r.hypotheses[0]) if r else "" for r in results]
+
+    def translate_nbest(self, sentences: list[str], cfg: DecodeConfig) -> list[list]:
+        """For each sentence, cfg.beam_size (score, translation) pairs, best first."""
+        results = self.search(sentences, cfg, cfg.beam_size, cfg.beam_size)
+        return [
+            list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
+            if r
+            else [(0.0, "")]
+            for r in results
+        ]

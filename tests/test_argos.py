@@ -1,0 +1,135 @@
+"""Argos Translate packages: installed and run by Argos Translate's own code, they translate as
+we do (greedy: as our PyTorch decoding; beam 4: as our CTranslate2 engine at Argos's settings),
+and what a package cannot represent is refused."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from seq2seq.argos import export_argos
+from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
+from seq2seq.decode import translate_sentences
+from seq2seq.errors import UserError
+
+pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
+
+# Runs in a child process, because importing Argos Translate creates its folders under the
+# home directory and reads its settings once. Its sentence splitter (MiniSBD) downloads a model
+# the first time it splits, which cannot happen offline: each sentence here is one sentence, so
+# the splitter is replaced by one that returns the text whole. Everything else is Argos's own:
+# install_from_path, its package loader, its tokenizer, its CTranslate2 call, its detokenizer.
+ARGOS = """
+import json, sys
+import argostranslate.package, argostranslate.settings, argostranslate.translate as translate
+
+class OneSentence:
+    def split_sentences(self, text):
+        return [text]
+
+package, sentences = sys.argv[1], json.load(sys.stdin)
+argostranslate.package.install_from_path(package)
+installed = argostranslate.package.get_installed_packages()
+english = translate.get_language_from_code("en")
+translation = english.get_translation(translate.get_language_from_code("digits"))
+translation.underlying.sentencizer = OneSentence()
+results = {"readme": installed[0].get_readme(), "code": installed[0].to_code}
+for beam in (1, 4):
+    argostranslate.settings.beam_size = beam
+    results[beam] = [translate.translate(s, "en", "digits") for s in sentences]
+json.dump(results, sys.stdout)
+"""
+
+
+def run_argos(package, sentences, home) -> dict:
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        **{f"XDG_{d}_HOME": str(home / d.lower()) for d in ("DATA", "CONFIG", "CACHE")},
+        "ARGOS_DEVICE_TYPE": "cpu",
+        "ARGOS_COMPUTE_TYPE": "float32",  # "auto" may quantize to int8
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", ARGOS, str(package)],
+        input=json.dumps(sentences), capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def messy(sentences: list[str]) -> list[str]:
+    """The same sentences as a user may type them: capitals and hyphens, which the model's
+    normalisation (vocab.lowercase, hyphens_as_spaces) turns back into the corpus's form."""
+    return [s.title() if i % 2 else s.upper().replace(" ", "-") for i, s in enumerate(sentences)]
+
+
+@pytest.fixture(scope="module")
+def argos(trained_joint_numbers_checkpoint, tmp_path_factory):
+    checkpoint, test = trained_joint_numbers_checkpoint
+    tmp = tmp_path_factory.mktemp("argos")
+    package = tmp / "numbers.argosmodel"
+    export_argos(checkpoint, package)
+    long = " ".join(["seven hundred"] * 200)  # 400 pieces: past the model's 256 positions
+    sentences = [s for s, _ in test] + messy([s for s, _ in test[:200]]) + [long]
+    return package, sentences, run_argos(package, sentences, tmp / "home")
+
+
+@pytest.mark.slow
+def test_argos_translates_as_our_greedy_decoding(argos, trained_joint_numbers_checkpoint):
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    vocab, decoding = checkpoint.src_vocab, checkpoint.config.decode
+
+    def pieces(text: str) -> int:
+        return len(vocab.sp.encode(text))
+
+    def our_limit(sentence: str) -> int:
+        source = len(vocab.encode([sentence])[0]) + 1  # with EOS
+        return int(decoding.max_len_a * source + decoding.max_len_b)
+
+    _, sentences, results = argos
+    greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
+    ours = translate_sentences(
+        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sentences[:-1], greedy
+    )
+    assert len(set(ours)) > 100, "the outputs should vary"
+    runaway = 0  # Argos stops at 256 pieces; we at decode.max_len_a * length + max_len_b
+    for sentence, theirs, mine in zip(sentences[:-1], results["1"][:-1], ours, strict=True):
+        if theirs != mine:
+            runaway += 1
+            assert theirs.startswith(mine + " ") and pieces(mine) == our_limit(sentence)
+    assert runaway <= 5, "only the few outputs that never end"
+    assert results["1"][-1], "a source past the model's position table still translates"
+
+
+@pytest.mark.slow
+def test_argos_beam_search_is_ctranslate2s_at_its_settings(argos, trained_joint_numbers_checkpoint):
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    _, sentences, results = argos
+    export_ctranslate2(checkpoint, argos[0].with_name("ct2"))
+    model = CTranslate2Model.load(argos[0].with_name("ct2"), compute_type="float32")
+    settings = dataclasses.replace(checkpoint.config.decode, beam_size=4, length_penalty=0.2)
+    assert results["4"][:-1] == model.translate(sentences[:-1], settings)
+
+
+def test_the_package_is_what_argos_reads(argos):
+    package, _, results = argos
+    with zipfile.ZipFile(package) as archive:
+        names = archive.namelist()
+        folder = names[0].split("/")[0]
+        metadata = json.loads(archive.read(f"{folder}/metadata.json"))
+    assert folder == "translate-en_digits-1_0" and all(n.startswith(folder + "/") for n in names)
+    assert {f"{folder}/sentencepiece.model", f"{folder}/model/model.bin"} <= set(names)
+    assert (metadata["from_code"], metadata["to_name"]) == ("en", "Digits")
+    assert results["code"] == "digits"
+    assert "parameters" in results["readme"] and "Not evaluated" in results["readme"]
+
+
+def test_what_a_package_cannot_hold_is_refused(trained_numbers_checkpoint, tmp_path):
+    checkpoint = trained_numbers_checkpoint[0]  # two vocabularies
+    with pytest.raises(UserError, match="train it with vocab.joint: true"):
+        export_argos(checkpoint, tmp_path / "x.argosmodel")
+    assert not list(tmp_path.iterdir()), "nothing written"
