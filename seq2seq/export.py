@@ -41,6 +41,7 @@ from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.errors import UserError, command_parser, run_cli
 from seq2seq.files import replacing_folder
+from seq2seq.huggingface import export_huggingface
 from seq2seq.paths import vocab_files
 from seq2seq.vocab import Vocab
 
@@ -238,15 +239,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = command_parser(
         "seq2seq.export", "Convert a trained model for another inference engine."
     )
-    parser.add_argument("engine", choices=["ctranslate2"], help="the engine to export to")
+    parser.add_argument(
+        "engine", choices=["ctranslate2", "huggingface"], help="the engine to export to"
+    )
     parser.add_argument("out_dir", help="folder to write the exported model to")
     parser.add_argument(
         "--checkpoint", required=True, help="the model file, e.g. runs/numbers/best.pt"
     )
     args = parser.parse_args(argv)
     checkpoint = load_checkpoint(args.checkpoint)
-    export_ctranslate2(checkpoint, Path(args.out_dir))
-    print(f"exported {args.checkpoint} to {args.out_dir} (CTranslate2, float32)")
+    if args.engine == "huggingface":
+        export_huggingface(checkpoint, Path(args.out_dir), Path(args.checkpoint))
+        print(f"exported {args.checkpoint} to {args.out_dir} (Hugging Face transformers)")
+    else:
+        export_ctranslate2(checkpoint, Path(args.out_dir))
+        print(f"exported {args.checkpoint} to {args.out_dir} (CTranslate2, float32)")
 
 
 if __name__ == "__main__":

@@ -3,19 +3,12 @@
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 from seq2seq import data, numbers, train
-from seq2seq.batching import pair_tensors, token_batches
-from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.model import Transformer
-from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import train_vocab
 
-from helpers import ROOT
+from helpers import ROOT, briefly_trained
 
 
 @pytest.fixture(scope="session")
@@ -53,27 +46,11 @@ def numbers_workdir(tmp_path, monkeypatch):
 def trained_numbers_checkpoint():
     """A small model trained for a few seconds on part of the default numbers corpus: far from
     right, but its outputs on the 1,000-sentence test split vary in content and length."""
-    torch.manual_seed(0)
     config = config_from_dict(
         {"model": {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}}
     )
     corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
-    corpus["train"] = corpus["train"][:3000]
-    src_vocab = train_vocab([s for s, _ in corpus["train"]], 64, config.vocab)
-    tgt_vocab = train_vocab([t for _, t in corpus["train"]], 64, config.vocab)
-    model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
-    optimizer = make_optimizer(model, config.train)
-    sources = src_vocab.encode([s for s, _ in corpus["train"]])
-    targets = tgt_vocab.encode([t for _, t in corpus["train"]])
-    lengths = [np.array([len(ids) for ids in side]) for side in (sources, targets)]
-    for _ in range(8):
-        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
-            batch = pair_tensors([sources[i] for i in indices], [targets[i] for i in indices])
-            loss = batch_loss(model, batch, 0.1)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    return Checkpoint(config, model.eval(), src_vocab, tgt_vocab, {}), corpus["test"]
+    return briefly_trained(config, corpus["train"][:3000]), corpus["test"]
 
 
 @pytest.fixture(scope="session")
