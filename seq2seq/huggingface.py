@@ -49,9 +49,14 @@ Three things are laid out differently:
 The tokenizer is transformers' MarianTokenizer: our sentencepiece models (source.spm with our
 source normalisation compiled in, target.spm) and their pieces' ids (vocab.json, and
 target_vocab.json when the vocabularies differ). It appends EOS to the source, as we do.
+
+The model card, README.md, says what the model learnt from, its sizes and test scores (the
+eval.json that `make eval` wrote beside the checkpoint), how to load and upload it, and where
+transformers' decoding differs from ours.
 """
 
 import json
+import textwrap
 from pathlib import Path
 
 import torch
@@ -60,6 +65,7 @@ from seq2seq.checkpoint import Checkpoint
 from seq2seq.errors import UserError
 from seq2seq.files import replacing_folder
 from seq2seq.model import Transformer
+from seq2seq.paths import EVAL
 from seq2seq.special import BOS, EOS, PAD, UNK
 from seq2seq.vocab import Vocab, self_normalizing_model
 
@@ -250,4 +256,147 @@ def export_huggingface(
         hf_model.generation_config = generation_config(checkpoint)
         hf_model.save_pretrained(staging)
         write_tokenizer(checkpoint, staging)
+        (staging / "README.md").write_text(model_card(checkpoint, out_dir, checkpoint_path))
         (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+
+
+def corpus_description(checkpoint: Checkpoint) -> str:
+    corpus = checkpoint.config.corpus
+    if corpus.type == "numbers":
+        return f"the generated numbers corpus (English number words to digits, seed {corpus.seed})"
+    if corpus.type == "multi30k":
+        return f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang} (test: {corpus.test_set})"
+    return f"the parallel corpus {corpus.name}"
+
+
+def scores_section(checkpoint: Checkpoint, checkpoint_path: Path | None) -> str:
+    """The scores of the eval.json beside the checkpoint, if it scored this checkpoint (the
+    same training step), with sacreBLEU's signatures; else how to get them."""
+    path = checkpoint_path and checkpoint_path.with_name(EVAL)
+    scores = json.loads(path.read_text("utf-8")) if path and path.exists() else {}
+    if not scores or scores.get("checkpoint_step") != checkpoint.info.get("step"):
+        return "Not evaluated: `make eval` (python -m seq2seq.evaluate) scores the test split."
+    runs = {"greedy": scores} | (
+        {f"beam {scores['beam']['beam_size']}": scores["beam"]} if "beam" in scores else {}
+    )
+    lines = [
+        f"On the {scores['n_sentences']:,} sentences of the test split (`make eval`, our decoder):",
+        "",
+        "| | " + " | ".join(runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for label, key, scale in (
+        ("exact match %", "exact_match", 100),
+        ("BLEU", "bleu", 1),
+        ("chrF", "chrf", 1),
+    ):
+        values = " | ".join(f"{run[key] * scale:.2f}" for run in runs.values())
+        lines.append(f"| {label} | {values} |")
+    signatures = f"BLEU `{scores['bleu_signature']}`, chrF `{scores['chrf_signature']}`"
+    lines += ["", f"sacreBLEU signatures: {signatures}."]
+    return "\n".join(lines)
+
+
+def model_card_facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
+    """The data, sizes and test scores of a checkpoint, as Markdown sections."""
+    cfg, src, tgt = checkpoint.model.cfg, checkpoint.src_vocab, checkpoint.tgt_vocab
+    vocabularies = (
+        f"one sentencepiece vocabulary of {len(src):,} pieces for both sides"
+        if src.model_bytes == tgt.model_bytes
+        else f"sentencepiece vocabularies of {len(src):,} (source) and {len(tgt):,} (target) pieces"
+    )
+    step = checkpoint.info.get("step")
+    trained = f", for {step:,} steps" if step else ""
+    return "\n".join([
+        "## Data",
+        "",
+        f"Trained with seq2seq on {corpus_description(checkpoint)}{trained}.",
+        "",
+        "## Model",
+        "",
+        f"An encoder-decoder Transformer of {checkpoint.model.num_parameters():,} parameters: "
+        f"{cfg.enc_layers} encoder and {cfg.dec_layers} decoder layers (pre-norm), d_model "
+        f"{cfg.d_model}, {cfg.n_heads} heads, feed-forward {cfg.d_ff}; {vocabularies}.",
+        "",
+        "## Test scores",
+        "",
+        scores_section(checkpoint, checkpoint_path),
+    ])  # fmt: skip
+
+
+def hub_languages(checkpoint: Checkpoint) -> list[str]:
+    """The model's languages as the Hub tags them (ISO 639 codes): the service's settings or
+    Multi30k's; the numbers corpus reads English (its digits are no language)."""
+    config = checkpoint.config
+    settings = [config.serve.source_language, config.serve.target_language]
+    if any(settings):
+        return [language.code for language in settings if language]
+    if config.corpus.type == "multi30k":
+        return [config.corpus.src_lang, config.corpus.tgt_lang]
+    return ["en"] if config.corpus.type == "numbers" else []
+
+
+def model_card(checkpoint: Checkpoint, out_dir: Path, checkpoint_path: Path | None) -> str:
+    """README.md of the folder: the Hub's front matter, the facts, and how to use it."""
+    languages = ", ".join(hub_languages(checkpoint))
+    decode = checkpoint.config.decode
+    card = f"""\
+        ---
+        library_name: transformers
+        pipeline_tag: translation
+        language: [{languages}]
+        tags:
+        - translation
+        - seq2seq
+        - pegasus
+        ---
+
+        # {checkpoint.config.experiment}
+
+        A translation model trained with seq2seq (a small PyTorch Transformer toolkit) and
+        exported to transformers' Pegasus architecture: the same weights, the same greedy
+        outputs, token for token (`python -m seq2seq.export huggingface`).
+        """
+    usage = f"""\
+        ## Use
+
+        ```python
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        model_id = "{out_dir}"  # this folder, or its Hub repository once uploaded
+        tokenizer = AutoTokenizer.from_pretrained(model_id)
+        model = AutoModelForSeq2SeqLM.from_pretrained(model_id)
+        batch = tokenizer(["..."], return_tensors="pt", padding=True, truncation=True)
+        print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))
+        ```
+
+        transformers 5 has no `pipeline("translation")` any more: call `generate` as above.
+        The tokenizer applies the source normalisation the model was trained with.
+
+        ## Upload
+
+        ```python
+        from huggingface_hub import upload_folder  # after `hf auth login`
+
+        upload_folder(folder_path="{out_dir}", repo_id="you/{checkpoint.config.experiment}")
+        ```
+
+        (`model.push_to_hub(...)` and `tokenizer.push_to_hub(...)` upload the loaded model and
+        tokenizer, without this card and seq2seq.json.)
+
+        ## Decoding: where transformers differs from seq2seq
+
+        - Length: `generate` stops at `max_length` ({checkpoint.model.cfg.max_positions}
+          pieces with the start token) or `max_new_tokens`, one limit for the batch; seq2seq
+          stops each sentence at {decode.max_len_a} x its source length + {decode.max_len_b}
+          pieces. Outputs that end before either limit are the same.
+        - Beam search (`num_beams` {decode.beam_size} in generation_config.json):
+          transformers divides a hypothesis's log-probability by length ** length_penalty,
+          seq2seq by ((5 + length) / 6) ** length_penalty: beam outputs may differ.
+        - The logits of PAD, BOS and the ids a vocabulary was padded with are -inf, so that
+          they are never output; a label-smoothed fine-tuning loss needs them finite
+          (`model.final_logits_bias.clamp_(min=-1e4)`).
+        - The tokenizer strips spaces at either end of a translation.
+        """
+    facts = model_card_facts(checkpoint, checkpoint_path)
+    return "\n".join([textwrap.dedent(card), facts, "", textwrap.dedent(usage)])

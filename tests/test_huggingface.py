@@ -3,6 +3,7 @@ exported folder alone, give our source ids, our logits and our greedy outputs to
 (float32), with separate and joint vocabularies, on the numbers corpus and on Multi30k."""
 
 import dataclasses
+import json
 import sys
 from functools import partial
 from pathlib import Path
@@ -178,12 +179,28 @@ def test_the_command_exports_and_replaces_an_earlier_export(trained_numbers_chec
         checkpoint.tgt_vocab,
         {"step": 7},
     )
+    signature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1"
+    scores = {"exact_match": 0.5, "bleu": 40.0, "chrf": 60.0, "bleu_signature": signature}
+    scores |= {"chrf_signature": "chrF2", "n_sentences": 1000, "checkpoint_step": 7}
+    (tmp_path / "eval.json").write_text(json.dumps(scores | {"beam": {"beam_size": 4, **scores}}))
     for _ in range(2):  # the second replaces the first
         export.main(["huggingface", "--checkpoint", str(checkpoint_path), str(tmp_path / "hf")])
     written = {path.name for path in (tmp_path / "hf").iterdir()}
-    assert {"config.json", "model.safetensors", "generation_config.json"} <= written
+    assert {"config.json", "model.safetensors", "generation_config.json", "README.md"} <= written
     assert {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json"} <= written
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    card = (tmp_path / "hf/README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
+    assert "| exact match % | 50.00 | 50.00 |" in card and signature in card
+    assert "| | greedy | beam 4 |" in card and "for 7 steps" in card
+
+
+def test_a_model_card_without_scores_says_how_to_get_them(trained_numbers_checkpoint, exported):
+    card = (exported / "README.md").read_text()
+    assert "Not evaluated: `make eval`" in card
+    assert "\nlanguage: [en]\n" in card
+    parameters = trained_numbers_checkpoint[0].model.num_parameters()
+    assert f"Transformer of {parameters:,} parameters" in card
 
 
 def test_a_folder_that_is_not_an_export_is_refused(trained_numbers_checkpoint, tmp_path):
