@@ -32,8 +32,6 @@ outputs that end with EOS before the limit are the same tokens as ours (tested).
 """
 
 import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +40,7 @@ import torch
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.errors import UserError
+from seq2seq.files import replacing_folder
 from seq2seq.paths import vocab_files
 from seq2seq.vocab import Vocab
 
@@ -148,26 +147,12 @@ def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
     """Write the CTranslate2 model and our vocabularies and config into out_dir. Built in a
     temporary folder beside it and renamed into place: an earlier export there is replaced
     only by a complete one."""
-    if out_dir.exists() and not (out_dir / CONFIG_FILE).exists() and any(out_dir.iterdir()):
-        raise UserError(f"{out_dir} exists and is not an earlier export: choose another folder")
-    spec = transformer_spec(checkpoint)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        save_spec(spec, staging)
+    with replacing_folder(out_dir, CONFIG_FILE) as staging:
+        save_spec(transformer_spec(checkpoint), staging)
         vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
         for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
             path.write_bytes(vocab.model_bytes)
         (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
-        if out_dir.exists():
-            old = out_dir.with_name(staging.name + ".old")
-            out_dir.rename(old)
-            staging.rename(out_dir)
-            shutil.rmtree(old)
-        else:
-            staging.rename(out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 @dataclass

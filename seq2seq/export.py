@@ -2,6 +2,7 @@
 
     ctranslate2   OUT a folder: a CTranslate2 model, for `--engine ctranslate2` (ctranslate2.py)
     argos         OUT.argosmodel: an Argos Translate package, for LibreTranslate (argos.py)
+    huggingface   OUT a folder that transformers loads (huggingface.py)
 
 Each format's module says what it holds and what differs from our own decoding.
 """
@@ -12,12 +13,14 @@ from seq2seq.argos import export_argos
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.ctranslate2 import export_ctranslate2
 from seq2seq.errors import command_parser, run_cli
+from seq2seq.huggingface import export_huggingface
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.export", __doc__.splitlines()[0].split(": ", 1)[1])
-    parser.add_argument("format", choices=["ctranslate2", "argos"], help="what to export to")
-    parser.add_argument("out", help="where to write it: a folder (ctranslate2), a file (argos)")
+    formats = ["ctranslate2", "argos", "huggingface"]
+    parser.add_argument("format", choices=formats, help="what to export to")
+    parser.add_argument("out", help="where to write it: a file (argos), else a folder")
     parser.add_argument(
         "--checkpoint", required=True, help="the model file, e.g. runs/numbers/best.pt"
     )
@@ -26,6 +29,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.format == "argos":
         export_argos(checkpoint, out, Path(args.checkpoint))
         print(f"exported {args.checkpoint} to {out} (an Argos Translate package)")
+    elif args.format == "huggingface":
+        export_huggingface(checkpoint, out, Path(args.checkpoint))
+        print(f"exported {args.checkpoint} to {out} (Hugging Face transformers, float32)")
     else:
         export_ctranslate2(checkpoint, out)
         print(f"exported {args.checkpoint} to {out} (CTranslate2, float32)")

@@ -3,17 +3,21 @@
 Everything the pipeline produces (corpus files, vocabularies, checkpoints, metrics) goes
 through `atomic_write`: the bytes go to a temporary file in the same directory, are flushed
 and fsynced, and only then renamed over the destination. A crash or Ctrl-C at any moment
-leaves no truncated file behind.
+leaves no truncated file behind. A whole folder (an exported model) is written the same way
+by `replacing_folder`: built beside its destination, then renamed into place.
 """
 
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+from seq2seq.errors import UserError
 
 
 def _current_umask() -> int:
@@ -57,6 +61,31 @@ def _fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextmanager
+def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
+    """`with replacing_folder(out_dir, marker) as staging:` write a whole folder into `staging`,
+    a temporary folder beside out_dir; when the block ends, it takes out_dir's place by a
+    rename, so out_dir is never half-written (an error leaves it as it was). An existing
+    out_dir is replaced only if it is empty or holds the file `marker` (what an earlier export
+    of ours writes): anything else is refused before a byte is written."""
+    earlier = out_dir.is_dir() and ((out_dir / marker).exists() or not any(out_dir.iterdir()))
+    if out_dir.exists() and not earlier:
+        raise UserError(f"{out_dir} exists and is not an earlier export: choose another folder")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        yield staging
+        if out_dir.exists():  # out_dir is missing only between these two renames
+            old = out_dir.with_name(staging.name + ".old")
+            out_dir.rename(old)
+            staging.rename(out_dir)
+            shutil.rmtree(old)
+        else:
+            staging.rename(out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def remove_stale_temporaries(directory: str | Path) -> None:

@@ -21,36 +21,36 @@ def corpus_description(config: Config) -> str:
             f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
         )
     if corpus.type == "multi30k":
-        return f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang}"
-    return f"parallel text ({corpus.name}: {corpus.train})"
+        return f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang} (test: {corpus.test_set})"
+    return f"the parallel corpus {corpus.name}"
 
 
 def test_scores(checkpoint_path: Path | None, step: int | None) -> str:
-    """The eval.json beside the checkpoint as a table, if it scored this checkpoint (the same
-    training step), or how to make one."""
-    scores_path = checkpoint_path and Path(checkpoint_path).with_name(EVAL)
-    greedy = (
-        json.loads(scores_path.read_text("utf-8")) if scores_path and scores_path.exists() else {}
-    )
-    if greedy.get("checkpoint_step") != step or "n_sentences" not in greedy:
+    """The scores of the eval.json beside the checkpoint, if it scored this checkpoint (the
+    same training step), with sacreBLEU's signatures; else how to get them."""
+    path = checkpoint_path and Path(checkpoint_path).with_name(EVAL)
+    scores = json.loads(path.read_text("utf-8")) if path and path.exists() else {}
+    if not scores or scores.get("checkpoint_step") != step:
         return "Not evaluated: `make eval` (python -m seq2seq.evaluate) scores the test split."
-    columns = {"greedy": greedy}
-    if "beam" in greedy:
-        columns[f"beam {greedy['beam'].get('beam_size', '')}".strip()] = greedy["beam"]
-    rows = [("exact match", "exact_match", 1), ("BLEU", "bleu", 2), ("chrF", "chrf", 2)]
-    table = ["| | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
-    for label, key, digits in rows:
-        table.append(
-            f"| {label} | " + " | ".join(f"{c[key]:.{digits}f}" for c in columns.values()) + " |"
-        )
-    return "\n".join([
-        f"On the {greedy['n_sentences']:,} sentences of the test split (`make eval`):",
+    runs = {"greedy": scores} | (
+        {f"beam {scores['beam']['beam_size']}": scores["beam"]} if "beam" in scores else {}
+    )
+    lines = [
+        f"On the {scores['n_sentences']:,} sentences of the test split (`make eval`, our decoder):",
         "",
-        *table,
-        "",
-        f"sacreBLEU signatures: BLEU `{greedy['bleu_signature']}`, "
-        f"chrF `{greedy['chrf_signature']}`.",
-    ])  # fmt: skip
+        "| | " + " | ".join(runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for label, key, scale in (
+        ("exact match %", "exact_match", 100),
+        ("BLEU", "bleu", 1),
+        ("chrF", "chrf", 1),
+    ):
+        values = " | ".join(f"{run[key] * scale:.2f}" for run in runs.values())
+        lines.append(f"| {label} | {values} |")
+    signatures = f"BLEU `{scores['bleu_signature']}`, chrF `{scores['chrf_signature']}`"
+    lines += ["", f"sacreBLEU signatures: {signatures}."]
+    return "\n".join(lines)
 
 
 def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:

@@ -3,19 +3,13 @@
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
 
 from seq2seq import data, numbers, train
-from seq2seq.batching import pair_tensors, token_batches
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.model import Transformer
-from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import Vocab, normalize_source, train_vocab
 
-from helpers import ROOT
+from helpers import ROOT, briefly_trained
 
 
 @pytest.fixture(scope="session")
@@ -49,52 +43,27 @@ def numbers_workdir(tmp_path, monkeypatch):
     return make
 
 
-def train_small_numbers_model(vocab: dict) -> tuple[Checkpoint, list]:
+def small_numbers_model(vocab: dict) -> tuple[Checkpoint, list]:
     """A small model trained for a few seconds on part of the default numbers corpus: far from
     right, but its outputs on the 1,000-sentence test split vary in content and length.
     `vocab`: the vocabulary settings (config.vocab)."""
-    torch.manual_seed(0)
-    config = config_from_dict(
-        {
-            "model": {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128},
-            "vocab": vocab,
-        }
-    )
+    model = {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}
+    config = config_from_dict({"model": model, "vocab": vocab})
     corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
-    corpus["train"] = corpus["train"][:3000]
-    sources = [normalize_source(s, config.vocab) for s, _ in corpus["train"]]
-    targets = [t for _, t in corpus["train"]]
-    if config.vocab.joint:
-        src_vocab = tgt_vocab = train_vocab(sources + targets, 64, config.vocab)
-    else:
-        src_vocab = train_vocab(sources, 64, config.vocab)
-        tgt_vocab = train_vocab(targets, 64, config.vocab)
-    src_vocab = Vocab(src_vocab.model_bytes, config.vocab)  # which normalises what it encodes
-    model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
-    optimizer = make_optimizer(model, config.train)
-    source_ids, target_ids = src_vocab.encode(sources), tgt_vocab.encode(targets)
-    lengths = [np.array([len(ids) for ids in side]) for side in (source_ids, target_ids)]
-    for _ in range(8):
-        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
-            batch = pair_tensors([source_ids[i] for i in indices], [target_ids[i] for i in indices])
-            loss = batch_loss(model, batch, 0.1)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    return Checkpoint(config, model.eval(), src_vocab, tgt_vocab, {}), corpus["test"]
+    return briefly_trained(config, corpus["train"][:3000]), corpus["test"]
 
 
 @pytest.fixture(scope="session")
 def trained_numbers_checkpoint():
-    """train_small_numbers_model with two vocabularies, and no normalisation."""
-    return train_small_numbers_model({})
+    """small_numbers_model with two vocabularies, and no normalisation."""
+    return small_numbers_model({})
 
 
 @pytest.fixture(scope="session")
 def trained_joint_numbers_checkpoint():
-    """train_small_numbers_model with one vocabulary for both sides, as make all's config has
-    it (lowercase, hyphens as spaces)."""
-    return train_small_numbers_model({"joint": True, "lowercase": True, "hyphens_as_spaces": True})
+    """small_numbers_model with one vocabulary for both sides, as make all's config has it
+    (lowercase, hyphens as spaces)."""
+    return small_numbers_model({"joint": True, "lowercase": True, "hyphens_as_spaces": True})
 
 
 @pytest.fixture(scope="session")

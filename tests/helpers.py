@@ -19,10 +19,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 import torch
 
+from seq2seq.batching import pair_tensors, token_batches
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import Config
 from seq2seq.device import pick_device
+from seq2seq.model import Transformer
+from seq2seq.train import batch_loss, make_optimizer
+from seq2seq.vocab import Vocab, normalize_source, train_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 600  # seconds: a process taking longer than this is hung, not slow
@@ -74,6 +81,34 @@ def same_figures(expected: list[float]) -> object:
     """What the figures of a run that should be the same must equal: these on the CPU,
     figures within GPU_TOLERANCE of them on a GPU."""
     return expected if TRAINING_DEVICE == "cpu" else pytest.approx(expected, rel=GPU_TOLERANCE)
+
+
+def briefly_trained(config: Config, pairs: list[tuple[str, str]], epochs: int = 8) -> Checkpoint:
+    """A model trained for a few seconds on `pairs` (batches of 1,000 tokens), with the
+    vocabularies config.vocab asks for (joint or separate; the source normalised): far from
+    right, but its outputs vary in content and length."""
+    torch.manual_seed(0)
+    settings, sources = config.vocab, [s for s, _ in pairs]
+    targets = [t for _, t in pairs]
+    normalized = [normalize_source(s, settings) for s in sources]
+    if settings.joint:
+        src_vocab = tgt_vocab = train_vocab(normalized + targets, settings.src_size, settings)
+    else:
+        src_vocab = train_vocab(normalized, settings.src_size, settings)
+        tgt_vocab = train_vocab(targets, settings.tgt_size, settings)
+    src_vocab = Vocab(src_vocab.model_bytes, settings)  # normalises what it encodes
+    model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
+    optimizer = make_optimizer(model, config.train)
+    source_ids, target_ids = src_vocab.encode(sources), tgt_vocab.encode(targets)
+    lengths = [np.array([len(ids) for ids in side]) for side in (source_ids, target_ids)]
+    for _ in range(epochs):
+        for indices in token_batches(*lengths, 1000, np.random.default_rng(0)):
+            batch = pair_tensors([source_ids[i] for i in indices], [target_ids[i] for i in indices])
+            loss = batch_loss(model, batch, 0.1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return Checkpoint(config, model.eval(), src_vocab, tgt_vocab, {})
 
 
 # The translation service (tests/test_serve*.py).

@@ -1,0 +1,211 @@
+"""Hugging Face export: transformers' AutoTokenizer and AutoModelForSeq2SeqLM, loaded from the
+exported folder alone, give our source ids, our logits and our greedy outputs token for token
+(float32), with separate and joint vocabularies, on the numbers corpus and on Multi30k."""
+
+import dataclasses
+import json
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq import export
+from seq2seq.batching import pair_tensors, source_tensor
+from seq2seq.checkpoint import save_checkpoint
+from seq2seq.config import load_config
+from seq2seq.corpus import build_corpus, load_split
+from seq2seq.decode import decode_batch, evaluating, in_length_order, max_lengths, strip
+from seq2seq.errors import UserError
+from seq2seq.huggingface import export_huggingface
+from seq2seq.special import EOS, non_output_logits
+
+from helpers import ROOT, briefly_trained
+
+transformers = pytest.importorskip(
+    "transformers", reason='transformers is an optional extra: pip install ".[huggingface]"'
+)
+MULTI30K = ROOT.parent / "shared/corpora/multi30k"
+BATCH = 500  # sentences a generate call
+SMALL = {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """Nothing may be downloaded: huggingface_hub refuses every request in offline mode."""
+    import huggingface_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+def load(out_dir: Path):
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out_dir)
+    return tokenizer, transformers.AutoModelForSeq2SeqLM.from_pretrained(out_dir).eval()
+
+
+def ours(checkpoint, sources: list[str]) -> tuple[list[list[int]], list[int]]:
+    """Our greedy output ids (float32), and each sentence's length limit (our
+    max_len_a * source length + max_len_b)."""
+    model, cfg = checkpoint.model, checkpoint.config.decode
+    greedy = dataclasses.replace(cfg, beam_size=1, precision="fp32")
+    source_ids = checkpoint.src_vocab.encode(sources)
+    with evaluating(model, greedy.precision):
+        search = partial(decode_batch, model, cfg=greedy)
+        outputs = in_length_order(model, source_ids, greedy.batch_size, search, [])
+    limits = max_lengths(model, source_tensor(source_ids), greedy).tolist()
+    return outputs, limits
+
+
+def generate(out_dir: Path, sources: list[str], limits: list[int]) -> list[list[int]]:
+    """Greedy output ids of transformers alone, from the exported folder (without the decoder
+    start token, cut at EOS). generate takes one length limit a batch: the batch's longest."""
+    tokenizer, model = load(out_dir)
+    outputs = []
+    for start in range(0, len(sources), BATCH):
+        batch = tokenizer(sources[start : start + BATCH], return_tensors="pt", padding=True)
+        longest = max(limits[start : start + BATCH])
+        with torch.inference_mode():
+            ids = model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=longest)
+        outputs += strip(ids[:, 1:])
+    return outputs
+
+
+def assert_same_ids_and_outputs(checkpoint, out_dir: Path, sources: list[str]) -> None:
+    """The tokenizer gives our source ids; generate our output ids, up to each sentence's
+    length limit (an output that reached ours may go on in generate's, which is longer), and
+    the tokenizer decodes them to our text (an undertrained model's runaway outputs reach the
+    limit in numbers)."""
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out_dir)
+    assert type(tokenizer).__name__ == "MarianTokenizer"
+    expected = [ids + [EOS] for ids in checkpoint.src_vocab.encode(sources)]
+    assert tokenizer(sources)["input_ids"] == expected
+    outputs, limits = ours(checkpoint, sources)
+    translations = checkpoint.tgt_vocab.decode(outputs)
+    assert len(set(translations)) > 100, "the outputs should vary"
+    generated = generate(out_dir, sources, limits)
+    theirs = [ids[:limit] for ids, limit in zip(generated, limits, strict=True)]
+    assert theirs == outputs
+    # MarianTokenizer strips the spaces that pieces of "▁" alone leave at either end
+    stripped = [translation.strip() for translation in translations]
+    assert tokenizer.batch_decode(theirs, skip_special_tokens=True) == stripped
+
+
+@pytest.fixture(scope="module")
+def exported(trained_numbers_checkpoint, tmp_path_factory):
+    """The numbers model (separate vocabularies), exported."""
+    out_dir = tmp_path_factory.mktemp("hf") / "numbers"
+    export_huggingface(trained_numbers_checkpoint[0], out_dir)
+    return out_dir
+
+
+@pytest.mark.slow
+def test_separate_vocabularies_give_our_ids_and_outputs(trained_numbers_checkpoint, exported):
+    checkpoint, test = trained_numbers_checkpoint
+    assert len(checkpoint.src_vocab) != len(checkpoint.tgt_vocab)
+    assert_same_ids_and_outputs(checkpoint, exported, [s for s, _ in test])
+
+
+@pytest.mark.slow
+def test_joint_vocabulary_with_source_normalisation(trained_joint_numbers_checkpoint, tmp_path):
+    """One vocabulary for both sides; "Twenty-one" is read as "twenty one", by
+    sentencepiece's own rules in source.spm."""
+    checkpoint, test = trained_joint_numbers_checkpoint
+    export_huggingface(checkpoint, tmp_path / "joint")
+    assert not (tmp_path / "joint/target_vocab.json").exists()
+    sources = [s.capitalize().replace("ty ", "ty-") for s, _ in test]
+    assert sum("-" in s for s in sources) > 100
+    assert_same_ids_and_outputs(checkpoint, tmp_path / "joint", sources)
+
+
+def test_logits_are_ours(trained_numbers_checkpoint, exported):
+    """On a batch of 64 test pairs (teacher forcing): ours plus the -inf of the ids we never
+    output (PAD, BOS), and -inf for the ids beyond the target vocabulary."""
+    checkpoint, test = trained_numbers_checkpoint
+    src_vocab, tgt_vocab = checkpoint.src_vocab, checkpoint.tgt_vocab
+    pairs = test[:64]
+    sources = src_vocab.encode([s for s, _ in pairs])
+    src, tgt_in, _ = pair_tensors(sources, tgt_vocab.encode([t for _, t in pairs]))
+    with torch.inference_mode():
+        expected = checkpoint.model(src, tgt_in)
+        expected = expected + non_output_logits(expected, len(tgt_vocab))
+        _, model = load(exported)
+        theirs = model(input_ids=src, attention_mask=src != 0, decoder_input_ids=tgt_in).logits
+    real = tgt_in != 0  # (B, T) the target positions that are not padding
+    assert torch.isneginf(theirs[..., len(tgt_vocab) :]).all()
+    theirs = theirs[..., : len(tgt_vocab)][real]
+    assert torch.equal(torch.isneginf(theirs), torch.isneginf(expected[real]))
+    finite = torch.isfinite(theirs)
+    assert (theirs[finite] - expected[real][finite]).abs().max() < 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MULTI30K.is_dir(), reason="no offline Multi30k copy beside")
+def test_multi30k_greedy_outputs_are_ours(tmp_path, monkeypatch):
+    """A model trained for a few seconds on Multi30k de->en (unigram vocabularies): on the
+    1,000 sentences of test_2016_flickr, transformers' greedy outputs are ours."""
+    monkeypatch.chdir(tmp_path)
+    small = [f"model.{key}={value}" for key, value in SMALL.items()]
+    config = load_config(
+        ROOT / "configs/multi30k_de_en.yaml",
+        [f"corpus.base_url={MULTI30K.as_uri()}", "vocab.src_size=1000", "vocab.tgt_size=1000"]
+        + [*small, "train.lr=0.003"],
+    )
+    build_corpus(config)
+    checkpoint = briefly_trained(config, load_split(config, "train")[:3000], epochs=3)
+    export_huggingface(checkpoint, tmp_path / "hf")
+    sources = [s for s, _ in load_split(config, "test")]
+    assert len(sources) == 1000
+    assert_same_ids_and_outputs(checkpoint, tmp_path / "hf", sources)
+
+
+def test_the_command_exports_and_replaces_an_earlier_export(trained_numbers_checkpoint, tmp_path):
+    checkpoint_path = tmp_path / "best.pt"
+    checkpoint = trained_numbers_checkpoint[0]
+    save_checkpoint(
+        checkpoint_path,
+        checkpoint.config,
+        checkpoint.model,
+        checkpoint.src_vocab,
+        checkpoint.tgt_vocab,
+        {"step": 7},
+    )
+    signature = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1"
+    scores = {"exact_match": 0.5, "bleu": 40.0, "chrf": 60.0, "bleu_signature": signature}
+    scores |= {"chrf_signature": "chrF2", "n_sentences": 1000, "checkpoint_step": 7}
+    (tmp_path / "eval.json").write_text(json.dumps(scores | {"beam": {"beam_size": 4, **scores}}))
+    for _ in range(2):  # the second replaces the first
+        export.main(["huggingface", "--checkpoint", str(checkpoint_path), str(tmp_path / "hf")])
+    written = {path.name for path in (tmp_path / "hf").iterdir()}
+    assert {"config.json", "model.safetensors", "generation_config.json", "README.md"} <= written
+    assert {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json"} <= written
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    card = (tmp_path / "hf/README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
+    assert "| exact match % | 50.00 | 50.00 |" in card and signature in card
+    assert "| | greedy | beam 4 |" in card and "for 7 steps" in card
+
+
+def test_a_model_card_without_scores_says_how_to_get_them(trained_numbers_checkpoint, exported):
+    card = (exported / "README.md").read_text()
+    assert "Not evaluated: `make eval`" in card
+    assert "\nlanguage: [en]\n" in card
+    parameters = trained_numbers_checkpoint[0].model.num_parameters()
+    assert f"Transformer of {parameters:,} parameters" in card
+
+
+def test_a_folder_that_is_not_an_export_is_refused(trained_numbers_checkpoint, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="not an earlier export"):
+        export_huggingface(trained_numbers_checkpoint[0], tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_without_transformers_the_export_says_how_to_install_it(
+    trained_numbers_checkpoint, tmp_path, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers fails
+    with pytest.raises(UserError, match=r'pip install -e "\.\[huggingface\]"'):
+        export_huggingface(trained_numbers_checkpoint[0], tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
