@@ -22,8 +22,9 @@ shared machine are noisy):
   the config's own eval_every);
 * train_flops_fraction_of_matmul_peak: achieved training GFLOP/s of a d_model=256 model
   against a 2048x2048 fp32 matmul on the same machine, in the same run;
-* our translate() of the raw test sentences against the same model exported to CTranslate2
-  (float32 and int8), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
+* our translate() of the raw test sentences against the same model through each exported form
+  (benchmarks/exports.py: CTranslate2 float32 and int8, transformers' generate, Argos
+  Translate), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
   outputs identical to ours;
 * the translation service under load (benchmarks/serve_load.py): 2,000 one-sentence requests
   from 32 concurrent clients on loopback, with the torch and the CTranslate2 engine, calm and
@@ -50,13 +51,13 @@ import platform
 import random
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+from exports import exports_decoding
 from serve_load import load_check
 from torch import nn
 
@@ -64,7 +65,6 @@ from seq2seq.batching import source_tensor, token_batches
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, load_config
 from seq2seq.corpus import load_split
-from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
 from seq2seq.dataset import TokenPairs
 from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.device import autocast, autocast_dtype
@@ -73,7 +73,6 @@ from seq2seq.model import Embedding, Transformer
 from seq2seq.paths import METRICS, text_files
 from seq2seq.special import PAD
 from seq2seq.train import batch_loss
-from seq2seq.translate import TorchModel
 from seq2seq.vocab import Vocab, load_vocabs
 
 
@@ -332,43 +331,6 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
     return result
 
 
-def ctranslate2_decoding(checkpoint_path: Path, config: Config, n_sentences: int) -> dict:
-    """Raw test sentences to text, greedy, at batch 64 and 1: our translate() against the same
-    model exported to CTranslate2 (seq2seq/ctranslate2.py), in float32 and int8. Skipped (with a
-    note) where the optional ctranslate2 package is missing."""
-    try:
-        import ctranslate2  # noqa: F401
-    except ImportError:
-        print("ctranslate2 not installed: its figures are skipped", flush=True)
-        return {}
-    checkpoint = load_checkpoint(checkpoint_path)
-    sentences = [s for s, _ in load_split(config, "test")[:n_sentences]]
-    result: dict = {}
-    with tempfile.TemporaryDirectory() as folder:
-        export_ctranslate2(checkpoint, Path(folder) / "ct2")
-        engines = {
-            "ours": TorchModel(checkpoint),
-            "ctranslate2_float32": CTranslate2Model.load(Path(folder) / "ct2", "cpu", "float32"),
-            "ctranslate2_int8": CTranslate2Model.load(Path(folder) / "ct2", "cpu", "int8"),
-        }
-        for batch_size in (64, 1):
-            decoding = dataclasses.replace(config.decode, batch_size=batch_size, beam_size=1)
-            outputs = {}
-            for name, engine in engines.items():
-                engine.translate(sentences[:16], decoding)  # warm-up
-                start = time.perf_counter()
-                outputs[name] = engine.translate(sentences, decoding)
-                rate = len(sentences) / (time.perf_counter() - start)
-                result[f"translate_sentences_per_s_{name}_batch{batch_size}"] = rate
-            for name in ("ctranslate2_float32", "ctranslate2_int8"):
-                ours = result[f"translate_sentences_per_s_ours_batch{batch_size}"]
-                theirs = result[f"translate_sentences_per_s_{name}_batch{batch_size}"]
-                result[f"{name}_vs_ours_batch{batch_size}"] = theirs / ours
-                same = sum(a == b for a, b in zip(outputs[name], outputs["ours"], strict=True))
-                result[f"{name}_same_outputs_as_ours"] = same / len(sentences)
-    return result
-
-
 def run_and_measure(command: list[str]) -> tuple[float, float]:
     """Run a command; return its wall seconds and its peak resident memory in MiB."""
     start = time.perf_counter()
@@ -513,8 +475,9 @@ def main() -> None:
     figures.update(memory_of_evaluation(args.config, args.overrides, run_config.experiment))
     print("decoding ...", flush=True)
     figures.update(decoding(run_config.checkpoint_path, config, 100 if quick else 1000, device))
-    print("decoding with CTranslate2 ...", flush=True)
-    figures.update(ctranslate2_decoding(run_config.checkpoint_path, config, 100 if quick else 1000))
+    print("decoding with each exported form (benchmarks/exports.py) ...", flush=True)
+    test = [s for s, _ in load_split(config, "test")[: 100 if quick else 1000]]
+    figures.update(exports_decoding(run_config.checkpoint_path, test))
     print("the translation service under load (benchmarks/serve_load.py) ...", flush=True)
     source = text_files(config.data_dir, "test")[0]
     figures.update(load_check(run_config.checkpoint_path, source, quick, args.config))

@@ -41,10 +41,8 @@ from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.errors import UserError
 from seq2seq.files import replacing_folder
-from seq2seq.paths import vocab_files
+from seq2seq.paths import EXPORT_CONFIG, vocab_files
 from seq2seq.vocab import Vocab
-
-CONFIG_FILE = "seq2seq.json"  # beside CTranslate2's own files in an export
 
 
 def import_ctranslate2():
@@ -147,12 +145,12 @@ def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
     """Write the CTranslate2 model and our vocabularies and config into out_dir. Built in a
     temporary folder beside it and renamed into place: an earlier export there is replaced
     only by a complete one."""
-    with replacing_folder(out_dir, CONFIG_FILE) as staging:
+    with replacing_folder(out_dir, EXPORT_CONFIG) as staging:
         save_spec(transformer_spec(checkpoint), staging)
         vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
         for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
             path.write_bytes(vocab.model_bytes)
-        (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+        (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
 
 
 @dataclass
@@ -169,13 +167,14 @@ class CTranslate2Model:
     def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
         """`device`: auto, cpu, cuda or cuda:N."""
         ct2, directory = import_ctranslate2(), Path(directory)
-        if not (directory / CONFIG_FILE).exists():
+        if not (directory / EXPORT_CONFIG).exists():
             raise UserError(
-                f"{directory} is not an exported model (no {CONFIG_FILE}): "
+                f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
                 "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
             )
         config = config_from_dict(
-            json.loads((directory / CONFIG_FILE).read_text()), source=str(directory / CONFIG_FILE)
+            json.loads((directory / EXPORT_CONFIG).read_text()),
+            source=str(directory / EXPORT_CONFIG),
         )
         src_path, tgt_path = vocab_files(directory)
         src_vocab = Vocab(src_path.read_bytes(), config.vocab)

@@ -1,5 +1,5 @@
-"""Export a trained model to Hugging Face transformers: a folder that AutoTokenizer,
-AutoModelForSeq2SeqLM and pipeline("translation") load, and that the Hub can host.
+"""Export a trained model to Hugging Face transformers: a folder that AutoTokenizer and
+AutoModelForSeq2SeqLM load, and that the Hub can host.
 
     python -m seq2seq.export huggingface --checkpoint runs/numbers/best.pt OUT_DIR
 
@@ -43,8 +43,8 @@ Three things are laid out differently:
   shared (tie_word_embeddings false), not even with a joint vocabulary, as ours are not.
 * PAD and BOS are never output by our decoder (seq2seq/special.py): -inf in final_logits_bias
   too, rather than in the generation config, so that the model's log-probabilities are ours
-  (our beam search normalises them without PAD and BOS as well), for `generate`, the pipeline
-  and anyone reading the logits.
+  (our beam search normalises them without PAD and BOS as well), for `generate` and anyone
+  reading the logits.
 
 The tokenizer is transformers' MarianTokenizer: our sentencepiece models (source.spm with our
 source normalisation compiled in, target.spm) and their pieces' ids (vocab.json, and
@@ -66,10 +66,9 @@ from seq2seq.errors import UserError
 from seq2seq.files import replacing_folder
 from seq2seq.model import Transformer
 from seq2seq.model_card import facts
-from seq2seq.special import BOS, EOS, PAD, UNK
+from seq2seq.paths import EXPORT_CONFIG
+from seq2seq.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.vocab import Vocab, self_normalizing_model
-
-CONFIG_FILE = "seq2seq.json"  # our experiment config, beside transformers' files
 
 
 def import_transformers():
@@ -157,12 +156,11 @@ def pegasus_weights(model: Transformer, vocab_size: int) -> dict[str, torch.Tens
 
 
 def never_output(target_vocab_size: int, vocab_size: int) -> torch.Tensor:
-    """(1, V) final_logits_bias: -inf at PAD, BOS and the padded ids beyond the target
-    vocabulary, 0 elsewhere."""
-    bias = torch.zeros(1, vocab_size)
-    bias[0, [PAD, BOS]] = float("-inf")
-    bias[0, target_vocab_size:] = float("-inf")
-    return bias
+    """(1, V) final_logits_bias: -inf at PAD, BOS (special.non_output_logits) and the padded
+    ids beyond the target vocabulary, 0 elsewhere."""
+    bias = non_output_logits(torch.zeros(()), vocab_size)
+    bias[target_vocab_size:] = float("-inf")
+    return bias[None]
 
 
 def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
@@ -194,7 +192,7 @@ def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
 
 
 def generation_config(checkpoint: Checkpoint):
-    """What `generate` and the pipeline do by default: our decoder's start, end and padding
+    """What `generate` does by default: our decoder's start, end and padding
     ids, the longest output the positions allow (max_length counts the start token), and the
     config's beam size and length penalty exponent (transformers divides by length ** it,
     we by Wu et al.'s ((5 + length) / 6) ** it)."""
@@ -248,7 +246,7 @@ def export_huggingface(
     `checkpoint_path`: where the checkpoint was read from, for the test scores beside it."""
     transformers = import_transformers()
     vocab_size = max(len(checkpoint.src_vocab), len(checkpoint.tgt_vocab))
-    with replacing_folder(out_dir, CONFIG_FILE) as staging:
+    with replacing_folder(out_dir, EXPORT_CONFIG) as staging:
         hf_model = transformers.PegasusForConditionalGeneration(
             pegasus_config(checkpoint, vocab_size)
         )
@@ -257,7 +255,7 @@ def export_huggingface(
         hf_model.save_pretrained(staging)
         write_tokenizer(checkpoint, staging)
         (staging / "README.md").write_text(model_card(checkpoint, out_dir, checkpoint_path))
-        (staging / CONFIG_FILE).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+        (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
 
 
 def hub_languages(checkpoint: Checkpoint) -> list[str]:

@@ -12,6 +12,8 @@ runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Co
     test.hyp  test.beam.hyp          translations of the test split (greedy, beam search)
     eval.json                        their scores
     attention.png  curves.png        pictures
+an exported folder (seq2seq/ctranslate2.py, huggingface.py)
+    seq2seq.json                     the experiment config, beside the other program's files
 """
 
 from pathlib import Path
@@ -28,6 +30,8 @@ METRICS = "metrics.jsonl"
 HYPOTHESES = "test.hyp"
 BEAM_HYPOTHESES = "test.beam.hyp"
 EVAL = "eval.json"
+
+EXPORT_CONFIG = "seq2seq.json"
 
 
 def text_files(data_dir: Path, split: str) -> tuple[Path, Path]:

@@ -4,12 +4,10 @@ and what a package cannot represent is refused."""
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import zipfile
 
 import pytest
+from exports import run_argos  # benchmarks/exports.py: Argos Translate in a child process
 
 from seq2seq.argos import export_argos
 from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
@@ -17,48 +15,6 @@ from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
-
-# Runs in a child process, because importing Argos Translate creates its folders under the
-# home directory and reads its settings once. Its sentence splitter (MiniSBD) downloads a model
-# the first time it splits, which cannot happen offline: each sentence here is one sentence, so
-# the splitter is replaced by one that returns the text whole. Everything else is Argos's own:
-# install_from_path, its package loader, its tokenizer, its CTranslate2 call, its detokenizer.
-ARGOS = """
-import json, sys
-import argostranslate.package, argostranslate.settings, argostranslate.translate as translate
-
-class OneSentence:
-    def split_sentences(self, text):
-        return [text]
-
-package, sentences = sys.argv[1], json.load(sys.stdin)
-argostranslate.package.install_from_path(package)
-installed = argostranslate.package.get_installed_packages()
-english = translate.get_language_from_code("en")
-translation = english.get_translation(translate.get_language_from_code("digits"))
-translation.underlying.sentencizer = OneSentence()
-results = {"readme": installed[0].get_readme(), "code": installed[0].to_code}
-for beam in (1, 4):
-    argostranslate.settings.beam_size = beam
-    results[beam] = [translate.translate(s, "en", "digits") for s in sentences]
-json.dump(results, sys.stdout)
-"""
-
-
-def run_argos(package, sentences, home) -> dict:
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        **{f"XDG_{d}_HOME": str(home / d.lower()) for d in ("DATA", "CONFIG", "CACHE")},
-        "ARGOS_DEVICE_TYPE": "cpu",
-        "ARGOS_COMPUTE_TYPE": "float32",  # "auto" may quantize to int8
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", ARGOS, str(package)],
-        input=json.dumps(sentences), capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
 
 
 def messy(sentences: list[str]) -> list[str]:
@@ -75,7 +31,7 @@ def argos(trained_joint_numbers_checkpoint, tmp_path_factory):
     export_argos(checkpoint, package)
     long = " ".join(["seven hundred"] * 200)  # 400 pieces: past the model's 256 positions
     sentences = [s for s, _ in test] + messy([s for s, _ in test[:200]]) + [long]
-    return package, sentences, run_argos(package, sentences, tmp / "home")
+    return package, sentences, run_argos(package, ("en", "digits"), sentences, tmp / "home", (1, 4))
 
 
 @pytest.mark.slow
@@ -124,7 +80,7 @@ def test_the_package_is_what_argos_reads(argos):
     assert folder == "translate-en_digits-1_0" and all(n.startswith(folder + "/") for n in names)
     assert {f"{folder}/sentencepiece.model", f"{folder}/model/model.bin"} <= set(names)
     assert (metadata["from_code"], metadata["to_name"]) == ("en", "Digits")
-    assert results["code"] == "digits"
+    assert results["to_code"] == "digits"
     assert "parameters" in results["readme"] and "Not evaluated" in results["readme"]
 
 

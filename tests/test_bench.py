@@ -42,6 +42,8 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         "decode_peak_memory_mib",
         "translate_sentences_per_s_ctranslate2_int8_batch1",
         "ctranslate2_int8_vs_ours_batch64",
+        "transformers_float32_vs_ours_batch1",
+        "argos_vs_ours_batch1",
         "serve_torch_requests_per_s",
         "serve_torch_latency_p99_ms",
         "serve_torch_attack_requests_per_s",
@@ -68,8 +70,9 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
     assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
     # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
     # its outputs may differ there, and the service's, whose calls are its batches, from the
-    # command's; tests/test_export.py checks that they are identical)
-    assert 0 < figures["ctranslate2_float32_same_outputs_as_ours"] <= 1
+    # command's; tests/test_ctranslate2.py checks that they are identical)
+    for form in ("ctranslate2_float32", "transformers_float32", "argos"):
+        assert 0 < figures[f"{form}_same_outputs_as_ours"] <= 1, form
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]
     assert "seconds_to_99_exact_match" in figures  # None: a quick run stops before 99%
     assert "| `train_speed_vs_nn_transformer` |" in (tmp_path / "out/results.md").read_text()

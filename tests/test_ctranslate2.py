@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from seq2seq.ctranslate2 import (
-    CONFIG_FILE,
     CTranslate2Model,
     ctranslate2_device,
     export_ctranslate2,
@@ -16,6 +15,7 @@ from seq2seq.ctranslate2 import (
 from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
 from seq2seq.metrics import exact_match, sacrebleu_scores
+from seq2seq.paths import EXPORT_CONFIG
 
 pytest.importorskip(
     "ctranslate2", reason='CTranslate2 is an optional extra: pip install ".[export]"'
@@ -64,7 +64,7 @@ def test_empty_lines_give_empty_lines_and_export_replaces_an_earlier_one(
     export_ctranslate2(trained_numbers_checkpoint[0], out_dir)  # again, over the first
     model = CTranslate2Model.load(out_dir)
     assert model.translate(["", "three is three", ""], greedy)[::2] == ["", ""]
-    assert json.loads((out_dir / CONFIG_FILE).read_text())["model"]["d_model"] == 64
+    assert json.loads((out_dir / EXPORT_CONFIG).read_text())["model"]["d_model"] == 64
 
 
 def test_a_folder_that_is_not_an_export_is_refused(trained_numbers_checkpoint, tmp_path):

@@ -2,7 +2,6 @@
 
 import json
 import random
-import shutil
 import signal
 import subprocess
 import time
@@ -15,13 +14,13 @@ import torch
 import seq2seq.train as train_module
 from seq2seq import data
 from seq2seq.checkpoint import load_checkpoint, read_state
-from seq2seq.config import load_config
+from seq2seq.config import VocabConfig, load_config
 from seq2seq.corpus import load_split
 from seq2seq.dataset import build_ids
 from seq2seq.errors import Interrupted, UserError
 from seq2seq.paths import vocab_files
 from seq2seq.train import train
-from seq2seq.vocab import load_vocabs
+from seq2seq.vocab import load_vocabs, train_vocab
 
 from helpers import ENV, HANG, assert_same_parameters, command, same_figures, wait_until
 
@@ -100,7 +99,8 @@ def test_resuming_another_model_or_vocabulary_is_refused(workdir):
     with pytest.raises(UserError, match=r"saved with micro-batches per step \(processes x "
                        r"train.accumulate\) = 1, now 2"):  # fmt: skip
         train(config("train.accumulate=2"))
-    shutil.copy("data/numbers/src.model", "data/numbers/tgt.model")  # the vocabulary changed
+    other = train_vocab(["ten la 1 0", "eleven la 1 1"] * 20, 16, VocabConfig())
+    Path("data/numbers/tgt.model").write_bytes(other.model_bytes)  # the vocabulary changed
     with pytest.raises(UserError, match=r"train.tgt.ids was encoded with another vocabulary "
                        r"than data/numbers/tgt.model: run `make data`"):  # fmt: skip
         train(config())
