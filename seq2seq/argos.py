@@ -80,10 +80,10 @@ def argos_spec(checkpoint: Checkpoint):
     return spec
 
 
-def write_package(checkpoint: Checkpoint, folder: Path, checkpoint_path, source, target) -> None:
-    save_spec(argos_spec(checkpoint), folder / "model")
-    (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
-    metadata = {
+def metadata(checkpoint: Checkpoint) -> dict:
+    """metadata.json: the versions, and the languages' codes and names (config.languages)."""
+    source, target = languages(checkpoint.config, checkpoint.config.serve)
+    return {
         "package_version": PACKAGE_VERSION,
         "argos_version": ARGOS_VERSION,
         "from_code": source.code,
@@ -91,13 +91,11 @@ def write_package(checkpoint: Checkpoint, folder: Path, checkpoint_path, source,
         "to_code": target.code,
         "to_name": target.name,
     }
-    (folder / "metadata.json").write_text(json.dumps(metadata, indent=2) + "\n")
-    (folder / "README.md").write_text(readme(checkpoint, checkpoint_path, source, target))
 
 
-def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, source, target) -> str:
+def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, file: str) -> str:
     return "\n".join([
-        f"# {source.name} to {target.name}",
+        f"# {about['from_name']} to {about['to_name']}",
         "",
         "An Argos Translate package exported by seq2seq (python -m seq2seq.export argos).",
         "",
@@ -106,7 +104,7 @@ def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, source, target)
         "## Installing",
         "",
         "```",
-        "python -c 'import argostranslate.package as p; p.install_from_path(\"FILE.argosmodel\")'",
+        f"python -c 'import argostranslate.package as p; p.install_from_path(\"{file}\")'",
         "```",
         "",
         "LibreTranslate serves the packages installed there (restart it to load a new one).",
@@ -116,17 +114,21 @@ def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, source, target)
 
 def export_argos(checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path | None = None):
     """Write the package to out_file (.argosmodel), atomically: an earlier file there is
-    replaced only by a complete one."""
+    replaced only by a complete one. `checkpoint_path`: for the test scores beside it."""
     check_exportable(checkpoint)
     if out_file.suffix != ".argosmodel":
         raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
-    source, target = languages(checkpoint.config, checkpoint.config.serve)
-    name = f"translate-{source.code}_{target.code}-{PACKAGE_VERSION.replace('.', '_')}"
+    about = metadata(checkpoint)
+    version = PACKAGE_VERSION.replace(".", "_")
+    name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
     out_file.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=f".{out_file.name}.") as staging:
         folder = Path(staging) / name
         folder.mkdir()
-        write_package(checkpoint, folder, checkpoint_path, source, target)
+        save_spec(argos_spec(checkpoint), folder / "model")
+        (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
+        (folder / "metadata.json").write_text(json.dumps(about, indent=2) + "\n")
+        (folder / "README.md").write_text(readme(checkpoint, checkpoint_path, about, out_file.name))
         with atomic_write(out_file, "wb") as file, zipfile.ZipFile(file, "w") as archive:
             for path in sorted(folder.rglob("*")):
                 archive.write(path, path.relative_to(staging), zipfile.ZIP_DEFLATED)

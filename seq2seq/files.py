@@ -77,6 +77,11 @@ def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
         yield staging
+        for path in [
+            staging,
+            *staging.rglob("*"),
+        ]:  # mkdtemp's folder (and some writers) are private
+            path.chmod((0o777 if path.is_dir() else 0o666) & ~_UMASK)
         if out_dir.exists():  # out_dir is missing only between these two renames
             old = out_dir.with_name(staging.name + ".old")
             out_dir.rename(old)

@@ -97,6 +97,7 @@ def self_normalizing_model(vocab: Vocab) -> bytes:
     keys = sorted({*code_points, *(key for key, _ in old.Decompile())})
     values = old.Normalize([vocab.normalize(key) for key in keys])
     rules = [(key, value) for key, value in zip(keys, values, strict=True) if value != key]
+    spm.set_min_log_level(2)  # warnings and errors only: not the table builder's progress
     compiled = sentencepiece_model_pb2.NormalizerSpec.FromString(
         spm.SentencePieceNormalizer(norm_map=rules).serialized_normalizer_spec()
     )

@@ -84,8 +84,12 @@ def test_the_package_is_what_argos_reads(argos):
     assert "parameters" in results["readme"] and "Not evaluated" in results["readme"]
 
 
-def test_what_a_package_cannot_hold_is_refused(trained_numbers_checkpoint, tmp_path):
+def test_what_a_package_cannot_hold_is_refused(
+    trained_numbers_checkpoint, trained_joint_numbers_checkpoint, tmp_path
+):
     checkpoint = trained_numbers_checkpoint[0]  # two vocabularies
     with pytest.raises(UserError, match="train it with vocab.joint: true"):
         export_argos(checkpoint, tmp_path / "x.argosmodel")
+    with pytest.raises(UserError, match="an Argos package's name ends in .argosmodel"):
+        export_argos(trained_joint_numbers_checkpoint[0], tmp_path / "x.zip")
     assert not list(tmp_path.iterdir()), "nothing written"

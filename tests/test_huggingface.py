@@ -4,6 +4,7 @@ exported folder alone, give our source ids, our logits and our greedy outputs to
 
 import dataclasses
 import json
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -181,6 +182,12 @@ def test_the_command_exports_and_replaces_an_earlier_export(trained_numbers_chec
     assert {"config.json", "model.safetensors", "generation_config.json", "README.md"} <= written
     assert {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json"} <= written
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    modes = {
+        p.name: p.stat().st_mode & 0o777 for p in [tmp_path / "hf", *(tmp_path / "hf").iterdir()]
+    }
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert modes == {"hf": 0o777 & ~umask} | {name: 0o666 & ~umask for name in written}
     card = (tmp_path / "hf/README.md").read_text()
     assert card.startswith("---\nlibrary_name: transformers\npipeline_tag: translation\n")
     assert "| exact match % | 50.00 | 50.00 |" in card and signature in card
