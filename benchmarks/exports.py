@@ -102,9 +102,9 @@ def transformers_engine(folder: Path, max_positions: int):
                               padding=True, truncation=True)  # fmt: skip
             source = batch["input_ids"].shape[1]  # (B, S): the longest source, EOS included
             limit = int(decoding.max_len_a * source + decoding.max_len_b)
+            longest = min(limit, max_positions - 1) + 1  # max_length counts the start token
             with torch.inference_mode():
-                ids = model.generate(**batch, num_beams=1, do_sample=False,
-                                     max_new_tokens=min(limit, max_positions - 1))  # fmt: skip
+                ids = model.generate(**batch, num_beams=1, do_sample=False, max_length=longest)
             outputs += tokenizer.batch_decode(ids, skip_special_tokens=True)
         return outputs
 

@@ -66,9 +66,9 @@ def generate(out_dir: Path, sources: list[str], limits: list[int]) -> list[list[
     outputs = []
     for start in range(0, len(sources), BATCH):
         batch = tokenizer(sources[start : start + BATCH], return_tensors="pt", padding=True)
-        longest = max(limits[start : start + BATCH])
+        longest = max(limits[start : start + BATCH])  # max_length counts the start token too
         with torch.inference_mode():
-            ids = model.generate(**batch, num_beams=1, do_sample=False, max_new_tokens=longest)
+            ids = model.generate(**batch, num_beams=1, do_sample=False, max_length=longest + 1)
         outputs += strip(ids[:, 1:])
     return outputs
 
