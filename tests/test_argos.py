@@ -29,7 +29,7 @@ def argos(trained_joint_numbers_checkpoint, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("argos")
     package = tmp / "numbers.argosmodel"
     export_argos(checkpoint, package)
-    long = " ".join(["seven hundred"] * 200)  # 400 pieces: past the model's 256 positions
+    long = " ".join(["seven hundred"] * 600)  # 1,200 pieces: past CTranslate2's cut at 1,024
     sentences = [s for s, _ in test] + messy([s for s, _ in test[:200]]) + [long]
     return package, sentences, run_argos(package, ("en", "digits"), sentences, tmp / "home", (1, 4))
 
