@@ -25,7 +25,7 @@ def corpus_description(config: Config) -> str:
     return f"the parallel corpus {corpus.name}"
 
 
-def test_scores(checkpoint_path: Path | None, step: int | None) -> str:
+def scores_section(checkpoint_path: Path | None, step: int | None) -> str:
     """The scores of the eval.json beside the checkpoint, if it scored this checkpoint (the
     same training step), with sacreBLEU's signatures; else how to get them."""
     path = checkpoint_path and Path(checkpoint_path).with_name(EVAL)
@@ -77,5 +77,5 @@ def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
         "",
         "## Test scores",
         "",
-        test_scores(checkpoint_path, step),
+        scores_section(checkpoint_path, step),
     ])  # fmt: skip
