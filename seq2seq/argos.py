@@ -107,7 +107,8 @@ def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, fi
         f"python -c 'import argostranslate.package as p; p.install_from_path(\"{file}\")'",
         "```",
         "",
-        "LibreTranslate serves the packages installed there (restart it to load a new one).",
+        "LibreTranslate serves the packages installed there: (re)start it, e.g.",
+        f"`libretranslate --load-only {about['from_code']},{about['to_code']}`.",
         "",
     ])  # fmt: skip
 
