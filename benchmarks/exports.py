@@ -3,12 +3,15 @@ greedy, sentences per second and the share of outputs equal to ours.
 
     python benchmarks/exports.py --checkpoint runs/numbers/best.pt [--sentences 1000]
 
-    ours                       seq2seq.translate.TorchModel (PyTorch), batches of 64
-    ctranslate2_float32, _int8 our CTranslate2 engine on the export, batches of 64 (and 1)
-    transformers_float32       AutoModelForSeq2SeqLM.generate on the Hugging Face export,
-                               batches of 64, MarianTokenizer
+    ours                       seq2seq.translate.TorchModel (PyTorch)
+    ctranslate2_float32, _int8 our CTranslate2 engine on the CTranslate2 export
+    transformers_float32       AutoModelForSeq2SeqLM.generate on the Hugging Face export, with
+                               its MarianTokenizer
     argos                      Argos Translate's translate() on the installed package: one
                                text a call (its API), float32, in a child process
+
+The first three at batch 64 and at batch 1; Argos, one text a call, is compared with ours at
+batch 1.
 
 `make bench` runs it on the default experiment's model (benchmarks/bench.py). A form whose
 package is not installed is skipped with a note; so is Argos for a model with two
