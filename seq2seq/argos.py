@@ -60,7 +60,7 @@ LONGEST_OUTPUT = 256  # CTranslate2's default max_decoding_length, which Argos k
 
 
 def check_exportable(checkpoint: Checkpoint) -> None:
-    if checkpoint.src_vocab.model_bytes != checkpoint.tgt_vocab.model_bytes:
+    if not checkpoint.one_vocabulary:
         raise UserError(
             "an Argos package holds one sentencepiece model for both languages and this model "
             "has two vocabularies: train it with vocab.joint: true"

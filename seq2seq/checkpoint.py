@@ -29,6 +29,11 @@ class Checkpoint:
     tgt_vocab: Vocab
     info: dict  # training step, validation scores
 
+    @property
+    def one_vocabulary(self) -> bool:
+        """Trained with vocab.joint: one sentencepiece model on both sides."""
+        return self.src_vocab.model_bytes == self.tgt_vocab.model_bytes
+
 
 def save_checkpoint(
     path: str | Path,

@@ -123,14 +123,9 @@ def transformer_spec(checkpoint: Checkpoint):
     norm(spec.decoder.layer_norm, "decoder_norm")
     spec.decoder.projection.weight = weights["generator.weight"]  # no bias
 
-    spec.register_source_vocabulary(pieces(checkpoint.src_vocab))
-    spec.register_target_vocabulary(pieces(checkpoint.tgt_vocab))
+    spec.register_source_vocabulary(checkpoint.src_vocab.all_pieces())
+    spec.register_target_vocabulary(checkpoint.tgt_vocab.all_pieces())
     return spec
-
-
-def pieces(vocab: Vocab) -> list[str]:
-    """Every piece of a vocabulary in id order: <pad> <unk> <s> </s> first (seq2seq/special.py)."""
-    return vocab.pieces(list(range(len(vocab))))
 
 
 def save_spec(spec, directory: Path) -> None:
@@ -172,10 +167,8 @@ class CTranslate2Model:
                 f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
                 "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
             )
-        config = config_from_dict(
-            json.loads((directory / EXPORT_CONFIG).read_text()),
-            source=str(directory / EXPORT_CONFIG),
-        )
+        saved = directory / EXPORT_CONFIG
+        config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
         src_path, tgt_path = vocab_files(directory)
         src_vocab = Vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = Vocab(tgt_path.read_bytes())

@@ -208,9 +208,9 @@ def generation_config(checkpoint: Checkpoint):
     )
 
 
-def piece_ids(vocab: Vocab) -> dict[str, int]:
-    """{piece: id} of every piece: <pad> <unk> <s> </s> first (seq2seq/special.py)."""
-    return {piece: i for i, piece in enumerate(vocab.pieces(list(range(len(vocab)))))}
+def piece_ids(vocab: Vocab) -> str:
+    """vocab.json: {piece: id} of every piece, as JSON."""
+    return json.dumps({piece: i for i, piece in enumerate(vocab.all_pieces())}, ensure_ascii=False)
 
 
 def write_tokenizer(checkpoint: Checkpoint, directory: Path) -> None:
@@ -220,10 +220,10 @@ def write_tokenizer(checkpoint: Checkpoint, directory: Path) -> None:
     src, tgt = checkpoint.src_vocab, checkpoint.tgt_vocab
     (directory / "source.spm").write_bytes(self_normalizing_model(src))
     (directory / "target.spm").write_bytes(tgt.model_bytes)
-    separate = piece_ids(src) != piece_ids(tgt)
-    (directory / "vocab.json").write_text(json.dumps(piece_ids(src), ensure_ascii=False))
+    separate = not checkpoint.one_vocabulary
+    (directory / "vocab.json").write_text(piece_ids(src))
     if separate:
-        (directory / "target_vocab.json").write_text(json.dumps(piece_ids(tgt), ensure_ascii=False))
+        (directory / "target_vocab.json").write_text(piece_ids(tgt))
     special = [src.pieces([i])[0] for i in (UNK, EOS, PAD)]
     settings = {
         "tokenizer_class": "MarianTokenizer",

@@ -58,7 +58,7 @@ def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
     config, cfg = checkpoint.config, checkpoint.config.model
     vocabularies = (
         f"one sentencepiece vocabulary of {len(checkpoint.src_vocab):,} pieces for both sides"
-        if checkpoint.src_vocab.model_bytes == checkpoint.tgt_vocab.model_bytes
+        if checkpoint.one_vocabulary
         else f"sentencepiece vocabularies of {len(checkpoint.src_vocab):,} (source) and "
         f"{len(checkpoint.tgt_vocab):,} (target) pieces"
     )

@@ -247,8 +247,7 @@ def model_info(model, settings: ServeConfig, path: str) -> dict:
         info["checkpoint"] = {"path": path}
         info["device"] = model.translator.device
     info["vocab"] = {
-        side: {"size": len(vocab), "pieces": vocab.pieces(list(range(len(vocab))))}
-        for side, vocab in vocabs.items()
+        side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }
     return {**info, "config": config, "serve": dataclasses.asdict(settings)}
 

@@ -68,6 +68,10 @@ class Vocab:
         """Ids -> the pieces they stand for ("▁three", "▁is" ...)."""
         return [self.sp.id_to_piece(i) for i in ids]
 
+    def all_pieces(self) -> list[str]:
+        """Every piece in id order: <pad> <unk> <s> </s> first (seq2seq/special.py)."""
+        return self.pieces(list(range(len(self))))
+
     def unknown(self, sentence: str) -> list[str]:
         """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
         return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
