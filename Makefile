@@ -14,43 +14,49 @@ ifneq ($(ACTIVE_ENV),)
 PYTHON ?= $(ACTIVE_ENV)/bin/python
 endif
 ifdef PYTHON
-INSTALLED := .installed
+STAMP := .installed
 else
 PYTHON := $(VENV)/bin/python
-INSTALLED := $(VENV)/.installed
+STAMP := $(VENV)/.installed
+MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
-	bench-peers config-docs docs lint clean distclean
+	bench-peers config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
-install: $(INSTALLED)
+# What each target installs: the core (pyproject.toml's dependencies: torch, pyyaml, tqdm,
+# sentencepiece, sacrebleu) for the main job and every target without more to say; an extra
+# of pyproject.toml where a target needs more: dev (the tests' set, with every other extra)
+# for test, lint and the benchmarks, serve for serve, docs for docs. Each set is installed once
+# into the Python above, and again only when pyproject.toml or constraints.txt change (a stamp
+# per set: $(STAMP)-SET). TORCH_INDEX=URL installs torch first from that index, at the version
+# constraints.txt pins: PyPI's is the CUDA build on Linux (docs/getting-started.md).
+CORE := $(STAMP)-core
+DEV := $(STAMP)-dev
+install: $(CORE)
 
-# Re-run pip only when the dependencies change. TORCH_INDEX=URL installs torch first from that
-# index, at the version constraints.txt pins: PyPI's is the CUDA build on Linux
-# (docs/getting-started.md).
-$(INSTALLED): pyproject.toml constraints.txt
+$(STAMP)-%: pyproject.toml constraints.txt | $(MAKE_VENV)
 ifdef TORCH_INDEX
 	$(PYTHON) -m pip install --quiet -c constraints.txt torch --index-url $(TORCH_INDEX)
 endif
-	$(PYTHON) -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(PYTHON) -m pip install --quiet -c constraints.txt -e "$(if $(filter core,$*),.,.[$*])"
 	@touch $@
 
 # Debian and Ubuntu ship venv's pip installer, ensurepip, in a package of its own. A venv
 # that failed half-way is removed, or the next run would take it for a working one.
 NO_ENSUREPIP := error: $(BASE_PYTHON) has no ensurepip module to create $(VENV)/: \
 	`sudo apt install python%d.%d-venv` (Debian, Ubuntu)
-$(VENV)/.installed: | $(VENV)/bin/python
 $(VENV)/bin/python:
 	@$(BASE_PYTHON) -c 'import importlib.util as u, sys; \
 		u.find_spec("ensurepip") or sys.exit("$(NO_ENSUREPIP)" % sys.version_info[:2])'
 	$(BASE_PYTHON) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
-data: $(INSTALLED)
+data: $(CORE)
 	$(PYTHON) -m seq2seq.data --config $(CONFIG) $(ARGS)
 
-train: $(INSTALLED)
+train: $(CORE)
 	$(PYTHON) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
 # Data-parallel training in NPROC processes on this machine (torchrun; docs/torchrun.md for
@@ -58,36 +64,36 @@ train: $(INSTALLED)
 # train.batch_tokens stays the token budget of a whole step.
 GPUS = $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 NPROC ?= $(if $(filter-out 0,$(GPUS)),$(GPUS),2)
-train-ddp: $(INSTALLED)
+train-ddp: $(CORE)
 	$(PYTHON) -m torch.distributed.run --standalone --nproc_per_node=$(NPROC) -m seq2seq.train --config $(CONFIG) $(ARGS)
 
-eval: $(INSTALLED)
+eval: $(CORE)
 	$(PYTHON) -m seq2seq.evaluate --config $(CONFIG) $(ARGS)
 
 # The translation service and its page on http://127.0.0.1:8000/ (config.yaml's serve section).
-serve: $(INSTALLED)
+serve: $(STAMP)-serve
 	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
 
-test: $(INSTALLED)
+test: $(DEV)
 	$(PYTHON) -m pytest -q
 
 # Speed figures against baselines measured in the same run -> benchmarks/results.{json,md}.
 # The full mode trains the config to 99% valid exact match (minutes); the quick one takes seconds.
-bench: data
+bench: data $(DEV)
 	$(PYTHON) benchmarks/bench.py --config $(CONFIG) $(ARGS)
 
-bench-quick: data
+bench-quick: data $(DEV)
 	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
 
 # The whole CUDA path on this machine's GPU -> benchmarks/gpu.{json,md}: training at three batch
 # sizes in bf16, fp16 and compiled, resuming, torchrun, eval, the service, CTranslate2 and the
 # tests (planned for under 10 minutes on one H200; docs/gpu.md). Without a GPU: one line, exit 0.
-gpu-check: $(INSTALLED)
+gpu-check: $(DEV)
 	$(PYTHON) benchmarks/gpu_check.py
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
-bench-scale: $(INSTALLED)
+bench-scale: $(CORE)
 	$(PYTHON) benchmarks/scale.py $(ARGS)
 
 # Against JoeyNMT 2.3.0: the same data, model size, steps and time budget, one after the other
@@ -108,17 +114,23 @@ $(JOEYNMT_VENV)/.installed: constraints.txt
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).
-config-docs: $(INSTALLED)
+config-docs: $(CORE)
 	$(PYTHON) -m seq2seq.config_docs --write
 
 # The documentation site, from docs/ and mkdocs.yml, into site/; fails on a broken link.
 # `mkdocs serve` previews it while you edit (tests/test_docs.py builds it too).
-docs: $(INSTALLED)
+docs: $(STAMP)-docs
 	$(PYTHON) -m mkdocs build --strict --site-dir site
 
-lint: $(INSTALLED)
+lint: $(DEV)
 	$(PYTHON) -m ruff check seq2seq tests benchmarks examples docs
 	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples docs
+
+# What each target installs: the packages, size on disk and install time of each set, each in
+# a new venv -> benchmarks/install.{json,md} and the tables of README.md and
+# docs/getting-started.md (a few minutes).
+install-sizes: $(CORE)
+	$(PYTHON) benchmarks/install_sizes.py --python $(BASE_PYTHON)
 
 # clean: what the pipeline wrote; distclean: the installed environments too.
 clean:
@@ -126,4 +138,4 @@ clean:
 	find data -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .installed $(JOEYNMT_VENV)
+	rm -rf $(VENV) .installed-* $(JOEYNMT_VENV)

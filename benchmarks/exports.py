@@ -70,11 +70,15 @@ json.dump(results, sys.stdout)
 """
 
 
-def run_argos(package: Path, codes: tuple[str, str], sentences: list[str], home: Path, beams=(1,)):
+def run_argos(
+    package: Path, codes: tuple[str, str], sentences: list[str], home: Path, beams=(1,), threads=0
+):
     """Install `package` into a fresh Argos Translate home and translate `sentences` at each
-    beam size: {"1": outputs, ..., "seconds": {"1": s}, "readme": ..., "to_code": ...}."""
+    beam size: {"1": outputs, ..., "seconds": {"1": s}, "readme": ..., "to_code": ...}.
+    `threads`: CTranslate2's intra_threads (Argos's default, 0: as many as the machine has)."""
     env = {
         **os.environ,
+        "ARGOS_INTRA_THREADS": str(threads),
         "HOME": str(home),
         **{f"XDG_{d}_HOME": str(home / d.lower()) for d in ("DATA", "CONFIG", "CACHE")},
         "ARGOS_DEVICE_TYPE": "cpu",

@@ -6,6 +6,8 @@ ends. The one deadline, HANG, is there only so that a hung process fails its tes
 the whole CI run, and is long enough for the slowest machine.
 """
 
+import copy
+import dataclasses
 import http.client
 import json
 import os
@@ -16,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,11 +26,13 @@ import numpy as np
 import pytest
 import torch
 
-from seq2seq.batching import pair_tensors, token_batches
+from seq2seq.batching import pair_tensors, source_tensor, token_batches
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config
+from seq2seq.decode import decode_batch, evaluating, in_length_order, longest_source, max_lengths
 from seq2seq.device import pick_device
 from seq2seq.model import Transformer
+from seq2seq.special import BOS, EOS, non_output_logits
 from seq2seq.train import batch_loss, make_optimizer
 from seq2seq.vocab import Vocab, normalize_source, train_vocab
 
@@ -109,6 +114,75 @@ def briefly_trained(config: Config, pairs: list[tuple[str, str]], epochs: int = 
             loss.backward()
             optimizer.step()
     return Checkpoint(config, model.eval(), src_vocab, tgt_vocab, {})
+
+
+# Outputs of two engines or code paths that compute the same model (CTranslate2, transformers,
+# Argos Translate; the cache or the whole prefix; one batch or another) differ where the model
+# hesitates: both sum the same products in another order (other kernels, another CPU, another
+# thread count), round differently in the last bits, and where the reference's two best next
+# tokens are that close, the argmax may go either way. A barely trained model hesitates often.
+# Such a test accepts a difference only if it is such a tie: at the first step where two
+# outputs differ, the two tokens chosen are the reference model's two best, and their
+# log-probabilities (float64, by teacher forcing) are within TIE of each other. Float32 engines
+# agree on these models' logits to about 1e-5 (test_huggingface.test_logits_are_ours); any real
+# mistake (a wrong weight, a wrong position) moves them by far more than TIE.
+TIE = 1e-3
+
+
+def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[list[int]]:
+    """Our output ids for `sentences` (greedy, float32, with the cache unless `decode` says
+    otherwise; no BOS or EOS), in their order."""
+    model = checkpoint.model
+    cfg = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
+    cfg = dataclasses.replace(cfg, **decode)
+    with evaluating(model, cfg.precision):
+        search = partial(decode_batch, model, cfg=cfg)
+        return in_length_order(model, checkpoint.src_vocab.encode(sentences), cfg.batch_size,
+                               search, [])  # fmt: skip
+
+
+def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:
+    """Each sentence's longest output in pieces, as our decoding sets it."""
+    model = checkpoint.model
+    sources = [ids[: longest_source(model)] for ids in checkpoint.src_vocab.encode(sentences)]
+    return max_lengths(model, source_tensor(sources), checkpoint.config.decode).tolist()
+
+
+def assert_same_or_tied(
+    checkpoint: Checkpoint, sentences: list[str], expected: list, actual: list
+) -> int:
+    """`expected`: the reference's outputs of `sentences`, `actual`: another engine's or code
+    path's, each a list of ids or a text. Every pair is equal, or differs first at a tie
+    (TIE). -> how many pairs differ."""
+    model = copy.deepcopy(checkpoint.model).double().eval()
+    sources = checkpoint.src_vocab.encode(sentences)
+    differ = 0
+    for sentence, source, ours, theirs in zip(sentences, sources, expected, actual, strict=True):
+        if ours == theirs:
+            continue
+        differ += 1
+        ours, theirs = (checkpoint.tgt_vocab.encode([o])[0] if isinstance(o, str) else o
+                        for o in (ours, theirs))  # fmt: skip
+        ours, theirs = ours + [EOS], theirs + [EOS]
+        step = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
+        log_probs = next_token_log_probs(model, source[: longest_source(model)], ours[:step])
+        best = log_probs.topk(2)
+        chosen = {ours[step], theirs[step]}
+        gap = float(best.values[0] - best.values[1])
+        assert chosen == set(best.indices.tolist()) and gap <= TIE, (
+            f"{sentence!r}: not a tie at step {step}: ours {ours[step]}, theirs {theirs[step]}; "
+            f"the model's two best {best.indices.tolist()}, {gap:.2e} apart"
+        )
+    return differ
+
+
+@torch.inference_mode()
+def next_token_log_probs(model: Transformer, source: list[int], prefix: list[int]) -> torch.Tensor:
+    """log P(next token | source, prefix) by teacher forcing: (V,), in the model's dtype, with
+    the tokens never output (PAD, BOS) at -inf, as decoding has them."""
+    src, tgt_in = source_tensor([source]), torch.tensor([[BOS, *prefix]])
+    logits = model(src, tgt_in)[0, -1]  # (V,)
+    return torch.log_softmax(logits + non_output_logits(logits, logits.size(0)), dim=-1)
 
 
 # The translation service (tests/test_serve*.py).

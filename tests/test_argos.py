@@ -2,7 +2,6 @@
 we do (greedy: as our PyTorch decoding; beam 4: as our CTranslate2 engine at Argos's settings),
 and what a package cannot represent is refused."""
 
-import dataclasses
 import json
 import zipfile
 
@@ -11,8 +10,9 @@ from exports import run_argos  # benchmarks/exports.py: Argos Translate in a chi
 
 from seq2seq.argos import export_argos
 from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
-from seq2seq.decode import translate_sentences
 from seq2seq.errors import UserError
+
+from helpers import assert_same_or_tied, greedy_ids, length_limits
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
 
@@ -25,50 +25,57 @@ def messy(sentences: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def argos(trained_joint_numbers_checkpoint, tmp_path_factory):
+    """The package, the sentences, Argos Translate's outputs at beams 1 and 4. Its CTranslate2
+    runs on one thread, as our CTranslate2 engine does: the same computation, the same bits."""
     checkpoint, test = trained_joint_numbers_checkpoint
     tmp = tmp_path_factory.mktemp("argos")
     package = tmp / "numbers.argosmodel"
     export_argos(checkpoint, package)
     long = " ".join(["seven hundred"] * 600)  # 1,200 pieces: past CTranslate2's cut at 1,024
     sentences = [s for s, _ in test] + messy([s for s, _ in test[:200]]) + [long]
-    return package, sentences, run_argos(package, ("en", "digits"), sentences, tmp / "home", (1, 4))
+    home = tmp / "home"
+    return package, sentences, run_argos(package, ("en", "digits"), sentences, home, (1, 4), 1)
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
 def test_argos_translates_as_our_greedy_decoding(argos, trained_joint_numbers_checkpoint):
+    """Our outputs, but where our model hesitates (helpers.TIE), and but for the outputs that
+    never end: Argos stops them at 256 pieces, we at decode.max_len_a * length + max_len_b."""
     checkpoint = trained_joint_numbers_checkpoint[0]
-    vocab, decoding = checkpoint.src_vocab, checkpoint.config.decode
-
-    def pieces(text: str) -> int:
-        return len(vocab.sp.encode(text))
-
-    def our_limit(sentence: str) -> int:
-        source = len(vocab.encode([sentence])[0]) + 1  # with EOS
-        return int(decoding.max_len_a * source + decoding.max_len_b)
-
     _, sentences, results = argos
-    greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
-    ours = translate_sentences(
-        checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sentences[:-1], greedy
-    )
-    assert len(set(ours)) > 100, "the outputs should vary"
-    runaway = 0  # Argos stops at 256 pieces; we at decode.max_len_a * length + max_len_b
-    for sentence, theirs, mine in zip(sentences[:-1], results["1"][:-1], ours, strict=True):
-        if theirs != mine:
-            runaway += 1
-            assert theirs.startswith(mine + " ") and pieces(mine) == our_limit(sentence)
-    assert runaway <= 5, "only the few outputs that never end"
+    sentences, theirs = sentences[:-1], results["1"][:-1]
+    ours = greedy_ids(checkpoint, sentences)
+    assert len(set(checkpoint.tgt_vocab.decode(ours))) > 100, "the outputs should vary"
+    limits = length_limits(checkpoint, sentences)
+    cut = [
+        ids[:limit] for ids, limit in zip(checkpoint.tgt_vocab.encode(theirs), limits, strict=True)
+    ]
+    assert_same_or_tied(checkpoint, sentences, ours, cut)
     assert results["1"][-1], "a source past the model's position table still translates"
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
 def test_argos_beam_search_is_ctranslate2s_at_its_settings(argos, trained_joint_numbers_checkpoint):
+    """Our CTranslate2 export, called as Argos Translate calls its model (one sentence a call,
+    beam 4, 4 hypotheses, length_penalty 0.2, CTranslate2's defaults elsewhere: at least one
+    piece, at most 256), on one thread as here: the same computation, so the same outputs, tie
+    or no tie. (Our engine allows an empty output, min_decoding_length 0, which changes some
+    beams: an EOS at the first step takes a beam's place.)"""
     checkpoint = trained_joint_numbers_checkpoint[0]
     _, sentences, results = argos
     export_ctranslate2(checkpoint, argos[0].with_name("ct2"))
     model = CTranslate2Model.load(argos[0].with_name("ct2"), compute_type="float32")
-    settings = dataclasses.replace(checkpoint.config.decode, beam_size=4, length_penalty=0.2)
-    assert results["4"][:-1] == model.translate(sentences[:-1], settings)
+    ours = []
+    for ids in checkpoint.src_vocab.encode(sentences[:-1]):
+        tokens = [checkpoint.src_vocab.pieces(ids) + ["</s>"]]
+        result = model.translator.translate_batch(
+            tokens, beam_size=4, num_hypotheses=4, length_penalty=0.2,
+            suppress_sequences=[["<pad>"], ["<s>"]],  # the package's -inf output bias
+        )  # fmt: skip
+        ours.append(model.detokenize(result[0].hypotheses[0]))
+    assert results["4"][:-1] == ours
 
 
 def test_the_package_is_what_argos_reads(argos):

@@ -19,6 +19,8 @@ from seq2seq.decode import (
 from seq2seq.model import Transformer
 from seq2seq.special import BOS, EOS, PAD
 
+from helpers import assert_same_or_tied, greedy_ids
+
 
 def random_model(vocab: int, dtype=torch.float64) -> Transformer:
     cfg = config_from_dict(
@@ -27,6 +29,7 @@ def random_model(vocab: int, dtype=torch.float64) -> Transformer:
     return Transformer(cfg, vocab, vocab).to(dtype).eval()
 
 
+@pytest.mark.same_outputs
 @pytest.mark.parametrize("seed", range(5))
 def test_cached_equals_recompute_on_random_models_and_inputs(seed):
     # float64, so that two mathematically equal computations cannot round to different argmaxes
@@ -53,32 +56,35 @@ def test_long_outputs_stop_at_the_length_limit():
         assert all(EOS not in ids and PAD not in ids for ids in out)
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
-def test_cached_equals_recompute_on_the_numbers_test_split(trained_numbers_model):
-    model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
+def test_cached_equals_recompute_on_the_numbers_test_split(trained_numbers_checkpoint):
+    """In float32 the two sum in another order: equal but where the model hesitates."""
+    checkpoint, test = trained_numbers_checkpoint
     sources = [s for s, _ in test]
-    cfg.cache = True
-    cached = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
-    cfg.cache = False
-    recomputed = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
+    cached = greedy_ids(checkpoint, sources, cache=True)
+    assert_same_or_tied(checkpoint, sources, cached, greedy_ids(checkpoint, sources, cache=False))
     assert len(cached) == 1000
-    assert cached == recomputed
-    assert len(set(cached)) > 100, "the outputs should vary"
-    assert len({len(t.split()) for t in cached}) > 5, "and so should their lengths"
+    texts = checkpoint.tgt_vocab.decode(cached)
+    assert len(set(texts)) > 100, "the outputs should vary"
+    assert len({len(t.split()) for t in texts}) > 5, "and so should their lengths"
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
-def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numbers_model):
-    model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
+def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numbers_checkpoint):
+    checkpoint, test = trained_numbers_checkpoint
     sources = [s for s, _ in test[:40]]
     sources[5] = sources[17] = ""  # empty lines are answered by empty lines, in place
-    cfg.cache, cfg.batch_size = True, 7
-    batched = translate_sentences(model, src_vocab, tgt_vocab, sources, cfg)
-    one_by_one = [translate_sentences(model, src_vocab, tgt_vocab, [s], cfg)[0] for s in sources]
-    assert batched == one_by_one
+    cfg = dataclasses.replace(checkpoint.config.decode, cache=True, batch_size=7)
+    vocabs = checkpoint.src_vocab, checkpoint.tgt_vocab
+    batched = translate_sentences(checkpoint.model, *vocabs, sources, cfg)
+    one_by_one = [translate_sentences(checkpoint.model, *vocabs, [s], cfg)[0] for s in sources]
+    assert_same_or_tied(checkpoint, sources, batched, one_by_one)
     assert batched[5] == batched[17] == "" and all(batched[:5] + batched[6:17] + batched[18:])
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
 def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
     model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
@@ -106,6 +112,7 @@ def sequence_log_prob(model: Transformer, src: torch.Tensor, output: list[int], 
     return float(sum(log_probs[i, t] for i, t in enumerate(targets)))
 
 
+@pytest.mark.same_outputs
 @pytest.mark.parametrize("seed", range(3))
 def test_beam_of_one_without_length_penalty_is_greedy_on_random_models(seed):
     torch.manual_seed(seed)
@@ -116,6 +123,7 @@ def test_beam_of_one_without_length_penalty_is_greedy_on_random_models(seed):
     assert [hyps[0][1] for hyps in beams] == greedy_decode_cached(model, src, limits)
 
 
+@pytest.mark.same_outputs
 @pytest.mark.slow
 def test_beam_search_on_a_trained_model(trained_numbers_model):
     model, src_vocab, _, test, cfg = trained_numbers_model

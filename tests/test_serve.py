@@ -42,6 +42,7 @@ def reference(model: TorchModel, sentences: list[str], **decode) -> list[str]:
     return translate_sentences(*model.model_and_vocabs(), sentences, cfg)
 
 
+@pytest.mark.same_outputs
 def test_translations_and_warnings_are_those_of_translate(numbers):
     url, model, test = numbers
     sentences = [*test[:97], "", "three is eleventy", "one " * 300]
@@ -62,6 +63,7 @@ def test_translations_and_warnings_are_those_of_translate(numbers):
     }
 
 
+@pytest.mark.same_outputs
 def test_nbest_gives_translate_nbest_with_scores(numbers):
     url, model, test = numbers
     status, answer, _ = call(url, "POST", "/translate", {"text": test[:20], "nbest": 3})
@@ -189,6 +191,7 @@ def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monke
     assert answer["translations"] == reference(model, test[:2])
 
 
+@pytest.mark.same_outputs
 def test_concurrent_requests_share_a_batch_and_each_gets_its_own_answer(numbers):
     _, model, test = numbers
     sentences = test[:32]

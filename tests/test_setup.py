@@ -1,10 +1,13 @@
 """The Makefile's choice of Python, and its one-line error where a venv cannot be made, in a
 copy of the Makefile (nothing is installed: `make -n` prints the commands without running them)."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -92,3 +95,50 @@ def test_failed_venv_removed(project, tmp_path_factory):
     done = install_with(FAILING_PYTHON3.format(ensurepip=""), project, tmp_path_factory)
     assert done.returncode != 0 and "was not created successfully" in done.stderr
     assert not (project / ".venv").exists()
+
+
+def installs(project, target: str, **env) -> list[str]:
+    """What `make target` would pip install, in order: "." for the core, ".[extra]" else."""
+    done = make(project, "-n", target, **env)
+    assert done.returncode == 0, done.stderr
+    return re.findall(r'pip install --quiet -c constraints.txt -e "([^"]+)"', done.stdout)
+
+
+def test_each_target_installs_what_it_runs(project):
+    """The main job, the core alone; the tests, the development set; the service and the
+    site, their extras."""
+    for target in ("all", "install", "data", "train", "eval"):
+        assert installs(project, target) == ["."], target
+    assert installs(project, "test") == installs(project, "lint") == [".[dev]"]
+    assert installs(project, "serve") == [".[serve]"]
+    assert installs(project, "docs") == [".[docs]"]
+
+
+def test_each_set_is_installed_again_only_when_the_dependencies_change(project):
+    """A stamp per set, in the environment make uses (.venv/ or the active one)."""
+    for stamp in (".venv/.installed-core", ".installed-core"):
+        (project / stamp).parent.mkdir(exist_ok=True)
+        (project / stamp).touch()
+    (project / ".venv/bin").mkdir()
+    (project / ".venv/bin/python").touch()
+    assert installs(project, "data") == installs(project, "data", VIRTUAL_ENV="/x") == []
+    assert installs(project, "test") == [".[dev]"]
+    os.utime(project / "pyproject.toml", (time.time() + 10,) * 2)
+    assert installs(project, "data") == installs(project, "data", VIRTUAL_ENV="/x") == ["."]
+
+
+def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
+    """benchmarks/install_sizes.py measures the sets the Makefile installs, and the tables of
+    the README and docs/getting-started.md are its last measurement's (`make install-sizes`)."""
+    from install_sizes import MARKERS, PAGES, SETS, table, with_table
+
+    for name, targets in SETS.items():
+        for target in targets:
+            assert installs(project, target) == ["." if name == "core" else f".[{name}]"], target
+    measured = table(json.loads((ROOT / "benchmarks/install.json").read_text()))
+    for page in PAGES:
+        text = page.read_text()
+        assert with_table(text, measured) == text, f"{page.name}: run make install-sizes"
+    assert with_table(f"a\n{MARKERS[0]}\nold\n{MARKERS[1]}\nb", "new") == (
+        f"a\n{MARKERS[0]}\nnew\n{MARKERS[1]}\nb"
+    )
