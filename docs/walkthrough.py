@@ -27,14 +27,16 @@
 # 7. Training, in about twenty lines, on nine sentence pairs
 # 8. Greedy decoding, step by step and with the key/value cache
 #
-# **Run it** from the repository root, after `pip install -e .`: `python docs/walkthrough.py`
-# (a few seconds on a CPU; it writes no file). The test suite runs it too
+# **Run it** from the repository root with the core installed (`make install`, then
+# `. .venv/bin/activate`; or `pip install -e .`): `python docs/walkthrough.py` (a few seconds
+# on a CPU; it writes no file; each step prints a header). The test suite runs it too
 # ([`tests/test_walkthrough.py`](../tests/test_walkthrough.py)).
 #
 # **Open it as a notebook**: it is a plain Python file in jupytext's "percent" format, where
-# `# %%` starts a code cell and `# %% [markdown]` a text cell. `pip install jupytext`, then
-# either open `docs/walkthrough.py` in Jupyter (right click, *Open With*, *Notebook*) or
-# convert it: `jupytext --to notebook docs/walkthrough.py` writes `docs/walkthrough.ipynb`.
+# `# %%` starts a code cell and `# %% [markdown]` a text cell. jupytext is in the `docs` extra
+# (`pip install -e ".[docs]"`, which `make docs` installs); then either open
+# `docs/walkthrough.py` in Jupyter (right click, *Open With*, *Notebook*) or convert it:
+# `jupytext --to notebook docs/walkthrough.py` writes `docs/walkthrough.ipynb`.
 #
 # Shapes use these letters throughout, as the code's docstrings do:
 #
@@ -68,6 +70,12 @@ from seq2seq.vocab import train_vocab
 torch.manual_seed(0)  # every random tensor below is the same on every run
 assert_close = torch.testing.assert_close
 
+
+def section(title: str) -> None:
+    """A header in the printed output, which then reads on its own, without the text cells."""
+    print(f"\n== {title} ==")
+
+
 # %% [markdown]
 # ## 1. Attention by hand
 #
@@ -88,12 +96,14 @@ assert_close = torch.testing.assert_close
 # that). The four outputs z1..z4 are small enough to check by hand.
 
 # %%
+section("1. Attention by hand")
 q = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3]])  # (4, 3)
 k = torch.tensor([[0.1, 0.1, 0.1], [0.2, 0.2, 0.2], [0.3, 0.3, 0.3], [0.4, 0.4, 0.4]])  # (4, 3)
 v = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]])  # (4, 3)
 
 scores = q @ k.T / math.sqrt(q.size(-1))  # (4, 4): query i's score for key j
 allowed = no_peek_mask(4)[0, 0]  # (4, 4) booleans, True on and below the diagonal
+print("which keys each query may see (1: allowed)")
 print(allowed.int())
 
 # %% [markdown]
@@ -167,6 +177,7 @@ assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), z)
 # A batch of two target sentences, of 3 and 2 tokens (token ids 5 to 9, PAD = 0):
 
 # %%
+section("2. Masks")
 tokens = torch.tensor([[5, 6, 7], [8, 9, PAD]])  # (B=2, T=3)
 print("padding mask", tuple(padding_mask(tokens).shape), padding_mask(tokens)[:, 0, 0].int())
 print("no-peek mask", tuple(no_peek_mask(3).shape))
@@ -246,6 +257,7 @@ print("no NaN in float32, bfloat16 or float16; the fully blocked query outputs z
 # positions of padding.
 
 # %%
+section("3. One head, then several")
 B, T, D, H = 2, 5, 8, 2
 Dh = D // H  # 4: the width of each head
 mha = MultiHeadAttention(D, H).eval()
@@ -313,6 +325,7 @@ assert torch.equal(mha.merge_heads(out), vectorised)
 # default) runs torch's fused kernel. Both equal the loop and the vectorised version.
 
 # %%
+section("4. The project's MultiHeadAttention")
 expected = mha.out_proj(looped)  # (B, T, D)
 math_mha = MultiHeadAttention(D, H, backend="math").eval()
 math_mha.load_state_dict(mha.state_dict())
@@ -342,6 +355,7 @@ theirs, _ = reference(
     need_weights=False,
 )
 assert_close(mha(x, mask=mask), theirs, atol=1e-5, rtol=1e-5)
+print("MultiHeadAttention (both backends) = the loop = the vectorised heads = torch's")
 
 # %% [markdown]
 # ## 5. An encoder layer and a decoder layer
@@ -361,6 +375,7 @@ assert_close(mha(x, mask=mask), theirs, atol=1e-5, rtol=1e-5)
 # source padding, then the feed-forward network. Its input and output are (B, S, D).
 
 # %%
+section("5. An encoder layer and a decoder layer")
 cfg = ModelConfig(d_model=D, n_heads=H, enc_layers=1, dec_layers=1, d_ff=16, dropout=0.0)
 encoder_layer = EncoderLayer(cfg).eval()
 
@@ -424,6 +439,7 @@ assert_close(cross_weights.sum(dim=-1), torch.ones(B, H, 3))
 # every vocabulary entry at every position: position t's scores predict token t + 1.
 
 # %%
+section("6. The Transformer")
 model = Transformer(cfg, src_vocab_size=12, tgt_vocab_size=10).eval()
 memory, src_mask = model.encode(src_ids)  # (B, S, D), (B, 1, 1, S)
 logits = model.decode(tgt_ids, memory, src_mask)  # (B, T, V)
@@ -471,6 +487,7 @@ assert not torch.allclose(changed_logits[0, 2], logits[0, 2])  # position 3 sees
 #     decoder output  3     la 3   EOS       what it must predict: its input, one step ahead
 
 # %%
+section("7. Training on nine sentence pairs")
 sources = [s for s, _ in numbers.SEED_PAIRS]  # "one is one", ...
 targets = [t for _, t in numbers.SEED_PAIRS]  # "1 la 1", ...
 src_vocab = train_vocab(sources, 64, VocabConfig())  # a small corpus gets fewer pieces
@@ -530,6 +547,7 @@ with torch.no_grad():  # the loss the project's training computes, without label
 # [`tests/test_decode.py`](../tests/test_decode.py).
 
 # %%
+section("8. Greedy decoding")
 with torch.no_grad():
     memory, src_mask = model.encode(src)  # (9, 4, 32), (9, 1, 1, 4): once
     forbidden = non_output_logits(memory, len(tgt_vocab))  # (V,): -inf at PAD and BOS
@@ -541,7 +559,7 @@ with torch.no_grad():
         print(f"step {ys.size(1) - 1}:", tgt_vocab.pieces(ys[2].tolist()))  # "three is three"
 
 step_by_step = strip(ys[:, 1:])  # each cut at its EOS
-print(tgt_vocab.decode(step_by_step))
+print("all nine:", tgt_vocab.decode(step_by_step))
 assert tgt_vocab.decode(step_by_step) == targets
 
 # %% [markdown]

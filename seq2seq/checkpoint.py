@@ -27,7 +27,7 @@ class Checkpoint:
     model: Transformer
     src_vocab: Vocab
     tgt_vocab: Vocab
-    info: dict  # training step, validation scores
+    info: dict  # training step, validation scores, `example`: the first validation source
 
     @property
     def one_vocabulary(self) -> bool:
@@ -58,10 +58,13 @@ def save_checkpoint(
         torch.save(state, file)
 
 
-def read_state(path: Path, device: torch.device | str = "cpu") -> dict:
-    """The raw dictionary of a checkpoint file, or a UserError saying why it cannot be read."""
+def read_state(
+    path: Path, device: torch.device | str = "cpu", trained_by: str = "`make train`"
+) -> dict:
+    """The raw dictionary of a checkpoint file, or a UserError saying why it cannot be read
+    (if it is missing: that `trained_by` makes it)."""
     if not path.exists():
-        raise UserError(f"no trained model at {path}: run `make train` first")
+        raise UserError(f"no trained model at {path}: run {trained_by} first")
     try:
         state = torch.load(path, map_location=device, weights_only=True)
         if not isinstance(state, dict) or state.get("format") != FORMAT:
@@ -72,9 +75,11 @@ def read_state(path: Path, device: torch.device | str = "cpu") -> dict:
     return state
 
 
-def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+def load_checkpoint(
+    path: str | Path, device: torch.device | str = "cpu", trained_by: str = "`make train`"
+) -> Checkpoint:
     path = Path(path)
-    state = read_state(path, device)
+    state = read_state(path, device, trained_by)
     try:
         config = config_from_dict(state["config"], source=f"{path} (config)")
         src_vocab = Vocab(state["src_vocab"], config.vocab)

@@ -232,6 +232,14 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    file = DEFAULT_CONFIG  # not a field: the YAML file load_config read, for `make_command`
+
+    def make_command(self, target: str) -> str:
+        """What to type to run a make target on this experiment, for "run ... first" errors:
+        `make train`, or `make train CONFIG=configs/x.yaml`."""
+        if Path(self.file) == Path(DEFAULT_CONFIG):
+            return f"`make {target}`"
+        return f"`make {target} CONFIG={self.file}`"
 
     @property
     def data_dir(self) -> Path:
@@ -285,7 +293,9 @@ def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) ->
     raw = read_config_file(Path(path))
     for override in overrides:
         apply_override(raw, override)
-    return config_from_dict(raw, source=str(path))
+    config = config_from_dict(raw, source=str(path))
+    config.file = str(path)
+    return config
 
 
 def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:

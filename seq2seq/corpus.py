@@ -113,7 +113,9 @@ def load_split(config: Config, split: str) -> Pairs:
     """A split of the prepared corpus in data/<corpus.name>/."""
     src, tgt = text_files(config.data_dir, split)
     if not src.exists() or not tgt.exists():
-        raise CorpusError(f"no {split} split in {config.data_dir}/: run `make data` first")
+        raise CorpusError(
+            f"no {split} split in {config.data_dir}/: run {config.make_command('data')} first"
+        )
     return read_parallel(src, tgt)
 
 

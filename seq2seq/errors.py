@@ -27,6 +27,11 @@ class Interrupted(UserError):
         self.exit_code = 128 + signal_number  # the shell's convention: 130 for Ctrl-C
 
 
+def warn(message: str) -> None:
+    """Something the user may want to change, that does not stop the command."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
     """Run `main(argv)`; turn a UserError or Ctrl-C into a one-line message and an exit code."""
     try:

@@ -22,10 +22,9 @@ from pathlib import Path
 from seq2seq.attention_maps import attention_maps
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.errors import UserError, command_parser, run_cli
+from seq2seq.errors import UserError, command_parser, run_cli, warn
 from seq2seq.files import atomic_write
 from seq2seq.paths import METRICS, picture
-from seq2seq.translate import warn
 
 
 def pyplot():
@@ -67,10 +66,10 @@ def plot_attention(checkpoint: Checkpoint, sentence: str, path: Path) -> None:
     save(figure, path)
 
 
-def plot_curves(metrics_path: Path, path: Path) -> None:
+def plot_curves(metrics_path: Path, path: Path, trained_by: str = "`make train`") -> None:
     plt = pyplot()
     if not metrics_path.exists():
-        raise UserError(f"no training log at {metrics_path}: run `make train` first")
+        raise UserError(f"no training log at {metrics_path}: run {trained_by} first")
     log = [json.loads(line) for line in metrics_path.read_text(encoding="utf-8").splitlines()]
     if not log:
         raise UserError(f"{metrics_path} is empty: no validation has run yet")
@@ -110,11 +109,14 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config)
     out = Path(args.out or picture(config.run_dir, args.what))
     if args.what == "curves":
-        plot_curves(config.run_dir / METRICS, out)
+        plot_curves(config.run_dir / METRICS, out, config.make_command("train"))
         return
     if args.sentence is None:
         raise UserError('attention needs a sentence: python -m seq2seq.plot attention "..."')
-    plot_attention(load_checkpoint(args.checkpoint or config.checkpoint_path), args.sentence, out)
+    path = args.checkpoint or config.checkpoint_path
+    plot_attention(
+        load_checkpoint(path, trained_by=config.make_command("train")), args.sentence, out
+    )
 
 
 if __name__ == "__main__":

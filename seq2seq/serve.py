@@ -246,6 +246,7 @@ def model_info(model, settings: ServeConfig, path: str) -> dict:
     else:
         info["checkpoint"] = {"path": path}
         info["device"] = model.translator.device
+    info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }
@@ -529,9 +530,12 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, overrides)
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    args.checkpoint = str(args.checkpoint or config.checkpoint_path)  # as the overrides say
-    model = load_model(args)
-    path = args.model if args.engine == "ctranslate2" else args.checkpoint
+    model = load_model(args, config)  # the best checkpoint of the config with its overrides
+    path = (
+        args.model
+        if args.engine == "ctranslate2"
+        else str(args.checkpoint or config.checkpoint_path)
+    )
     server = Server(model, config.serve, path)
     logging.getLogger("uvicorn").addHandler(one_line_log())
     print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)

@@ -45,7 +45,7 @@ from seq2seq.dataset import TokenPairs
 from seq2seq.decode import evaluating, translate_sentences
 from seq2seq.device import autocast, autocast_dtype
 from seq2seq.distributed import World
-from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
+from seq2seq.errors import Interrupted, UserError, command_parser, run_cli, warn
 from seq2seq.files import remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
@@ -69,6 +69,19 @@ def learning_rate(step: int, cfg: TrainConfig) -> float:
         return cfg.lr * (step + 1) / cfg.warmup_steps
     progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def schedule_warning(cfg: TrainConfig) -> str | None:
+    """What is odd about the learning-rate schedule, if anything: training that stops during
+    the warmup never reaches cfg.lr."""
+    if cfg.max_steps >= cfg.warmup_steps:
+        return None
+    peak = learning_rate(cfg.max_steps - 1, cfg)
+    return (
+        f"train.max_steps ({cfg.max_steps:,}) is below train.warmup_steps "
+        f"({cfg.warmup_steps:,}): the learning rate stops at {peak:.2e}, never reaching "
+        f"train.lr ({cfg.lr:.2e}); lower train.warmup_steps"
+    )
 
 
 def make_optimizer(model: Transformer, cfg: TrainConfig) -> torch.optim.AdamW:
@@ -171,6 +184,7 @@ class Trainer:
             TokenPairs(config.data_dir, "valid", vocabs_on_disk),
             load_split(config, "valid"),
         )
+        self.example = self.valid[1][0][0]  # a source sentence, kept in the checkpoints
         self.model = Transformer(config.model, *map(len, self.vocabs)).to(device)
         if world.distributed:
             torch.manual_seed(self.cfg.seed + world.rank)  # same weights, own dropout
@@ -283,8 +297,9 @@ class Trainer:
             improved = best is None or quality(result, metric) > quality(best, metric)
             if improved:
                 progress.best, progress.validations_without_gain = result, 0
+                info = {**result, "example": self.example}
                 save_checkpoint(
-                    self.config.checkpoint_path, self.config, self.model, *self.vocabs, result
+                    self.config.checkpoint_path, self.config, self.model, *self.vocabs, info
                 )
             else:
                 progress.validations_without_gain += 1
@@ -318,7 +333,7 @@ class Trainer:
             "data_sha256": self.data.content_hash,
             "batching": self.batch_settings,
         }
-        info = {"step": self.progress.step, "epoch": self.sampler.epoch}
+        info = {"step": self.progress.step, "epoch": self.sampler.epoch, "example": self.example}
         save_checkpoint(self.last_path, self.config, self.model, *self.vocabs, info, training)
 
     def run(self) -> dict:
@@ -384,6 +399,8 @@ class Trainer:
                 f"({self.autocast_dtype or torch.float32}), {len(self.data):,} training pairs, "
                 f"up to {self.cfg.max_steps:,} steps"
             )
+            if warning := schedule_warning(self.cfg):
+                warn(warning)
 
     def checked_loss(self, meter: Throughput) -> float:
         """The mean training loss since the last validation; an error naming the first step

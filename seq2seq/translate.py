@@ -34,13 +34,9 @@ from seq2seq.corpus import decode_stream
 from seq2seq.ctranslate2 import CTranslate2Model
 from seq2seq.decode import longest_source, translate_sentences, translate_sentences_nbest
 from seq2seq.device import pick_device
-from seq2seq.errors import UserError, command_parser, run_cli
+from seq2seq.errors import UserError, command_parser, run_cli, warn
 from seq2seq.special import UNK
 from seq2seq.vocab import Vocab
-
-
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
 
 
 def read_input_lines(stream) -> Iterator[str]:
@@ -136,14 +132,18 @@ def translate_lines(
     return lines
 
 
-def load_model(args) -> TorchModel | CTranslate2Model:
-    """The model the arguments name: a checkpoint, or with --engine ctranslate2 an export."""
+def load_model(args, config: Config | None = None) -> TorchModel | CTranslate2Model:
+    """The model the arguments name: a checkpoint (--checkpoint, or the best of `config`, by
+    default that of --config), or with --engine ctranslate2 an export."""
     if args.engine == "ctranslate2":
         if not args.model:
             raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
         return CTranslate2Model.load(args.model, args.device, args.compute_type)
-    path = args.checkpoint or load_config(args.config).checkpoint_path
-    return TorchModel(load_checkpoint(path, pick_device(args.device)))
+    device = pick_device(args.device)
+    if args.checkpoint:  # no config file needed
+        return TorchModel(load_checkpoint(args.checkpoint, device))
+    config = config or load_config(args.config)
+    return TorchModel(load_checkpoint(config.checkpoint_path, device, config.make_command("train")))
 
 
 def main(argv: list[str] | None = None) -> None:

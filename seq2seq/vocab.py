@@ -177,11 +177,12 @@ def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
             key = changed[0]
             raise CorpusError(
                 f"{stamp_path}: the vocabularies were built with vocab.{key} = "
-                f"{built.get(key)!r}, the config says {wanted[key]!r}: run `make data`"
+                f"{built.get(key)!r}, the config says {wanted[key]!r}: "
+                f"run {config.make_command('data')}"
             )
     vocabs = []
     for side, path in zip(SIDES, vocab_files(config.data_dir), strict=True):
         if not path.exists():
-            raise CorpusError(f"no vocabulary {path}: run `make data` first")
+            raise CorpusError(f"no vocabulary {path}: run {config.make_command('data')} first")
         vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))
     return vocabs[0], vocabs[1]

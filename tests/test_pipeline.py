@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq import data, evaluate, plot, train, translate
+from seq2seq import data, evaluate, plot, serve, train, translate
 from seq2seq.config import TrainConfig
-from seq2seq.train import learning_rate
+from seq2seq.errors import UserError
+from seq2seq.train import learning_rate, schedule_warning
 
 from helpers import ENV, HANG, ROOT, command
 
@@ -54,7 +55,16 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert log[-1]["valid_exact_match"] == 1.0
     assert log[-1]["valid_loss"] < log[0]["valid_loss"]
 
+    capsys.readouterr()
     evaluate.main(["decode.beam_size=3"])
+    printed = capsys.readouterr().out.splitlines()  # a summary; the figures are in eval.json
+    assert [line.split()[:5] for line in printed[:2]] == [
+        ["greedy", "exact", "match", "100.0%", "BLEU"],
+        ["beam", "3", "exact", "match", "100.0%"],
+    ]
+    assert printed[2:] == [
+        "wrote runs/seed/test.hyp, runs/seed/test.beam.hyp and runs/seed/eval.json"
+    ]
     result = json.loads((tmp_path / "runs/seed/eval.json").read_text())
     assert result["beam"]["exact_match"] == 1.0 and result["beam"]["beam_size"] == 3
     assert result["exact_match"] == 1.0 and result["n_sentences"] == 9
@@ -96,6 +106,39 @@ def test_translate_without_a_trained_model_says_what_to_run(tmp_path):
     assert (
         done.stderr.strip()
         == "error: no trained model at runs/numbers/best.pt: run `make train` first"
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "missing"),
+    [
+        (translate, ["three is three"], "no trained model at runs/seed/best.pt: run `make train"),
+        (plot, ["curves"], "no training log at runs/seed/metrics.jsonl: run `make train"),
+        (
+            plot,
+            ["attention", "one is one"],
+            "no trained model at runs/seed/best.pt: run `make train",
+        ),
+        (serve, [], "no trained model at runs/seed/best.pt: run `make train"),
+        (evaluate, [], "no test split in data/seed/: run `make data"),
+        (train, [], "no vocabulary data/seed/src.model: run `make data"),
+    ],
+)
+def test_what_to_run_first_names_the_config(module, args, missing, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").mkdir()
+    shutil.copy(ROOT / "configs/seed.yaml", tmp_path / "configs/seed.yaml")
+    with pytest.raises(UserError) as error:
+        module.main(["--config", "configs/seed.yaml", *args])
+    assert str(error.value) == f"{missing} CONFIG=configs/seed.yaml` first"
+
+
+def test_training_that_stops_during_the_warmup_is_warned(tmp_path):
+    assert schedule_warning(TrainConfig(max_steps=200, warmup_steps=200)) is None
+    warning = schedule_warning(TrainConfig(lr=1e-3, max_steps=50, warmup_steps=200))
+    assert warning == (
+        "train.max_steps (50) is below train.warmup_steps (200): the learning rate stops at "
+        "2.50e-04, never reaching train.lr (1.00e-03); lower train.warmup_steps"
     )
 
 

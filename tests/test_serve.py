@@ -321,13 +321,18 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     model = TorchModel(load_checkpoint(seed_run / "best.pt"))
+    example = model.checkpoint.info["example"]
+    assert example == (seed_run.parent.parent / "data/seed/valid.src").read_text().splitlines()[0]
     with running(model, max_chars=40) as server:
         browser = chromium(1000)
         try:
             browser.get(server.url)
             wait = WebDriverWait(browser, HANG)
             box = browser.find_element(By.ID, "sentence")
-            box.send_keys("three is three")
+            translation = model.translate([example], model.checkpoint.config.decode)[0]
+            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), translation))
+            assert box.get_attribute("value") == example  # shown before anything is typed
+            box.send_keys("three is three")  # the example is selected: typing replaces it
             wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
             caption = (By.CSS_SELECTOR, "#heatmap caption")
             wait.until(seen.text_to_be_present_in_element(caption, "decoder 1 cross, head 1"))
@@ -431,9 +436,10 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
         status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
         assert status == 501 and "needs the torch engine" in answer["error"]
         info = call(url, "GET", "/info")[1]
-        assert (info["engine"], info["checkpoint"]["path"]) == (
+        assert (info["engine"], info["checkpoint"]["path"], info["example"]) == (
             "ctranslate2",
             str(tmp_path / "ct2"),
+            "",  # an export keeps no example: the page starts empty
         )
     finally:
         process.kill()

@@ -35,6 +35,9 @@ def test_the_walkthrough_reproduces_the_z_table_and_translates_the_nine_pairs(
     assert done["translations"] == targets
     printed = capsys.readouterr().out
     assert "z2 0.4568  0.5432  0.0000" in printed and "nine is nine    -> 9 la 9" in printed
+    titles = re.findall(r"^# ## (\d\. .*)$", WALKTHROUGH.read_text("utf-8"), re.MULTILINE)
+    headers = re.findall(r"^== (.*) ==$", printed, re.MULTILINE)  # the output reads on its own
+    assert headers == [title.replace("`", "") for title in titles] and len(headers) == 8
     assert list(tmp_path.iterdir()) == [], "the walkthrough wrote files"
 
 
@@ -69,3 +72,17 @@ def test_jupytext_reads_the_walkthrough_as_a_notebook():
     found = [cell.cell_type for cell in notebook.cells]
     assert found == [kind for kind, _ in cells(WALKTHROUGH.read_text("utf-8"))]
     assert notebook.cells[0].source.startswith("# The Transformer, step by step")
+
+
+def test_the_walkthrough_and_learn_md_say_the_same_about_running_it():
+    """What to install to run it (the core) and to open it as a notebook (the docs extra)."""
+    header = " ".join(source for _, source in cells(WALKTHROUGH.read_text("utf-8"))[:1])
+    header = " ".join(line.lstrip("# ") for line in header.splitlines())
+    learn = " ".join((ROOT / "docs/learn.md").read_text("utf-8").split())
+    for phrase in (
+        "with the core installed (`make install`, then `. .venv/bin/activate`; "
+        "or `pip install -e .`)",
+        "python docs/walkthrough.py",
+        'jupytext is in the `docs` extra (`pip install -e ".[docs]"`, which `make docs` installs)',
+    ):
+        assert phrase in " ".join(header.split()) and phrase in learn, phrase

@@ -5,6 +5,7 @@
 //     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
 //        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
 //   (another engine than torch, as /info says: POST /translate, and no attention to draw)
+//   on opening: /info's example sentence in the box, translated as if typed
 "use strict";
 
 const DEBOUNCE_MS = 250;
@@ -168,9 +169,20 @@ async function describeModel() {
       $("pieces").textContent = pieces.map((p) => p.replace(/^\u2581/, "")).join(" ");
       $("vocabulary").hidden = false;
     }
+    showExample(info.example);
   } catch (error) {
     showError(`cannot read /info: ${error.message}`);
   }
+}
+
+// A sentence from the validation split, translated before anything is typed; selected, so
+// that typing replaces it.
+function showExample(example) {
+  const box = $("sentence");
+  if (!example || box.value) return;
+  box.value = example;
+  box.select();
+  update();
 }
 
 $("sentence").addEventListener("input", () => {
