@@ -5,8 +5,14 @@ sentencepiece models, so `python -m seq2seq.translate --checkpoint file.pt` need
 else: no config file, no data directory. The checkpoint training resumes from
 (runs/<experiment>/last.pt) also holds a `training` entry: optimizer, step, random states
 (see seq2seq/train.py).
+
+A checkpoint proves itself: it carries the SHA-256 of all its other contents (`sha256`),
+checked on every load, so a flipped byte anywhere in the weights, the vocabularies or the
+training state is an error naming the file, never a model that quietly translates nonsense;
+and no checkpoint with a non-finite weight is ever written.
 """
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +24,7 @@ from seq2seq.files import atomic_write
 from seq2seq.model import Transformer
 from seq2seq.vocab import Vocab
 
-FORMAT = 1
+FORMAT = 2  # 2: with its checksum
 
 
 @dataclass
@@ -54,8 +60,47 @@ def save_checkpoint(
     }
     if training is not None:
         state["training"] = training
+    if name := non_finite(state["model"]):
+        raise ValueError(f"not writing {path}: {name} is not finite")
+    state["sha256"] = checksum(state)
     with atomic_write(path, "wb") as file:
         torch.save(state, file)
+
+
+def non_finite(weights: dict[str, torch.Tensor]) -> str | None:
+    """The name of the first weight holding a NaN or an infinity, if any."""
+    return next(
+        (name for name, w in weights.items() if w.is_floating_point() and not w.isfinite().all()),
+        None,
+    )
+
+
+def checksum(state: dict) -> str:
+    """SHA-256 of a checkpoint's entries but "sha256": every key, number and string, and every
+    tensor's dtype, shape and bytes, in the order they are stored."""
+    digest = hashlib.sha256()
+
+    def feed(value) -> None:
+        if isinstance(value, torch.Tensor):
+            flat = value.detach().cpu().contiguous().reshape(-1)
+            digest.update(f"tensor {value.dtype} {tuple(value.shape)}:".encode())
+            digest.update(flat.view(torch.uint8).numpy())
+        elif isinstance(value, dict):
+            digest.update(f"dict {len(value)}:".encode())
+            for key, item in value.items():
+                feed(key)
+                feed(item)
+        elif isinstance(value, list | tuple):
+            digest.update(f"list {len(value)}:".encode())
+            for item in value:
+                feed(item)
+        elif isinstance(value, bytes):
+            digest.update(f"bytes {len(value)}:".encode() + value)
+        else:  # str, int, float, bool, None: repr() is exact for each
+            digest.update(f"{type(value).__name__} {value!r};".encode())
+
+    feed({key: value for key, value in state.items() if key != "sha256"})
+    return digest.hexdigest()
 
 
 def read_state(
@@ -69,9 +114,15 @@ def read_state(
         state = torch.load(path, map_location=device, weights_only=True)
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             found = state.get("format") if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"format {found!r}, expected {FORMAT}")
+            older = " (an older seq2seq's: train it again)" if found == 1 else ""
+            raise ValueError(f"format {found!r}, expected {FORMAT}{older}")
     except Exception as error:  # truncated file, another program's file
         raise UserError(f"{path} is not a readable checkpoint ({error})") from None
+    if state.get("sha256") != checksum(state):
+        raise UserError(
+            f"{path} is damaged: its contents do not match their checksum (a disk or copy "
+            "error): use another copy, or train again"
+        )
     return state
 
 

@@ -38,7 +38,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from seq2seq import distributed
 from seq2seq.batching import EpochSampler, Prefetcher, token_batches
-from seq2seq.checkpoint import read_state, save_checkpoint
+from seq2seq.checkpoint import non_finite, read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, add_config_arguments, load_config
 from seq2seq.corpus import load_split
 from seq2seq.dataset import TokenPairs
@@ -205,6 +205,7 @@ class Trainer:
         )  # fmt: skip
         self.progress = Progress()
         self.last_path = config.run_dir / LAST
+        self.saved_at: int | None = None  # the step last.pt holds, once there is one
         self.log_path = config.run_dir / METRICS
 
     def resume(self, restart: bool) -> None:
@@ -232,6 +233,7 @@ class Trainer:
         states = training["random"]  # one per process of the run that saved them
         set_random_states(states[world.rank % len(states)], self.device)
         self.progress = Progress(**training["progress"])
+        self.saved_at = self.progress.step
         self.sampler.load_state_dict(self.progress.sampler)
         if world.main and not self.finished:  # drop what was logged after the state was saved
             logged = self.log_path.read_text("utf-8").splitlines() if self.log_path.exists() else []
@@ -335,6 +337,7 @@ class Trainer:
         }
         info = {"step": self.progress.step, "epoch": self.sampler.epoch, "example": self.example}
         save_checkpoint(self.last_path, self.config, self.model, *self.vocabs, info, training)
+        self.saved_at = self.progress.step
 
     def run(self) -> dict:
         """The training loop: steps, validations, checkpoints, until max_steps, patience or a
@@ -404,21 +407,32 @@ class Trainer:
 
     def checked_loss(self, meter: Throughput) -> float:
         """The mean training loss since the last validation; an error naming the first step
-        whose loss was not finite. Every save comes after this check, so none of such a
-        step is saved."""
+        whose loss was not finite, or the first weight that is not. Every save comes after
+        this check, so nothing of a diverged step is saved."""
         losses = meter.read_losses()
         for step, loss in enumerate(losses, meter.first_step):
             if not math.isfinite(loss):
-                kept = (
-                    f"{self.last_path} (step {meter.first_step - 1:,}) is kept"
-                    if meter.first_step > 1
-                    else "nothing saved"
-                )
-                raise UserError(
-                    f"training diverged: the loss is {loss} at step {step}; {kept}. "
-                    "Lower train.lr or raise train.warmup_steps, then --restart"
-                )
+                raise self.diverged(f"the loss is {loss} at step {step:,}")
+        if name := non_finite(self.model.state_dict()):
+            raise self.diverged(f"{name} is not finite after step {self.progress.step:,}")
         return sum(losses) / max(1, len(losses))
+
+    def diverged(self, what: str) -> UserError:
+        """The error of a divergence, saying which checkpoints are kept, as they are on disk."""
+        best = self.progress.best
+        if self.saved_at is None:
+            kept = "nothing saved"
+        elif best is None:
+            kept = f"{self.last_path} (step {self.saved_at:,}) is kept"
+        else:
+            kept = (
+                f"{self.last_path} (step {self.saved_at:,}) and {self.config.checkpoint_path} "
+                f"(step {best['step']:,}) are kept"
+            )
+        return UserError(
+            f"training diverged: {what}; {kept}. "
+            "Lower train.lr or raise train.warmup_steps, then --restart"
+        )
 
     def interrupted(self, stop: StopOnSignal) -> Interrupted:
         if self.progress.step == self.stop_after:

@@ -82,6 +82,18 @@ def assert_same_parameters(actual: dict, expected: dict) -> None:
             torch.testing.assert_close(tensor, expected[name], rtol=0, atol=GPU_TOLERANCE, msg=name)
 
 
+def damage(checkpoint: Path, count: int = 256) -> None:
+    """Write `count` bytes of 0xff over the stored bytes of a checkpoint's largest weight, as a
+    failing disk or a bad copy would: the file still loads as a zip and a pickle."""
+    weights = torch.load(checkpoint, weights_only=True)["model"]
+    largest = max(weights.values(), key=lambda w: w.numel()).contiguous()
+    data = bytearray(checkpoint.read_bytes())
+    at = data.find(largest.view(-1).view(torch.uint8).numpy().tobytes())
+    assert at >= 0, "the weight's bytes are not stored as they are in memory"
+    data[at : at + count] = b"\xff" * count
+    checkpoint.write_bytes(bytes(data))
+
+
 def same_figures(expected: list[float]) -> object:
     """What the figures of a run that should be the same must equal: these on the CPU,
     figures within GPU_TOLERANCE of them on a GPU."""

@@ -7,13 +7,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 from seq2seq import data, evaluate, plot, serve, train, translate
 from seq2seq.config import TrainConfig
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.errors import UserError
 from seq2seq.train import learning_rate, schedule_warning
 
-from helpers import ENV, HANG, ROOT, command
+from helpers import ENV, HANG, ROOT, command, damage
 
 
 def run_module(module: str, *args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
@@ -140,6 +142,29 @@ def test_training_that_stops_during_the_warmup_is_warned(tmp_path):
         "train.max_steps (50) is below train.warmup_steps (200): the learning rate stops at "
         "2.50e-04, never reaching train.lr (1.00e-03); lower train.warmup_steps"
     )
+
+
+def test_a_damaged_checkpoint_is_refused_naming_the_file(seed_run, tmp_path):
+    shutil.copy(seed_run / "best.pt", tmp_path / "best.pt")
+    damage(tmp_path / "best.pt")
+    done = run_module(
+        "seq2seq.translate", "--checkpoint", "best.pt", "seven is seven", cwd=tmp_path
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "error: best.pt is damaged: its contents do not match their checksum (a disk or copy "
+        "error): use another copy, or train again\n"
+    )
+
+
+def test_no_checkpoint_with_a_non_finite_weight_is_written(seed_run, tmp_path):
+    checkpoint = load_checkpoint(seed_run / "best.pt")
+    with torch.no_grad():
+        next(checkpoint.model.parameters())[0, 0] = float("inf")
+    parts = (checkpoint.config, checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab)
+    with pytest.raises(ValueError, match=r"not writing .*best.pt: .* is not finite"):
+        save_checkpoint(tmp_path / "best.pt", *parts, checkpoint.info)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_corrupt_checkpoint_is_a_clear_error(tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 import signal
 import subprocess
 import time
@@ -22,7 +23,9 @@ from seq2seq.paths import vocab_files
 from seq2seq.train import train
 from seq2seq.vocab import load_vocabs, train_vocab
 
-from helpers import ENV, HANG, assert_same_parameters, command, same_figures, wait_until
+from helpers import (
+    ENV, HANG, assert_same_parameters, command, damage, same_figures, wait_until,
+)  # fmt: skip
 
 # A small numbers corpus (about 12 batches an epoch) and a small model with dropout, so that
 # the batch order and the dropout masks both matter.
@@ -142,10 +145,38 @@ def test_a_diverging_loss_stops_training_and_keeps_the_last_good_checkpoint(work
 
     monkeypatch.setattr(train_module, "batch_loss", poisoned)
     with pytest.raises(UserError, match=r"training diverged: the loss is nan at step 20; "
-                       r"runs/numbers/last.pt \(step 15\) is kept"):  # fmt: skip
+                       r"runs/numbers/last.pt \(step 15\) and runs/numbers/best.pt \(step 15\) "
+                       r"are kept"):  # fmt: skip
         train(config())
     assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == 15
     assert all(torch.isfinite(t).all() for t in parameters("runs/numbers/last.pt").values())
+
+
+def test_weights_gone_non_finite_are_never_saved_and_the_error_says_what_is_kept(workdir):
+    """A learning rate of 1000: the weights overflow at some step (which one depends on the
+    CPU), the loss of that step may still be finite. Validating at every step, the first
+    non-finite weight stops training before any save."""
+    with pytest.raises(UserError) as error:
+        train(config("train.lr=1e3", "train.min_lr=1", "train.eval_every=1"))
+    found = re.fullmatch(
+        r"training diverged: (.*) (?:after|at) step (\d+); runs/numbers/last.pt \(step (\d+)\)"
+        r" and runs/numbers/best.pt \(step (\d+)\) are kept\. Lower train.lr .*",
+        str(error.value),
+    )
+    assert found, str(error.value)
+    last, best = read_state(Path("runs/numbers/last.pt")), read_state(Path("runs/numbers/best.pt"))
+    assert (last["info"]["step"], best["info"]["step"]) == (int(found[3]), int(found[4]))
+    assert int(found[3]) == int(found[2]) - 1  # the step before the divergence
+    for state in (last, best):
+        assert all(torch.isfinite(t).all() for t in state["model"].values())
+
+
+def test_a_damaged_last_checkpoint_is_not_blamed_on_the_learning_rate(workdir):
+    train(config("train.max_steps=15"))
+    damage(Path("runs/numbers/last.pt"))
+    with pytest.raises(UserError, match=r"^runs/numbers/last.pt is damaged: its contents do not "
+                       r"match their checksum .*; pass --restart to train from scratch$"):  # fmt: skip
+        train(config("train.max_steps=30"))
 
 
 def start_training(*overrides: str) -> subprocess.Popen:
