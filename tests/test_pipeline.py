@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from seq2seq import data, evaluate, plot, serve, train, translate
-from seq2seq.config import TrainConfig
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.config import TrainConfig
 from seq2seq.errors import UserError
 from seq2seq.train import learning_rate, schedule_warning
 

@@ -24,7 +24,13 @@ from seq2seq.train import train
 from seq2seq.vocab import load_vocabs, train_vocab
 
 from helpers import (
-    ENV, HANG, assert_same_parameters, command, damage, same_figures, wait_until,
+    ENV,
+    HANG,
+    assert_same_parameters,
+    command,
+    damage,
+    same_figures,
+    wait_until,
 )  # fmt: skip
 
 # A small numbers corpus (about 12 batches an epoch) and a small model with dropout, so that
@@ -174,8 +180,8 @@ def test_weights_gone_non_finite_are_never_saved_and_the_error_says_what_is_kept
 def test_a_damaged_last_checkpoint_is_not_blamed_on_the_learning_rate(workdir):
     train(config("train.max_steps=15"))
     damage(Path("runs/numbers/last.pt"))
-    with pytest.raises(UserError, match=r"^runs/numbers/last.pt is damaged: its contents do not "
-                       r"match their checksum .*; pass --restart to train from scratch$"):  # fmt: skip
+    damaged = r"^runs/numbers/last.pt is damaged: its contents do not match their checksum"
+    with pytest.raises(UserError, match=damaged + r" .*; pass --restart to train from scratch$"):
         train(config("train.max_steps=30"))
 
 
