@@ -13,6 +13,7 @@ and no checkpoint with a non-finite weight is ever written.
 """
 
 import hashlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +64,10 @@ def save_checkpoint(
     if name := non_finite(state["model"]):
         raise ValueError(f"not writing {path}: {name} is not finite")
     state["sha256"] = checksum(state)
+    serialized = io.BytesIO()  # then a full disk is an OSError, not torch's RuntimeError
+    torch.save(state, serialized)
     with atomic_write(path, "wb") as file:
-        torch.save(state, file)
+        file.write(serialized.getbuffer())
 
 
 def non_finite(weights: dict[str, torch.Tensor]) -> str | None:

@@ -21,8 +21,10 @@ import argparse
 import contextlib
 import dataclasses
 import difflib
+import math
 import types
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -292,7 +294,10 @@ def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) ->
     overrides, validate, return a Config."""
     raw = read_config_file(Path(path))
     for override in overrides:
-        apply_override(raw, override)
+        own: dict = {}
+        apply_override(own, override)
+        check_override(own, override)
+        raw = merge(raw, own)
     config = config_from_dict(raw, source=str(path))
     config.file = str(path)
     return config
@@ -361,6 +366,28 @@ def apply_override(raw: dict, override: str) -> None:
     node[leaf] = yaml.safe_load(value)
 
 
+def check_override(own: dict, override: str) -> None:
+    """The key, type and range of one override, in an error that names it (not the file)."""
+    source = f"override {override}"
+    partial = _build(Config, own, source, prefix="")
+    key = override.partition("=")[0].strip()
+    for problem in value_problems(partial, [key]):
+        raise ConfigError(f"{source}: {problem}")
+
+
+def is_override(text: str) -> bool:
+    """Whether `text` (a command-line argument) sets a config option: `train.lr=1e-3`."""
+    key, sep, _ = text.partition("=")
+    cls = Config
+    for part in key.strip().split(".") if sep else [""]:
+        hints = typing.get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+        if part not in hints:
+            return False
+        options = typing.get_args(hints[part]) or (hints[part],)  # X | None: X
+        cls = next((o for o in options if dataclasses.is_dataclass(o)), hints[part])
+    return True
+
+
 def _build(cls, raw, source: str, prefix: str):
     """Turn the dict `raw` into the dataclass `cls`, checking every key and type."""
     if not isinstance(raw, dict):
@@ -412,6 +439,8 @@ def _convert(hint, value, source: str, key: str):
     )
     if wrong_type:
         raise ConfigError(f"{source}: '{key}' must be {hint.__name__}, got {value!r}")
+    if hint is float and not math.isfinite(value):
+        raise ConfigError(f"{source}: '{key}' must be a finite number, got {value!r}")
     return float(value) if hint is float else value
 
 
@@ -471,18 +500,33 @@ RANGES = {
 }
 
 
+# The options that name a folder, which must stay where the docs say: a name, not a path.
+FOLDER_NAMES = {"experiment": "runs/<experiment>/", "corpus.name": "data/<corpus.name>/"}
+
+
+def value_problems(config: Config, keys: list[str]) -> Iterator[str]:
+    """What is wrong with the values of these options on their own: a number out of its range
+    (RANGES), a folder name that is a path (FOLDER_NAMES)."""
+    for key in keys:
+        value = config
+        for part in key.split("."):
+            value = getattr(value, part)
+        if key in RANGES and not RANGES[key][0](value):
+            yield f"'{key}' must be {RANGES[key][1]}, got {value}"
+        if key in FOLDER_NAMES and (value.strip() in ("", ".", "..") or set("/\\\0") & set(value)):
+            yield f"'{key}' names the folder {FOLDER_NAMES[key]}: a name, not a path, got {value!r}"
+
+
 def _check(config: Config, source: str) -> None:
-    """The range of each numeric option (RANGES), then the rules that involve several."""
+    """Each option's own value (value_problems), then the rules that involve several."""
 
     def require(condition: bool, message: str) -> None:
         if not condition:
             raise ConfigError(f"{source}: {message}")
 
     corpus, model, train = config.corpus, config.model, config.train
-    for key, (within, requirement) in RANGES.items():
-        section, name = key.split(".")
-        value = getattr(getattr(config, section), name)
-        require(within(value), f"'{key}' must be {requirement}, got {value}")
+    for problem in value_problems(config, [*RANGES, *FOLDER_NAMES]):
+        require(False, problem)
     if corpus.type == "parallel":
         for split in ("train", "valid", "test"):
             files = getattr(corpus, split)
@@ -514,8 +558,6 @@ def _check(config: Config, source: str) -> None:
             f"'corpus.valid_size' + 'corpus.test_size' is {held_out}; the numbers corpus holds "
             f"out at most {MAX_HELD_OUT:,} distinct numbers",
         )
-    require(config.experiment.strip() != "", "'experiment' must not be empty")
-    require(corpus.name.strip() != "", "'corpus.name' must not be empty")
     require(
         model.d_model % model.n_heads == 0,
         f"'model.d_model' ({model.d_model}) must be divisible by 'model.n_heads' ({model.n_heads})",

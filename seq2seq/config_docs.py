@@ -128,10 +128,13 @@ def render_reference() -> str:
     lines = [
         "# Configuration reference",
         "",
-        "Every command reads a YAML config (`config.yaml` by default, `--config FILE` for another)"
-        " and takes overrides such as `train.max_steps=200`. An unknown key, a value of the wrong"
-        " type or out of range is an error that names it. A config may start from another with"
-        " `base: other.yaml`. Written by `make config-docs` from the comments in"
+        "Every command reads a YAML config (`config.yaml` by default, `--config FILE` for another)."
+        " `data`, `train`, `evaluate` and `serve` also take overrides such as"
+        " `train.max_steps=200` (`translate` reads its config from the checkpoint and refuses"
+        " them, saying which options it takes). An unknown key, a value of the wrong type, out of"
+        " range or not finite is an error that names it and the file or override it is in."
+        " `experiment` and `corpus.name` are folder names, not paths. A config may start from"
+        " another with `base: other.yaml`. Written by `make config-docs` from the comments in"
         " `seq2seq/config.py`.",
     ]
     experiment = options(Config)[0]

@@ -31,10 +31,15 @@ _UMASK = _current_umask()
 
 @contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
-    """`with atomic_write(p) as f: f.write(...)`: p appears only once everything is written."""
+    """`with atomic_write(p) as f: f.write(...)`: p appears only once everything is written.
+    If the file system refuses (disk full, permission denied), the OSError names p, and no
+    temporary file is left."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
     try:
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes the file private; use the usual mode
         encoding = None if "b" in mode else "utf-8"
@@ -43,6 +48,11 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
             file.flush()
             os.fsync(file.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        if error.filename is None:  # a write or fsync: say which file
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -73,8 +83,11 @@ def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
     earlier = out_dir.is_dir() and ((out_dir / marker).exists() or not any(out_dir.iterdir()))
     if out_dir.exists() and not earlier:
         raise UserError(f"{out_dir} exists and is not an earlier export: choose another folder")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(out_dir)) from None
     try:
         yield staging
         for path in [
@@ -89,6 +102,10 @@ def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
             shutil.rmtree(old)
         else:
             staging.rename(out_dir)
+    except OSError as error:
+        if error.filename is None:  # a write: say which export
+            raise OSError(error.errno, error.strerror, str(out_dir)) from None
+        raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -102,6 +119,15 @@ def remove_stale_temporaries(directory: str | Path) -> None:
 def write_lines(path: str | Path, lines: list[str]) -> None:
     with atomic_write(path) as file:
         file.writelines(line + "\n" for line in lines)
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Add a line to a log (metrics.jsonl): a refusal of the file system names the file."""
+    try:
+        with Path(path).open("a", encoding="utf-8") as file:
+            file.write(line + "\n")
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(path)) from None
 
 
 def write_json(path: str | Path, data: dict) -> None:

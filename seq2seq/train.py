@@ -46,7 +46,7 @@ from seq2seq.decode import evaluating, translate_sentences
 from seq2seq.device import autocast, autocast_dtype
 from seq2seq.distributed import World
 from seq2seq.errors import Interrupted, UserError, command_parser, run_cli, warn
-from seq2seq.files import remove_stale_temporaries, write_lines
+from seq2seq.files import append_line, remove_stale_temporaries, write_lines
 from seq2seq.metrics import exact_match, sacrebleu_scores
 from seq2seq.model import Transformer
 from seq2seq.paths import LAST, METRICS, vocab_files
@@ -313,8 +313,7 @@ class Trainer:
             if cfg.patience and progress.validations_without_gain >= cfg.patience:
                 report.write(f"no gain in {cfg.patience} validations: stopping early")
                 progress.stopped_early = True
-            with self.log_path.open("a", encoding="utf-8") as log:
-                log.write(json.dumps(result) + "\n")
+            append_line(self.log_path, json.dumps(result))
         progress.best, progress.validations_without_gain, progress.stopped_early = (
             distributed.from_main(
                 (progress.best, progress.validations_without_gain, progress.stopped_early),

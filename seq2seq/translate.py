@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, load_config
+from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, is_override, load_config
 from seq2seq.corpus import decode_stream
 from seq2seq.ctranslate2 import CTranslate2Model
 from seq2seq.decode import longest_source, translate_sentences, translate_sentences_nbest
@@ -169,6 +169,13 @@ def main(argv: list[str] | None = None) -> None:
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
+    if overrides := [sentence for sentence in args.sentences if is_override(sentence)]:
+        raise UserError(
+            f"{overrides[0]!r} sets a config option, which translate does not take: the "
+            "checkpoint holds its config; choose it with --checkpoint or --config, the "
+            "decoding with --beam-size and --length-penalty (to translate that text, send it "
+            "on stdin)"
+        )
     model = load_model(args)
     decoding = model.config.decode
     if args.beam_size is not None:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from seq2seq import data
-from seq2seq.config import Config, ConfigError, config_from_dict, load_config
+from seq2seq.config import Config, ConfigError, config_from_dict, is_override, load_config
 from seq2seq.config_docs import options, sections
 
 from helpers import ROOT
@@ -98,10 +98,48 @@ def test_command_line_overrides(tmp_path):
     path.write_text("train:\n  max_steps: 10\n")
     config = load_config(path, ["train.max_steps=200", "train.lr=1e-3", "model.attention=math"])
     assert (config.train.max_steps, config.train.lr, config.model.attention) == (200, 1e-3, "math")
-    with pytest.raises(ConfigError, match="unknown key 'train.max_step'"):
-        load_config(path, ["train.max_step=5"])
     with pytest.raises(ConfigError, match="not of the form"):
         load_config(path, ["train.max_steps"])
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.max_step=5", "unknown key 'train.max_step' (did you mean 'train.max_steps'?)"),
+        ("train.lr=big", "'train.lr' must be float, got 'big'"),
+        ("train.lr=-1", "'train.lr' must be positive, got -1.0"),
+        ("train.lr=inf", "'train.lr' must be a finite number, got inf"),
+        ("decode.length_penalty=.nan", "'decode.length_penalty' must be a finite number, got nan"),
+        ("experiment=../../x", "'experiment' names the folder runs/<experiment>/: a name, not a "
+         "path, got '../../x'"),
+        ("corpus.name=/abs/path", "'corpus.name' names the folder data/<corpus.name>/: a name, "
+         "not a path, got '/abs/path'"),
+    ],
+)  # fmt: skip
+def test_a_wrong_override_is_an_error_naming_the_override_not_the_file(override, message):
+    with pytest.raises(ConfigError) as error:
+        load_config(ROOT / "configs/seed.yaml", [override])
+    assert str(error.value) == f"override {override}: {message}"
+
+
+@pytest.mark.parametrize("experiment", ["../x", "/abs/path", "a/b", "..", ""])
+def test_a_folder_name_in_a_file_is_a_name_not_a_path(experiment):
+    with pytest.raises(ConfigError, match=r"'experiment' names the folder runs/<experiment>/"):
+        config_from_dict({"experiment": experiment})
+
+
+def test_non_finite_numbers_in_a_file_are_refused():
+    with pytest.raises(ConfigError, match=r"'train\.clip_norm' must be a finite number, got inf"):
+        config_from_dict({"train": {"clip_norm": float("inf")}})
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("experiment=bt", True), ("decode.beam_size=4", True), ("corpus.train.src=a", True),
+     ("seven is seven", False), ("x=5", False), ("train.nope=1", False), ("a = b", False)],
+)  # fmt: skip
+def test_is_override_knows_the_config_options(text, expected):
+    assert is_override(text) is expected
 
 
 def test_missing_or_broken_config_file(tmp_path):

@@ -2,8 +2,11 @@
 
 import json
 import math
+import re
+import resource
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -135,6 +138,12 @@ def test_what_to_run_first_names_the_config(module, args, missing, tmp_path, mon
     assert str(error.value) == f"{missing} CONFIG=configs/seed.yaml` first"
 
 
+def test_translate_refuses_a_config_override_instead_of_translating_it(tmp_path):
+    with pytest.raises(UserError, match=r"^'experiment=bt' sets a config option, which "
+                       r"translate does not take: .*--checkpoint"):  # fmt: skip
+        translate.main(["experiment=bt", "seven is seven"])
+
+
 def test_training_that_stops_during_the_warmup_is_warned(tmp_path):
     assert schedule_warning(TrainConfig(max_steps=200, warmup_steps=200)) is None
     warning = schedule_warning(TrainConfig(lr=1e-3, max_steps=50, warmup_steps=200))
@@ -180,7 +189,8 @@ def test_a_config_mistake_is_one_line_naming_the_key(tmp_path):
     done = run_module("seq2seq.train", "train.max_stesp=3", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        "error: config.yaml: unknown key 'train.max_stesp' (did you mean 'train.max_steps'?)"
+        "error: override train.max_stesp=3: unknown key 'train.max_stesp' "
+        "(did you mean 'train.max_steps'?)"
     )
     done = run_module("seq2seq.train", cwd=tmp_path)
     assert done.returncode == 1 and "run `make data` first" in done.stderr
@@ -192,3 +202,29 @@ def test_help_names_the_command_as_it_is_typed(module, capsys):
         module.main(["--help"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: python -m {module.__name__} ")
+
+
+def with_file_size_limit(limit: int) -> Callable[[], None]:
+    """For a subprocess: the kernel refuses to write files past `limit` bytes (EFBIG), as a
+    full disk refuses (ENOSPC), for root too (Python ignores the SIGXFSZ that comes with it)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+
+@pytest.mark.slow
+def test_a_file_system_refusal_is_one_line_and_loses_nothing(seed_run, tmp_path):
+    """Training on from a finished run with a file-size limit that the checkpoints exceed: one
+    line naming the checkpoint, no temporary file left, the earlier checkpoints intact."""
+    shutil.copytree(seed_run.parent.parent, tmp_path / "work")
+    work, run = tmp_path / "work", tmp_path / "work/runs/seed"
+    before = {name: (run / name).read_bytes() for name in ("best.pt", "last.pt")}
+    done = subprocess.run(
+        command("seq2seq.train", "train.max_steps=300", "train.eval_every=10"),
+        cwd=work, env=ENV, capture_output=True, text=True, timeout=HANG,
+        preexec_fn=with_file_size_limit(min(map(len, before.values())) // 2),
+    )  # fmt: skip
+    error = done.stderr.splitlines()[-1]
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert re.fullmatch(r"error: runs/seed/(best|last)\.pt: File too large: .*", error), error
+    assert [path.name for path in run.iterdir() if path.name.endswith(".tmp")] == []
+    assert {name: (run / name).read_bytes() for name in before} == before
+    assert load_checkpoint(run / "best.pt").info["step"] == 150
