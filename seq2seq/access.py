@@ -2,7 +2,8 @@
 
     serve.api_keys: a file, or env:NAME  ->  ApiKeys.load  (once, at start-up)
     a POST request (/translate, /attention, /detect)
-      RateLimit, before any route: the client's address has a bucket of
+      RateLimit, before any route: the client's address (the connection's; the one
+        X-Forwarded-For names only from serve.trusted_proxies) has a bucket of
         serve.requests_per_minute tokens, refilled at that rate; a POST takes one, and one
         that finds none gets 429 {"error": "Slowdown: ..."} with Retry-After
       the route: ApiKeys.check(the key it was given) -> 403 unless it is one of the keys
@@ -20,6 +21,7 @@ import math
 import os
 import sys
 import time
+from collections import OrderedDict
 from pathlib import Path
 
 from starlette.requests import Request
@@ -100,11 +102,12 @@ class RateLimit:
     minute (a token bucket: that many at once, then one every 60 / requests_per_minute s)."""
 
     clock = staticmethod(time.monotonic)
-    most_clients = 10_000  # buckets kept; past this, the full ones are forgotten
+    most_clients = 10_000  # buckets kept; past this, the least recently seen is forgotten
 
     def __init__(self, app, settings: ServeConfig):
         self.app, self.per_minute = app, settings.requests_per_minute
-        self.buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, when)
+        # address -> (tokens, when), least recently seen first: bounded memory, O(1) a request
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     async def __call__(self, scope, receive, send) -> None:
         if self.per_minute and scope["type"] == "http" and scope["method"] == "POST":
@@ -121,17 +124,10 @@ class RateLimit:
     def take(self, client: str) -> int:
         """Takes one of the client's tokens: 0, or the seconds until it has one."""
         now, rate = self.clock(), self.per_minute / 60
-        tokens, then = self.buckets.get(client, (self.per_minute, now))
+        tokens, then = self.buckets.pop(client, (self.per_minute, now))
         tokens = min(self.per_minute, tokens + (now - then) * rate)
-        if tokens < 1:
-            self.buckets[client] = (tokens, now)
-            return math.ceil((1 - tokens) / rate)
-        self.buckets[client] = (tokens - 1, now)
+        taken = tokens >= 1
+        self.buckets[client] = (tokens - 1 if taken else tokens, now)  # now the most recent
         if len(self.buckets) > self.most_clients:
-            self.forget_full(now)
-        return 0
-
-    def forget_full(self, now: float) -> None:
-        """Drops the buckets refilled by now: a new one starts as full."""
-        full = 60.0  # seconds: an empty bucket refills in a minute
-        self.buckets = {c: (t, w) for c, (t, w) in self.buckets.items() if now - w < full}
+            self.buckets.popitem(last=False)
+        return 0 if taken else math.ceil((1 - tokens) / rate)

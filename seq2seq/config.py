@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import dataclasses
 import difflib
+import ipaddress
 import math
 import types
 import typing
@@ -221,6 +222,10 @@ class ServeConfig:
     # POST requests one client address may make per minute, in bursts of as many; more get a
     # 429 with Retry-After. 0: no limit.
     requests_per_minute: int = 0
+    # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
+    # names the client; from any other address the header is ignored. []: none, the
+    # connection's own address is the client's (so no client can choose its address).
+    trusted_proxies: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -517,6 +522,15 @@ def value_problems(config: Config, keys: list[str]) -> Iterator[str]:
             yield f"'{key}' names the folder {FOLDER_NAMES[key]}: a name, not a path, got {value!r}"
 
 
+def is_network(text: str) -> bool:
+    """An IP address or network: 10.0.0.1, 10.0.0.0/8, ::1."""
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
 def _check(config: Config, source: str) -> None:
     """Each option's own value (value_problems), then the rules that involve several."""
 
@@ -565,6 +579,8 @@ def _check(config: Config, source: str) -> None:
     require(train.min_lr <= train.lr, f"'train.min_lr' ({train.min_lr}) must be <= 'train.lr'")
     serve = config.serve
     require(serve.host.strip() != "", "'serve.host' must not be empty")
+    for proxy in serve.trusted_proxies:
+        require(is_network(proxy), f"'serve.trusted_proxies': {proxy!r} is not an address")
     require(
         serve.max_queue_sentences >= serve.max_sentences,
         f"'serve.max_queue_sentences' ({serve.max_queue_sentences}) must be at least "

@@ -412,6 +412,8 @@ class Server(uvicorn.Server):
                 loop="asyncio",
                 lifespan="off",
                 limit_concurrency=settings.max_connections,
+                proxy_headers=bool(settings.trusted_proxies),  # X-Forwarded-For, from these only
+                forwarded_allow_ips=settings.trusted_proxies,
                 timeout_keep_alive=settings.timeout_s,
                 log_config=None,  # uvicorn's warnings: one line each on stderr
                 access_log=False,

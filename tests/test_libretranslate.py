@@ -225,6 +225,32 @@ def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monke
         assert call(server.url, "POST", T, request)[0] == 429
 
 
+def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(trained_numbers_checkpoint):
+    """Each request claims another address: ignored by default (the connection's address is
+    the client's, so the 4th is refused); from serve.trusted_proxies, each is its own client."""
+    model = TorchModel(trained_numbers_checkpoint[0])
+    request = {"q": "three is three", **PAIR}
+
+    def statuses(server) -> list[int]:
+        claims = [{**JSON, "X-Forwarded-For": f"203.0.113.{n}"} for n in range(6)]
+        return [call(server.url, "POST", T, request, headers)[0] for headers in claims]
+
+    with running(model, requests_per_minute=3) as server:
+        assert statuses(server) == [200] * 3 + [429] * 3
+    with running(model, requests_per_minute=3, trusted_proxies=["127.0.0.0/8"]) as server:
+        assert statuses(server) == [200] * 6
+
+
+def test_the_rate_limit_keeps_a_bounded_table_of_clients(monkeypatch):
+    """Any number of clients: the table keeps the most recently seen, each request O(1)."""
+    monkeypatch.setattr(access.RateLimit, "most_clients", 100)
+    limit = access.RateLimit(app=None, settings=ServeConfig(requests_per_minute=2))
+    for n in range(5_000):
+        assert limit.take(f"client {n}") == 0
+    assert len(limit.buckets) == 100 and next(iter(limit.buckets)) == "client 4900"
+    assert limit.take("client 4999") == 0 and limit.take("client 4999") > 0  # its 3rd: wait
+
+
 def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
     model = TorchModel(trained_numbers_checkpoint[0])
     french = {"source_language": Language("fr", "French")}
