@@ -226,6 +226,10 @@ class ServeConfig:
     # names the client; from any other address the header is ignored. []: none, the
     # connection's own address is the client's (so no client can choose its address).
     trusted_proxies: list[str] = field(default_factory=list)
+    # Origins (scheme://host:port) whose web pages may call the service from a browser: their
+    # requests get CORS headers. A POST from any other origin (a form another site submits)
+    # gets a 403. ["*"]: any. []: only the service's own page.
+    cors_origins: list[str] = field(default_factory=list)
 
 
 @dataclass

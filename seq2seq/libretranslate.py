@@ -52,6 +52,7 @@ from seq2seq.decoder import Job, Options
 
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
+FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
 TAG = re.compile(r"(<[^>]*>)")  # split on it: text, tag, text, ..., text
 
 
@@ -96,7 +97,7 @@ class LibreTranslate:
         """/translate's request: LibreTranslate's fields, or None and the request for serve.py
         to read as ours (its body read again from memory)."""
         media_type = media_type_of(request)
-        if media_type == FORM:
+        if media_type in FORMS:
             return request, await read_fields(request, TRANSLATE_FIELDS, self.settings)
         if media_type != JSON:
             return request, None  # serve.py's 415
@@ -219,13 +220,29 @@ def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:
 
 
 async def read_fields(request: Request, names: tuple[str, ...], settings: ServeConfig) -> dict:
-    """A LibreTranslate request's fields: a JSON object, or a form's (each a string)."""
+    """A LibreTranslate request's fields: a JSON object, or a form's (each a string, either
+    encoding; `api_key` may also be in the query string, as LibreTranslate takes it)."""
     media_type = media_type_of(request)
-    if media_type not in (JSON, FORM):
+    if media_type not in (JSON, *FORMS):
         raise HTTPError(415, f"send the body as JSON or as a form ({FORM}), not {media_type!r}")
     body = await receive(request, settings)
-    fields = form_fields(body) if media_type == FORM else json_object(body, '{"q": ...}')
+    if media_type == JSON:
+        fields = json_object(body, '{"q": ...}')
+    else:
+        fields = form_fields(body) if media_type == FORM else await multipart_fields(request, body)
+        if "api_key" in request.query_params and "api_key" not in fields:
+            fields["api_key"] = request.query_params["api_key"]
     check_names(fields, names)
+    return fields
+
+
+async def multipart_fields(request: Request, body: bytes) -> dict:
+    """A multipart/form-data body's fields (Starlette's parser, python-multipart); no files."""
+    form = await replay(request, body).form(max_files=0)
+    pairs = list(form.multi_items())
+    fields = dict(pairs)
+    if len(fields) < len(pairs):
+        raise HTTPError(400, "malformed form: a field is given twice")
     return fields
 
 

@@ -35,7 +35,6 @@ request already received (new ones on open connections get a 503), then exits.
 """
 
 import asyncio
-import dataclasses
 import json
 import logging
 import math
@@ -46,6 +45,7 @@ import sys
 import time
 from functools import partial
 from importlib.resources import files
+from urllib.parse import urlsplit
 
 try:
     import h11
@@ -53,6 +53,7 @@ try:
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.middleware import Middleware
+    from starlette.middleware.cors import CORSMiddleware
     from starlette.requests import ClientDisconnect, Request
     from starlette.responses import Response
     from starlette.routing import Route
@@ -143,9 +144,9 @@ def beam_field(request: dict, key: str, limits: ServeConfig) -> int | None:
 class Service:
     """The routes' side: the model, its settings, the decoder thread, the page's files."""
 
-    def __init__(self, model, settings: ServeConfig, path: str, decoder: Decoder):
+    def __init__(self, model, settings: ServeConfig, decoder: Decoder):
         self.model, self.settings, self.decoder = model, settings, decoder
-        self.info = model_info(model, settings, path)
+        self.info = model_info(model, settings)
         self.pages = {name: static_file(name) for name in STATIC.values()}
         self.keys = access.ApiKeys.load(settings.api_keys)
         access.warn_if_open(settings, self.keys)
@@ -233,24 +234,34 @@ def static_file(name: str) -> tuple[str, bytes]:
     return f"{content_type}; charset=utf-8", files("seq2seq").joinpath("static", name).read_bytes()
 
 
-def model_info(model, settings: ServeConfig, path: str) -> dict:
+# The settings a client needs to know (its limits), of those in force; not where the files
+# are, nor how the service is deployed.
+CLIENT_SETTINGS = (
+    "max_sentences", "max_chars", "max_body_bytes", "max_beam_size", "timeout_s",
+    "requests_per_minute",
+)  # fmt: skip
+
+
+def model_info(model, settings: ServeConfig) -> dict:
     config = model.config.to_dict()
     del config["serve"]  # as saved at training time; the settings in force are "serve" below
     vocabs = {"source": model.src_vocab, "target": model.tgt_vocab}
     info = {"engine": "torch" if isinstance(model, TorchModel) else "ctranslate2"}
     if isinstance(model, TorchModel):
         checkpoint = model.checkpoint
-        info["checkpoint"] = {"path": path, **checkpoint.info}  # training step, valid scores
+        info["checkpoint"] = dict(checkpoint.info)  # training step, valid scores, example
         info["parameters"] = checkpoint.model.num_parameters()
         info["device"] = str(next(checkpoint.model.parameters()).device)
     else:
-        info["checkpoint"] = {"path": path}
+        info["checkpoint"] = {}
         info["device"] = model.translator.device
     info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }
-    return {**info, "config": config, "serve": dataclasses.asdict(settings)}
+    serve = {name: getattr(settings, name) for name in CLIENT_SETTINGS}
+    serve["api_key_needed"] = bool(settings.api_keys)
+    return {**info, "config": config, "serve": serve}
 
 
 # Errors, all as JSON: the routes' HTTPError, Starlette's 404 and 405, a failure (500, its
@@ -285,22 +296,55 @@ async def on_failure(request: Request, error: Exception) -> Response:
     return error_response(500, f"{type(error).__name__}: {error}")
 
 
+# On every answer: no content-type guessing; the page's scripts, styles and requests from
+# this service only, and no other site may frame it.
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+     b"form-action 'none'"),
+]  # fmt: skip
+
+
 class Guard:
     """Before any route: a request whose Host is not this service is refused, so that a web
-    page on another name that resolves here (DNS rebinding) cannot read or spend it."""
+    page on another name that resolves here (DNS rebinding) cannot read or spend it; so is a
+    POST that a page of another origin sends (a form: browsers send those without asking),
+    unless serve.cors_origins allows that origin. Every answer gets SECURITY_HEADERS."""
 
     def __init__(self, app, settings: ServeConfig):
         self.app, self.settings = app, settings
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and not self.allowed(scope):
-            host = dict(scope["headers"]).get(b"host", b"").decode("latin-1")
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if not self.allowed(scope):
             message = (
                 f"Host {host!r} is not served here: use this service's address or localhost, "
                 "or add the name to serve.allowed_hosts"
             )
             return await error_response(400, message)(scope, receive, send)
-        await self.app(scope, receive, send)
+        if scope["method"] == "POST" and origin and not self.same_or_allowed(origin, host):
+            message = (
+                f"a request from a page of {origin} is refused: allow it in serve.cors_origins"
+            )
+            return await error_response(403, message)(scope, receive, send)
+
+        async def send_securely(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message["headers"], *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_securely)
+
+    def same_or_allowed(self, origin: str, host: str) -> bool:
+        """Whether a page of `origin` may POST: the service's own page, or one allowed."""
+        allowed = self.settings.cors_origins
+        return (
+            urlsplit(origin).netloc.lower() == host.lower() or origin in allowed or "*" in allowed
+        )
 
     def allowed(self, scope) -> bool:
         host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
@@ -309,10 +353,29 @@ class Guard:
         return name in ours or "*" in ours
 
 
+def cross_origin(settings: ServeConfig) -> list[Middleware]:
+    """CORS headers for the pages of serve.cors_origins (Starlette's middleware: preflight
+    OPTIONS requests included), if any."""
+    if not settings.cors_origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    ]
+
+
 def build_app(service: Service) -> Starlette:
     app = Starlette(
         routes=service.routes(),
-        middleware=[Middleware(Guard, settings=service.settings), *service.middleware],
+        middleware=[
+            Middleware(Guard, settings=service.settings),
+            *cross_origin(service.settings),
+            *service.middleware,
+        ],
         exception_handlers={
             HTTPError: on_http_error,
             UserError: on_user_error,
@@ -400,11 +463,11 @@ class Server(uvicorn.Server):
     """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
     decoder: no more waiting for batch windows, and new jobs get a 503."""
 
-    def __init__(self, model, settings: ServeConfig, path: str):
+    def __init__(self, model, settings: ServeConfig):
         allow_files(settings.max_connections + SPARE_FILES)
         self.socket = listen(settings.host, settings.port)
         self.decoder = Decoder(model, settings)
-        app = build_app(Service(model, settings, path, self.decoder))
+        app = build_app(Service(model, settings, self.decoder))
         super().__init__(
             uvicorn.Config(
                 app,
@@ -538,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.engine == "ctranslate2"
         else str(args.checkpoint or config.checkpoint_path)
     )
-    server = Server(model, config.serve, path)
+    server = Server(model, config.serve)
     logging.getLogger("uvicorn").addHandler(one_line_log())
     print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     serve(server)

@@ -207,7 +207,7 @@ def running(model, **settings) -> Iterator:
     from seq2seq import serve
     from seq2seq.config import ServeConfig
 
-    server = serve.Server(model, ServeConfig(port=0, **settings), "model.pt")
+    server = serve.Server(model, ServeConfig(port=0, **settings))
     thread = threading.Thread(target=server.serve_forever)
     thread.start()
     try:

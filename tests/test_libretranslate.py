@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 import pytest
 from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
+from urllib3 import encode_multipart_formdata
 
 from seq2seq import access
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
@@ -186,6 +187,26 @@ def test_with_keys_every_post_needs_one(trained_numbers_checkpoint, tmp_path):
         assert call(url, "POST", T, ours)[0] == 403
         status, answer, _ = call(url, "POST", T, ours, {**JSON, **bearer})
         assert status == 400 and "unknown field 'api_key'" in answer["error"]
+
+
+def test_a_key_in_the_query_string_or_a_multipart_form_as_libretranslate_takes_it(
+    trained_numbers_checkpoint, tmp_path
+):
+    model = TorchModel(trained_numbers_checkpoint[0])
+    (tmp_path / "keys").write_text("the-key\n")
+    fields = {"q": "three is three", **PAIR}
+    with running(model, api_keys=str(tmp_path / "keys")) as server:
+        form = urlencode(fields).encode()
+        assert call(server.url, "POST", T + "?api_key=the-key", form, FORM)[:2] == (
+            200, {"translatedText": "3 la 3"}
+        )  # fmt: skip
+        assert call(server.url, "POST", T + "?api_key=wrong", form, FORM)[0] == 403
+        for key, status in (("the-key", 200), ("wrong", 403)):
+            body, content_type = encode_multipart_formdata({**fields, "api_key": key})
+            answer = call(server.url, "POST", T, body, {"Content-Type": content_type})
+            assert answer[0] == status, answer
+        body, content_type = encode_multipart_formdata({"q": ("a.txt", b"three is three")})
+        assert call(server.url, "POST", D, body, {"Content-Type": content_type})[0] == 400
 
 
 def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys):

@@ -341,6 +341,43 @@ def test_the_address_localhost_and_allowed_hosts_are_served(seed_model):
         assert call(server.url, "GET", "/info", headers={"Host": "other.example"})[0] == 400
 
 
+def test_a_page_of_another_origin_cannot_post_unless_cors_origins_allows_it(seed_model):
+    """A form another site's page submits (browsers send those without asking, with an
+    Origin header) was once translated: 200. Programs send no Origin."""
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    body = b"q=three is three&source=en&target=digits"
+    with running(seed_model, cors_origins=["https://app.example"]) as server:
+        own = f"http://{urlsplit(server.url).netloc}"
+        for origin, status in (
+            ("http://evil.example", 403), ("null", 403), (own, 200), ("https://app.example", 200),
+            (None, 200),
+        ):  # fmt: skip
+            headers = {**form, **({"Origin": origin} if origin else {})}
+            answer = call(server.url, "POST", "/translate", body, headers)
+            assert answer[0] == status, (origin, answer)
+        assert (
+            "serve.cors_origins"
+            in call(
+                server.url, "POST", "/translate", body, {**form, "Origin": "http://evil.example"}
+            )[1]["error"]
+        )
+        headers = {**JSON, "Origin": "https://app.example"}
+        _, _, answered = call(server.url, "POST", "/translate", {"text": ["one is one"]}, headers)
+        assert answered["access-control-allow-origin"] == "https://app.example"
+
+
+def test_every_answer_forbids_sniffing_and_the_page_has_a_content_security_policy(url):
+    for path in ("/", "/app.js", "/info"):
+        connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        headers = response.headers
+        assert response.status == 200 and headers["x-content-type-options"] == "nosniff", path
+        assert "default-src 'self'" in headers["content-security-policy"], path
+
+
 def test_two_different_content_lengths_are_a_400_not_a_second_request(url):
     """The first was once used, and the rest of the body read as the next request."""
     smuggled = b"GET /info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
