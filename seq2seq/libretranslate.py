@@ -14,9 +14,9 @@ A request's way (serve.py's Service.translate hands /translate's over when it is
     sort: a form, or a JSON object with "q" -> LibreTranslate's; else serve.py reads it as ours
     its fields checked (400 naming the mistake; the pair the model does not translate: a 400
       that names the one it does), its key (access.py, 403)
-    -> a Job of its texts (format html: the text between the tags, each a sentence; the tags
-       are kept) -> Service.decode, as for ours; the job's Reshaped future turns the decoder's
-       answer into LibreTranslate's shape
+    -> a Job of its texts (format html: its text nodes, each a sentence; the markup is kept:
+       seq2seq/markup.py) -> Service.decode, as for ours; the job's Reshaped future turns the
+       decoder's answer into LibreTranslate's shape
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are the config's serve.source_language and target_language, or the corpus's
@@ -24,10 +24,8 @@ The languages are the config's serve.source_language and target_language, or the
 share of the text's words its source vocabulary knows (0 to 100, as LibreTranslate's).
 """
 
-import html
 import json
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from urllib.parse import parse_qsl
@@ -36,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from seq2seq import markup
 from seq2seq.api import (
     FORM,
     JSON,
@@ -53,7 +52,6 @@ from seq2seq.decoder import Job, Options
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
 FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
-TAG = re.compile(r"(<[^>]*>)")  # split on it: text, tag, text, ..., text
 
 
 class LibreTranslate:
@@ -121,7 +119,7 @@ class LibreTranslate:
             raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
         alternatives = self.alternatives(fields.get("alternatives", 0))
         html_format = text_format == "html"
-        sentences = [s for text in texts for s in html_texts(text)] if html_format else texts
+        sentences = [s for text in texts for s in markup.texts(text)] if html_format else texts
         if len(sentences) > self.settings.max_sentences:
             raise HTTPError(400, too_many(len(sentences), html_format, self.settings))
         nbest = alternatives + 1 if alternatives and not html_format else None
@@ -185,7 +183,7 @@ def libretranslate_answer(
         outputs = [best[0]["translation"] for best in outputs]
     if texts is not None:  # html: its alternatives are not given
         translations = iter(outputs)
-        outputs = [put_back(text, translations) for text in texts]
+        outputs = [markup.put_back(text, translations) for text in texts]
         others = [[] for _ in texts]
     shaped = {"translatedText": outputs}
     if alternatives:
@@ -193,22 +191,6 @@ def libretranslate_answer(
     if detected is not None:
         shaped["detectedLanguage"] = detected
     return {key: value[0] for key, value in shaped.items()} if one else shaped
-
-
-def html_texts(text: str) -> list[str]:
-    """The texts between the tags of `text` (format html) that are not blank, unescaped."""
-    return [html.unescape(part).strip() for part in TAG.split(text)[::2] if part.strip()]
-
-
-def put_back(text: str, translations: Iterator[str]) -> str:
-    """`text` (format html) with each text between its tags that is not blank replaced by the
-    next translation (escaped), in the same white space; the tags as they were."""
-    parts = TAG.split(text)
-    for i in range(0, len(parts), 2):
-        if parts[i].strip():
-            lead, trail = re.match(r"(\s*).*?(\s*)$", parts[i], re.DOTALL).groups()
-            parts[i] = lead + html.escape(next(translations), quote=False) + trail
-    return "".join(parts)
 
 
 def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:

@@ -3,8 +3,10 @@ hand; API keys and the rate limit (seq2seq/access.py)."""
 
 import dataclasses
 import json
+import random
 import re
 import subprocess
+from html.parser import HTMLParser
 from urllib.error import HTTPError
 from urllib.parse import urlencode
 
@@ -13,7 +15,7 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 from urllib3 import encode_multipart_formdata
 
-from seq2seq import access
+from seq2seq import access, markup
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
 from seq2seq.decode import translate_sentences, translate_sentences_nbest
 from seq2seq.errors import UserError
@@ -87,6 +89,53 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
     cfg = dataclasses.replace(model.config.decode, beam_size=2)  # the best and 1 alternative
     ((best, alternative),) = translate_sentences_nbest(*model.model_and_vocabs(), test[:1], cfg)
     assert status == 200 and answer == {"translatedText": best[1], "alternatives": [alternative[1]]}
+
+
+@pytest.mark.same_outputs
+def test_html_translates_text_nodes_only_and_keeps_the_markup_as_it_was(numbers):
+    """Cases that a split on "<...>" once broke: a ">" in an attribute value, a comment,
+    <script> and <style>, an entity in a blank node."""
+    url, model, _ = numbers
+    cases = {
+        '<a title="x>seven is seven">nine is nine</a>': '<a title="x>seven is seven">NINE</a>',
+        "<!-- seven > is --> nine is nine": "<!-- seven > is --> NINE",
+        "<b>&nbsp;</b><script>seven()</script><style>p {}</style>nine is nine":
+            "<b>&nbsp;</b><script>seven()</script><style>p {}</style>NINE",
+    }  # fmt: skip
+    request = {"q": list(cases), "source": "en", "target": "digits", "format": "html"}
+    status, answer, _ = call(url, "POST", "/translate", request)
+    (nine,) = reference(model, ["nine is nine"])
+    expected = [out.replace("NINE", nine) for out in cases.values()]
+    assert (status, answer["translatedText"]) == (200, expected)
+
+
+class Markup(HTMLParser):
+    """Everything of a fragment but its text: tags and their attributes, comments, ..."""
+
+    def __init__(self, fragment: str):
+        super().__init__(convert_charrefs=True)
+        self.events: list = []
+        self.handle_starttag = lambda *event: self.events.append(("start", *event))
+        self.handle_endtag = lambda *event: self.events.append(("end", *event))
+        self.handle_startendtag = lambda *event: self.events.append(("startend", *event))
+        self.handle_comment = lambda *event: self.events.append(("comment", *event))
+        self.feed(fragment)
+        self.close()
+
+
+def test_html_of_random_markup_keeps_every_tag_attribute_and_comment():
+    rng = random.Random(0)
+    pieces = [
+        "seven is seven", "one", " ", "\n", "&amp;", "&nbsp;", "&#32;", "a < b", "<b>", "</b>",
+        "<br/>", '<a href="x?a=1&amp;b=2" title=\'1 > 0\'>', "</a>", "<!-- one > two -->",
+        "<script>if (a < b) one()</script>", "<style>p > b {}</style>", "<p class=x>", "</p>",
+    ]  # fmt: skip
+    for _ in range(500):
+        fragment = "".join(rng.choices(pieces, k=rng.randint(1, 12)))
+        texts = markup.texts(fragment)
+        translated = markup.put_back(fragment, iter(f"<{t.upper()}>" for t in texts))
+        assert Markup(translated).events == Markup(fragment).events, fragment
+        assert markup.texts(translated) == [f"<{t.upper()}>" for t in texts], fragment
 
 
 @pytest.mark.same_outputs
