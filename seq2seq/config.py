@@ -197,9 +197,13 @@ class ServeConfig:
     # Sentences waiting for the decoder, at most; a request that would pass this gets a 503
     # with Retry-After (and a waiting request whose client hangs up is dropped).
     max_queue_sentences: int = 1024
-    # Open connections at most: a request on one more gets a quick 503 (uvicorn's
-    # limit_concurrency). Keep it well under the process's file limit (ulimit -n).
+    # Open connections at most. One more closes a connection still waiting for its request
+    # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
+    # well under the process's file limit (ulimit -n).
     max_connections: int = 256
+    # Open connections from one client address at most; more get a quick 503. Behind a
+    # reverse proxy every connection is the proxy's: raise it to max_connections.
+    max_client_connections: int = 64
     # Seconds a client has to send a request's headers (from connecting, or from its previous
     # answer: idle keep-alive connections close then), and again for its body (408).
     timeout_s: float = 10.0
@@ -503,6 +507,7 @@ RANGES = {
     "serve.max_batch_sentences": AT_LEAST_1,
     "serve.max_queue_sentences": AT_LEAST_1,
     "serve.max_connections": AT_LEAST_1,
+    "serve.max_client_connections": AT_LEAST_1,
     "serve.timeout_s": POSITIVE,
     "serve.threads": NOT_NEGATIVE,
     "serve.requests_per_minute": NOT_NEGATIVE,

@@ -32,7 +32,7 @@ class TextNodes(HTMLParser):
         self.raw_text: str | None = None  # inside <script> or <style>
         self.feed(fragment)
         self.close()
-        ends = [start for start, _ in self.starts[1:]] + [len(fragment)]
+        ends = [start for start, _ in self.starts[1:]] + [len(fragment)] * bool(self.starts)
         pairs = zip(self.starts, ends, strict=True)
         self.spans = merged((s, e) for (s, text), e in pairs if text and s < e)
 

@@ -15,8 +15,11 @@
 A request's way through the server:
 
     uvicorn (HTTP/1.1 parsed by h11, strictly)   Connection, below: a request's headers must
-      arrive within serve.timeout_s; over serve.max_connections connections -> 503
-    Starlette: guard (a Host not ours -> 400), the route (else 404 / 405)
+      arrive within serve.timeout_s; over serve.max_client_connections from one address
+      -> 503; over serve.max_connections, a connection waiting for its request is closed
+      (none: 503)
+    Starlette: Guard (a Host not ours -> 400; a POST from another origin's page -> 403),
+      CORS (serve.cors_origins), RateLimit (429), the route (else 404 / 405)
     the route, async                    POSTs: Content-Type application/json (else 415), the
       body read as it streams in (over serve.max_body_bytes -> 413, the rest discarded by
       uvicorn; slower than serve.timeout_s -> 408), the JSON and its fields checked (4xx)
@@ -43,6 +46,7 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from functools import partial
 from importlib.resources import files
 from urllib.parse import urlsplit
@@ -397,20 +401,52 @@ class Connection(H11Protocol):
     headers must arrive within timeout_keep_alive (serve.timeout_s) of the connection's
     opening or of the previous answer; the body has its own deadline (read_json)."""
 
-    deadline: asyncio.TimerHandle | None = None
+    deadline: asyncio.TimerHandle | None = None  # set while waiting for a request's headers
+    most, most_per_client = 256, 64  # serve.max_connections, max_client_connections
+
+    @classmethod
+    def limited(cls, settings: ServeConfig) -> type["Connection"]:
+        """This class, with the limits of `settings` (uvicorn makes one per connection)."""
+        limits = {
+            "most": settings.max_connections,
+            "most_per_client": settings.max_client_connections,
+        }
+        return type(cls.__name__, (cls,), limits)
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        if len(self.connections) > self.limit_concurrency:  # serve.max_connections
-            self.refuse()
+        mine = [c for c in self.connections if c.address == self.address]
+        if len(mine) > self.most_per_client:
+            self.refuse("too many connections from your address (serve.max_client_connections)")
+        elif len(self.connections) > self.most and not self.make_room():
+            self.refuse("too many connections: try again in a moment")
         else:
             self.start_deadline()
 
-    def refuse(self) -> None:
+    @property
+    def address(self) -> str:
+        return self.client[0] if self.client else ""
+
+    def make_room(self) -> bool:
+        """Over serve.max_connections: close a connection still waiting for its request, of
+        the client that holds the most connections, the one waiting longest, so that a
+        well-formed client always gets in; False if every other connection is busy with a
+        request."""
+        waiting = [c for c in self.connections if c is not self and c.deadline is not None]
+        if not waiting:
+            return False
+        held = Counter(c.address for c in self.connections)
+        victim = max(waiting, key=lambda c: (held[c.address], -c.deadline.when()))
+        victim.stop_deadline()
+        victim.transport.close()
+        self.connections.discard(victim)  # now, not when its loss is noticed
+        return True
+
+    def refuse(self, why: str) -> None:
         """One connection too many: a 503 at once, before any request (h11 cannot answer
         one that has not come, so the bytes are written here), and the connection closed, so
         that open connections, and the files they hold, stay within serve.max_connections."""
-        body = json.dumps({"error": "too many connections: try again in a moment"}).encode()
+        body = json.dumps({"error": why}).encode()
         head = (
             "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
             f"content-length: {len(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n"
@@ -471,10 +507,12 @@ class Server(uvicorn.Server):
         super().__init__(
             uvicorn.Config(
                 app,
-                http=Connection,  # h11, strict
+                http=Connection.limited(settings),  # h11, strict
                 loop="asyncio",
                 lifespan="off",
-                limit_concurrency=settings.max_connections,
+                # uvicorn's own 503 comes at this many connections: one more than
+                # Connection ever keeps, so that it is Connection's rules that apply
+                limit_concurrency=settings.max_connections + 1,
                 proxy_headers=bool(settings.trusted_proxies),  # X-Forwarded-For, from these only
                 forwarded_allow_ips=settings.trusted_proxies,
                 timeout_keep_alive=settings.timeout_s,

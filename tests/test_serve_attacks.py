@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -117,15 +118,46 @@ def test_a_sentence_that_cannot_be_encoded_fails_only_its_own_request(seed_model
     assert refused and set(map(str, refused)) == {str((400, {"error": error}))}
 
 
-def test_connections_beyond_the_limit_get_a_quick_503(seed_model):
+def raw_from(url: str, source: str, request: bytes) -> socket.socket:
+    """A connection from the loopback address `source` (127.0.0.2: another client)."""
+    connection = socket.create_connection(address(url), timeout=HANG, source_address=(source, 0))
+    connection.sendall(request)
+    return connection
+
+
+def hung_up(connection: socket.socket) -> bool:
+    """Whether the server closed the connection (an end of file, or a reset)."""
+    try:
+        return connection.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+HEALTH = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+
+def test_a_well_formed_client_gets_in_past_connections_that_send_no_request(seed_model):
+    """Connections that never finish their headers once locked every other client out (503)
+    until serve.timeout_s. Now the one waiting longest is closed to make room."""
     with running(seed_model, max_connections=4, timeout_s=HANG) as server:
         slow = [raw(server.url, b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n") for _ in range(4)]
-        connection = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=HANG)
-        connection.request("GET", "/health")
-        assert connection.getresponse().status == 503  # at once, without reading its request
+        assert answer_of(raw_from(server.url, "127.0.0.2", HEALTH))[0] == 200
+        closed = select.select(slow, [], [], HANG)[0]
+        assert closed and all(map(hung_up, closed))  # closed, without an answer
         for connection in slow:
             connection.close()
-        wait_until(lambda: call(server.url, "GET", "/health")[0] == 200, "room again")
+
+
+def test_one_client_cannot_hold_more_than_its_share_of_connections(seed_model):
+    with running(seed_model, max_connections=8, max_client_connections=2) as server:
+        held = [raw(server.url, b"") for _ in range(2)]
+        assert answer_of(raw(server.url, b"")) == (
+            503, {"error": "too many connections from your address "
+                           "(serve.max_client_connections)"},
+        )  # fmt: skip
+        assert answer_of(raw_from(server.url, "127.0.0.2", HEALTH))[0] == 200
+        for connection in held:
+            connection.close()
 
 
 def test_silent_and_trickling_connections_are_closed_after_the_timeout(seed_model):
@@ -156,7 +188,9 @@ def test_many_connections_never_run_the_server_out_of_files_or_spin_it(seed_run)
     """~1,020 open connections once ran the server out of files (the usual limit, 1,024),
     and its accept loop then spun at 98% of a core. Here it may open 128 files, and 200
     connections stay silent: those beyond serve.max_connections get a 503 at once."""
-    process = serve_with_128_files(seed_run, "serve.max_connections=32", "serve.timeout_s=5")
+    process = serve_with_128_files(
+        seed_run, "serve.max_connections=32", "serve.max_client_connections=32", "serve.timeout_s=5"
+    )
     try:
         url = read_address(process)
         threading.Thread(target=process.stderr.read, daemon=True).start()
