@@ -194,9 +194,10 @@ class ServeConfig:
     # at most max_batch_sentences sentences.
     batch_window_ms: float = 5.0
     max_batch_sentences: int = 256  # see batch_window_ms
-    # Sentences waiting for the decoder, at most; a request that would pass this gets a 503
-    # with Retry-After (and a waiting request whose client hangs up is dropped).
-    max_queue_sentences: int = 1024
+    # Work waiting for the decoder, at most, counted as characters x beam size (what decoding
+    # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
+    # waiting request whose client hangs up is dropped).
+    max_queue_work: int = 1_024_000
     # Open connections at most. One more closes a connection still waiting for its request
     # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
     # well under the process's file limit (ulimit -n).
@@ -505,7 +506,7 @@ RANGES = {
     "serve.max_beam_size": AT_LEAST_1,
     "serve.batch_window_ms": NOT_NEGATIVE,
     "serve.max_batch_sentences": AT_LEAST_1,
-    "serve.max_queue_sentences": AT_LEAST_1,
+    "serve.max_queue_work": AT_LEAST_1,
     "serve.max_connections": AT_LEAST_1,
     "serve.max_client_connections": AT_LEAST_1,
     "serve.timeout_s": POSITIVE,
@@ -591,9 +592,9 @@ def _check(config: Config, source: str) -> None:
     for proxy in serve.trusted_proxies:
         require(is_network(proxy), f"'serve.trusted_proxies': {proxy!r} is not an address")
     require(
-        serve.max_queue_sentences >= serve.max_sentences,
-        f"'serve.max_queue_sentences' ({serve.max_queue_sentences}) must be at least "
-        f"'serve.max_sentences' ({serve.max_sentences}): the largest request must fit",
+        serve.max_queue_work >= serve.max_sentences * serve.max_chars * serve.max_beam_size,
+        f"'serve.max_queue_work' ({serve.max_queue_work:,}) must be at least 'serve.max_sentences'"
+        " x 'max_chars' x 'max_beam_size': the largest request must fit",
     )
     for side in ("source_language", "target_language"):
         language = getattr(serve, side)

@@ -1,12 +1,14 @@
 """The translation service's decoder: one thread that runs the model, a batch at a time.
 
     submit(job), from any thread (the HTTP handlers)
-      -> QueueFull if the waiting jobs would hold more than serve.max_queue_sentences sentences;
-         Stopping once drain() was called; else the job waits, and submit returns its future
+      -> QueueFull if the waiting jobs would hold more than serve.max_queue_work (characters x
+         beam size); Stopping once drain() was called; else the job waits in its client's
+         line, and submit returns its future
     the decoder thread (the only one that runs the model)
-      the first waiting job, then those that arrive within serve.batch_window_ms after it, up to
-      serve.max_batch_sentences sentences; a job whose future was cancelled (its client went
-      away) is dropped unread
+      a job, then those that arrive within serve.batch_window_ms after it, up to
+      serve.max_batch_sentences sentences, taking the clients' lines in turn (one job each),
+      so that one client's backlog does not hold another's one sentence; a job whose future
+      was cancelled (its client went away) is dropped unread
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group
          (a group that fails is decoded again job by job: only a failing job gets the error)
       -> each job's future gets its own answer, or its exception
@@ -21,7 +23,7 @@ job's Nth sentence. Nothing here knows HTTP: tests/test_decoder.py drives it dir
 import dataclasses
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from concurrent.futures import Future
 
 from seq2seq.attention_maps import attention_maps
@@ -51,7 +53,14 @@ class Job:
 
     sentences: list[str]
     options: Options | None  # None: the attention of the one sentence (the torch engine)
+    client: str = ""  # its client's address: each client's jobs wait in their own line
     future: Future = dataclasses.field(default_factory=Future)
+
+    @property
+    def work(self) -> int:
+        """What decoding it costs, roughly: characters x beam size."""
+        beams = self.options.beam_size if self.options else 1
+        return beams * sum(len(sentence) for sentence in self.sentences)
 
 
 class Decoder:
@@ -59,10 +68,11 @@ class Decoder:
 
     def __init__(self, model, settings: ServeConfig):
         self.model, self.settings = model, settings
-        self.waiting: deque[Job] = deque()
+        # client -> its waiting jobs, the client to serve next first
+        self.waiting: OrderedDict[str, deque[Job]] = OrderedDict()
         self.changed = threading.Condition()  # guards waiting and draining
         self.draining = False
-        self.forming = 0  # sentences of the batch that waits for its window to end
+        self.forming = self.forming_work = 0  # of the batch that waits for its window to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
         self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
         self.thread.start()
@@ -71,24 +81,42 @@ class Decoder:
         with self.changed:
             if self.draining:
                 raise Stopping("the service is shutting down")
-            # jobs whose clients went away leave now, not when the decoder reaches them
-            self.waiting = deque(job for job in self.waiting if not job.future.cancelled())
-            queued, most = self.queued_sentences(), self.settings.max_queue_sentences
-            if queued + len(job.sentences) > most:
+            self.drop_cancelled()  # now, not when the decoder reaches them
+            queued, most = self.queued_work(), self.settings.max_queue_work
+            if queued + job.work > most:
                 raise QueueFull(
-                    f"the decoder's queue holds {queued:,} sentences, {len(job.sentences):,} "
-                    f"more would pass its {most:,} (serve.max_queue_sentences): try again later"
+                    f"the decoder's queue holds {queued:,} of work (characters x beam size), "
+                    f"{job.work:,} more would pass its {most:,} (serve.max_queue_work): try "
+                    "again later"
                 )
-            self.waiting.append(job)
+            self.waiting.setdefault(job.client, deque()).append(job)
             self.changed.notify()
         return job.future
+
+    def drop_cancelled(self) -> None:
+        """(Holding the lock.) The jobs whose clients went away leave their lines."""
+        for client, jobs in list(self.waiting.items()):
+            kept = deque(job for job in jobs if not job.future.cancelled())
+            if kept:
+                self.waiting[client] = kept
+            else:
+                del self.waiting[client]
+
+    def queued_jobs(self) -> list[Job]:
+        """(Holding the lock.) The waiting jobs whose clients are still there."""
+        jobs = (job for line in self.waiting.values() for job in line)
+        return [job for job in jobs if not job.future.cancelled()]
 
     def queued_sentences(self) -> int:
         """Sentences waiting to be decoded: in the queue (their clients still there), or in
         the batch that waits for its window to end."""
         with self.changed:
-            waiting = (len(job.sentences) for job in self.waiting if not job.future.cancelled())
-            return self.forming + sum(waiting)
+            return self.forming + sum(len(job.sentences) for job in self.queued_jobs())
+
+    def queued_work(self) -> int:
+        """The work of the sentences that queued_sentences counts."""
+        with self.changed:
+            return self.forming_work + sum(job.work for job in self.queued_jobs())
 
     def drain(self) -> None:
         with self.changed:
@@ -111,23 +139,29 @@ class Decoder:
             first = self.take(most, deadline=None)
             if first is None:
                 return []
-            batch, self.forming = [first], len(first.sentences)
+            batch, self.forming, self.forming_work = [first], len(first.sentences), first.work
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
             while self.forming < most and (job := self.take(most - self.forming, deadline)):
                 batch.append(job)
                 self.forming += len(job.sentences)
-            self.forming = 0
+                self.forming_work += job.work
+            self.forming = self.forming_work = 0
         return batch
 
     def take(self, room: int, deadline: float | None) -> Job | None:
-        """(Holding the lock.) The first waiting job that was not cancelled, if it has at most
-        `room` sentences, waiting for one until `deadline` (None: for ever); None if the
-        first does not fit, the deadline passed, or the queue is empty while draining."""
+        """(Holding the lock.) The first job of the next client's line, if it was not
+        cancelled and has at most `room` sentences (that client then goes to the back),
+        waiting for one until `deadline` (None: for ever); None if that job does not fit,
+        the deadline passed, or the queue is empty while draining."""
         while True:
             while self.waiting:
-                if len(self.waiting[0].sentences) > room:
+                client, line = next(iter(self.waiting.items()))
+                if len(line[0].sentences) > room:
                     return None
-                job = self.waiting.popleft()
+                job = line.popleft()
+                del self.waiting[client]
+                if line:
+                    self.waiting[client] = line  # the back of the turn
                 if job.future.set_running_or_notify_cancel():  # False: cancelled, dropped
                     return job
             if self.draining or (deadline is not None and time.monotonic() >= deadline):

@@ -131,7 +131,7 @@ class LibreTranslate:
             detected=[self.detected(text) for text in texts] if source == "auto" else None,
             one=isinstance(fields["q"], str),
         )
-        job = Job(sentences, Options(beam_size, nbest), Reshaped(reshape))
+        job = Job(sentences, Options(beam_size, nbest), future=Reshaped(reshape))
         return await self.service.decode(request, job)
 
     def check_pair(self, source: str, target: str) -> None:

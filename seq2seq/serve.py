@@ -208,6 +208,7 @@ class Service:
     async def decode(self, request: Request, job: Job) -> Response:
         """The job's answer from the decoder thread; if the client hangs up first, the job is
         cancelled (dropped unless its batch has started) and nobody reads the answer."""
+        job.client = request.client.host if request.client else ""  # its line in the queue
         try:
             answer = asyncio.wrap_future(self.decoder.submit(job))
         except QueueFull as error:

@@ -70,8 +70,8 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"serve": {"timeout_s": 0}}, r"'serve\.timeout_s' must be positive"),
         ({"serve": {"max_connections": 0}}, r"'serve\.max_connections' must be at least 1"),
         (
-            {"serve": {"max_sentences": 100, "max_queue_sentences": 10}},
-            r"'serve\.max_queue_sentences' \(10\) must be at least 'serve\.max_sentences'",
+            {"serve": {"max_sentences": 100, "max_queue_work": 10}},
+            r"'serve\.max_queue_work' \(10\) must be at least 'serve\.max_sentences' x",
         ),
         (
             {"serve": {"max_beam": 4}},

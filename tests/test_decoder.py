@@ -65,20 +65,38 @@ def test_a_failing_job_fails_alone_and_its_batch_mates_get_their_answers():
 def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
     model = Shouting()
     model.gate.clear()
-    running = decoder(model, batch_window_ms=0.0, max_queue_sentences=4)
+    running = decoder(model, batch_window_ms=0.0, max_queue_work=10)
     first = running.submit(Job(["first"], GREEDY))
     wait_until(lambda: model.calls == [["first"]], "the first decoding")  # it holds the thread
-    abandoned = running.submit(Job(["x", "y", "z"], GREEDY))
+    abandoned = running.submit(Job(["x", "y", "z"], Options(beam_size=3, nbest=None)))
     waiting = running.submit(Job(["w"], GREEDY))
-    assert running.queued_sentences() == 4
-    with pytest.raises(QueueFull, match=r"holds 4 sentences.*serve.max_queue_sentences"):
-        running.submit(Job(["one too many"], GREEDY))
+    assert (running.queued_sentences(), running.queued_work()) == (4, 3 * 3 + 1)
+    with pytest.raises(QueueFull, match=r"holds 10 of work .*, 1 more .*serve.max_queue_work"):
+        running.submit(Job(["!"], GREEDY))
     assert abandoned.cancel()  # its client went away
     assert running.queued_sentences() == 1
     model.gate.set()
     assert first.result(HANG)["translations"] == ["FIRST"]
     assert waiting.result(HANG)["translations"] == ["W"]
     assert model.calls == [["first"], ["w"]]  # x, y and z never decoded
+    running.stop()
+
+
+def test_clients_take_turns_so_one_backlog_does_not_hold_another_client():
+    """Five jobs of one client wait; another client's one job is decoded second, not last."""
+    model = Shouting()
+    model.gate.clear()
+    running = decoder(model, batch_window_ms=0.0, max_batch_sentences=1)
+    first = running.submit(Job(["a0"], GREEDY, client="A"))
+    wait_until(lambda: model.calls == [["a0"]], "the first decoding")
+    backlog = [running.submit(Job([f"a{n}"], GREEDY, client="A")) for n in range(1, 6)]
+    other = running.submit(Job(["b"], GREEDY, client="B"))
+    model.gate.set()
+    assert other.result(HANG)["translations"] == ["B"]
+    assert [f.result(HANG)["translations"] for f in [first, *backlog]] == [
+        [f"A{n}"] for n in range(6)
+    ]
+    assert model.calls == [["a0"], ["a1"], ["b"], ["a2"], ["a3"], ["a4"], ["a5"]]
     running.stop()
 
 

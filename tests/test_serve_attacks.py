@@ -238,7 +238,8 @@ def test_the_queue_is_bounded_and_work_of_clients_that_left_is_dropped(seed_mode
         return translate(sentences, cfg)
 
     monkeypatch.setattr(seed_model, "translate", gated)
-    with running(seed_model, batch_window_ms=0.0, max_queue_sentences=8) as server:
+    work = 8 * len("two is two")  # 8 of those sentences, at beam size 1
+    with running(seed_model, batch_window_ms=0.0, max_queue_work=work) as server:
 
         def queued() -> int:
             return call(server.url, "GET", "/health")[1]["queued"]
@@ -252,7 +253,7 @@ def test_the_queue_is_bounded_and_work_of_clients_that_left_is_dropped(seed_mode
             wait_until(lambda: queued() == 8, "8 sentences queued")
             status, answer, headers = call(server.url, "POST", "/translate", {"text": ["x"]})
             assert status == 503 and headers["Retry-After"] == "1"
-            assert "serve.max_queue_sentences" in answer["error"]
+            assert "serve.max_queue_work" in answer["error"]
             for connection in leaving:
                 connection.close()
             wait_until(lambda: queued() == 0, "the requests of the clients that left dropped")
