@@ -198,6 +198,10 @@ class ServeConfig:
     # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
     # waiting request whose client hangs up is dropped).
     max_queue_work: int = 1_024_000
+    # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what
+    # still waits gets a 503 and the process exits once the batch being decoded is done. A
+    # second signal exits at once.
+    drain_s: float = 10.0
     # Open connections at most. One more closes a connection still waiting for its request
     # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
     # well under the process's file limit (ulimit -n).
@@ -507,6 +511,7 @@ RANGES = {
     "serve.batch_window_ms": NOT_NEGATIVE,
     "serve.max_batch_sentences": AT_LEAST_1,
     "serve.max_queue_work": AT_LEAST_1,
+    "serve.drain_s": NOT_NEGATIVE,
     "serve.max_connections": AT_LEAST_1,
     "serve.max_client_connections": AT_LEAST_1,
     "serve.timeout_s": POSITIVE,

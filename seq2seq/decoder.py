@@ -12,8 +12,9 @@
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group
          (a group that fails is decoded again job by job: only a failing job gets the error)
       -> each job's future gets its own answer, or its exception
-    drain(): stop waiting for batch windows, refuse new jobs; the thread ends once the queue
-             is empty (stop() waits for that)
+    drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
+             the jobs still waiting get Stopping; the thread ends once the queue is empty
+             (stop() waits for that)
 
 Each answer is what `python -m seq2seq.translate` gives for the job's sentences: translations
 (one line each) or the n-best with their scores, and translate's warnings, "line N" being the
@@ -118,14 +119,29 @@ class Decoder:
         with self.changed:
             return self.forming_work + sum(job.work for job in self.queued_jobs())
 
-    def drain(self) -> None:
+    def drain(self, within_s: float | None = None) -> None:
         with self.changed:
             self.draining = True
             self.changed.notify()
+        if within_s is not None:
+            timer = threading.Timer(within_s, self.abandon)
+            timer.daemon = True
+            timer.start()
 
-    def stop(self) -> None:
+    def abandon(self) -> None:
+        """The jobs still waiting get Stopping (the service's 503), not an answer."""
+        with self.changed:
+            for job in self.queued_jobs():
+                if job.future.set_running_or_notify_cancel():
+                    job.future.set_exception(Stopping("the service is shutting down"))
+            self.waiting.clear()
+            self.changed.notify()
+
+    def stop(self, wait: bool = True) -> None:
+        """Drain, and wait for the thread to end (`wait`), or not: it is a daemon."""
         self.drain()
-        self.thread.join()
+        if wait:
+            self.thread.join()
 
     def run(self) -> None:
         while batch := self.collect():

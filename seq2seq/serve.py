@@ -221,6 +221,8 @@ class Service:
         if not answer.done():
             answer.cancel()  # and the job with it, if it still waits
             return client_gone()
+        if isinstance(answer.exception(), Stopping):  # still waiting at serve.drain_s
+            raise HTTPError(503, str(answer.exception()), {"Connection": "close"})
         return json_response(answer.result())
 
 
@@ -498,11 +500,13 @@ class Connection(H11Protocol):
 
 class Server(uvicorn.Server):
     """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
-    decoder: no more waiting for batch windows, and new jobs get a 503."""
+    decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
+    waiting serve.drain_s later."""
 
     def __init__(self, model, settings: ServeConfig):
         allow_files(settings.max_connections + SPARE_FILES)
         self.socket = listen(settings.host, settings.port)
+        self.settings = settings
         self.decoder = Decoder(model, settings)
         app = build_app(Service(model, settings, self.decoder))
         super().__init__(
@@ -537,11 +541,11 @@ class Server(uvicorn.Server):
         await super().startup(sockets)
 
     async def shutdown(self, sockets=None) -> None:
-        self.decoder.drain()
+        self.decoder.drain(within_s=self.settings.drain_s)
         await super().shutdown(sockets)
 
     def close(self) -> None:
-        self.decoder.stop()
+        self.decoder.stop(wait=not self.force_exit)  # a second signal: the batch is left
         self.socket.close()
 
 
