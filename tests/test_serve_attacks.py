@@ -227,18 +227,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_shutdown_answers_what_still_waits_at_drain_s_with_a_503(seed_model, monkeypatch):
-    """After SIGTERM, 16 queued requests once kept the server decoding for minutes, and a
-    second signal answered them with CancelledError tracebacks. Here a batch holds the
-    decoder: the requests behind it get a 503 at serve.drain_s, that batch its answer."""
-    gate, decoded, translate = threading.Event(), [], seed_model.translate
+def gated(model: TorchModel, monkeypatch) -> tuple[threading.Event, list]:
+    """The model's decodings wait until the gate is open; `decoded` lists their sentences."""
+    gate, decoded, translate = threading.Event(), [], model.translate
 
-    def gated(sentences, cfg):
+    def waiting(sentences, cfg):
         decoded.append(list(sentences))
         assert gate.wait(HANG)
         return translate(sentences, cfg)
 
-    monkeypatch.setattr(seed_model, "translate", gated)
+    monkeypatch.setattr(model, "translate", waiting)
+    return gate, decoded
+
+
+def test_shutdown_answers_what_still_waits_at_drain_s_with_a_503(seed_model, monkeypatch):
+    """After SIGTERM, 16 queued requests once kept the server decoding for minutes, and a
+    second signal answered them with CancelledError tracebacks. Here a batch holds the
+    decoder: the requests behind it get a 503 at serve.drain_s, that batch its answer."""
+    gate, decoded = gated(seed_model, monkeypatch)
     with running(seed_model, batch_window_ms=0.0, max_batch_sentences=1, drain_s=0.5) as server:
         ask = lambda word: call(server.url, "POST", "/translate", {"text": [f"{word} is {word}"]})  # noqa: E731
         with ThreadPoolExecutor(3) as pool:
@@ -258,14 +264,7 @@ def test_shutdown_answers_what_still_waits_at_drain_s_with_a_503(seed_model, mon
 def test_the_queue_is_bounded_and_work_of_clients_that_left_is_dropped(seed_model, monkeypatch):
     """Four requests of 64 long sentences, then a hang-up, were once decoded all the same,
     and the next request waited 7.2 s behind them."""
-    gate, decoded, translate = threading.Event(), [], seed_model.translate
-
-    def gated(sentences, cfg):
-        decoded.append(list(sentences))
-        assert gate.wait(HANG)
-        return translate(sentences, cfg)
-
-    monkeypatch.setattr(seed_model, "translate", gated)
+    gate, decoded = gated(seed_model, monkeypatch)
     work = 8 * len("two is two")  # 8 of those sentences, at beam size 1
     with running(seed_model, batch_window_ms=0.0, max_queue_work=work) as server:
 
