@@ -61,19 +61,19 @@ from exports import exports_decoding
 from serve_load import load_check
 from torch import nn
 
-from seq2seq.batching import source_tensor, token_batches
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, load_config
-from seq2seq.corpus import load_split
-from seq2seq.dataset import TokenPairs
-from seq2seq.decode import greedy_decode_cached, greedy_decode_recompute, max_lengths
-from seq2seq.device import autocast, autocast_dtype
-from seq2seq.files import atomic_write, write_json
-from seq2seq.model import Embedding, Transformer
-from seq2seq.paths import METRICS, text_files
-from seq2seq.special import PAD
+from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
+from seq2seq.model.transformer import Embedding, Transformer
+from seq2seq.support.device import autocast, autocast_dtype
+from seq2seq.support.files import atomic_write, write_json
+from seq2seq.support.paths import METRICS, text_files
+from seq2seq.text.batching import source_tensor, token_batches
+from seq2seq.text.corpus import load_split
+from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.special import PAD
+from seq2seq.text.vocab import Vocab, load_vocabs
 from seq2seq.train import batch_loss
-from seq2seq.vocab import Vocab, load_vocabs
 
 
 class TorchTransformer(nn.Module):
@@ -189,7 +189,7 @@ def compare_training(config: Config, n_batches: int, rounds: int, device) -> dic
     treatment = Treatment.of(config, device)
     torch.manual_seed(0)
     models = {
-        "ours": Transformer(config.model, len(src_vocab), len(tgt_vocab)).to(device),
+        "ours": Transformer(config.model, len(src_vocab), len(tgt_vocab), pad_id=PAD).to(device),
         "nn_transformer": TorchTransformer(config.model, len(src_vocab), len(tgt_vocab)).to(device),
     }
     seconds: dict = {name: [] for name in models}
@@ -257,7 +257,7 @@ def flops_fraction(config: Config, n_batches: int, device) -> dict:
         config, n_batches, 4 * config.train.batch_tokens
     )
     torch.manual_seed(0)
-    model = Transformer(cfg, len(src_vocab), len(tgt_vocab)).to(device)
+    model = Transformer(cfg, len(src_vocab), len(tgt_vocab), pad_id=PAD).to(device)
     seconds, _ = time_training(model, batches, device)
     achieved = sum(training_flops(cfg, b, len(tgt_vocab)) for b in batches) / seconds
     peak = matmul_peak_flops(device, seconds=max(1.0, seconds / 3))
@@ -318,7 +318,7 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
     # Long outputs: a random-weight model of the same shape rarely emits EOS, so it decodes
     # up to the limit of 64 pieces.
     torch.manual_seed(0)
-    random_model = Transformer(checkpoint.config.model, 1000, 1000).to(device).eval()
+    random_model = Transformer(checkpoint.config.model, 1000, 1000, pad_id=PAD).to(device).eval()
     long_sources = [[random.Random(i).randrange(4, 1000) for _ in range(12)] for i in range(64)]
     cached, length = decode_speed(random_model, long_sources, 64, decode_cfg, True, 64)
     recompute, _ = decode_speed(random_model, long_sources, 64, decode_cfg, False, 64)
@@ -374,7 +374,7 @@ def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str
         [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides,
          f"experiment={experiment}"]
     )  # fmt: skip
-    _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model"])
+    _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 
 

@@ -3,7 +3,7 @@ greedy, sentences per second and the share of outputs equal to ours.
 
     python benchmarks/exports.py --checkpoint runs/numbers/best.pt [--sentences 1000]
 
-    ours                       seq2seq.translate.TorchModel (PyTorch)
+    ours                       seq2seq.decoding.engines.TorchEngine (PyTorch)
     ctranslate2_float32, _int8 our CTranslate2 engine on the CTranslate2 export
     transformers_float32       AutoModelForSeq2SeqLM.generate on the Hugging Face export, with
                                its MarianTokenizer
@@ -30,14 +30,14 @@ from pathlib import Path
 
 import torch
 
-from seq2seq.argos import check_exportable, export_argos
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DecodeConfig, languages
-from seq2seq.corpus import load_split
-from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
-from seq2seq.errors import UserError
-from seq2seq.huggingface import export_huggingface
-from seq2seq.translate import TorchModel
+from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
+from seq2seq.exports.argos import check_exportable, export_argos
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.exports.huggingface import export_huggingface
+from seq2seq.support.errors import UserError
+from seq2seq.text.corpus import load_split
 
 # Argos Translate runs in a child process, because importing it creates its folders under the
 # home directory and reads its settings once. Its sentence splitter (MiniSBD) downloads a model
@@ -120,7 +120,7 @@ def transformers_engine(folder: Path, max_positions: int):
 
 def engines(checkpoint: Checkpoint, folder: Path) -> dict:
     """Each installed form's translate(sentences, decoding), ours first."""
-    found = {"ours": TorchModel(checkpoint).translate}
+    found = {"ours": TorchEngine(checkpoint).translate}
     try:
         import ctranslate2  # noqa: F401
     except ImportError:
@@ -128,7 +128,7 @@ def engines(checkpoint: Checkpoint, folder: Path) -> dict:
     else:
         export_ctranslate2(checkpoint, folder / "ct2")
         for compute in ("float32", "int8"):
-            model = CTranslate2Model.load(folder / "ct2", "cpu", compute)
+            model = CTranslate2Engine.load(folder / "ct2", "cpu", compute)
             found[f"ctranslate2_{compute}"] = model.translate
     try:
         import transformers  # noqa: F401

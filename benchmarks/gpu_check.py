@@ -67,12 +67,13 @@ from torch._dynamo.utils import counters
 
 import seq2seq.train as train_module
 from seq2seq import data
-from seq2seq.attention import MultiHeadAttention
 from seq2seq.checkpoint import read_state
 from seq2seq.config import Config, load_config
-from seq2seq.errors import Interrupted
-from seq2seq.masks import padding_mask
-from seq2seq.paths import METRICS, text_files
+from seq2seq.model.attention import MultiHeadAttention
+from seq2seq.model.masks import padding_mask
+from seq2seq.support.errors import Interrupted
+from seq2seq.support.paths import METRICS, text_files
+from seq2seq.text.special import PAD
 
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "configs/numbers_gpu.yaml"
@@ -267,7 +268,7 @@ def attention_error(module, reference, setup: Setup, length: int, dtype) -> floa
     src = torch.ones(4, length, dtype=torch.long)  # token ids: only padding or not matters
     for row, keep in enumerate([length, max(1, length - 2), max(1, length // 2), 1]):
         src[row, keep:] = 0
-    mask = padding_mask(src)  # (4, 1, 1, S)
+    mask = padding_mask(src, PAD)  # (4, 1, 1, S)
     x = torch.randn(4, length, d, generator=generator, dtype=torch.float64)
     queries = torch.randn(4, 5, d, generator=generator, dtype=torch.float64)
     worst = 0.0

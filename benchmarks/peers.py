@@ -30,8 +30,8 @@ from peers_ours import decode_ours, train_ours
 from peers_report import DIFFERENCES, markdown, ratios
 
 from seq2seq.config import Config, load_config
-from seq2seq.errors import UserError, run_cli
-from seq2seq.paths import id_files, text_files
+from seq2seq.support.errors import UserError, run_cli
+from seq2seq.support.paths import id_files, text_files
 
 
 def check_inputs(config: Config, joeynmt_python: str) -> None:

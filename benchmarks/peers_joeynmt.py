@@ -10,8 +10,8 @@ from pathlib import Path
 
 import peers_measure as measure
 
-from seq2seq.errors import UserError
-from seq2seq.metrics import exact_match
+from seq2seq.support.errors import UserError
+from seq2seq.training.metrics import exact_match
 
 JOEY_PYTHON = measure.ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
 DRIVER = Path(__file__).with_name("peers_joeynmt_driver.py")  # run by JoeyNMT's Python

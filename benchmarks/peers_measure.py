@@ -9,8 +9,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from seq2seq.errors import UserError
-from seq2seq.metrics import exact_match
+from seq2seq.support.errors import UserError
+from seq2seq.training.metrics import exact_match
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"99": 0.99, "99_5": 0.995}  # valid exact match: seconds_to_99, seconds_to_99_5

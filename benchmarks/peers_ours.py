@@ -13,9 +13,9 @@ import peers_measure as measure
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
-from seq2seq.decode import translate_sentences
-from seq2seq.errors import UserError
-from seq2seq.paths import METRICS
+from seq2seq.decoding.greedy import translate_sentences
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import METRICS
 
 
 def train_ours(args, config: Config, run: Path) -> dict:
@@ -58,7 +58,7 @@ def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
 
 
 def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
-    """The translate command on `source` at each batch size, then seq2seq.decode.translate
+    """The translate command on `source` at each batch size, then seq2seq.decoding.greedy.translate
     timed alone on the loaded model, after a warm-up."""
     figures: dict = {}
     for size in measure.BATCH_SIZES:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from bench import machine, run_and_measure, save_results
 
-from seq2seq.paths import LAST, METRICS
+from seq2seq.support.paths import LAST, METRICS
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = 200  # steps of each training run; validations at STEPS / 2 and STEPS

@@ -80,7 +80,7 @@ from typing import NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.paths import text_files
+from seq2seq.support.paths import text_files
 
 HANG = 600  # seconds: a server that has not started by then is hung
 TIMEOUT_S = 2.0  # the server's serve.timeout_s in the load check (see above)
@@ -153,9 +153,10 @@ def timed_command(source: Path, *args: str) -> tuple[float, list[str]]:
 
 def timed_in_process(checkpoint: Path, sentences: list[str]) -> float:
     from seq2seq.checkpoint import load_checkpoint  # torch: not in the attacker's process
-    from seq2seq.translate import TorchModel, translate_lines
+    from seq2seq.decoding.engines import TorchEngine
+    from seq2seq.translate import translate_lines
 
-    model = TorchModel(load_checkpoint(checkpoint))
+    model = TorchEngine(load_checkpoint(checkpoint))
     translate_lines(model, sentences[:16])  # warm-up
     start = time.perf_counter()
     translate_lines(model, sentences)
@@ -419,7 +420,7 @@ def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sh
         )
         return {}
     from seq2seq.checkpoint import load_checkpoint
-    from seq2seq.ctranslate2 import export_ctranslate2
+    from seq2seq.exports.ctranslate2 import export_ctranslate2
 
     sentences = source.read_text(encoding="utf-8").splitlines()
     with tempfile.TemporaryDirectory() as folder:

@@ -55,17 +55,17 @@ import math
 import torch
 import torch.nn.functional as F
 
-from seq2seq import numbers
-from seq2seq.attention import MultiHeadAttention, scaled_dot_product_attention
-from seq2seq.batching import pair_tensors
-from seq2seq.cache import DecoderCache
 from seq2seq.config import DecodeConfig, ModelConfig, TrainConfig, VocabConfig
-from seq2seq.decode import greedy_decode_cached, max_lengths, strip, translate_sentences
-from seq2seq.masks import decoder_mask, no_peek_mask, padding_mask
-from seq2seq.model import DecoderLayer, EncoderLayer, Transformer, sinusoidal_positions
-from seq2seq.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.decoding.greedy import greedy_decode_cached, max_lengths, strip, translate_sentences
+from seq2seq.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from seq2seq.model.cache import DecoderCache
+from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
+from seq2seq.model.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_positions
+from seq2seq.text import numbers
+from seq2seq.text.batching import pair_tensors
+from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.text.vocab import train_vocab
 from seq2seq.train import batch_loss, make_optimizer
-from seq2seq.vocab import train_vocab
 
 torch.manual_seed(0)  # every random tensor below is the same on every run
 assert_close = torch.testing.assert_close
@@ -148,7 +148,7 @@ assert_close(z[3], torch.stack([w[0], w[1] + w[3], w[2] + w[3]]))
 
 # %% [markdown]
 # The project's function does the same four steps
-# ([`seq2seq/attention.py`](../seq2seq/attention.py), `scaled_dot_product_attention`; its
+# ([`model/attention.py`](../seq2seq/model/attention.py), `scaled_dot_product_attention`; its
 # test: [`tests/test_attention.py`](../tests/test_attention.py)), and torch's fused kernel
 # agrees (`is_causal=True` builds the same no-peek mask).
 
@@ -164,7 +164,7 @@ assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), z)
 # A mask says which keys each query may look at. The project's convention, everywhere:
 # **True = may attend** (the same as torch's `scaled_dot_product_attention`). Masks broadcast
 # against the scores of shape (B, H, Tq, Tk); a dimension of size 1 means "the same for all".
-# Code: [`seq2seq/masks.py`](../seq2seq/masks.py); tests:
+# Code: [`model/masks.py`](../seq2seq/model/masks.py); tests:
 # [`tests/test_masks.py`](../tests/test_masks.py).
 #
 # * The **padding mask** hides the PAD tokens that fill shorter sentences up to the length
@@ -179,16 +179,17 @@ assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), z)
 # %%
 section("2. Masks")
 tokens = torch.tensor([[5, 6, 7], [8, 9, PAD]])  # (B=2, T=3)
-print("padding mask", tuple(padding_mask(tokens).shape), padding_mask(tokens)[:, 0, 0].int())
+mask = padding_mask(tokens, PAD)
+print("padding mask", tuple(mask.shape), mask[:, 0, 0].int())
 print("no-peek mask", tuple(no_peek_mask(3).shape))
 print(no_peek_mask(3)[0, 0].int())
-print("decoder mask", tuple(decoder_mask(tokens).shape), "sentence 2:")
-print(decoder_mask(tokens)[1, 0].int())
+print("decoder mask", tuple(decoder_mask(tokens, PAD).shape), "sentence 2:")
+print(decoder_mask(tokens, PAD)[1, 0].int())
 
-assert padding_mask(tokens).shape == (2, 1, 1, 3)
+assert padding_mask(tokens, PAD).shape == (2, 1, 1, 3)
 assert no_peek_mask(3).shape == (1, 1, 3, 3)
-assert torch.equal(decoder_mask(tokens), padding_mask(tokens) & no_peek_mask(3))
-assert decoder_mask(tokens)[1, 0].tolist() == [
+assert torch.equal(decoder_mask(tokens, PAD), padding_mask(tokens, PAD) & no_peek_mask(3))
+assert decoder_mask(tokens, PAD)[1, 0].tolist() == [
     [True, False, False],
     [True, True, False],
     [True, True, False],  # the PAD key stays hidden from every query
@@ -263,7 +264,7 @@ Dh = D // H  # 4: the width of each head
 mha = MultiHeadAttention(D, H).eval()
 x = torch.randn(B, T, D)  # (B, T, D): 5 vectors of width 8 per sentence
 ids = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, PAD, PAD]])  # (B, T) only for the mask
-mask = decoder_mask(ids)  # (B, 1, T, T): padding AND no-peek
+mask = decoder_mask(ids, PAD)  # (B, 1, T, T): padding AND no-peek
 
 q, k, v = mha.in_proj(x).split(D, dim=-1)  # (B, T, 3D) -> three (B, T, D)
 
@@ -307,7 +308,7 @@ assert_close(vectorised, looped)
 # The project's `split_heads` does the same for queries, keys and values together, with one
 # view of the (B, T, 3D) projection (decoding calls it at every step, so it uses as few tensor
 # operations as it can); `merge_heads` undoes it. Code:
-# [`seq2seq/attention.py`](../seq2seq/attention.py); its test against a per-head loop:
+# [`model/attention.py`](../seq2seq/model/attention.py); its test against a per-head loop:
 # `test_split_heads_equals_a_per_head_loop_and_merge_heads_undoes_it` in
 # [`tests/test_attention.py`](../tests/test_attention.py).
 
@@ -368,8 +369,9 @@ print("MultiHeadAttention (both backends) = the loop = the vectorised heads = to
 # the "pre-norm" arrangement: the residual sum x + ... lets the signal and the gradients pass
 # through many layers unchanged, and normalising the sublayer's *input* keeps training stable
 # at high learning rates. (The original Transformer normalised after the sum instead; most
-# recent models normalise before.) Code: [`seq2seq/model.py`](../seq2seq/model.py); the layers
-# are tested inside the whole model, in [`tests/test_masks.py`](../tests/test_masks.py).
+# recent models normalise before.) Code:
+# [`model/transformer.py`](../seq2seq/model/transformer.py); the layers are tested inside
+# the whole model, in [`tests/test_masks.py`](../tests/test_masks.py).
 #
 # The **encoder layer** has two sublayers: self-attention over the source, which hides the
 # source padding, then the feed-forward network. Its input and output are (B, S, D).
@@ -380,7 +382,7 @@ cfg = ModelConfig(d_model=D, n_heads=H, enc_layers=1, dec_layers=1, d_ff=16, dro
 encoder_layer = EncoderLayer(cfg).eval()
 
 src_ids = torch.tensor([[5, 6, 7, 8], [5, 6, PAD, PAD]])  # (B, S=4)
-src_mask = padding_mask(src_ids)  # (B, 1, 1, S)
+src_mask = padding_mask(src_ids, PAD)  # (B, 1, 1, S)
 src_x = torch.randn(B, 4, D)  # (B, S, D)
 
 h = src_x + encoder_layer.self_attn(encoder_layer.norm1(src_x), mask=src_mask)
@@ -398,7 +400,7 @@ memory = h  # (B, S, D): what the decoder will read
 # %%
 decoder_layer = DecoderLayer(cfg).eval()
 tgt_ids = torch.tensor([[BOS, 5, 6], [BOS, 7, PAD]])  # (B, T=3)
-tgt_mask = decoder_mask(tgt_ids)  # (B, 1, T, T)
+tgt_mask = decoder_mask(tgt_ids, PAD)  # (B, 1, T, T)
 tgt_x = torch.randn(B, 3, D)  # (B, T, D)
 
 h = tgt_x + decoder_layer.self_attn(decoder_layer.norm1(tgt_x), mask=tgt_mask)
@@ -424,8 +426,9 @@ assert_close(cross_weights.sum(dim=-1), torch.ones(B, H, 3))
 # %% [markdown]
 # ## 6. The Transformer
 #
-# The whole model ([`seq2seq/model.py`](../seq2seq/model.py), `Transformer`) is these layers
-# in two stacks, with embeddings at the bottom and a linear map to the vocabulary at the top:
+# The whole model ([`model/transformer.py`](../seq2seq/model/transformer.py), `Transformer`)
+# is these layers in two stacks, with embeddings at the bottom and a linear map to the
+# vocabulary at the top:
 #
 #     src (B, S) -> embed + positions -> encoder layers -> LayerNorm -> memory (B, S, D)
 #     tgt (B, T) -> embed + positions -> decoder layers -> LayerNorm -> Linear -> logits (B, T, V)
@@ -440,7 +443,7 @@ assert_close(cross_weights.sum(dim=-1), torch.ones(B, H, 3))
 
 # %%
 section("6. The Transformer")
-model = Transformer(cfg, src_vocab_size=12, tgt_vocab_size=10).eval()
+model = Transformer(cfg, src_vocab_size=12, tgt_vocab_size=10, pad_id=PAD).eval()
 memory, src_mask = model.encode(src_ids)  # (B, S, D), (B, 1, 1, S)
 logits = model.decode(tgt_ids, memory, src_mask)  # (B, T, V)
 print("memory", tuple(memory.shape), " logits", tuple(logits.shape))
@@ -472,14 +475,14 @@ assert not torch.allclose(changed_logits[0, 2], logits[0, 2])  # position 3 sees
 # ## 7. Training on nine sentence pairs
 #
 # The smallest corpus the project has, its `seed` preset
-# ([`seq2seq/numbers.py`](../seq2seq/numbers.py), `SEED_PAIRS`), is nine pairs from "one is
+# ([`text/numbers.py`](../seq2seq/text/numbers.py), `SEED_PAIRS`), is nine pairs from "one is
 # one" -> "1 la 1" to "nine is nine" -> "9 la 9". A model that has learnt them writes the
 # number word as its digit, twice, with "la" in the middle.
 #
 # Sentences become token ids with a sentencepiece vocabulary per language
-# ([`seq2seq/vocab.py`](../seq2seq/vocab.py); here one token per word), with the special ids
+# ([`text/vocab.py`](../seq2seq/text/vocab.py); here one token per word), with the special ids
 # PAD 0, UNK 1, BOS 2 and EOS 3. Each pair then gives three sequences
-# ([`seq2seq/batching.py`](../seq2seq/batching.py); tests:
+# ([`text/batching.py`](../seq2seq/text/batching.py); tests:
 # [`tests/test_vocab_and_batching.py`](../tests/test_vocab_and_batching.py)):
 #
 #     source          three is three EOS     what the encoder reads
@@ -506,7 +509,7 @@ assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # the same tokens, shifted b
 # The loss is the cross-entropy of the right next token at each target position, averaged
 # over the real tokens (`ignore_index=PAD`: padding would not count; these nine sentences
 # have none). AdamW with a constant learning rate does the rest; `make_optimizer`
-# ([`seq2seq/train.py`](../seq2seq/train.py)) leaves the biases and the LayerNorm gains out
+# ([`train.py`](../seq2seq/train.py)) leaves the biases and the LayerNorm gains out
 # of the weight decay. The real training loop adds batching by token count, a learning-rate
 # schedule, gradient clipping, validation and checkpoints; its tests are
 # [`tests/test_train.py`](../tests/test_train.py).
@@ -514,7 +517,7 @@ assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # the same tokens, shifted b
 # %%
 torch.manual_seed(0)
 small = ModelConfig(d_model=32, n_heads=2, enc_layers=1, dec_layers=1, d_ff=64, dropout=0.0)
-model = Transformer(small, len(src_vocab), len(tgt_vocab))
+model = Transformer(small, len(src_vocab), len(tgt_vocab), pad_id=PAD)
 optimizer = make_optimizer(model, TrainConfig(lr=0.01))
 print(f"{model.num_parameters():,} parameters")
 
@@ -543,7 +546,7 @@ with torch.no_grad():  # the loss the project's training computes, without label
 # produced so far: start with BOS, take the most probable next token, append it, and run
 # the decoder again, until every sentence has produced EOS. The encoder runs once.
 # PAD and BOS are never a valid output, so their logits are set to -inf first.
-# Code: [`seq2seq/decode.py`](../seq2seq/decode.py); tests:
+# Code: [`decoding/greedy.py`](../seq2seq/decoding/greedy.py); tests:
 # [`tests/test_decode.py`](../tests/test_decode.py).
 
 # %%
@@ -566,7 +569,7 @@ assert tgt_vocab.decode(step_by_step) == targets
 # Step t of that loop runs the decoder over all t tokens of the prefix again, although the
 # keys and values of the earlier ones have not changed (the no-peek mask guarantees it: a
 # position never sees what came after it). The **key/value cache**
-# ([`seq2seq/cache.py`](../seq2seq/cache.py)) keeps them: each step feeds only the newest
+# ([`model/cache.py`](../seq2seq/model/cache.py)) keeps them: each step feeds only the newest
 # token, (9, 1), each self-attention appends that token's key and value to the cached ones,
 # (9, H, t, Dh), and each cross-attention computes the memory's keys and values once, at the
 # first step. No mask is needed: the new token may see every earlier position, and there are

@@ -14,8 +14,8 @@ download), cut into 16 patches of 2x2 pixels, with three models trained the same
     encoder    patches -> embedding + learned positions, and a class token in front
                -> 3 pre-norm encoder layers (3 heads, width 12) -> the class token -> 10 classes
 
-The attention layers are the project's own: seq2seq.attention.MultiHeadAttention and
-seq2seq.model.EncoderLayer, imported, not copied. Shapes: B images, P = 16 patches of
+The attention layers are the project's own: seq2seq.model.attention.MultiHeadAttention and
+seq2seq.model.transformer.EncoderLayer, imported, not copied. Shapes: B images, P = 16 patches of
 K = 4 pixels, D = model width.
 """
 
@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from seq2seq.attention import MultiHeadAttention
-from seq2seq.config import ModelConfig
-from seq2seq.model import EncoderLayer
+from seq2seq.model.attention import MultiHeadAttention
+from seq2seq.model.config import ModelConfig
+from seq2seq.model.transformer import EncoderLayer
 
 PATCH = 2  # patch side in pixels: an 8x8 image is 4 x 4 = 16 patches of 2 x 2
 

@@ -1,15 +1,20 @@
 """seq2seq: a small, readable encoder-decoder Transformer translation toolkit.
 
-Read it in the order the data flows (the README's code map lists the same, a line each):
+Read it in the order the data flows, a chapter a folder (each folder's __init__.py lists its
+modules and what it may import; tests/test_architecture.py holds them to it):
 
-    config -> numbers, corpus, multi30k -> special, vocab -> dataset -> batching -> masks
-    -> attention -> model -> train, resume, report, distributed -> cache, decode, beam
-    -> metrics
+    config.py            the typed experiment config, read from YAML
+    text/                corpora -> vocabularies -> token ids on disk -> padded batches
+    model/               masks -> attention -> the Transformer (reads and copies alone)
+    checkpoint.py        a trained model with its config and vocabularies, in one file
+    decoding/            greedy and beam search, attention maps, the engines
+    training/            resuming, torchrun, progress, metrics (the loop is train.py)
+    service/, exports/   the HTTP service; CTranslate2, Argos Translate, Hugging Face
+    support/             errors, atomic files, paths, devices
 
-then the commands (data, train, evaluate, translate, plot, serve, export: run them with
-`python -m seq2seq.<command>`), attention_maps, the service's parts (decoder, api,
-libretranslate, access, openapi), and the support modules: checkpoint, files, paths, device,
-errors, config_docs.
+and the commands, each `python -m seq2seq.<command>`: data, train, evaluate, translate, plot,
+serve, export (and config_docs, which writes config.yaml and the options' reference). No
+module imports a command.
 """
 
 __version__ = "0.1.0"

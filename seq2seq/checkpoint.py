@@ -20,10 +20,11 @@ from pathlib import Path
 import torch
 
 from seq2seq.config import Config, config_from_dict
-from seq2seq.errors import UserError
-from seq2seq.files import atomic_write
-from seq2seq.model import Transformer
-from seq2seq.vocab import Vocab
+from seq2seq.model.transformer import Transformer
+from seq2seq.support.errors import UserError
+from seq2seq.support.files import atomic_write
+from seq2seq.text.special import PAD
+from seq2seq.text.vocab import Vocab
 
 FORMAT = 2  # 2: with its checksum
 
@@ -138,7 +139,7 @@ def load_checkpoint(
         config = config_from_dict(state["config"], source=f"{path} (config)")
         src_vocab = Vocab(state["src_vocab"], config.vocab)
         tgt_vocab = Vocab(state["tgt_vocab"])
-        model = Transformer(config.model, len(src_vocab), len(tgt_vocab))
+        model = Transformer(config.model, len(src_vocab), len(tgt_vocab), pad_id=PAD)
         model.load_state_dict(state["model"])
     except UserError:
         raise

@@ -14,7 +14,7 @@ changes in config.yaml.
 
 Other paths in the config are relative to the directory the commands run from (the repository
 root when you use `make`). The config names the two folders every stage works in,
-data/<corpus.name>/ and runs/<experiment>/; seq2seq/paths.py names the files in them.
+data/<corpus.name>/ and runs/<experiment>/; seq2seq/support/paths.py names the files in them.
 """
 
 import argparse
@@ -32,8 +32,9 @@ from typing import Literal
 
 import yaml
 
-from seq2seq import paths
-from seq2seq.errors import UserError
+from seq2seq.model.config import ModelConfig
+from seq2seq.support import paths
+from seq2seq.support.errors import UserError
 
 DEFAULT_CONFIG = "config.yaml"
 
@@ -61,7 +62,7 @@ class CorpusConfig:
     """The parallel text to learn from, written to data/<name>/ by `make data`."""
 
     # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
-    # task 1 corpus, downloaded and checked (seq2seq/multi30k.py)
+    # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py)
     type: Literal["numbers", "parallel", "multi30k"] = "numbers"
     name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
     # numbers: "default" is "<a> is <b>" sentences of number words for 0..999,999; "seed" the
@@ -100,30 +101,10 @@ class VocabConfig:
     # sentencepiece learns from a random sample of at most this many sentences of each side:
     # its time and memory stay bounded however large the corpus
     sample_size: int = 1_000_000
-    # Source text normalisation, the same at training and translation time (seq2seq/vocab.py);
+    # Source text normalisation, the same at training and translation time (seq2seq/text/vocab.py);
     # real text usually keeps both.
     lowercase: bool = False  # "Twenty one" reads as "twenty one"
     hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
-
-
-@dataclass
-class ModelConfig:
-    """The encoder-decoder Transformer (seq2seq/model.py)."""
-
-    d_model: int = 128  # width of every token vector
-    n_heads: int = 4  # attention heads (d_model must be divisible by n_heads)
-    enc_layers: int = 2  # encoder layers
-    dec_layers: int = 2  # decoder layers
-    d_ff: int = 512  # width of the feed-forward sublayer
-    # on the embeddings and on each sublayer's output before the residual sum, as in the
-    # paper; 0 suits the generated corpus (and is faster on a CPU), 0.1-0.3 real text
-    dropout: float = 0.0
-    attention_dropout: float = 0.0  # on the attention weights (costly on CPU: (B, H, L, L) masks)
-    max_positions: int = 256  # longest sequence the position table covers, in pieces
-    # sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels) | math: the
-    # explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/attention.py
-    attention: Literal["sdpa", "math"] = "sdpa"
-    tie_embeddings: bool = True  # share the target embedding with the output projection
 
 
 @dataclass
@@ -151,7 +132,7 @@ class TrainConfig:
     valid_beam_size: int = 1  # validation translates greedily (1), or with this many beams
     threads: int = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
-    # elsewhere (seq2seq/device.py); fp16 adds a gradient scaler
+    # elsewhere (seq2seq/support/device.py); fp16 adds a gradient scaler
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the model for training (pays off on GPUs)
 
@@ -168,13 +149,13 @@ class DecodeConfig:
     max_len_a: float = 2.0
     max_len_b: int = 10  # see max_len_a
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
-    # (seq2seq/device.py); fp32 gives CTranslate2's float32 outputs exactly
+    # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
 
 
 @dataclass
 class Language:
-    """A language as LibreTranslate's API names it (seq2seq/libretranslate.py)."""
+    """A language as LibreTranslate's API names it (seq2seq/service/libretranslate.py)."""
 
     code: str  # en, de, ... (BCP 47); not "auto", which asks for detection
     name: str  # English, German, ...
@@ -218,13 +199,13 @@ class ServeConfig:
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
     # cores to the HTTP side, and small batches gain little from more.
     threads: int = 1
-    # LibreTranslate's API (seq2seq/libretranslate.py) and the Argos package (export argos):
+    # LibreTranslate's API (seq2seq/service/libretranslate.py) and the Argos package (export argos):
     # the language the model reads and the one it writes, e.g. {code: fr, name: French}.
     # null: from the corpus (multi30k: corpus.src_lang and tgt_lang; numbers: en, English ->
     # digits, Digits; parallel: src, Source -> tgt, Target).
     source_language: Language | None = None
     target_language: Language | None = None  # see source_language
-    # Where the API keys are (seq2seq/access.py): "" (none), a file of keys one a line, or
+    # Where the API keys are (seq2seq/service/access.py): "" (none), a file of keys one a line, or
     # env:NAME, the environment variable NAME holding them separated by commas or spaces.
     # With keys, every POST needs one.
     api_keys: str = ""

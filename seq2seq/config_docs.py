@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from seq2seq.config import DEFAULT_CONFIG, Config, load_config
-from seq2seq.files import atomic_write
+from seq2seq.support.files import atomic_write
 
 REFERENCE = Path("docs/configuration.md")
 COMMENT_COLUMN = 31  # where config.yaml's comments beside a value start

@@ -1,15 +1,15 @@
 """`make data`: write the corpus to data/<corpus.name>/, train its vocabularies, and encode
-every split into token ids for training (seq2seq/dataset.py).
+every split into token ids for training (seq2seq/text/dataset.py).
 
 python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 """
 
 from seq2seq.config import add_config_arguments, load_config
-from seq2seq.corpus import build_corpus
-from seq2seq.dataset import build_ids
-from seq2seq.errors import command_parser, run_cli
-from seq2seq.paths import vocab_files
-from seq2seq.vocab import build_vocabs, load_vocabs
+from seq2seq.support.errors import command_parser, run_cli
+from seq2seq.support.paths import vocab_files
+from seq2seq.text.corpus import build_corpus
+from seq2seq.text.dataset import build_ids
+from seq2seq.text.vocab import build_vocabs, load_vocabs
 
 
 def main(argv: list[str] | None = None) -> None:

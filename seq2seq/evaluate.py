@@ -17,13 +17,13 @@ import time
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DecodeConfig, add_config_arguments, load_config
-from seq2seq.corpus import load_split
-from seq2seq.decode import translate_sentences
-from seq2seq.device import pick_device
-from seq2seq.errors import command_parser, run_cli
-from seq2seq.files import write_json, write_lines
-from seq2seq.metrics import score
-from seq2seq.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
+from seq2seq.decoding.greedy import translate_sentences
+from seq2seq.support.device import pick_device
+from seq2seq.support.errors import command_parser, run_cli
+from seq2seq.support.files import write_json, write_lines
+from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
+from seq2seq.text.corpus import load_split
+from seq2seq.training.metrics import score
 
 
 def main(argv: list[str] | None = None) -> None:

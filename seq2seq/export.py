@@ -9,11 +9,11 @@ Each format's module says what it holds and what differs from our own decoding.
 
 from pathlib import Path
 
-from seq2seq.argos import export_argos
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.ctranslate2 import export_ctranslate2
-from seq2seq.errors import command_parser, run_cli
-from seq2seq.huggingface import export_huggingface
+from seq2seq.exports.argos import export_argos
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.exports.huggingface import export_huggingface
+from seq2seq.support.errors import command_parser, run_cli
 
 
 def main(argv: list[str] | None = None) -> None:

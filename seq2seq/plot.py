@@ -19,12 +19,12 @@ Needs matplotlib: pip install -e ".[plot]".
 import json
 from pathlib import Path
 
-from seq2seq.attention_maps import attention_maps
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.errors import UserError, command_parser, run_cli, warn
-from seq2seq.files import atomic_write
-from seq2seq.paths import METRICS, picture
+from seq2seq.decoding.attention_maps import attention_maps
+from seq2seq.support.errors import UserError, command_parser, run_cli, warn
+from seq2seq.support.files import atomic_write
+from seq2seq.support.paths import METRICS, picture
 
 
 def pyplot():

@@ -1,16 +1,16 @@
 """A translation service: the trained model, loaded once, answering HTTP, and a page to try it.
 
     python -m seq2seq.serve [--config FILE] [--checkpoint PATH] [--host H] [--port P] [key=value]
-    python -m seq2seq.serve --engine ctranslate2 --model DIR   (an export: seq2seq/ctranslate2.py)
+    python -m seq2seq.serve --engine ctranslate2 --model DIR   (seq2seq/exports/)
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
-    GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/static/)
+    GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/service/static/)
     LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
-    (seq2seq/libretranslate.py); GET /openapi.json (seq2seq/openapi.py); keys and the rate
-    limit of POSTs: seq2seq/access.py
+    (seq2seq/service/libretranslate.py); GET /openapi.json (openapi.py there); keys and
+    the rate limit of POSTs: access.py there
 
 A request's way through the server:
 
@@ -23,7 +23,7 @@ A request's way through the server:
     the route, async                    POSTs: Content-Type application/json (else 415), the
       body read as it streams in (over serve.max_body_bytes -> 413, the rest discarded by
       uvicorn; slower than serve.timeout_s -> 408), the JSON and its fields checked (4xx)
-      -> Job(sentences, options) -> Decoder.submit (seq2seq/decoder.py; its queue full -> 503
+      -> Job(sentences, options) -> Batcher.submit (service/batcher.py; its queue full -> 503
          with Retry-After), then waits for the job's future or the client's hang-up (which
          cancels the job: it is dropped unless its batch has started)
     <- 200 {"translations": ..., "warnings": ...}
@@ -67,8 +67,10 @@ except ImportError as missing:  # one line, not a traceback
 
 import torch
 
-from seq2seq import access, libretranslate, openapi
-from seq2seq.api import (
+from seq2seq.config import ServeConfig, add_config_arguments, load_config
+from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine
+from seq2seq.service import access, libretranslate, openapi
+from seq2seq.service.api import (
     JSON,
     HTTPError,
     check_names,
@@ -79,10 +81,8 @@ from seq2seq.api import (
     media_type_of,
     receive,
 )
-from seq2seq.config import ServeConfig, add_config_arguments, load_config
-from seq2seq.decoder import Decoder, Job, Options, QueueFull, Stopping
-from seq2seq.errors import Interrupted, UserError, command_parser, run_cli
-from seq2seq.translate import TorchModel, load_model
+from seq2seq.service.batcher import Batcher, Job, Options, QueueFull, Stopping
+from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli
 
 STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}
 CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
@@ -148,9 +148,9 @@ def beam_field(request: dict, key: str, limits: ServeConfig) -> int | None:
 class Service:
     """The routes' side: the model, its settings, the decoder thread, the page's files."""
 
-    def __init__(self, model, settings: ServeConfig, decoder: Decoder):
-        self.model, self.settings, self.decoder = model, settings, decoder
-        self.info = model_info(model, settings)
+    def __init__(self, engine: Engine, settings: ServeConfig, batcher: Batcher):
+        self.engine, self.settings, self.batcher = engine, settings, batcher
+        self.info = model_info(engine, settings)
         self.pages = {name: static_file(name) for name in STATIC.values()}
         self.keys = access.ApiKeys.load(settings.api_keys)
         access.warn_if_open(settings, self.keys)
@@ -177,9 +177,9 @@ class Service:
         return Response(body, media_type=content_type)
 
     async def health(self, request: Request) -> Response:
-        decoder = self.decoder
-        counts = {"requests": decoder.requests, "batches": decoder.batches}
-        counts |= {"sentences": decoder.sentences, "queued": decoder.queued_sentences()}
+        batcher = self.batcher
+        counts = {"requests": batcher.requests, "batches": batcher.batches}
+        counts |= {"sentences": batcher.sentences, "queued": batcher.queued_sentences()}
         return json_response({"status": "ok", **counts})
 
     async def model_info(self, request: Request) -> Response:
@@ -187,21 +187,21 @@ class Service:
 
     async def translate(self, request: Request) -> Response:
         request, fields = await self.libretranslate.sort(request)
-        if fields is not None:  # LibreTranslate's request: seq2seq/libretranslate.py
+        if fields is not None:  # LibreTranslate's request: seq2seq/service/libretranslate.py
             return await self.libretranslate.translate(request, fields)
         self.keys.check(request)
         data = await read_json(request, ("text", "beam_size", "nbest"), self.settings)
         sentences = sentences_of(data, self.settings)
         beam_size = beam_field(data, "beam_size", self.settings)
         nbest = beam_field(data, "nbest", self.settings)
-        beam_size = max(beam_size or self.model.config.decode.beam_size, nbest or 1)
+        beam_size = max(beam_size or self.engine.config.decode.beam_size, nbest or 1)
         return await self.decode(request, Job(sentences, Options(beam_size, nbest)))
 
     async def attention(self, request: Request) -> Response:
         self.keys.check(request)
         data = await read_json(request, ("text",), self.settings)
         sentence = sentence_of(data, self.settings)
-        if not isinstance(self.model, TorchModel):
+        if not self.engine.shows_attention:
             raise HTTPError(501, "/attention needs the torch engine (serve --engine torch)")
         return await self.decode(request, Job([sentence], None))
 
@@ -210,7 +210,7 @@ class Service:
         cancelled (dropped unless its batch has started) and nobody reads the answer."""
         job.client = request.client.host if request.client else ""  # its line in the queue
         try:
-            answer = asyncio.wrap_future(self.decoder.submit(job))
+            answer = asyncio.wrap_future(self.batcher.submit(job))
         except QueueFull as error:
             raise HTTPError(503, str(error), {"Retry-After": "1"}) from None
         except Stopping as error:
@@ -238,7 +238,9 @@ async def hang_up(request: Request) -> None:
 
 def static_file(name: str) -> tuple[str, bytes]:
     content_type = CONTENT_TYPES[name.rpartition(".")[2]]
-    return f"{content_type}; charset=utf-8", files("seq2seq").joinpath("static", name).read_bytes()
+    return f"{content_type}; charset=utf-8", files("seq2seq.service").joinpath(
+        "static", name
+    ).read_bytes()
 
 
 # The settings a client needs to know (its limits), of those in force; not where the files
@@ -249,19 +251,11 @@ CLIENT_SETTINGS = (
 )  # fmt: skip
 
 
-def model_info(model, settings: ServeConfig) -> dict:
-    config = model.config.to_dict()
+def model_info(engine: Engine, settings: ServeConfig) -> dict:
+    config = engine.config.to_dict()
     del config["serve"]  # as saved at training time; the settings in force are "serve" below
-    vocabs = {"source": model.src_vocab, "target": model.tgt_vocab}
-    info = {"engine": "torch" if isinstance(model, TorchModel) else "ctranslate2"}
-    if isinstance(model, TorchModel):
-        checkpoint = model.checkpoint
-        info["checkpoint"] = dict(checkpoint.info)  # training step, valid scores, example
-        info["parameters"] = checkpoint.model.num_parameters()
-        info["device"] = str(next(checkpoint.model.parameters()).device)
-    else:
-        info["checkpoint"] = {}
-        info["device"] = model.translator.device
+    vocabs = {"source": engine.src_vocab, "target": engine.tgt_vocab}
+    info = engine.facts()  # engine, device, checkpoint (training step, valid scores, example)
     info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
@@ -503,12 +497,12 @@ class Server(uvicorn.Server):
     decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
     waiting serve.drain_s later."""
 
-    def __init__(self, model, settings: ServeConfig):
+    def __init__(self, engine: Engine, settings: ServeConfig):
         allow_files(settings.max_connections + SPARE_FILES)
         self.socket = listen(settings.host, settings.port)
         self.settings = settings
-        self.decoder = Decoder(model, settings)
-        app = build_app(Service(model, settings, self.decoder))
+        self.batcher = Batcher(engine, settings)
+        app = build_app(Service(engine, settings, self.batcher))
         super().__init__(
             uvicorn.Config(
                 app,
@@ -541,11 +535,11 @@ class Server(uvicorn.Server):
         await super().startup(sockets)
 
     async def shutdown(self, sockets=None) -> None:
-        self.decoder.drain(within_s=self.settings.drain_s)
+        self.batcher.drain(within_s=self.settings.drain_s)
         await super().shutdown(sockets)
 
     def close(self) -> None:
-        self.decoder.stop(wait=not self.force_exit)  # a second signal: the batch is left
+        self.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
         self.socket.close()
 
 
@@ -618,17 +612,9 @@ def serve(server: Server) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.serve", __doc__.splitlines()[0])
     add_config_arguments(parser)
-    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
+    add_engine_arguments(parser)
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8000; 0: any free)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument(
-        "--engine", choices=["torch", "ctranslate2"], default="torch", help="who decodes"
-    )
-    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
-    parser.add_argument(
-        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
-    )
     args = parser.parse_intermixed_args(argv)
     overrides = list(args.overrides)
     if args.host is not None:
@@ -638,13 +624,15 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, overrides)
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    model = load_model(args, config)  # the best checkpoint of the config with its overrides
+    engine = load_engine(  # by default the best checkpoint of the config with its overrides
+        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
+    )
     path = (
         args.model
         if args.engine == "ctranslate2"
         else str(args.checkpoint or config.checkpoint_path)
     )
-    server = Server(model, config.serve)
+    server = Server(engine, config.serve)
     logging.getLogger("uvicorn").addHandler(one_line_log())
     print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     serve(server)

@@ -18,9 +18,9 @@ runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/m
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
 the sampler's position (epoch, steps done in it), the best result so far, and every random
-state (seq2seq/resume.py). Running the command again continues from it, exactly: on the CPU
+state (seq2seq/training/resume.py). Running the command again continues from it, exactly: on the CPU
 the parameters end bit-for-bit as if training had never stopped. `--restart` starts over.
-Progress shows on stderr (seq2seq/report.py).
+Progress shows on stderr (seq2seq/training/report.py).
 """
 
 import json
@@ -36,22 +36,24 @@ import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from seq2seq import distributed
-from seq2seq.batching import EpochSampler, Prefetcher, token_batches
 from seq2seq.checkpoint import non_finite, read_state, save_checkpoint
 from seq2seq.config import Config, TrainConfig, add_config_arguments, load_config
-from seq2seq.corpus import load_split
-from seq2seq.dataset import TokenPairs
-from seq2seq.decode import evaluating, translate_sentences
-from seq2seq.device import autocast, autocast_dtype
-from seq2seq.distributed import World
-from seq2seq.errors import Interrupted, UserError, command_parser, run_cli, warn
-from seq2seq.files import append_line, remove_stale_temporaries, write_lines
-from seq2seq.metrics import exact_match, sacrebleu_scores
-from seq2seq.model import Transformer
-from seq2seq.paths import LAST, METRICS, vocab_files
-from seq2seq.report import Report, Throughput
-from seq2seq.resume import (
+from seq2seq.decoding.greedy import evaluating, translate_sentences
+from seq2seq.model.transformer import Transformer
+from seq2seq.support.device import autocast, autocast_dtype
+from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
+from seq2seq.support.files import append_line, remove_stale_temporaries, write_lines
+from seq2seq.support.paths import LAST, METRICS, vocab_files
+from seq2seq.text.batching import EpochSampler, Prefetcher, token_batches
+from seq2seq.text.corpus import load_split
+from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.special import PAD
+from seq2seq.text.vocab import Vocab, load_vocabs
+from seq2seq.training import distributed
+from seq2seq.training.distributed import World
+from seq2seq.training.metrics import exact_match, sacrebleu_scores
+from seq2seq.training.report import Report, Throughput
+from seq2seq.training.resume import (
     Progress,
     StopOnSignal,
     check_resumable,
@@ -59,8 +61,6 @@ from seq2seq.resume import (
     restore_scaler,
     set_random_states,
 )
-from seq2seq.special import PAD
-from seq2seq.vocab import Vocab, load_vocabs
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -185,7 +185,7 @@ class Trainer:
             load_split(config, "valid"),
         )
         self.example = self.valid[1][0][0]  # a source sentence, kept in the checkpoints
-        self.model = Transformer(config.model, *map(len, self.vocabs)).to(device)
+        self.model = Transformer(config.model, *map(len, self.vocabs), pad_id=PAD).to(device)
         if world.distributed:
             torch.manual_seed(self.cfg.seed + world.rank)  # same weights, own dropout
         self.optimizer = make_optimizer(self.model, self.cfg)
@@ -448,7 +448,7 @@ class Trainer:
 
 def train(config: Config, restart: bool = False, stop_after: int | None = None) -> dict:
     """Train, resuming from runs/<experiment>/last.pt unless `restart`; returns the best
-    validation result. Under torchrun, every process runs this (seq2seq/distributed.py).
+    validation result. Under torchrun, every process runs this (seq2seq/training/distributed.py).
     `stop_after` stops training after that step as a signal would (last.pt saved, Interrupted
     raised): for tests and benchmarks that stop a run at a known step."""
     if config.train.threads:

@@ -26,17 +26,11 @@ CTranslate2 instead (`--compute-type int8` quantizes it as it loads).
 import itertools
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, Config, DecodeConfig, is_override, load_config
-from seq2seq.corpus import decode_stream
-from seq2seq.ctranslate2 import CTranslate2Model
-from seq2seq.decode import longest_source, translate_sentences, translate_sentences_nbest
-from seq2seq.device import pick_device
-from seq2seq.errors import UserError, command_parser, run_cli, warn
-from seq2seq.special import UNK
-from seq2seq.vocab import Vocab
+from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
+from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
+from seq2seq.support.errors import UserError, command_parser, run_cli, warn
+from seq2seq.text.corpus import decode_stream
 
 
 def read_input_lines(stream) -> Iterator[str]:
@@ -57,93 +51,23 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
         first += len(chunk)
 
 
-@dataclass
-class TorchModel:
-    """A checkpoint decoded by our own code (seq2seq/decode.py), with the interface that
-    translate_lines uses; seq2seq.ctranslate2.CTranslate2Model has the same."""
-
-    checkpoint: Checkpoint
-
-    @property
-    def config(self) -> Config:
-        return self.checkpoint.config
-
-    @property
-    def src_vocab(self) -> Vocab:
-        return self.checkpoint.src_vocab
-
-    @property
-    def tgt_vocab(self) -> Vocab:
-        return self.checkpoint.tgt_vocab
-
-    @property
-    def longest_source(self) -> int:
-        return longest_source(self.checkpoint.model)
-
-    def model_and_vocabs(self) -> tuple:
-        return self.checkpoint.model, self.checkpoint.src_vocab, self.checkpoint.tgt_vocab
-
-    def translate(self, sentences: list[str], cfg: DecodeConfig) -> list[str]:
-        return translate_sentences(*self.model_and_vocabs(), sentences, cfg)
-
-    def translate_nbest(self, sentences: list[str], cfg: DecodeConfig) -> list[list]:
-        return translate_sentences_nbest(*self.model_and_vocabs(), sentences, cfg)
-
-
-def input_warnings(
-    model: TorchModel | CTranslate2Model, sentences: list[str], first_line: int = 1
-) -> list[str]:
-    """The warnings about `sentences`: words the source vocabulary lacks, inputs cut to fit
-    the model. Each names its line, counted from `first_line`."""
-    src_vocab, longest = model.src_vocab, model.longest_source
-    messages = []
-    for number, (sentence, ids) in enumerate(
-        zip(sentences, src_vocab.encode(sentences), strict=True), first_line
-    ):
-        if UNK in ids:
-            words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
-            messages.append(f"line {number}: not in the vocabulary, translated as unknown: {words}")
-        if len(ids) > longest:
-            messages.append(f"line {number}: {len(ids)} pieces, cut to the model's {longest}")
-    return messages
-
-
-def one_line(text: str) -> str:
-    """A translation never spans two lines."""
-    return " ".join(text.splitlines())
-
-
 def translate_lines(
-    model: TorchModel | CTranslate2Model,
+    engine: Engine,
     sentences: list[str],
     nbest: int | None = None,
     first_line: int = 1,
 ) -> list[str]:
     """The output lines for `sentences`: one translation each, or `nbest` lines each."""
-    for message in input_warnings(model, sentences, first_line):
+    for message in engine.warnings(sentences, first_line):
         warn(message)
-    decoding = model.config.decode
+    decoding = engine.config.decode
     if nbest is None:
-        return [one_line(text) for text in model.translate(sentences, decoding)]
+        return [one_line(text) for text in engine.translate(sentences, decoding)]
     lines = []
-    for number, hypotheses in enumerate(model.translate_nbest(sentences, decoding)):
+    for number, hypotheses in enumerate(engine.translate_nbest(sentences, decoding)):
         for score, text in hypotheses[:nbest]:
             lines.append(f"{number + first_line - 1} ||| {one_line(text)} ||| {score:.4f}")
     return lines
-
-
-def load_model(args, config: Config | None = None) -> TorchModel | CTranslate2Model:
-    """The model the arguments name: a checkpoint (--checkpoint, or the best of `config`, by
-    default that of --config), or with --engine ctranslate2 an export."""
-    if args.engine == "ctranslate2":
-        if not args.model:
-            raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
-        return CTranslate2Model.load(args.model, args.device, args.compute_type)
-    device = pick_device(args.device)
-    if args.checkpoint:  # no config file needed
-        return TorchModel(load_checkpoint(args.checkpoint, device))
-    config = config or load_config(args.config)
-    return TorchModel(load_checkpoint(config.checkpoint_path, device, config.make_command("train")))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -152,15 +76,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("sentences", nargs="*", help="sentences to translate (default: stdin)")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
-    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument(
-        "--engine", choices=["torch", "ctranslate2"], default="torch", help="who decodes"
-    )
-    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
-    parser.add_argument(
-        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
-    )
+    add_engine_arguments(parser)
     parser.add_argument(
         "--beam-size", type=int, help="beams (default: the model's config; 1: greedy)"
     )
@@ -176,8 +92,11 @@ def main(argv: list[str] | None = None) -> None:
             "decoding with --beam-size and --length-penalty (to translate that text, send it "
             "on stdin)"
         )
-    model = load_model(args)
-    decoding = model.config.decode
+    config = None if args.checkpoint or args.engine != "torch" else load_config(args.config)
+    engine = load_engine(
+        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
+    )
+    decoding = engine.config.decode
     if args.beam_size is not None:
         decoding.beam_size = args.beam_size
     if args.length_penalty is not None:
@@ -190,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
         decoding.beam_size = max(decoding.beam_size, args.nbest)
 
     if args.sentences:
-        print("\n".join(translate_lines(model, args.sentences, args.nbest)))
+        print("\n".join(translate_lines(engine, args.sentences, args.nbest)))
     elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
         print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
         for number in itertools.count(1):
@@ -200,10 +119,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(file=sys.stderr)
                 return
             sentence = line.rstrip("\r\n")
-            print("\n".join(translate_lines(model, [sentence], args.nbest, number)))
+            print("\n".join(translate_lines(engine, [sentence], args.nbest, number)))
     else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
         for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decoding.batch_size):
-            lines = translate_lines(model, chunk, args.nbest, first)
+            lines = translate_lines(engine, chunk, args.nbest, first)
             sys.stdout.writelines(line + "\n" for line in lines)
             sys.stdout.flush()
 

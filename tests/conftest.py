@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq import data, numbers, train
+from seq2seq import data, train
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
+from seq2seq.text import numbers
 
 from helpers import ROOT, briefly_trained
 

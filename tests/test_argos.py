@@ -8,9 +8,10 @@ import zipfile
 import pytest
 from exports import run_argos  # benchmarks/exports.py: Argos Translate in a child process
 
-from seq2seq.argos import export_argos
-from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
-from seq2seq.errors import UserError
+from seq2seq.decoding.engines import CTranslate2Engine
+from seq2seq.exports.argos import export_argos
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.support.errors import UserError
 
 from helpers import assert_same_or_tied, greedy_ids, length_limits
 
@@ -66,7 +67,7 @@ def test_argos_beam_search_is_ctranslate2s_at_its_settings(argos, trained_joint_
     checkpoint = trained_joint_numbers_checkpoint[0]
     _, sentences, results = argos
     export_ctranslate2(checkpoint, argos[0].with_name("ct2"))
-    model = CTranslate2Model.load(argos[0].with_name("ct2"), compute_type="float32")
+    model = CTranslate2Engine.load(argos[0].with_name("ct2"), compute_type="float32")
     ours = []
     for ids in checkpoint.src_vocab.encode(sentences[:-1]):
         tokens = [checkpoint.src_vocab.pieces(ids) + ["</s>"]]

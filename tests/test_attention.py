@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seq2seq.attention import MultiHeadAttention, scaled_dot_product_attention
-from seq2seq.masks import no_peek_mask
+from seq2seq.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from seq2seq.model.masks import no_peek_mask
 
 
 def test_causal_attention_reproduces_the_z_table_worked_out_by_hand():

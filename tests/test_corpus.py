@@ -5,7 +5,7 @@ import gzip
 import pytest
 
 from seq2seq.config import ConfigError, config_from_dict
-from seq2seq.corpus import (
+from seq2seq.text.corpus import (
     CorpusError,
     build_corpus,
     iter_tsv,

@@ -8,14 +8,11 @@ import json
 import pytest
 import torch
 
-from seq2seq.ctranslate2 import (
-    CTranslate2Model,
-    ctranslate2_device,
-    export_ctranslate2,
-)
-from seq2seq.errors import UserError
-from seq2seq.metrics import exact_match, sacrebleu_scores
-from seq2seq.paths import EXPORT_CONFIG
+from seq2seq.decoding.engines import CTranslate2Engine, ctranslate2_device
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.training.metrics import exact_match, sacrebleu_scores
 
 from helpers import assert_same_or_tied, greedy_ids
 
@@ -39,7 +36,7 @@ def exported(trained_numbers_checkpoint, tmp_path_factory):
 
 def ctranslate2_ids(out_dir, sources: list[str], greedy) -> list[list[int]]:
     """The float32 export's greedy output ids."""
-    model = CTranslate2Model.load(out_dir, compute_type="float32")
+    model = CTranslate2Engine.load(out_dir, compute_type="float32")
     piece_id = model.tgt_vocab.sp.piece_to_id
     return [[piece_id(p) for p in r.hypotheses[0]] for r in model.search(sources, greedy, 1, 1)]
 
@@ -77,7 +74,7 @@ def test_int8_loses_at_most_one_point_of_exact_match_and_bleu(exported, trained_
     model, int8 changed none of the 1,000 test outputs.)"""
     out_dir, sources, _, ours, greedy = exported
     references = [t for _, t in trained_numbers_checkpoint[1]]
-    int8 = CTranslate2Model.load(out_dir, compute_type="int8").translate(sources, greedy)
+    int8 = CTranslate2Engine.load(out_dir, compute_type="int8").translate(sources, greedy)
     assert int8 != ours, "int8 rounds the weights: some outputs differ"
     assert abs(exact_match(int8, references) - exact_match(ours, references)) <= 0.01
     bleu = [sacrebleu_scores(out, references)["bleu"] for out in (int8, ours)]
@@ -89,7 +86,7 @@ def test_empty_lines_give_empty_lines_and_export_replaces_an_earlier_one(
 ):
     out_dir, *_, greedy = exported
     export_ctranslate2(trained_numbers_checkpoint[0], out_dir)  # again, over the first
-    model = CTranslate2Model.load(out_dir)
+    model = CTranslate2Engine.load(out_dir)
     assert model.translate(["", "three is three", ""], greedy)[::2] == ["", ""]
     assert json.loads((out_dir / EXPORT_CONFIG).read_text())["model"]["d_model"] == 64
 
@@ -100,7 +97,7 @@ def test_a_folder_that_is_not_an_export_is_refused(trained_numbers_checkpoint, t
         export_ctranslate2(trained_numbers_checkpoint[0], tmp_path)
     assert (tmp_path / "notes.txt").read_text() == "mine"
     with pytest.raises(UserError, match="not an exported model"):
-        CTranslate2Model.load(tmp_path)
+        CTranslate2Engine.load(tmp_path)
 
 
 def test_loading_leaves_torch_its_threads(exported):
@@ -109,7 +106,7 @@ def test_loading_leaves_torch_its_threads(exported):
     before = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        CTranslate2Model.load(exported[0])
+        CTranslate2Engine.load(exported[0])
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

@@ -6,18 +6,18 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from seq2seq.batching import source_tensor
-from seq2seq.beam import beam_search
 from seq2seq.config import config_from_dict
-from seq2seq.decode import (
+from seq2seq.decoding.beam import beam_search
+from seq2seq.decoding.greedy import (
     greedy_decode_cached,
     greedy_decode_recompute,
     max_lengths,
     translate_sentences,
     translate_sentences_nbest,
 )
-from seq2seq.model import Transformer
-from seq2seq.special import BOS, EOS, PAD
+from seq2seq.model.transformer import Transformer
+from seq2seq.text.batching import source_tensor
+from seq2seq.text.special import BOS, EOS, PAD
 
 from helpers import assert_same_or_tied, greedy_ids
 
@@ -26,7 +26,7 @@ def random_model(vocab: int, dtype=torch.float64) -> Transformer:
     cfg = config_from_dict(
         {"model": {"d_model": 32, "n_heads": 4, "enc_layers": 2, "dec_layers": 2, "d_ff": 64}}
     ).model
-    return Transformer(cfg, vocab, vocab).to(dtype).eval()
+    return Transformer(cfg, vocab, vocab, pad_id=PAD).to(dtype).eval()
 
 
 @pytest.mark.same_outputs

@@ -5,9 +5,9 @@ import contextlib
 import pytest
 import torch
 
-from seq2seq import distributed
-from seq2seq.device import autocast_dtype, pick_device
-from seq2seq.errors import UserError
+from seq2seq.support.device import autocast_dtype, pick_device
+from seq2seq.support.errors import UserError
+from seq2seq.training import distributed
 
 CPU = torch.device("cpu")
 

@@ -28,7 +28,7 @@ def test_the_attention_models_learn_on_a_subset_in_seconds():
     for name in ("attention", "encoder"):
         assert results[name][0]["accuracy"] > 0.6, (name, results[name])  # chance: 0.1
     # the models use the project's attention, not a copy of it
-    from seq2seq.attention import MultiHeadAttention
+    from seq2seq.model.attention import MultiHeadAttention
 
     assert isinstance(models["attention"].attention, MultiHeadAttention)
     weights = patch_attention.class_token_attention(models["encoder"], data[2][:5])

@@ -1,5 +1,5 @@
 """LibreTranslate's API on the service's port, driven by a real client (libretranslatepy) and by
-hand; API keys and the rate limit (seq2seq/access.py)."""
+hand; API keys and the rate limit (seq2seq/service/access.py)."""
 
 import dataclasses
 import json
@@ -15,11 +15,11 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 from urllib3 import encode_multipart_formdata
 
-from seq2seq import access, markup
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
-from seq2seq.decode import translate_sentences, translate_sentences_nbest
-from seq2seq.errors import UserError
-from seq2seq.translate import TorchModel
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.decoding.greedy import translate_sentences, translate_sentences_nbest
+from seq2seq.service import access, markup
+from seq2seq.support.errors import UserError
 
 from helpers import ENV, command
 
@@ -34,12 +34,12 @@ SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
 @pytest.fixture(scope="module")
 def numbers(trained_numbers_checkpoint):
     """A server of the small numbers model (no keys, no limit), and the model."""
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     with running(model, **LIMITS) as server:
         yield server.url, model, SENTENCES
 
 
-def reference(model: TorchModel, sentences: list[str]) -> list[str]:
+def reference(model: TorchEngine, sentences: list[str]) -> list[str]:
     return translate_sentences(*model.model_and_vocabs(), sentences, model.config.decode)
 
 
@@ -215,7 +215,7 @@ def test_a_failure_is_libretranslates_500(numbers, monkeypatch):
 
 
 def test_with_keys_every_post_needs_one(trained_numbers_checkpoint, tmp_path):
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     (tmp_path / "keys").write_text("first-key\n\nsecond-key\n")
     sentence, bearer = "three is three", {"Authorization": "Bearer second-key"}
     with running(model, api_keys=str(tmp_path / "keys")) as server:
@@ -241,7 +241,7 @@ def test_with_keys_every_post_needs_one(trained_numbers_checkpoint, tmp_path):
 def test_a_key_in_the_query_string_or_a_multipart_form_as_libretranslate_takes_it(
     trained_numbers_checkpoint, tmp_path
 ):
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     (tmp_path / "keys").write_text("the-key\n")
     fields = {"q": "three is three", **PAIR}
     with running(model, api_keys=str(tmp_path / "keys")) as server:
@@ -281,7 +281,7 @@ def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys)
 def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monkeypatch):
     """3 a minute, on a clock that stands still: the 4th POST in a row is refused."""
     monkeypatch.setattr(access.RateLimit, "clock", staticmethod(lambda: 1000.0))
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     with running(model, requests_per_minute=3) as server:
         request = {"q": "three is three", **PAIR}
         assert [call(server.url, "POST", T, request)[0] for _ in range(3)] == [200] * 3
@@ -298,7 +298,7 @@ def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monke
 def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(trained_numbers_checkpoint):
     """Each request claims another address: ignored by default (the connection's address is
     the client's, so the 4th is refused); from serve.trusted_proxies, each is its own client."""
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     request = {"q": "three is three", **PAIR}
 
     def statuses(server) -> list[int]:
@@ -322,7 +322,7 @@ def test_the_rate_limit_keeps_a_bounded_table_of_clients(monkeypatch):
 
 
 def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
-    model = TorchModel(trained_numbers_checkpoint[0])
+    model = TorchEngine(trained_numbers_checkpoint[0])
     french = {"source_language": Language("fr", "French")}
     with running(model, **french) as server:
         assert LibreTranslateAPI(server.url).languages()[0] == {

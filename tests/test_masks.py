@@ -6,24 +6,24 @@ import sys
 import pytest
 import torch
 
-from seq2seq.config import ModelConfig
-from seq2seq.masks import decoder_mask, no_peek_mask, padding_mask
-from seq2seq.model import Transformer
-from seq2seq.special import BOS, PAD
+from seq2seq.model.config import ModelConfig
+from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
+from seq2seq.model.transformer import Transformer
+from seq2seq.text.special import BOS, PAD
 
 from helpers import ENV, HANG
 
 
 def test_mask_shapes_and_values_follow_the_documented_convention():
     tokens = torch.tensor([[5, 6, 7], [5, 6, PAD]])
-    assert padding_mask(tokens).shape == (2, 1, 1, 3)
-    assert padding_mask(tokens)[1, 0, 0].tolist() == [True, True, False]
+    assert padding_mask(tokens, PAD).shape == (2, 1, 1, 3)
+    assert padding_mask(tokens, PAD)[1, 0, 0].tolist() == [True, True, False]
     assert no_peek_mask(3)[0, 0].tolist() == [
         [True, False, False],
         [True, True, False],
         [True, True, True],
     ]
-    assert decoder_mask(tokens)[1, 0].tolist() == [
+    assert decoder_mask(tokens, PAD)[1, 0].tolist() == [
         [True, False, False],
         [True, True, False],
         [True, True, False],
@@ -42,7 +42,7 @@ def model(request) -> Transformer:
         dropout=0.0,
         attention=request.param,
     )
-    return Transformer(cfg, src_vocab_size=20, tgt_vocab_size=15).eval()
+    return Transformer(cfg, src_vocab_size=20, tgt_vocab_size=15, pad_id=PAD).eval()
 
 
 def random_ids(*shape: int, vocab: int) -> torch.Tensor:
@@ -100,8 +100,10 @@ def test_low_precision_model_with_a_fully_padded_row_gives_no_nan(model, dtype):
 
 
 def test_the_model_loads_without_sentencepiece_or_the_corpus_readers():
-    heavy = ["sentencepiece", "seq2seq.corpus", "seq2seq.multi30k", "seq2seq.vocab"]
-    check = f"import sys, seq2seq.model; print([m for m in {heavy!r} if m in sys.modules])"
+    heavy = ["sentencepiece", "seq2seq.text.corpus", "seq2seq.text.multi30k", "seq2seq.text.vocab"]
+    check = (
+        f"import sys, seq2seq.model.transformer; print([m for m in {heavy!r} if m in sys.modules])"
+    )
     done = subprocess.run(
         [sys.executable, "-c", check], env=ENV, capture_output=True, text=True, timeout=HANG
     )

@@ -3,7 +3,7 @@
 import pytest
 import sacrebleu
 
-from seq2seq.metrics import exact_match_by_digits, score, token_accuracy
+from seq2seq.training.metrics import exact_match_by_digits, score, token_accuracy
 
 
 def test_token_accuracy_counts_missing_and_extra_tokens():

@@ -4,8 +4,8 @@ from collections import Counter
 
 import pytest
 
-from seq2seq import numbers
 from seq2seq.config import CorpusConfig
+from seq2seq.text import numbers
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from schemathesis import GenerationMode
 from test_serve import call, running
 
 from seq2seq.config import Config, ServeConfig, languages
-from seq2seq.openapi import description
-from seq2seq.translate import TorchModel
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.service.openapi import description
 
 # Small limits keep each decoding short; the description's bounds follow them.
 LIMITS = {"max_sentences": 4, "max_chars": 60, "max_beam_size": 3}
@@ -32,7 +32,7 @@ SCHEMA.config.checks.update(excluded_check_names=["positive_data_acceptance"])
 
 @pytest.fixture(scope="module")
 def served(trained_numbers_checkpoint):
-    with running(TorchModel(trained_numbers_checkpoint[0]), **LIMITS) as server:
+    with running(TorchEngine(trained_numbers_checkpoint[0]), **LIMITS) as server:
         yield server
 
 

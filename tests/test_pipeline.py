@@ -15,7 +15,7 @@ import torch
 from seq2seq import data, evaluate, plot, serve, train, translate
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import TrainConfig
-from seq2seq.errors import UserError
+from seq2seq.support.errors import UserError
 from seq2seq.train import learning_rate, schedule_warning
 
 from helpers import ENV, HANG, ROOT, command, damage
@@ -228,3 +228,33 @@ def test_a_file_system_refusal_is_one_line_and_loses_nothing(seed_run, tmp_path)
     assert [path.name for path in run.iterdir() if path.name.endswith(".tmp")] == []
     assert {name: (run / name).read_bytes() for name in before} == before
     assert load_checkpoint(run / "best.pt").info["step"] == 150
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, path",
+    [
+        (["seq2seq.data", "corpus.seed=2"], "data/seed/train.src"),
+        (["seq2seq.evaluate"], "runs/seed/eval.json"),
+        (["seq2seq.export", "ctranslate2", "--checkpoint", "runs/seed/best.pt", "ct2"], "ct2"),
+        (["seq2seq.export", "huggingface", "--checkpoint", "runs/seed/best.pt", "hf"], "hf"),
+    ],
+)
+def test_data_eval_and_export_refused_by_the_file_system_say_so_in_a_line(
+    seed_run, tmp_path, args, path
+):
+    """The same file-size limit for the other commands that write: one line naming what was
+    being written, no temporary file or folder left, the files already there unchanged."""
+    shutil.copytree(seed_run.parent.parent, tmp_path / "work")
+    work = tmp_path / "work"
+    before = {file: file.read_bytes() for file in work.rglob("*") if file.is_file()}
+    done = subprocess.run(
+        command(*args), cwd=work, env=ENV, capture_output=True, text=True, timeout=HANG,
+        preexec_fn=with_file_size_limit(100),
+    )  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"error: {path}: File too large: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    after = {file: file.read_bytes() for file in work.rglob("*") if file.is_file()}
+    assert {file: after.get(file) for file in before} == before
+    assert [path.name for path in work.rglob(".*")] == []  # no temporary file or folder

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from seq2seq import plot
-from seq2seq.attention_maps import attention_maps
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.errors import UserError
+from seq2seq.decoding.attention_maps import attention_maps
+from seq2seq.support.errors import UserError
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

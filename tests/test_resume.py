@@ -16,12 +16,12 @@ import seq2seq.train as train_module
 from seq2seq import data
 from seq2seq.checkpoint import load_checkpoint, read_state
 from seq2seq.config import VocabConfig, load_config
-from seq2seq.corpus import load_split
-from seq2seq.dataset import build_ids
-from seq2seq.errors import Interrupted, UserError
-from seq2seq.paths import vocab_files
+from seq2seq.support.errors import Interrupted, UserError
+from seq2seq.support.paths import vocab_files
+from seq2seq.text.corpus import load_split
+from seq2seq.text.dataset import build_ids
+from seq2seq.text.vocab import load_vocabs, train_vocab
 from seq2seq.train import train
-from seq2seq.vocab import load_vocabs, train_vocab
 
 from helpers import (
     ENV,

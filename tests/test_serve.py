@@ -17,10 +17,10 @@ import pytest
 
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.ctranslate2 import CTranslate2Model, export_ctranslate2
-from seq2seq.decode import translate_sentences, translate_sentences_nbest
-from seq2seq.errors import run_cli
-from seq2seq.translate import TorchModel, input_warnings
+from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
+from seq2seq.decoding.greedy import translate_sentences, translate_sentences_nbest
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.support.errors import run_cli
 
 from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
 
@@ -32,12 +32,12 @@ LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "ma
 def numbers(trained_numbers_checkpoint):
     """The small numbers model, its test sentences, and a server for it."""
     checkpoint, test = trained_numbers_checkpoint
-    model = TorchModel(checkpoint)
+    model = TorchEngine(checkpoint)
     with running(model, **LIMITS) as server:
         yield server.url, model, [source for source, _ in test]
 
 
-def reference(model: TorchModel, sentences: list[str], **decode) -> list[str]:
+def reference(model: TorchEngine, sentences: list[str], **decode) -> list[str]:
     cfg = dataclasses.replace(model.config.decode, **decode)
     return translate_sentences(*model.model_and_vocabs(), sentences, cfg)
 
@@ -50,7 +50,7 @@ def test_translations_and_warnings_are_those_of_translate(numbers):
     assert status == 200
     assert answer["translations"] == reference(model, sentences)
     assert len(set(answer["translations"])) > 50, "the outputs should vary"
-    assert answer["warnings"] == input_warnings(model, sentences)
+    assert answer["warnings"] == model.warnings(sentences)
     assert answer["warnings"] == [
         "line 99: not in the vocabulary, translated as unknown: 'eleventy'",
         f"line 100: 300 pieces, cut to the model's {model.longest_source}",
@@ -212,7 +212,7 @@ def test_concurrent_requests_share_a_batch_and_each_gets_its_own_answer(numbers)
 def test_concurrent_requests_with_different_options(seed_run):
     """Requests of every kind at once, each answered with its own sentence's result (the seed
     model knows its nine sentences by heart)."""
-    model = TorchModel(load_checkpoint(seed_run / "best.pt"))
+    model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
     words = "one two three four five six seven eight nine".split()
     digits = {word: str(i) for i, word in enumerate(words, 1)}
     requests = []
@@ -321,7 +321,7 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    model = TorchModel(load_checkpoint(seed_run / "best.pt"))
+    model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
     example = model.checkpoint.info["example"]
     assert example == (seed_run.parent.parent / "data/seed/valid.src").read_text().splitlines()[0]
     with running(model, max_chars=40) as server:
@@ -367,7 +367,7 @@ def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attenti
     from selenium.webdriver.support.ui import WebDriverWait
 
     export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
-    with running(CTranslate2Model.load(tmp_path / "ct2")) as server:
+    with running(CTranslate2Engine.load(tmp_path / "ct2")) as server:
         browser = chromium(1000)
         try:
             browser.get(server.url)

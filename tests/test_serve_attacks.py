@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.translate import TorchModel
+from seq2seq.decoding.engines import TorchEngine
 
 from helpers import ENV, HANG, JSON, call, command, read_address, running, wait_until
 
@@ -33,8 +33,8 @@ def expected(word: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def seed_model(seed_run) -> TorchModel:
-    return TorchModel(load_checkpoint(seed_run / "best.pt"))
+def seed_model(seed_run) -> TorchEngine:
+    return TorchEngine(load_checkpoint(seed_run / "best.pt"))
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def gated(model: TorchModel, monkeypatch) -> tuple[threading.Event, list]:
+def gated(model: TorchEngine, monkeypatch) -> tuple[threading.Event, list]:
     """The model's decodings wait until the gate is open; `decoded` lists their sentences."""
     gate, decoded, translate = threading.Event(), [], model.translate
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from seq2seq import data, train
-from seq2seq.report import Report
-from seq2seq.resume import restore_scaler
+from seq2seq.training.report import Report
+from seq2seq.training.resume import restore_scaler
 
 from helpers import ROOT
 

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.corpus import CorpusError, decode_stream, read_lines, read_parallel
-from seq2seq.translate import TorchModel, read_input_lines, translate_lines
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.text.corpus import CorpusError, decode_stream, read_lines, read_parallel
+from seq2seq.translate import read_input_lines, translate_lines
 
 from helpers import ENV, HANG, command
 
@@ -62,7 +63,7 @@ def test_a_pipeline_gets_one_line_per_input_line(model_path):
 
 
 def test_unknown_words_are_named_on_stderr(checkpoint, capsys):
-    lines = translate_lines(TorchModel(checkpoint), ["three is eleven", "five is five"])
+    lines = translate_lines(TorchEngine(checkpoint), ["three is eleven", "five is five"])
     assert len(lines) == 2 and lines[1] == "5 la 5"
     err = capsys.readouterr().err
     assert err == "warning: line 1: not in the vocabulary, translated as unknown: 'eleven'\n"
@@ -70,7 +71,7 @@ def test_unknown_words_are_named_on_stderr(checkpoint, capsys):
 
 def test_an_input_longer_than_the_model_is_cut_with_a_warning(checkpoint, capsys):
     longest = checkpoint.config.model.max_positions - 1
-    lines = translate_lines(TorchModel(checkpoint), ["one is one", "one " * 300])
+    lines = translate_lines(TorchEngine(checkpoint), ["one is one", "one " * 300])
     assert len(lines) == 2 and lines[0] == "1 la 1"
     assert f"warning: line 2: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
 
@@ -126,7 +127,7 @@ FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthC
 @given(st.binary(max_size=300))
 def test_fuzz_any_bytes_on_stdin_give_one_line_per_input_line(checkpoint, stdin):
     with contextlib.redirect_stderr(io.StringIO()):
-        lines = translate_lines(TorchModel(checkpoint), list(read_input_lines(io.BytesIO(stdin))))
+        lines = translate_lines(TorchEngine(checkpoint), list(read_input_lines(io.BytesIO(stdin))))
     expected = stdin.count(b"\n") + (0 if stdin.endswith(b"\n") or not stdin else 1)
     assert len(lines) == expected
     assert all("\n" not in line and "\r" not in line for line in lines)
@@ -139,7 +140,7 @@ def test_fuzz_any_text_is_translated_with_nbest_lists(checkpoint, sentences, nbe
     checkpoint.config.decode.beam_size = nbest
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            lines = translate_lines(TorchModel(checkpoint), sentences, nbest=nbest)
+            lines = translate_lines(TorchEngine(checkpoint), sentences, nbest=nbest)
     finally:
         checkpoint.config.decode.beam_size = 1
     numbers = [int(line.split(" ||| ")[0]) for line in lines]

@@ -1,0 +1,255 @@
+"""The engines that translate with a trained model: one interface, two implementations.
+
+Everything that translates (the translate and evaluate commands, the service, the benchmarks)
+holds an engine and asks it the same things:
+
+    engine.config                     the experiment config the model was trained with; its
+                                      `decode` section is the default decoding
+    engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies
+    engine.longest_source             source pieces the model takes (longer inputs are cut)
+    engine.facts()                    what it says of itself: engine, device, parameters ...
+    engine.translate(sentences, decoding)        -> one translation each
+    engine.translate_nbest(sentences, decoding)  -> decoding.beam_size (score, text) each
+    engine.warnings(sentences, first_line)       -> unknown words, inputs cut to fit
+    engine.attention(sentence)        the attention weights of one translation (torch only:
+                                      engine.shows_attention says whether it can)
+
+    TorchEngine(checkpoint)           our PyTorch model (greedy.py, beam.py)
+    CTranslate2Engine.load(folder)    a model exported by `python -m seq2seq.export
+                                      ctranslate2`, decoded by CTranslate2 (optional extra)
+    load_engine(...)                  either, from plain settings (a path, a device)
+
+A new engine is a class with these members; nothing outside this module asks which one it has.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import Checkpoint, load_checkpoint
+from seq2seq.config import Config, DecodeConfig, config_from_dict
+from seq2seq.decoding.attention_maps import Attention, attention_maps
+from seq2seq.decoding.greedy import (
+    input_warnings,
+    longest_source,
+    translate_sentences,
+    translate_sentences_nbest,
+)
+from seq2seq.support.device import pick_device
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+from seq2seq.text.vocab import Vocab
+
+ENGINES = ("torch", "ctranslate2")
+
+
+def one_line(text: str) -> str:
+    """A translation never spans two lines."""
+    return " ".join(text.splitlines())
+
+
+@dataclass
+class TorchEngine:
+    """A checkpoint decoded by our own code (greedy.py, beam.py)."""
+
+    checkpoint: Checkpoint
+    name = "torch"
+    shows_attention = True
+
+    @property
+    def config(self) -> Config:
+        return self.checkpoint.config
+
+    @property
+    def src_vocab(self) -> Vocab:
+        return self.checkpoint.src_vocab
+
+    @property
+    def tgt_vocab(self) -> Vocab:
+        return self.checkpoint.tgt_vocab
+
+    @property
+    def longest_source(self) -> int:
+        return longest_source(self.checkpoint.model)
+
+    def facts(self) -> dict:
+        model = self.checkpoint.model
+        return {
+            "engine": self.name,
+            "checkpoint": dict(self.checkpoint.info),  # training step, valid scores, example
+            "parameters": model.num_parameters(),
+            "device": str(next(model.parameters()).device),
+        }
+
+    def warnings(self, sentences: list[str], first_line: int = 1) -> list[str]:
+        return input_warnings(self.src_vocab, self.longest_source, sentences, first_line)
+
+    def model_and_vocabs(self) -> tuple:
+        return self.checkpoint.model, self.checkpoint.src_vocab, self.checkpoint.tgt_vocab
+
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> list[str]:
+        return translate_sentences(*self.model_and_vocabs(), sentences, decoding)
+
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> list[list]:
+        return translate_sentences_nbest(*self.model_and_vocabs(), sentences, decoding)
+
+    def attention(self, sentence: str) -> Attention:
+        return attention_maps(self.checkpoint, sentence)
+
+
+def import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(
+            'CTranslate2 is not installed: pip install -e ".[export]" (or pip install ctranslate2)'
+        ) from None
+    return ctranslate2
+
+
+def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
+    """Our device names -> CTranslate2's (device, device_index), given how many CUDA devices
+    CTranslate2 sees: 'auto' is the first GPU if there is one, 'cuda:1' is ("cuda", 1)."""
+    if name == "auto":
+        return ("cuda", 0) if cuda_devices else ("cpu", 0)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise UserError(f"device {name!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+    index = device.index or 0
+    if device.type == "cuda" and index >= cuda_devices:
+        raise UserError(f"device {name!r} requested but CTranslate2 sees {cuda_devices} GPU(s)")
+    return device.type, index
+
+
+@dataclass
+class CTranslate2Engine:
+    """A model exported by seq2seq/exports/ctranslate2.py, decoded by CTranslate2."""
+
+    config: Config
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    translator: object  # ctranslate2.Translator
+    name = "ctranslate2"
+    shows_attention = False
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
+        """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
+        as saved, float32)."""
+        ct2, directory = import_ctranslate2(), Path(directory)
+        if not (directory / EXPORT_CONFIG).exists():
+            raise UserError(
+                f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
+                "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
+            )
+        saved = directory / EXPORT_CONFIG
+        config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
+        src_path, tgt_path = vocab_files(directory)
+        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
+        tgt_vocab = Vocab(tgt_path.read_bytes())
+        # One thread: on models this small, more threads only wait on each other (and on
+        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
+        # Creating the translator sets the OpenMP thread count of this thread, which torch
+        # shares, to 1: torch's count is put back after it.
+        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
+        torch_threads = torch.get_num_threads()
+        try:
+            translator = ct2.Translator(
+                str(directory), device, device_index=index, compute_type=compute_type,
+                intra_threads=1,
+            )  # fmt: skip
+        except (RuntimeError, ValueError) as error:
+            raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+        finally:
+            torch.set_num_threads(torch_threads)
+        return cls(config, src_vocab, tgt_vocab, translator)
+
+    @property
+    def longest_source(self) -> int:
+        """Source pieces the model takes, EOS not counted (as greedy.longest_source)."""
+        return self.config.model.max_positions - 1
+
+    def facts(self) -> dict:
+        return {"engine": self.name, "checkpoint": {}, "device": self.translator.device}
+
+    def warnings(self, sentences: list[str], first_line: int = 1) -> list[str]:
+        return input_warnings(self.src_vocab, self.longest_source, sentences, first_line)
+
+    def search(self, sentences: list[str], cfg: DecodeConfig, beams: int, nbest: int) -> list:
+        """CTranslate2's results for the non-empty sentences (None for the empty ones)."""
+        sources = [ids[: self.longest_source] for ids in self.src_vocab.encode(sentences)]
+        tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
+        limit = max((len(t) * cfg.max_len_a + cfg.max_len_b for t in tokens), default=1)
+        results = self.translator.translate_batch(
+            tokens,
+            max_batch_size=cfg.batch_size,
+            beam_size=beams,
+            num_hypotheses=nbest,
+            length_penalty=cfg.length_penalty,
+            max_decoding_length=int(min(limit, self.config.model.max_positions - 1)),
+            min_decoding_length=0,
+            suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
+            return_scores=nbest > 1,
+        )
+        found = iter(results)
+        return [next(found) if ids else None for ids in sources]
+
+    def detokenize(self, hypothesis: list[str]) -> str:
+        return self.tgt_vocab.decode([[self.tgt_vocab.sp.piece_to_id(p) for p in hypothesis]])[0]
+
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> list[str]:
+        results = self.search(sentences, decoding, decoding.beam_size, 1)
+        return [self.detokenize(r.hypotheses[0]) if r else "" for r in results]
+
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> list[list]:
+        """For each sentence, decoding.beam_size (score, translation) pairs, best first."""
+        beams = decoding.beam_size
+        results = self.search(sentences, decoding, beams, beams)
+        return [
+            list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
+            if r
+            else [(0.0, "")]
+            for r in results
+        ]
+
+    def attention(self, sentence: str) -> Attention:
+        raise UserError("attention maps need the torch engine (--engine torch)")
+
+
+Engine = TorchEngine | CTranslate2Engine
+
+
+def load_engine(
+    config: Config | None = None,
+    checkpoint: str | Path | None = None,
+    engine: str = "torch",
+    model: str | Path | None = None,
+    device: str = "auto",
+    compute_type: str = "default",
+) -> Engine:
+    """The engine these settings name: the torch engine on `checkpoint` (default: the best
+    checkpoint of `config`), or with engine="ctranslate2" the export in the folder `model`."""
+    if engine == "ctranslate2":
+        if not model:
+            raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
+        return CTranslate2Engine.load(model, device, compute_type)
+    if checkpoint:  # no config file needed
+        return TorchEngine(load_checkpoint(checkpoint, pick_device(device)))
+    where = config.make_command("train")
+    return TorchEngine(load_checkpoint(config.checkpoint_path, pick_device(device), where))
+
+
+def add_engine_arguments(parser) -> None:
+    """The command-line options that choose an engine (translate, serve): load_engine's."""
+    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument("--engine", choices=ENGINES, default="torch", help="who decodes")
+    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
+    parser.add_argument(
+        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
+    )

@@ -1,0 +1,135 @@
+"""Export a trained model as an Argos Translate package, the format LibreTranslate serves.
+
+    python -m seq2seq.export argos --checkpoint runs/numbers/best.pt numbers.argosmodel
+
+An .argosmodel file is a zip archive holding one folder:
+
+    translate-en_digits-1_0/
+        metadata.json          from_code/from_name -> to_code/to_name, versions
+        model/                 the CTranslate2 model (ctranslate2.py's, three changes below)
+        sentencepiece.model    ONE model that splits the source and joins the output
+        README.md              the data, sizes and test scores (seq2seq/exports/model_card.py)
+
+Argos Translate reads a sentence like this (argostranslate/translate.py, version 1.11):
+
+    text -> its sentence splitter -> sentencepiece.model: pieces (no </s>)
+         -> ctranslate2.Translator(model/).translate_batch(beam_size=4, length_penalty=0.2)
+         -> sentencepiece.model: text, "_" -> " "
+
+so the package must hold what our own code adds around the model:
+
+* One vocabulary: the model must have been trained with vocab.joint: true.
+* Our source normalisation (vocab.lowercase, vocab.hyphens_as_spaces) compiled into the
+  sentencepiece model's rules (vocab.self_normalizing_model).
+* The </s> our batches end every source with: the CTranslate2 config's add_source_eos.
+* PAD and BOS are never outputs (special.non_output_logits): Argos passes no option that
+  says so, so the output projection gets a bias of -inf at those ids, 0 elsewhere.
+* A position table for any input: CTranslate2 truncates sources to 1,024 pieces
+  (translate_batch's max_input_length) and stops after 256 output pieces (max_decoding_length);
+  past its table it fails. The sinusoidal table is extended to cover both: its first rows are
+  the trained model's, so translations that fitted before are unchanged.
+
+Argos's beam search scores hypotheses as CTranslate2 does (log-probability / length ** 0.2),
+not as ours (Wu et al.'s length penalty): to reproduce its output, translate with our
+CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/test_argos.py does). Argos
+Translate decodes with the device and compute type of its own settings (ARGOS_DEVICE_TYPE,
+ARGOS_COMPUTE_TYPE; "auto" may quantize to int8 on a CPU).
+"""
+
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import languages
+from seq2seq.exports.ctranslate2 import save_spec, transformer_spec
+from seq2seq.exports.model_card import facts
+from seq2seq.model.transformer import sinusoidal_positions
+from seq2seq.support.errors import UserError
+from seq2seq.support.files import atomic_write
+from seq2seq.text.special import non_output_logits
+from seq2seq.text.vocab import self_normalizing_model
+
+ARGOS_VERSION = "1.11"  # the Argos Translate whose package format this writes (and is tested)
+PACKAGE_VERSION = "1.0"
+LONGEST_INPUT = 1024  # CTranslate2's default max_input_length, which Argos keeps
+LONGEST_OUTPUT = 256  # CTranslate2's default max_decoding_length, which Argos keeps
+
+
+def check_exportable(checkpoint: Checkpoint) -> None:
+    if not checkpoint.one_vocabulary:
+        raise UserError(
+            "an Argos package holds one sentencepiece model for both languages and this model "
+            "has two vocabularies: train it with vocab.joint: true"
+        )
+
+
+def argos_spec(checkpoint: Checkpoint):
+    """seq2seq/exports/ctranslate2.py's CTranslate2 spec, with the changes Argos Translate needs."""
+    spec = transformer_spec(checkpoint)
+    spec.config.add_source_eos = True
+    rows = max(LONGEST_INPUT + 1, LONGEST_OUTPUT + 1, checkpoint.model.cfg.max_positions)
+    table = sinusoidal_positions(rows, checkpoint.model.cfg.d_model).numpy()  # (rows, D)
+    spec.encoder.position_encodings.encodings = table
+    spec.decoder.position_encodings.encodings = table
+    never = non_output_logits(torch.zeros(()), len(checkpoint.tgt_vocab))  # (V,): 0 or -inf
+    spec.decoder.projection.bias = never.numpy()
+    return spec
+
+
+def metadata(checkpoint: Checkpoint) -> dict:
+    """metadata.json: the versions, and the languages' codes and names (config.languages)."""
+    source, target = languages(checkpoint.config, checkpoint.config.serve)
+    return {
+        "package_version": PACKAGE_VERSION,
+        "argos_version": ARGOS_VERSION,
+        "from_code": source.code,
+        "from_name": source.name,
+        "to_code": target.code,
+        "to_name": target.name,
+    }
+
+
+def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, file: str) -> str:
+    return "\n".join([
+        f"# {about['from_name']} to {about['to_name']}",
+        "",
+        "An Argos Translate package exported by seq2seq (python -m seq2seq.export argos).",
+        "",
+        facts(checkpoint, checkpoint_path),
+        "",
+        "## Installing",
+        "",
+        "```",
+        f"python -c 'import argostranslate.package as p; p.install_from_path(\"{file}\")'",
+        "```",
+        "",
+        "LibreTranslate serves the packages installed there: (re)start it, e.g.",
+        f"`libretranslate --load-only {about['from_code']},{about['to_code']}`.",
+        "",
+    ])  # fmt: skip
+
+
+def export_argos(checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path | None = None):
+    """Write the package to out_file (.argosmodel), atomically: an earlier file there is
+    replaced only by a complete one. `checkpoint_path`: for the test scores beside it."""
+    check_exportable(checkpoint)
+    if out_file.suffix != ".argosmodel":
+        raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
+    about = metadata(checkpoint)
+    version = PACKAGE_VERSION.replace(".", "_")
+    name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=f".{out_file.name}.") as staging:
+        folder = Path(staging) / name
+        folder.mkdir()
+        save_spec(argos_spec(checkpoint), folder / "model")
+        (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
+        (folder / "metadata.json").write_text(json.dumps(about, indent=2) + "\n")
+        (folder / "README.md").write_text(readme(checkpoint, checkpoint_path, about, out_file.name))
+        with atomic_write(out_file, "wb") as file, zipfile.ZipFile(file, "w") as archive:
+            for path in sorted(folder.rglob("*")):
+                archive.write(path, path.relative_to(staging), zipfile.ZIP_DEFLATED)

@@ -1,0 +1,116 @@
+"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/engines.py).
+
+    python -m seq2seq.export ctranslate2 --checkpoint runs/numbers/best.pt OUT_DIR
+    python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR "three is three"
+    python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR --compute-type int8 ...
+
+CTranslate2 is the C++ inference engine that production users of OpenNMT, fairseq and Marian
+models decode with (optional extra: `pip install -e ".[export]"`). Our model is exactly its
+`TransformerSpec` with pre-norm layers, ReLU, embeddings scaled by sqrt(D), our sinusoidal
+position table, and a final LayerNorm closing each stack, so the export copies weights and
+nothing is approximated:
+
+    ours                                   CTranslate2 TransformerSpec
+    src_embed.tokens, .positions           encoder.embeddings[0], encoder.position_encodings
+    encoder[i].norm1, self_attn.in_proj    encoder.layer[i].self_attention.layer_norm, linear[0]
+      (q, k, v rows fused, in that order)    (the same fused layout)
+    encoder[i].self_attn.out_proj          encoder.layer[i].self_attention.linear[1]
+    encoder[i].norm2, ff.net[0], ff.net[2] encoder.layer[i].ffn.layer_norm, linear_0, linear_1
+    decoder[i].norm2, cross_attn.in_proj   decoder.layer[i].attention.layer_norm, linear[0] (the
+                                             q rows), linear[1] (the k, v rows)
+    encoder_norm, decoder_norm, generator  encoder.layer_norm, decoder.layer_norm, projection
+
+OUT_DIR holds CTranslate2's files (model.bin, config.json, the vocabularies as piece lists)
+and ours: src.model and tgt.model (the sentencepiece models, which turn text into pieces and
+back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
+size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
+
+Decoding differences: CTranslate2 takes one length limit per call (the largest of the
+sentences' `max_len_a * source length + max_len_b`), and its beam search normalises scores
+by length ** length_penalty (ours: Wu et al.'s ((5 + length) / 6) ** length_penalty). Greedy
+outputs that end with EOS before the limit are the same tokens as ours (tested).
+"""
+
+import json
+from pathlib import Path
+
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.decoding.engines import import_ctranslate2
+from seq2seq.support.files import replacing_folder
+from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+
+
+def transformer_spec(checkpoint: Checkpoint):
+    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies."""
+    import_ctranslate2()
+    from ctranslate2.specs.transformer_spec import TransformerSpec
+
+    model, cfg, d = checkpoint.model, checkpoint.model.cfg, checkpoint.model.cfg.d_model
+    weights = {name: t.detach().float().cpu().numpy() for name, t in model.state_dict().items()}
+    spec = TransformerSpec.from_config((cfg.enc_layers, cfg.dec_layers), cfg.n_heads)
+    spec.config.layer_norm_epsilon = model.encoder_norm.eps
+
+    def linear(target, name: str, rows: slice = slice(None)) -> None:
+        target.weight = weights[f"{name}.weight"][rows]
+        target.bias = weights[f"{name}.bias"][rows]
+
+    def norm(target, name: str) -> None:
+        target.gamma, target.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
+
+    def embed(stack, embeddings, name: str) -> None:
+        embeddings.weight = weights[f"{name}.tokens.weight"]
+        stack.scale_embeddings = True  # x sqrt(D), as seq2seq.model.transformer.Embedding does
+        positions = getattr(model, name).positions  # a buffer, not in the state_dict
+        stack.position_encodings.encodings = positions.float().cpu().numpy()
+
+    def attention(target, name: str, norm_name: str) -> None:
+        norm(target.layer_norm, norm_name)
+        if len(target.linear) == 2:  # self-attention: q, k, v in one matrix, as ours
+            linear(target.linear[0], f"{name}.in_proj")
+        else:  # cross-attention: q apart, k and v together
+            linear(target.linear[0], f"{name}.in_proj", slice(0, d))
+            linear(target.linear[1], f"{name}.in_proj", slice(d, 3 * d))
+        linear(target.linear[-1], f"{name}.out_proj")
+
+    def feed_forward(target, prefix: str, norm_name: str) -> None:
+        norm(target.layer_norm, f"{prefix}.{norm_name}")
+        linear(target.linear_0, f"{prefix}.ff.net.0")
+        linear(target.linear_1, f"{prefix}.ff.net.2")
+
+    embed(spec.encoder, spec.encoder.embeddings[0], "src_embed")
+    for i, layer in enumerate(spec.encoder.layer):
+        attention(layer.self_attention, f"encoder.{i}.self_attn", f"encoder.{i}.norm1")
+        feed_forward(layer.ffn, f"encoder.{i}", "norm2")
+    norm(spec.encoder.layer_norm, "encoder_norm")
+
+    embed(spec.decoder, spec.decoder.embeddings, "tgt_embed")
+    for i, layer in enumerate(spec.decoder.layer):
+        attention(layer.self_attention, f"decoder.{i}.self_attn", f"decoder.{i}.norm1")
+        attention(layer.attention, f"decoder.{i}.cross_attn", f"decoder.{i}.norm2")
+        feed_forward(layer.ffn, f"decoder.{i}", "norm3")
+    norm(spec.decoder.layer_norm, "decoder_norm")
+    spec.decoder.projection.weight = weights["generator.weight"]  # no bias
+
+    spec.register_source_vocabulary(checkpoint.src_vocab.all_pieces())
+    spec.register_target_vocabulary(checkpoint.tgt_vocab.all_pieces())
+    return spec
+
+
+def save_spec(spec, directory: Path) -> None:
+    """CTranslate2's files for a spec (model.bin, config.json, vocabularies), weights in float32."""
+    spec.validate()
+    spec.optimize(quantization="float32")
+    directory.mkdir(exist_ok=True)
+    spec.save(str(directory))
+
+
+def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
+    """Write the CTranslate2 model and our vocabularies and config into out_dir. Built in a
+    temporary folder beside it and renamed into place: an earlier export there is replaced
+    only by a complete one."""
+    with replacing_folder(out_dir, EXPORT_CONFIG) as staging:
+        save_spec(transformer_spec(checkpoint), staging)
+        vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
+        for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
+            path.write_bytes(vocab.model_bytes)
+        (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))

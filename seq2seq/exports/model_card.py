@@ -1,0 +1,81 @@
+"""What an exported model says about itself: the data it learnt from, its sizes and its test
+scores, as Markdown (the README of an Argos package, the model card of a Hugging Face folder).
+
+The test scores are those `make eval` wrote beside the checkpoint (runs/<experiment>/eval.json,
+seq2seq/evaluate.py), with sacreBLEU's signatures; a checkpoint never evaluated says so.
+"""
+
+import json
+from pathlib import Path
+
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import Config
+from seq2seq.support.paths import EVAL
+
+
+def corpus_description(config: Config) -> str:
+    corpus = config.corpus
+    if corpus.type == "numbers":
+        return (
+            f"the generated numbers corpus (English number words to digits, preset "
+            f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
+        )
+    if corpus.type == "multi30k":
+        return f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang} (test: {corpus.test_set})"
+    return f"the parallel corpus {corpus.name}"
+
+
+def scores_section(checkpoint_path: Path | None, step: int | None) -> str:
+    """The scores of the eval.json beside the checkpoint, if it scored this checkpoint (the
+    same training step), with sacreBLEU's signatures; else how to get them."""
+    path = checkpoint_path and Path(checkpoint_path).with_name(EVAL)
+    scores = json.loads(path.read_text("utf-8")) if path and path.exists() else {}
+    if not scores or scores.get("checkpoint_step") != step:
+        return "Not evaluated: `make eval` (python -m seq2seq.evaluate) scores the test split."
+    runs = {"greedy": scores} | (
+        {f"beam {scores['beam']['beam_size']}": scores["beam"]} if "beam" in scores else {}
+    )
+    lines = [
+        f"On the {scores['n_sentences']:,} sentences of the test split (`make eval`, our decoder):",
+        "",
+        "| | " + " | ".join(runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for label, key, scale in (
+        ("exact match %", "exact_match", 100),
+        ("BLEU", "bleu", 1),
+        ("chrF", "chrf", 1),
+    ):
+        values = " | ".join(f"{run[key] * scale:.2f}" for run in runs.values())
+        lines.append(f"| {label} | {values} |")
+    signatures = f"BLEU `{scores['bleu_signature']}`, chrF `{scores['chrf_signature']}`"
+    lines += ["", f"sacreBLEU signatures: {signatures}."]
+    return "\n".join(lines)
+
+
+def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
+    """Data, sizes and test scores of a checkpoint, as Markdown sections."""
+    config, cfg = checkpoint.config, checkpoint.config.model
+    vocabularies = (
+        f"one sentencepiece vocabulary of {len(checkpoint.src_vocab):,} pieces for both sides"
+        if checkpoint.one_vocabulary
+        else f"sentencepiece vocabularies of {len(checkpoint.src_vocab):,} (source) and "
+        f"{len(checkpoint.tgt_vocab):,} (target) pieces"
+    )
+    step = checkpoint.info.get("step")
+    return "\n".join([
+        "## Data",
+        "",
+        f"Trained with seq2seq on {corpus_description(config)}"
+        + (f", for {step:,} steps." if step else "."),
+        "",
+        "## Model",
+        "",
+        f"An encoder-decoder Transformer of {checkpoint.model.num_parameters():,} parameters: "
+        f"{cfg.enc_layers} encoder and {cfg.dec_layers} decoder layers (pre-norm), d_model "
+        f"{cfg.d_model}, {cfg.n_heads} heads, feed-forward {cfg.d_ff}; {vocabularies}.",
+        "",
+        "## Test scores",
+        "",
+        scores_section(checkpoint_path, step),
+    ])  # fmt: skip

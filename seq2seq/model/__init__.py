@@ -1,0 +1,11 @@
+"""Chapter 2, model: the encoder-decoder Transformer, with its own multi-head attention.
+
+    config.py       ModelConfig: the model's settings (the config's `model` section)
+    masks.py        which keys each query may see: padding and no-peek (causal) masks
+    attention.py    multi-head attention, softmax(QK^T / sqrt(d_k)) V, or torch's fused SDPA
+    cache.py        the keys and values kept between decoding steps
+    transformer.py  embeddings, encoder and decoder layers, the output projection
+
+May import: torch and its own modules, nothing else of seq2seq's: the folder reads, and copies,
+on its own (the padding id comes in as an argument).
+"""

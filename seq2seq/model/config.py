@@ -1,0 +1,28 @@
+"""The model's settings: the `model` section of an experiment's config, kept beside the model
+so that this folder reads, and copies, on its own (as nanoGPT keeps GPTConfig beside GPT).
+Each option is described once, by the comment beside its field (docs/configuration.md is
+written from them); seq2seq/config.py checks their ranges.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass
+class ModelConfig:
+    """The encoder-decoder Transformer (seq2seq/model/transformer.py)."""
+
+    d_model: int = 128  # width of every token vector
+    n_heads: int = 4  # attention heads (d_model must be divisible by n_heads)
+    enc_layers: int = 2  # encoder layers
+    dec_layers: int = 2  # decoder layers
+    d_ff: int = 512  # width of the feed-forward sublayer
+    # on the embeddings and on each sublayer's output before the residual sum, as in the
+    # paper; 0 suits the generated corpus (and is faster on a CPU), 0.1-0.3 real text
+    dropout: float = 0.0
+    attention_dropout: float = 0.0  # on the attention weights (costly on CPU: (B, H, L, L) masks)
+    max_positions: int = 256  # longest sequence the position table covers, in pieces
+    # sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels) | math: the
+    # explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/model/attention.py
+    attention: Literal["sdpa", "math"] = "sdpa"
+    tie_embeddings: bool = True  # share the target embedding with the output projection

@@ -1,0 +1,133 @@
+"""Who may use the translation service, and how often: API keys and a per-client rate limit.
+
+    serve.api_keys: a file, or env:NAME  ->  ApiKeys.load  (once, at start-up)
+    a POST request (/translate, /attention, /detect)
+      RateLimit, before any route: the client's address (the connection's; the one
+        X-Forwarded-For names only from serve.trusted_proxies) has a bucket of
+        serve.requests_per_minute tokens, refilled at that rate; a POST takes one, and one
+        that finds none gets 429 {"error": "Slowdown: ..."} with Retry-After
+      the route: ApiKeys.check(the key it was given) -> 403 unless it is one of the keys
+        (compared in constant time with each of them); no keys loaded: anyone may
+
+Where a request puts its key: the header `Authorization: Bearer KEY`, on every POST; or, on
+LibreTranslate's requests (libretranslate.py), their `api_key` field, as LibreTranslate's
+clients send it. GET requests (the page, /health, /info, /languages, /openapi.json) need none,
+so the page is for keyless use: with keys set, its translations get the 403's error.
+"""
+
+import hmac
+import ipaddress
+import math
+import os
+import sys
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from starlette.requests import Request
+
+from seq2seq.config import ServeConfig
+from seq2seq.service.api import HTTPError, error_response
+from seq2seq.support.errors import UserError
+
+
+class ApiKeys:
+    """The keys a request may present; none: the service is open to all."""
+
+    def __init__(self, keys: list[str]):
+        self.keys = [key.encode() for key in keys]
+
+    @classmethod
+    def load(cls, where: str) -> "ApiKeys":
+        """The keys that serve.api_keys names: "" (none), a file, or env:NAME."""
+        if not where:
+            return cls([])
+        if where.startswith("env:"):
+            name = where.removeprefix("env:")
+            text, origin = os.environ.get(name, ""), f"the environment variable {name}"
+        else:
+            try:
+                text, origin = Path(where).read_text(encoding="utf-8"), where
+            except (OSError, UnicodeDecodeError) as error:
+                raise UserError(f"cannot read the API keys (serve.api_keys): {error}") from None
+        keys = text.replace(",", " ").split()
+        if not keys:
+            raise UserError(f"no API keys in {origin} (serve.api_keys)")
+        if not all(key.isascii() and key.isprintable() for key in keys):
+            raise UserError(f"{origin}: API keys are printable ASCII (serve.api_keys)")
+        return cls(keys)
+
+    def __bool__(self) -> bool:
+        return bool(self.keys)
+
+    def check(self, request: Request, field: str | None = None) -> None:
+        """A 403 unless keys are off, or the request's key (`field`, LibreTranslate's api_key,
+        else the Authorization header's) is one of them. Every key is compared, each in
+        constant time: the time taken says nothing of how close a wrong key was."""
+        if not self.keys:
+            return
+        presented = field or bearer(request)
+        if not presented:
+            raise HTTPError(403, "an API key is needed: Authorization: Bearer KEY (or api_key)")
+        given = presented.encode("utf-8", "surrogatepass")
+        if not sum(hmac.compare_digest(given, key) for key in self.keys):
+            raise HTTPError(403, "Invalid API key")
+
+
+def bearer(request: Request) -> str | None:
+    """The key of an `Authorization: Bearer KEY` header, if there is one."""
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else None
+
+
+def warn_if_open(settings: ServeConfig, keys: ApiKeys) -> None:
+    """One line on stderr when the service listens beyond this machine without keys."""
+    if not keys and not is_local(settings.host):
+        print(
+            f"warning: serving on {settings.host} without API keys (serve.api_keys): anyone "
+            "who can reach this address can use it",
+            file=sys.stderr,
+        )
+
+
+def is_local(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return False
+
+
+class RateLimit:
+    """Before any route: each client address may make serve.requests_per_minute POSTs a
+    minute (a token bucket: that many at once, then one every 60 / requests_per_minute s)."""
+
+    clock = staticmethod(time.monotonic)
+    most_clients = 10_000  # buckets kept; past this, the least recently seen is forgotten
+
+    def __init__(self, app, settings: ServeConfig):
+        self.app, self.per_minute = app, settings.requests_per_minute
+        # address -> (tokens, when), least recently seen first: bounded memory, O(1) a request
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if self.per_minute and scope["type"] == "http" and scope["method"] == "POST":
+            wait = self.take(scope["client"][0] if scope.get("client") else "")
+            if wait:
+                message = (
+                    f"Slowdown: {self.per_minute} requests per minute at most "
+                    f"(serve.requests_per_minute); try again in {wait} s"
+                )
+                response = error_response(429, message, {"Retry-After": str(wait)})
+                return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+    def take(self, client: str) -> int:
+        """Takes one of the client's tokens: 0, or the seconds until it has one."""
+        now, rate = self.clock(), self.per_minute / 60
+        tokens, then = self.buckets.pop(client, (self.per_minute, now))
+        tokens = min(self.per_minute, tokens + (now - then) * rate)
+        taken = tokens >= 1
+        self.buckets[client] = (tokens - 1 if taken else tokens, now)  # now the most recent
+        if len(self.buckets) > self.most_clients:
+            self.buckets.popitem(last=False)
+        return 0 if taken else math.ceil((1 - tokens) / rate)

@@ -1,0 +1,246 @@
+"""The translation service's batcher: one thread that runs the model, a batch at a time.
+
+    submit(job), from any thread (the HTTP handlers)
+      -> QueueFull if the waiting jobs would hold more than serve.max_queue_work (characters x
+         beam size); Stopping once drain() was called; else the job waits in its client's
+         line, and submit returns its future
+    the decoder thread (the only one that runs the model)
+      a job, then those that arrive within serve.batch_window_ms after it, up to
+      serve.max_batch_sentences sentences, taking the clients' lines in turn (one job each),
+      so that one client's backlog does not hold another's one sentence; a job whose future
+      was cancelled (its client went away) is dropped unread
+      -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group
+         (a group that fails is decoded again job by job: only a failing job gets the error)
+      -> each job's future gets its own answer, or its exception
+    drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
+             the jobs still waiting get Stopping; the thread ends once the queue is empty
+             (stop() waits for that)
+
+Each answer is what `python -m seq2seq.translate` gives for the job's sentences: translations
+(one line each) or the n-best with their scores, and translate's warnings, "line N" being the
+job's Nth sentence. Nothing here knows HTTP: tests/test_batcher.py drives it directly.
+"""
+
+import dataclasses
+import threading
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import Future
+
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.engines import Engine, one_line
+
+
+class QueueFull(Exception):
+    """No room for the job's sentences: the client should try again later."""
+
+
+class Stopping(Exception):
+    """The service is shutting down: it takes no new work."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """How a translation job is decoded: the jobs of a batch are grouped by these."""
+
+    beam_size: int
+    nbest: int | None  # None: the best translation only, as text
+
+
+@dataclasses.dataclass(eq=False)
+class Job:
+    """One request's work. Cancelling its future before its batch starts drops it."""
+
+    sentences: list[str]
+    options: Options | None  # None: the attention of the one sentence (the torch engine)
+    client: str = ""  # its client's address: each client's jobs wait in their own line
+    future: Future = dataclasses.field(default_factory=Future)
+
+    @property
+    def work(self) -> int:
+        """What decoding it costs, roughly: characters x beam size."""
+        beams = self.options.beam_size if self.options else 1
+        return beams * sum(len(sentence) for sentence in self.sentences)
+
+
+class Batcher:
+    """The one thread that runs the model, a batch at a time."""
+
+    def __init__(self, engine: Engine, settings: ServeConfig):
+        self.engine, self.settings = engine, settings
+        # client -> its waiting jobs, the client to serve next first
+        self.waiting: OrderedDict[str, deque[Job]] = OrderedDict()
+        self.changed = threading.Condition()  # guards waiting and draining
+        self.draining = False
+        self.forming = self.forming_work = 0  # of the batch that waits for its window to end
+        self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
+        self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: Job) -> Future:
+        with self.changed:
+            if self.draining:
+                raise Stopping("the service is shutting down")
+            self.drop_cancelled()  # now, not when the decoder reaches them
+            queued, most = self.queued_work(), self.settings.max_queue_work
+            if queued + job.work > most:
+                raise QueueFull(
+                    f"the decoder's queue holds {queued:,} of work (characters x beam size), "
+                    f"{job.work:,} more would pass its {most:,} (serve.max_queue_work): try "
+                    "again later"
+                )
+            self.waiting.setdefault(job.client, deque()).append(job)
+            self.changed.notify()
+        return job.future
+
+    def drop_cancelled(self) -> None:
+        """(Holding the lock.) The jobs whose clients went away leave their lines."""
+        for client, jobs in list(self.waiting.items()):
+            kept = deque(job for job in jobs if not job.future.cancelled())
+            if kept:
+                self.waiting[client] = kept
+            else:
+                del self.waiting[client]
+
+    def queued_jobs(self) -> list[Job]:
+        """(Holding the lock.) The waiting jobs whose clients are still there."""
+        jobs = (job for line in self.waiting.values() for job in line)
+        return [job for job in jobs if not job.future.cancelled()]
+
+    def queued_sentences(self) -> int:
+        """Sentences waiting to be decoded: in the queue (their clients still there), or in
+        the batch that waits for its window to end."""
+        with self.changed:
+            return self.forming + sum(len(job.sentences) for job in self.queued_jobs())
+
+    def queued_work(self) -> int:
+        """The work of the sentences that queued_sentences counts."""
+        with self.changed:
+            return self.forming_work + sum(job.work for job in self.queued_jobs())
+
+    def drain(self, within_s: float | None = None) -> None:
+        with self.changed:
+            self.draining = True
+            self.changed.notify()
+        if within_s is not None:
+            timer = threading.Timer(within_s, self.abandon)
+            timer.daemon = True
+            timer.start()
+
+    def abandon(self) -> None:
+        """The jobs still waiting get Stopping (the service's 503), not an answer."""
+        with self.changed:
+            for job in self.queued_jobs():
+                if job.future.set_running_or_notify_cancel():
+                    job.future.set_exception(Stopping("the service is shutting down"))
+            self.waiting.clear()
+            self.changed.notify()
+
+    def stop(self, wait: bool = True) -> None:
+        """Drain, and wait for the thread to end (`wait`), or not: it is a daemon."""
+        self.drain()
+        if wait:
+            self.thread.join()
+
+    def run(self) -> None:
+        while batch := self.collect():
+            self.decode(batch)
+
+    def collect(self) -> list[Job]:
+        """The next batch: the first job, then those that arrive within the window and fit.
+        Empty once draining and nothing waits."""
+        most = self.settings.max_batch_sentences
+        with self.changed:
+            first = self.take(most, deadline=None)
+            if first is None:
+                return []
+            batch, self.forming, self.forming_work = [first], len(first.sentences), first.work
+            deadline = time.monotonic() + self.settings.batch_window_ms / 1000
+            while self.forming < most and (job := self.take(most - self.forming, deadline)):
+                batch.append(job)
+                self.forming += len(job.sentences)
+                self.forming_work += job.work
+            self.forming = self.forming_work = 0
+        return batch
+
+    def take(self, room: int, deadline: float | None) -> Job | None:
+        """(Holding the lock.) The first job of the next client's line, if it was not
+        cancelled and has at most `room` sentences (that client then goes to the back),
+        waiting for one until `deadline` (None: for ever); None if that job does not fit,
+        the deadline passed, or the queue is empty while draining."""
+        while True:
+            while self.waiting:
+                client, line = next(iter(self.waiting.items()))
+                if len(line[0].sentences) > room:
+                    return None
+                job = line.popleft()
+                del self.waiting[client]
+                if line:
+                    self.waiting[client] = line  # the back of the turn
+                if job.future.set_running_or_notify_cancel():  # False: cancelled, dropped
+                    return job
+            if self.draining or (deadline is not None and time.monotonic() >= deadline):
+                return None
+            self.changed.wait(None if deadline is None else deadline - time.monotonic())
+
+    def decode(self, batch: list[Job]) -> None:
+        self.requests += len(batch)
+        self.batches += 1
+        self.sentences += sum(len(job.sentences) for job in batch)
+        groups: dict[Options | None, list[Job]] = {}
+        for job in batch:
+            groups.setdefault(job.options, []).append(job)
+        for options, jobs in groups.items():
+            self.settle(options, jobs)
+
+    def settle(self, options: Options | None, jobs: list[Job]) -> None:
+        """Give each job its answer; if decoding them together fails, decode each alone."""
+        try:
+            answers = self.answers(options, jobs)
+        except Exception as error:
+            if len(jobs) == 1:
+                jobs[0].future.set_exception(error)
+            else:
+                for job in jobs:
+                    self.settle(options, [job])
+            return
+        for job, answer in zip(jobs, answers, strict=True):
+            job.future.set_result(answer)
+
+    def answers(self, options: Options | None, jobs: list[Job]) -> list[dict]:
+        if options is None:
+            return [self.attention(job.sentences[0]) for job in jobs]
+        sentences = [sentence for job in jobs for sentence in job.sentences]
+        decode = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
+        if options.nbest is None:
+            outputs = [one_line(text) for text in self.engine.translate(sentences, decode)]
+        else:
+            nbest = self.engine.translate_nbest(sentences, decode)
+            outputs = [[hypothesis(*h) for h in best[: options.nbest]] for best in nbest]
+        answers, start = [], 0
+        for job in jobs:
+            end = start + len(job.sentences)
+            warnings = self.engine.warnings(job.sentences)
+            answers.append({"translations": outputs[start:end], "warnings": warnings})
+            start = end
+        return answers
+
+    def attention(self, sentence: str) -> dict:
+        """(The torch engine only: the HTTP layer sends no attention job to another.)"""
+        attention = self.engine.attention(sentence)
+        maps = [
+            {
+                "kind": m.kind,
+                "layer": m.layer,
+                "title": m.title,
+                "queries": m.queries,
+                "keys": m.keys,
+                "weights": m.weights.double().round(decimals=4).tolist(),  # [head][query][key]
+            }
+            for m in attention.maps
+        ]
+        return {"translation": attention.translation, "warnings": attention.warnings, "maps": maps}
+
+
+def hypothesis(score: float, text: str) -> dict:
+    return {"translation": one_line(text), "score": score}

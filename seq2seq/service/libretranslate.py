@@ -1,0 +1,292 @@
+"""LibreTranslate's API on the translation service's port, so that its clients (libretranslatepy,
+apps with a "LibreTranslate URL" setting) can use the model.
+
+    POST /translate  {"q": "three is three" | [...], "source": "en" | "auto", "target": ...,
+                      "format": "text" | "html", "alternatives": 2, "api_key": "..."}
+                     as JSON, or as a form (application/x-www-form-urlencoded, q a string)
+                     -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
+                         "detectedLanguage": {"confidence", "language"} | [...]}
+    POST /detect     {"q": "..."} (JSON or a form) -> [{"confidence": 0..100, "language"}]
+    GET  /languages  -> [{"code", "name", "targets": [...]}]: the model's two languages
+
+A request's way (serve.py's Service.translate hands /translate's over when it is one):
+
+    sort: a form, or a JSON object with "q" -> LibreTranslate's; else serve.py reads it as ours
+    its fields checked (400 naming the mistake; the pair the model does not translate: a 400
+      that names the one it does), its key (access.py, 403)
+    -> a Job of its texts (format html: its text nodes, each a sentence; the markup is kept:
+       markup.py) -> Service.decode, as for ours; the job's Reshaped future turns the
+       decoder's answer into LibreTranslate's shape
+    <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
+
+The languages are the config's serve.source_language and target_language, or the corpus's
+(seq2seq/config.py). A one-pair model "detects" its source language, with as confidence the
+share of the text's words its source vocabulary knows (0 to 100, as LibreTranslate's).
+"""
+
+import json
+from collections.abc import Callable
+from concurrent.futures import Future
+from functools import partial
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from seq2seq.config import ServeConfig, languages
+from seq2seq.service import markup
+from seq2seq.service.api import (
+    FORM,
+    JSON,
+    HTTPError,
+    check_names,
+    check_sentence,
+    json_object,
+    json_response,
+    media_type_of,
+    receive,
+)
+from seq2seq.service.batcher import Job, Options
+
+TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
+DETECT_FIELDS = ("q", "api_key")
+FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
+
+
+class LibreTranslate:
+    """The routes of LibreTranslate's API, answered by the service's model and decoder."""
+
+    def __init__(self, service):
+        self.service, self.settings, self.keys = service, service.settings, service.keys
+        self.source, self.target = languages(service.engine.config, service.settings)
+        self.vocab = service.engine.src_vocab
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/languages", self.languages, methods=["GET"]),
+            Route("/detect", self.detect, methods=["POST"]),
+        ]
+
+    async def languages(self, request: Request) -> Response:
+        source, target = self.source, self.target
+        return json_response(
+            [
+                {"code": source.code, "name": source.name, "targets": [target.code]},
+                {"code": target.code, "name": target.name, "targets": []},
+            ]
+        )
+
+    async def detect(self, request: Request) -> Response:
+        fields = await read_fields(request, DETECT_FIELDS, self.settings)
+        self.keys.check(request, api_key(fields))
+        q = fields.get("q")
+        if not q or not isinstance(q, str):
+            raise HTTPError(400, "Invalid request: missing q parameter (a string)")
+        check_text(q, "'q'", self.settings)
+        return json_response([self.detected(q)])
+
+    def detected(self, text: str) -> dict:
+        words = self.vocab.normalize(text).split()
+        known = 1 - len(self.vocab.unknown(text)) / len(words) if words else 0.0
+        return {"confidence": round(100 * known, 1), "language": self.source.code}
+
+    async def sort(self, request: Request) -> tuple[Request, dict | None]:
+        """/translate's request: LibreTranslate's fields, or None and the request for serve.py
+        to read as ours (its body read again from memory)."""
+        media_type = media_type_of(request)
+        if media_type in FORMS:
+            return request, await read_fields(request, TRANSLATE_FIELDS, self.settings)
+        if media_type != JSON:
+            return request, None  # serve.py's 415
+        body = await receive(request, self.settings)
+        try:
+            data = json.loads(body)
+        except (ValueError, RecursionError):
+            data = None  # serve.py says what is wrong
+        if not (isinstance(data, dict) and "q" in data):
+            return replay(request, body), None
+        check_names(data, TRANSLATE_FIELDS)
+        return request, data
+
+    async def translate(self, request: Request, fields: dict) -> Response:
+        self.keys.check(request, api_key(fields))
+        texts = texts_of(fields.get("q"), self.settings)
+        source, target = text_field(fields, "source"), text_field(fields, "target")
+        self.check_pair(source, target)
+        text_format = fields.get("format", "text")
+        if text_format not in ("text", "html"):
+            raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
+        alternatives = self.alternatives(fields.get("alternatives", 0))
+        html_format = text_format == "html"
+        sentences = [s for text in texts for s in markup.texts(text)] if html_format else texts
+        if len(sentences) > self.settings.max_sentences:
+            raise HTTPError(400, too_many(len(sentences), html_format, self.settings))
+        nbest = alternatives + 1 if alternatives and not html_format else None
+        beam_size = max(self.service.engine.config.decode.beam_size, nbest or 1)
+        reshape = partial(
+            libretranslate_answer,
+            texts=texts if html_format else None,
+            alternatives=alternatives,
+            detected=[self.detected(text) for text in texts] if source == "auto" else None,
+            one=isinstance(fields["q"], str),
+        )
+        job = Job(sentences, Options(beam_size, nbest), future=Reshaped(reshape))
+        return await self.service.decode(request, job)
+
+    def check_pair(self, source: str, target: str) -> None:
+        if source not in ("auto", self.source.code) or target != self.target.code:
+            s, t = self.source, self.target
+            raise HTTPError(
+                400,
+                f"{source} to {target} is not available: this model translates {s.code} "
+                f"({s.name}) to {t.code} ({t.name}) only",
+            )
+
+    def alternatives(self, value) -> int:
+        """LibreTranslate's alternatives: how many translations beside the best."""
+        most = self.settings.max_beam_size - 1
+        if isinstance(value, str) and value.isdigit():  # a form's
+            value = int(value)
+        if type(value) is int and 0 <= value <= most:  # not a bool
+            return value
+        limit = f"from 0 to {most} (serve.max_beam_size - 1)"
+        raise HTTPError(400, f"'alternatives' must be an integer {limit}, got {json.dumps(value)}")
+
+
+class Reshaped(Future):
+    """A job's future that turns the decoder's answer into LibreTranslate's as it is set (in
+    the decoder thread): Service.decode then sends it as it is."""
+
+    def __init__(self, reshape: Callable[[dict], dict]):
+        super().__init__()
+        self.reshape = reshape
+
+    def set_result(self, result: dict) -> None:
+        try:
+            result = self.reshape(result)
+        except Exception as error:  # this request's 500, not the decoder thread's end
+            super().set_exception(error)
+            return
+        super().set_result(result)
+
+
+def libretranslate_answer(
+    answer: dict, texts: list[str] | None, alternatives: int, detected: list | None, one: bool
+) -> dict:
+    """The decoder's answer as LibreTranslate's: `texts`, format html's texts (None: format
+    text, a translation each); `one`: q was a string, not a list."""
+    outputs = answer["translations"]
+    others = [[] for _ in outputs]
+    if outputs and isinstance(outputs[0], list):  # n-best: {"translation", "score"}, best first
+        others = [[h["translation"] for h in best[1:]] for best in outputs]
+        outputs = [best[0]["translation"] for best in outputs]
+    if texts is not None:  # html: its alternatives are not given
+        translations = iter(outputs)
+        outputs = [markup.put_back(text, translations) for text in texts]
+        others = [[] for _ in texts]
+    shaped = {"translatedText": outputs}
+    if alternatives:
+        shaped["alternatives"] = others
+    if detected is not None:
+        shaped["detectedLanguage"] = detected
+    return {key: value[0] for key, value in shaped.items()} if one else shaped
+
+
+def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:
+    what = "texts between tags (format html)" if html_format else "texts"
+    return (
+        f"Invalid request: {count:,} {what}; the limit is {settings.max_sentences:,} "
+        "(serve.max_sentences)"
+    )
+
+
+async def read_fields(request: Request, names: tuple[str, ...], settings: ServeConfig) -> dict:
+    """A LibreTranslate request's fields: a JSON object, or a form's (each a string, either
+    encoding; `api_key` may also be in the query string, as LibreTranslate takes it)."""
+    media_type = media_type_of(request)
+    if media_type not in (JSON, *FORMS):
+        raise HTTPError(415, f"send the body as JSON or as a form ({FORM}), not {media_type!r}")
+    body = await receive(request, settings)
+    if media_type == JSON:
+        fields = json_object(body, '{"q": ...}')
+    else:
+        fields = form_fields(body) if media_type == FORM else await multipart_fields(request, body)
+        if "api_key" in request.query_params and "api_key" not in fields:
+            fields["api_key"] = request.query_params["api_key"]
+    check_names(fields, names)
+    return fields
+
+
+async def multipart_fields(request: Request, body: bytes) -> dict:
+    """A multipart/form-data body's fields (Starlette's parser, python-multipart); no files."""
+    form = await replay(request, body).form(max_files=0)
+    pairs = list(form.multi_items())
+    fields = dict(pairs)
+    if len(fields) < len(pairs):
+        raise HTTPError(400, "malformed form: a field is given twice")
+    return fields
+
+
+def form_fields(body: bytes) -> dict:
+    try:
+        pairs = parse_qsl(body.decode("ascii"), keep_blank_values=True, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise HTTPError(400, "malformed form: not UTF-8 text, percent-encoded") from None
+    fields = dict(pairs)
+    if len(fields) < len(pairs):
+        raise HTTPError(400, "malformed form: a field is given twice")
+    return fields
+
+
+def replay(request: Request, body: bytes) -> Request:
+    """The request again, its body (already read) served from memory; then the client's own
+    messages (its hang-up)."""
+    sent = False
+
+    async def receive_again():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await request.receive()
+
+    return Request(request.scope, receive_again)
+
+
+def api_key(fields: dict) -> str | None:
+    key = fields.get("api_key")
+    if "api_key" in fields and not isinstance(key, str):
+        raise HTTPError(400, f"'api_key' must be a string, got {json.dumps(key)}")
+    return key
+
+
+def text_field(fields: dict, key: str) -> str:
+    value = fields.get(key)
+    if not value:
+        raise HTTPError(400, f"Invalid request: missing {key} parameter")
+    if not isinstance(value, str):
+        raise HTTPError(400, f"'{key}' must be a string, got {json.dumps(value)}")
+    return value
+
+
+def texts_of(q, settings: ServeConfig) -> list[str]:
+    """q: a text, or a non-empty list of texts, within the limits."""
+    if not q:
+        raise HTTPError(400, "Invalid request: missing q parameter")
+    texts = [q] if isinstance(q, str) else q
+    if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+        raise HTTPError(400, "'q' must be a string or a list of strings")
+    if len(texts) > settings.max_sentences:
+        raise HTTPError(400, too_many(len(texts), False, settings))
+    for number, text in enumerate(texts, 1):
+        check_text(text, "'q'" if isinstance(q, str) else f"text {number} of 'q'", settings)
+    return texts
+
+
+def check_text(text: str, what: str, settings: ServeConfig) -> None:
+    """serve.py's checks of a sentence; its 413 (too long) is LibreTranslate's 400."""
+    try:
+        check_sentence(text, what, settings)
+    except HTTPError as error:
+        raise HTTPError(400, str(error)) from None

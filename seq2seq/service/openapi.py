@@ -1,0 +1,205 @@
+"""The service's API described in OpenAPI 3.1, served at GET /openapi.json.
+
+    serve.py's Service: its settings (limits, keys) and LibreTranslate's languages
+      -> description(): every route, its request body and its answers, the limits in force
+         as the schemas' bounds (maxItems: serve.max_sentences, maximum: max_beam_size, ...)
+      -> GET /openapi.json, built once
+
+tests/test_openapi_fuzz.py holds the server to it: a schemathesis fuzz of every route from
+this description (no 5xx, each answer as described, each 4xx a JSON error), and the routes
+described are the app's routes.
+"""
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from seq2seq.config import Language, ServeConfig
+from seq2seq.service.api import json_response
+
+JSON, FORM = "application/json", "application/x-www-form-urlencoded"
+ERRORS = {
+    "400": "a mistake in the request, named (LibreTranslate's too: a text too long, a language "
+    "pair the model does not translate)",
+    "403": "no API key, or not one of serve.api_keys",
+    "408": "the body did not arrive within serve.timeout_s",
+    "413": "too large: the body (serve.max_body_bytes) or, in our API, a text",
+    "415": "a body neither JSON nor, where LibreTranslate's API takes one, a form",
+    "429": "over serve.requests_per_minute for this client: Retry-After says when to try again",
+    "500": "a failure while decoding",
+    "503": "the decoder's queue is full (Retry-After), or the service is stopping",
+}
+
+
+def route(settings: ServeConfig, libretranslate) -> Route:
+    languages = libretranslate.source, libretranslate.target
+    body = json_response(description(settings, *languages, bool(libretranslate.keys))).body
+
+    async def answer(request: Request) -> Response:
+        return Response(body, media_type="application/json")
+
+    return Route("/openapi.json", answer, methods=["GET"])
+
+
+def description(settings: ServeConfig, source: Language, target: Language, keys: bool) -> dict:
+    """The API as served with these settings and languages, with or without API keys."""
+    source, target = source.code, target.code
+    # With keys: ours in the header; LibreTranslate's there or in their api_key field.
+    header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
+    if not keys:
+        header = header_or_field = None
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "seq2seq translation service",
+            "version": "1",
+            "description": "Our API (text, beam_size, nbest) and LibreTranslate's (q, source, "
+            "target, ...) on one port: see the README's 'A translation service'.",
+        },
+        "paths": {
+            "/": page("text/html"),
+            "/style.css": page("text/css"),
+            "/app.js": page("text/javascript"),
+            "/health": get("the service is up; what it has decoded", {"type": "object"}),
+            "/info": get("the model, its vocabularies, its config, the settings", OBJECT),
+            "/openapi.json": get("this description", OBJECT),
+            "/languages": get("LibreTranslate's: the model's languages", LANGUAGES),
+            "/translate": post(
+                "a translation: ours ({text}) or LibreTranslate's ({q, source, target})",
+                {
+                    JSON: {
+                        "schema": {
+                            "oneOf": [
+                                ours(settings),
+                                libretranslate_request(settings, source, target, list_q=True),
+                            ]
+                        }
+                    },
+                    FORM: {"schema": libretranslate_request(settings, source, target)},
+                },
+                {"oneOf": [TRANSLATIONS, LIBRETRANSLATE_ANSWER]},
+                header_or_field,
+            ),
+            "/attention": post(
+                "one sentence's translation and the attention weights (the torch engine)",
+                {"application/json": {"schema": attention_request(settings)}},
+                ATTENTION,
+                header,
+                extra={"501": "the engine is not torch"},
+            ),
+            "/detect": post(
+                "LibreTranslate's: the text's language (a one-pair model: its source language)",
+                {media_type: {"schema": detect_request(settings)} for media_type in (JSON, FORM)},
+                DETECTIONS,
+                header_or_field,
+            ),
+        },
+        "components": {
+            "schemas": {"Error": ERROR},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def page(media_type: str) -> dict:
+    return {"get": {"responses": {"200": {"description": "the page", "content": {
+        media_type: {"schema": {"type": "string"}}
+    }}}}}  # fmt: skip
+
+
+def get(summary: str, schema: dict) -> dict:
+    return {"get": {"summary": summary, "responses": {"200": answer(schema)}}}
+
+
+def post(summary: str, content: dict, schema: dict, security: list | None, extra=None) -> dict:
+    """`security`: None without keys; else how a key is given."""
+    errors = {**ERRORS, **(extra or {})}
+    operation = {
+        "summary": summary,
+        "requestBody": {"required": True, "content": content},
+        "responses": {"200": answer(schema)}
+        | {status: error(description) for status, description in errors.items()},
+    }
+    if security is not None:
+        operation["security"] = security
+    return {"post": operation}
+
+
+def answer(schema: dict) -> dict:
+    return {"description": "the answer", "content": {"application/json": {"schema": schema}}}
+
+
+def error(description: str) -> dict:
+    schema = {"$ref": "#/components/schemas/Error"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def strict(properties: dict, optional: tuple[str, ...] = ()) -> dict:
+    """An object of these properties only, all required but the `optional` ones."""
+    required = [name for name in properties if name not in optional]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def sentence(settings: ServeConfig) -> dict:
+    return {"type": "string", "maxLength": settings.max_chars}
+
+
+def beams(settings: ServeConfig) -> dict:
+    """beam_size or nbest; null is as if absent."""
+    return {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_beam_size}
+
+
+def ours(settings: ServeConfig) -> dict:
+    text = {"type": "array", "items": sentence(settings), "maxItems": settings.max_sentences}
+    properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
+    return strict(properties, optional=("beam_size", "nbest"))
+
+
+def attention_request(settings: ServeConfig) -> dict:
+    return strict({"text": {**sentence(settings), "pattern": r"\S"}})
+
+
+def libretranslate_request(settings: ServeConfig, source: str, target: str, list_q=False):
+    text = {**sentence(settings), "minLength": 1}  # in a list, a text may be empty
+    texts = {"type": "array", "items": sentence(settings), "minItems": 1}
+    texts["maxItems"] = settings.max_sentences
+    properties = {
+        "q": {"oneOf": [text, texts]} if list_q else text,
+        "source": {"enum": ["auto", source]},
+        "target": {"enum": [target]},
+        "format": {"enum": ["text", "html"]},
+        "alternatives": {"type": "integer", "minimum": 0, "maximum": settings.max_beam_size - 1},
+        "api_key": {"type": "string"},
+    }
+    return strict(properties, optional=("format", "alternatives", "api_key"))
+
+
+def detect_request(settings: ServeConfig) -> dict:
+    q = {**sentence(settings), "minLength": 1}
+    return strict({"q": q, "api_key": {"type": "string"}}, optional=("api_key",))
+
+
+OBJECT = {"type": "object"}
+STRING, NUMBER = {"type": "string"}, {"type": "number"}
+STRINGS = {"type": "array", "items": STRING}
+ERROR = strict({"error": STRING})
+HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": NUMBER})}
+EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
+TRANSLATIONS = strict({"translations": EACH, "warnings": STRINGS})
+DETECTION = strict({"confidence": NUMBER, "language": STRING})
+DETECTIONS = {"type": "array", "items": DETECTION}
+LIBRETRANSLATE_ANSWER = strict(
+    {
+        "translatedText": {"oneOf": [STRING, STRINGS]},
+        "alternatives": {"anyOf": [STRINGS, {"type": "array", "items": STRINGS}]},
+        "detectedLanguage": {"anyOf": [DETECTION, DETECTIONS]},
+    },
+    optional=("alternatives", "detectedLanguage"),
+)
+LANGUAGES = {"type": "array", "items": strict({"code": STRING, "name": STRING, "targets": STRINGS})}
+ATTENTION = strict({"translation": STRING, "warnings": STRINGS, "maps": {"type": "array"}})

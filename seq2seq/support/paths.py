@@ -1,0 +1,54 @@
+"""Where the pipeline keeps its files: every name under data/ and runs/ is defined here, once.
+
+data/<corpus.name>/                  `make data` (Config.data_dir)
+    {train,valid,test}.{src,tgt}     the corpus as text, one sentence a line
+    src.model  tgt.model             sentencepiece vocabularies (seq2seq/text/vocab.py)
+    vocab.json                       what they were trained on, and with which settings
+    {split}.{side}.ids  .idx         token ids and their offsets (seq2seq/text/dataset.py)
+    ids.json                         what the ids were encoded from
+    raw/                             downloaded files (corpus.type: multi30k)
+runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Config.run_dir)
+    best.pt  last.pt  metrics.jsonl  best checkpoint, where training stands, its log
+    test.hyp  test.beam.hyp          translations of the test split (greedy, beam search)
+    eval.json                        their scores
+    attention.png  curves.png        pictures
+an exported folder (seq2seq/exports/ctranslate2.py, huggingface.py)
+    seq2seq.json                     the experiment config, beside the other program's files
+"""
+
+from pathlib import Path
+
+SIDES = ("src", "tgt")  # the source and the target language
+
+VOCAB_STAMP = "vocab.json"
+IDS_STAMP = "ids.json"
+RAW = "raw"
+
+BEST = "best.pt"
+LAST = "last.pt"
+METRICS = "metrics.jsonl"
+HYPOTHESES = "test.hyp"
+BEAM_HYPOTHESES = "test.beam.hyp"
+EVAL = "eval.json"
+
+EXPORT_CONFIG = "seq2seq.json"
+
+
+def text_files(data_dir: Path, split: str) -> tuple[Path, Path]:
+    """The split's source and target text."""
+    return data_dir / f"{split}.src", data_dir / f"{split}.tgt"
+
+
+def vocab_files(data_dir: Path) -> list[Path]:
+    """The source and target sentencepiece models."""
+    return [data_dir / f"{side}.model" for side in SIDES]
+
+
+def id_files(data_dir: Path, split: str, side: str) -> tuple[Path, Path]:
+    """A split's token ids of one side, and their offsets."""
+    return data_dir / f"{split}.{side}.ids", data_dir / f"{split}.{side}.idx"
+
+
+def picture(run_dir: Path, what: str) -> Path:
+    """attention.png or curves.png."""
+    return run_dir / f"{what}.png"

@@ -1,0 +1,178 @@
+"""Parallel text: reading, checking and writing the sentence pairs of a corpus.
+
+A corpus lives in data/<corpus.name>/ as plain parallel text files, one sentence a line,
+UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N of a .tgt
+file translates line N of the .src file.
+
+`build_corpus` makes those files, either from the built-in numbers generator or by reading
+the user's own parallel text (corpus.type: parallel: two files per split, or one TSV file,
+plain or gzip), checking it, and copying it in. `read_lines` is the one reader for all of
+them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
+are accepted, and a mismatch is an error that names the files and the line. Pairs with an
+empty side, or longer than corpus.max_words words, are dropped and counted.
+"""
+
+import gzip
+import itertools
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from seq2seq.config import Config
+from seq2seq.support.errors import UserError
+from seq2seq.support.files import atomic_write
+from seq2seq.support.paths import RAW, text_files
+from seq2seq.text import multi30k, numbers
+
+SPLITS = ("train", "valid", "test")
+
+Pairs = list[tuple[str, str]]
+
+
+class CorpusError(UserError):
+    pass
+
+
+def iter_lines(path: str | Path) -> Iterator[str]:
+    """The lines of a UTF-8 text file (gzip-compressed if its name ends in .gz), one at a time,
+    without line endings (LF or CRLF) or a leading byte-order mark: a file of any size is read
+    in constant memory."""
+    path = Path(path)
+    gz = path.suffix == ".gz"
+    try:
+        with gzip.open(path, "rb") if gz else path.open("rb") as file:
+            yield from decode_stream(file, str(path))
+    except FileNotFoundError:
+        raise CorpusError(f"{path} not found") from None
+    except (OSError, EOFError, zlib.error) as error:  # a truncated or non-gzip .gz file
+        what = "not a readable gzip file" if gz else "not readable"
+        raise CorpusError(f"{path}: {what} ({error})") from None
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """All the lines of a (small) text file, as iter_lines reads them."""
+    return list(iter_lines(path))
+
+
+def decode_stream(
+    raw_lines: Iterable[bytes],
+    name: str,
+    on_invalid: Callable[[int, UnicodeDecodeError], None] | None = None,
+) -> Iterator[str]:
+    """Lines of UTF-8 bytes, each ending in "\n" but perhaps the last (a binary file or stream
+    splits on "\n" only, never on other characters) -> text lines, each without its "\r\n" or
+    "\n"; a leading byte-order mark dropped. Invalid UTF-8 is an error naming `name` and the
+    line, unless on_invalid(line number, error) is given: then it is called and the bad bytes
+    become U+FFFD."""
+    for number, raw in enumerate(raw_lines, start=1):
+        raw = raw.removesuffix(b"\n")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            if on_invalid is None:
+                raise CorpusError(
+                    f"{name}, line {number}: invalid UTF-8 ({error.reason})"
+                ) from None
+            on_invalid(number, error)
+            line = raw.decode("utf-8", errors="replace")
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        yield line.removesuffix("\r")
+
+
+def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
+    """Sentence pairs from two parallel files, which must have the same number of lines."""
+    src, tgt = iter_lines(src_path), iter_lines(tgt_path)
+    for count, (s, t) in enumerate(itertools.zip_longest(src, tgt)):
+        if s is None or t is None:  # one file ended first: count the rest of the other
+            src_count = count + (s is not None) + sum(1 for _ in src)
+            tgt_count = count + (t is not None) + sum(1 for _ in tgt)
+            raise CorpusError(
+                f"{src_path} has {src_count} lines but {tgt_path} has {tgt_count}: "
+                "parallel files need one line each per sentence pair"
+            )
+        yield s.strip(), t.strip()
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> Pairs:
+    return list(iter_parallel(src_path, tgt_path))
+
+
+def iter_tsv(path: str | Path) -> Iterator[tuple[str, str]]:
+    """Sentence pairs from a file of "source<TAB>target" lines."""
+    for number, line in enumerate(iter_lines(path), start=1):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise CorpusError(
+                f"{path}, line {number}: expected source<TAB>target, found {len(fields)} fields"
+            )
+        yield fields[0].strip(), fields[1].strip()
+
+
+def load_split(config: Config, split: str) -> Pairs:
+    """A split of the prepared corpus in data/<corpus.name>/."""
+    src, tgt = text_files(config.data_dir, split)
+    if not src.exists() or not tgt.exists():
+        raise CorpusError(
+            f"no {split} split in {config.data_dir}/: run {config.make_command('data')} first"
+        )
+    return read_parallel(src, tgt)
+
+
+def usable_pairs(
+    pairs: Iterable[tuple[str, str]], max_words: int, label: str
+) -> Iterator[tuple[str, str]]:
+    """Drop pairs with an empty side or more than max_words words on a side; once all are
+    read, say how many."""
+    empty = long = kept = 0
+    for s, t in pairs:
+        if not s or not t:
+            empty += 1
+        elif max(len(s.split()), len(t.split())) > max_words:
+            long += 1
+        else:
+            kept += 1
+            yield s, t
+    if empty:
+        print(f"{label}: dropped {empty} pairs with an empty side")
+    if long:
+        print(f"{label}: dropped {long} pairs longer than {max_words} words (corpus.max_words)")
+    if not kept:
+        raise CorpusError(f"{label}: no sentence pairs left to use")
+
+
+def write_pairs(data_dir: Path, split: str, pairs: Iterable[tuple[str, str]]) -> int:
+    """Write a split's two text files, a pair at a time; returns the number of pairs."""
+    src_path, tgt_path = text_files(data_dir, split)
+    count = 0
+    with atomic_write(src_path) as src, atomic_write(tgt_path) as tgt:
+        for s, t in pairs:
+            src.write(s + "\n")
+            tgt.write(t + "\n")
+            count += 1
+    return count
+
+
+def build_corpus(config: Config) -> dict[str, int]:
+    """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split. A
+    user's files are streamed: a corpus of any size goes through in constant memory."""
+    corpus = config.corpus
+    if corpus.type == "numbers":
+        if corpus.preset == "seed":
+            splits = {split: list(numbers.SEED_PAIRS) for split in SPLITS}
+        else:
+            splits = numbers.generate(corpus)
+    elif corpus.type == "multi30k":
+        files = multi30k.download(corpus, config.data_dir / RAW)
+        splits = {
+            split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
+            for split, (src, tgt) in files.items()
+        }
+    else:
+        splits = {}
+        for split in SPLITS:
+            files = getattr(corpus, split)
+            pairs = iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
+            label = f"{split} ({files.tsv or files.src})"
+            splits[split] = usable_pairs(pairs, corpus.max_words, label)
+    return {split: write_pairs(config.data_dir, split, pairs) for split, pairs in splits.items()}

@@ -1,0 +1,72 @@
+"""Multi30k (task 1): download the raw German-English files and check them against SHA-256 sums.
+
+Multi30k (Elliott et al., 2016) is 31,014 image descriptions in English with German
+translations: train (29,000), val (1,014), test_2016_flickr and test_2017_flickr (1,000 each).
+`download` fetches the gzip files of one language pair from `corpus.base_url` (the dataset's
+public repository by default; a mirror, or a local folder as a file:// URL, works the same),
+checks each against the SHA-256 sum below, and caches it in data/<corpus.name>/raw/. A file
+whose sum does not match is an error, and nothing of it is written.
+
+The sums are those of the files in the dataset's data/task1/raw folder.
+"""
+
+import hashlib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from seq2seq.config import CorpusConfig
+from seq2seq.support.errors import UserError
+from seq2seq.support.files import atomic_write
+
+SHA256 = {
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2017_flickr.de.gz": "a2c89666db00c495cd8513b9d708d5a3acc205d7de312ef2bf5fb7ebc1540aee",
+    "test_2017_flickr.en.gz": "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074",
+}
+
+# Our split names -> the dataset's file stems.
+SPLIT_FILES = {"train": "train", "valid": "val"}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fetch(name: str, base_url: str, cache_dir: Path) -> Path:
+    """One file, from the cache if it is there and intact, else downloaded and checked."""
+    target = cache_dir / name
+    if target.exists() and _sha256(target.read_bytes()) == SHA256[name]:
+        return target
+    url = f"{base_url.rstrip('/')}/{name}"
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response:
+            data = response.read()
+    except (urllib.error.URLError, OSError) as error:
+        raise UserError(f"could not download {url} ({error}); check corpus.base_url") from None
+    digest = _sha256(data)
+    if digest != SHA256[name]:
+        raise UserError(
+            f"{url}: SHA-256 {digest} does not match the expected {SHA256[name]}; "
+            "nothing was written (a corrupt download or a different file at corpus.base_url)"
+        )
+    with atomic_write(target, "wb") as file:
+        file.write(data)
+    return target
+
+
+def download(corpus: CorpusConfig, cache_dir: Path) -> dict[str, tuple[Path, Path]]:
+    """{"train" | "valid" | "test": (source file, target file)}, fetched and verified."""
+    stems = {**SPLIT_FILES, "test": corpus.test_set}
+    return {
+        split: (
+            fetch(f"{stem}.{corpus.src_lang}.gz", corpus.base_url, cache_dir),
+            fetch(f"{stem}.{corpus.tgt_lang}.gz", corpus.base_url, cache_dir),
+        )
+        for split, stem in stems.items()
+    }

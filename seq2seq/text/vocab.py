@@ -1,0 +1,188 @@
+"""Vocabularies: one sentencepiece model for the source language and one for the target.
+
+Both are trained on the training split only (or, with vocab.joint, one model on both sides,
+saved under both names). Digits are always split into single pieces, so
+a number never seen in training still has a spelling. Every model has the special ids of
+seq2seq/text/special.py (PAD 0, UNK 1, BOS 2, EOS 3).
+
+Source text can be normalised first (vocab.lowercase, vocab.hyphens_as_spaces): the source
+Vocab applies it in `encode`, so training and translation see the same text. Programs that
+load the sentencepiece model alone (Argos Translate, transformers) get a copy with that
+normalisation compiled into the model's own rules: self_normalizing_model.
+
+The models are saved beside the corpus (data/<name>/src.model, tgt.model) with a stamp file,
+vocab.json, that records a hash of the training files and the vocabulary settings: `make data`
+retrains them only when one of those changed. Checkpoints carry the models' bytes, so a
+trained model translates without the data directory.
+"""
+
+import io
+import itertools
+import json
+from collections.abc import Iterable
+from dataclasses import asdict
+
+import sentencepiece as spm
+
+from seq2seq.config import Config, VocabConfig
+from seq2seq.support.files import atomic_write, file_hash, write_json
+from seq2seq.support.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
+from seq2seq.text.corpus import CorpusError, iter_lines
+from seq2seq.text.special import BOS, EOS, PAD, UNK
+
+
+def normalize_source(text: str, settings: VocabConfig) -> str:
+    if settings.hyphens_as_spaces:
+        text = text.replace("-", " ")
+    return text.lower() if settings.lowercase else text
+
+
+class Vocab:
+    """A sentencepiece model: text <-> piece ids, with the special ids above. A source
+    vocabulary also normalises the text it encodes (`settings`, see normalize_source)."""
+
+    def __init__(self, model_bytes: bytes, settings: VocabConfig | None = None):
+        self.model_bytes = model_bytes
+        self.settings = settings
+        self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
+        assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
+            PAD,
+            UNK,
+            BOS,
+            EOS,
+        ), "sentencepiece model trained with other special ids"
+
+    def __len__(self) -> int:
+        return self.sp.get_piece_size()
+
+    def normalize(self, sentence: str) -> str:
+        return normalize_source(sentence, self.settings) if self.settings else sentence
+
+    def encode(self, sentences: list[str]) -> list[list[int]]:
+        return self.sp.encode([self.normalize(s) for s in sentences])
+
+    def decode(self, ids: list[list[int]]) -> list[str]:
+        return self.sp.decode(ids)
+
+    def pieces(self, ids: list[int]) -> list[str]:
+        """Ids -> the pieces they stand for ("▁three", "▁is" ...)."""
+        return [self.sp.id_to_piece(i) for i in ids]
+
+    def all_pieces(self) -> list[str]:
+        """Every piece in id order: <pad> <unk> <s> </s> first (seq2seq/text/special.py)."""
+        return self.pieces(list(range(len(self))))
+
+    def unknown(self, sentence: str) -> list[str]:
+        """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
+        return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
+
+
+def self_normalizing_model(vocab: Vocab) -> bytes:
+    """The vocabulary's sentencepiece model with our normalisation (normalize_source) compiled
+    into its own normalisation rules, so that sentencepiece alone encodes a sentence exactly as
+    `vocab.encode` does.
+
+    Sentencepiece normalises with a table of rules (string -> replacement, longest match
+    first; by default NFKC, "nmt_nfkc"). The new table maps every code point, and every
+    sequence the old table had a rule for, to what ours-then-the-old-table makes of it: "A" ->
+    "a", "-" -> " ", "É" (as E + U+0301) -> "é". The one difference left: Python's lower()
+    writes a capital sigma at the end of a word as ς, a rule per character cannot see the end
+    of a word, and it writes σ. Needs protobuf (the model file format).
+    """
+    if not vocab.settings or not (vocab.settings.lowercase or vocab.settings.hyphens_as_spaces):
+        return vocab.model_bytes
+    from sentencepiece import sentencepiece_model_pb2  # needs protobuf
+
+    rules_only = dict(
+        add_dummy_prefix=False, escape_whitespaces=False, remove_extra_whitespaces=False
+    )
+    old = spm.SentencePieceNormalizer(model_proto=vocab.model_bytes, **rules_only)
+    code_points = (chr(c) for c in range(1, 0x110000) if not 0xD800 <= c < 0xE000)  # no surrogates
+    keys = sorted({*code_points, *(key for key, _ in old.Decompile())})
+    values = old.Normalize([vocab.normalize(key) for key in keys])
+    rules = [(key, value) for key, value in zip(keys, values, strict=True) if value != key]
+    spm.set_min_log_level(2)  # warnings and errors only: not the table builder's progress
+    compiled = sentencepiece_model_pb2.NormalizerSpec.FromString(
+        spm.SentencePieceNormalizer(norm_map=rules).serialized_normalizer_spec()
+    )
+    model = sentencepiece_model_pb2.ModelProto.FromString(vocab.model_bytes)
+    model.normalizer_spec.precompiled_charsmap = compiled.precompiled_charsmap
+    model.normalizer_spec.name += "+seq2seq"  # a name for people: the table is what counts
+    return model.SerializeToString()
+
+
+def train_vocab(sentences: Iterable[str], size: int, settings: VocabConfig) -> Vocab:
+    """A sentencepiece model of at most `size` pieces, learnt from a random sample of at most
+    settings.sample_size of the sentences (read one at a time: any number of them)."""
+    model = io.BytesIO()
+    spm.set_random_generator_seed(0)  # the same sample, and so the same model, every time
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        input_sentence_size=settings.sample_size,
+        shuffle_input_sentence=True,
+        model_writer=model,
+        model_type=settings.model_type,
+        vocab_size=size,
+        hard_vocab_limit=False,  # a small corpus gets fewer pieces instead of an error
+        character_coverage=settings.character_coverage,
+        split_digits=True,
+        pad_id=PAD,
+        unk_id=UNK,
+        bos_id=BOS,
+        eos_id=EOS,
+        minloglevel=2,  # warnings and errors only
+    )
+    return Vocab(model.getvalue())
+
+
+def build_vocabs(config: Config) -> bool:
+    """Train data/<name>/{src,tgt}.model unless they are up to date; True if (re)trained."""
+    data_dir = config.data_dir
+    train_files = text_files(data_dir, "train")
+    stamp = {
+        "settings": asdict(config.vocab),
+        "train_sha256": [file_hash(path) for path in train_files],
+    }
+    stamp_path = data_dir / VOCAB_STAMP
+    models_exist = all(path.exists() for path in vocab_files(data_dir))
+    if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
+        return False
+    src_path, tgt_path = train_files
+    src_lines = (normalize_source(line, config.vocab) for line in iter_lines(src_path))
+    tgt_lines = iter_lines(tgt_path)
+    if config.vocab.joint:  # one model for both sides, saved under both names
+        both = itertools.chain(src_lines, tgt_lines)
+        joint = train_vocab(both, config.vocab.src_size, config.vocab)
+        vocabs = {"src": joint, "tgt": joint}
+    else:
+        vocabs = {
+            "src": train_vocab(src_lines, config.vocab.src_size, config.vocab),
+            "tgt": train_vocab(tgt_lines, config.vocab.tgt_size, config.vocab),
+        }
+    for path, vocab in zip(vocab_files(data_dir), vocabs.values(), strict=True):
+        with atomic_write(path, "wb") as file:
+            file.write(vocab.model_bytes)
+    write_json(stamp_path, stamp)
+    return True
+
+
+def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
+    """The source and target vocabularies saved by `make data`, if built with config.vocab."""
+    stamp_path = config.data_dir / VOCAB_STAMP
+    if stamp_path.exists():
+        built = json.loads(stamp_path.read_text("utf-8"))["settings"]
+        wanted = asdict(config.vocab)
+        changed = [key for key in wanted if built.get(key) != wanted[key]]
+        if changed:
+            key = changed[0]
+            raise CorpusError(
+                f"{stamp_path}: the vocabularies were built with vocab.{key} = "
+                f"{built.get(key)!r}, the config says {wanted[key]!r}: "
+                f"run {config.make_command('data')}"
+            )
+    vocabs = []
+    for side, path in zip(SIDES, vocab_files(config.data_dir), strict=True):
+        if not path.exists():
+            raise CorpusError(f"no vocabulary {path}: run {config.make_command('data')} first")
+        vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))
+    return vocabs[0], vocabs[1]
