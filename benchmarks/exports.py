@@ -118,9 +118,14 @@ def transformers_engine(folder: Path, max_positions: int):
     return translate
 
 
+def outputs_of(engine):
+    """An engine's translate(sentences, decoding) -> its texts only."""
+    return lambda sentences, decoding: engine.translate(sentences, decoding).outputs
+
+
 def engines(checkpoint: Checkpoint, folder: Path) -> dict:
     """Each installed form's translate(sentences, decoding), ours first."""
-    found = {"ours": TorchEngine(checkpoint).translate}
+    found = {"ours": outputs_of(TorchEngine(checkpoint))}
     try:
         import ctranslate2  # noqa: F401
     except ImportError:
@@ -129,7 +134,7 @@ def engines(checkpoint: Checkpoint, folder: Path) -> dict:
         export_ctranslate2(checkpoint, folder / "ct2")
         for compute in ("float32", "int8"):
             model = CTranslate2Engine.load(folder / "ct2", "cpu", compute)
-            found[f"ctranslate2_{compute}"] = model.translate
+            found[f"ctranslate2_{compute}"] = outputs_of(model)
     try:
         import transformers  # noqa: F401
     except ImportError:

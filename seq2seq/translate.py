@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
 from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
+from seq2seq.decoding.greedy import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.text.corpus import decode_stream
 
@@ -58,15 +59,19 @@ def translate_lines(
     first_line: int = 1,
 ) -> list[str]:
     """The output lines for `sentences`: one translation each, or `nbest` lines each."""
-    for message in engine.warnings(sentences, first_line):
-        warn(message)
     decoding = engine.config.decode
     if nbest is None:
-        return [one_line(text) for text in engine.translate(sentences, decoding)]
-    lines = []
-    for number, hypotheses in enumerate(engine.translate_nbest(sentences, decoding)):
-        for score, text in hypotheses[:nbest]:
-            lines.append(f"{number + first_line - 1} ||| {one_line(text)} ||| {score:.4f}")
+        outputs, warnings = engine.translate(sentences, decoding)
+        lines = [one_line(text) for text in outputs]
+    else:
+        outputs, warnings = engine.translate_nbest(sentences, decoding)
+        lines = [
+            f"{number} ||| {one_line(text)} ||| {score:.4f}"
+            for number, hypotheses in enumerate(outputs, first_line - 1)
+            for score, text in hypotheses[:nbest]
+        ]
+    for message in numbered(warnings, first_line):
+        warn(message)
     return lines
 
 

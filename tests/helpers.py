@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,13 +27,7 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config
-from seq2seq.decoding.greedy import (
-    decode_batch,
-    evaluating,
-    in_length_order,
-    longest_source,
-    max_lengths,
-)
+from seq2seq.decoding.greedy import decode_sources, longest_source, max_lengths
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import pick_device
 from seq2seq.text.batching import pair_tensors, source_tensor, token_batches
@@ -150,13 +143,9 @@ TIE = 1e-3
 def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[list[int]]:
     """Our output ids for `sentences` (greedy, float32, with the cache unless `decode` says
     otherwise; no BOS or EOS), in their order."""
-    model = checkpoint.model
-    cfg = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
-    cfg = dataclasses.replace(cfg, **decode)
-    with evaluating(model, cfg.precision):
-        search = partial(decode_batch, model, cfg=cfg)
-        return in_length_order(model, checkpoint.src_vocab.encode(sentences), cfg.batch_size,
-                               search, [])  # fmt: skip
+    decoding = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
+    decoding = dataclasses.replace(decoding, **decode)
+    return decode_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
 
 
 def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:

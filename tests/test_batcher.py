@@ -7,6 +7,7 @@ import threading
 import pytest
 
 from seq2seq.config import ServeConfig, config_from_dict
+from seq2seq.decoding.engines import Translations
 from seq2seq.service.batcher import Batcher, Job, Options, QueueFull, Stopping
 
 from helpers import HANG, wait_until
@@ -15,7 +16,7 @@ GREEDY = Options(beam_size=1, nbest=None)
 
 
 class Shouting:
-    """A stand-in model: a sentence translates as its upper case, "boom" fails, and each
+    """A stand-in engine: a sentence translates as its upper case, "boom" fails, and each
     decoding waits until `gate` is open."""
 
     config = config_from_dict({})
@@ -25,15 +26,12 @@ class Shouting:
         self.gate = threading.Event()
         self.gate.set()
 
-    def translate(self, sentences: list[str], cfg) -> list[str]:
+    def translate(self, sentences: list[str], decoding) -> Translations:
         self.calls.append(list(sentences))
         assert self.gate.wait(HANG)
         if "boom" in sentences:
             raise RuntimeError("boom")
-        return [sentence.upper() for sentence in sentences]
-
-    def warnings(self, sentences: list[str]) -> list[str]:
-        return []
+        return Translations([sentence.upper() for sentence in sentences], [[]] * len(sentences))
 
 
 def batcher(model: Shouting, **settings) -> Batcher:

@@ -9,11 +9,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from seq2seq.config import config_from_dict
 from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import (
+    decode_sources,
     greedy_decode_cached,
     greedy_decode_recompute,
     max_lengths,
+    nbest_of_sources,
     translate_sentences,
-    translate_sentences_nbest,
 )
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.batching import source_tensor
@@ -90,15 +91,14 @@ def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
     model, src_vocab, tgt_vocab, test, cfg = trained_numbers_model
     sources = [s for s, _ in test[:30]] + [""]
     beam = dataclasses.replace(cfg, beam_size=3, length_penalty=1.0)
-    nbest = translate_sentences_nbest(model, src_vocab, tgt_vocab, sources, beam)
-    assert [hyps[0][1] for hyps in nbest] == translate_sentences(
-        model, src_vocab, tgt_vocab, sources, beam
-    )
-    assert nbest[-1] == [(0.0, "")]
+    ids = src_vocab.encode(sources)
+    nbest = nbest_of_sources(model, ids, beam)
+    assert [hyps[0][1] for hyps in nbest] == decode_sources(model, ids, beam)
+    assert nbest[-1] == [(0.0, [])]
     for hyps in nbest[:-1]:
         scores = [score for score, _ in hyps]
         assert len(hyps) == 3 and scores == sorted(scores, reverse=True)
-        assert len({text for _, text in hyps}) == 3
+        assert len({tuple(ids) for _, ids in hyps}) == 3
 
 
 @torch.no_grad()

@@ -17,7 +17,7 @@ from urllib3 import encode_multipart_formdata
 
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.decoding.greedy import translate_sentences, translate_sentences_nbest
+from seq2seq.decoding.greedy import translate_sentences
 from seq2seq.service import access, markup
 from seq2seq.support.errors import UserError
 
@@ -40,7 +40,10 @@ def numbers(trained_numbers_checkpoint):
 
 
 def reference(model: TorchEngine, sentences: list[str]) -> list[str]:
-    return translate_sentences(*model.model_and_vocabs(), sentences, model.config.decode)
+    checkpoint = model.checkpoint
+    return translate_sentences(
+        checkpoint.model, model.src_vocab, model.tgt_vocab, sentences, model.config.decode
+    )
 
 
 def failure(call, *args) -> tuple[int, dict]:
@@ -76,7 +79,7 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
     request = {"q": test[:3], "source": "auto", "target": "digits", "alternatives": 2}
     status, answer, _ = call(url, "POST", "/translate", request)
     cfg = dataclasses.replace(model.config.decode, beam_size=3)
-    nbest = translate_sentences_nbest(*model.model_and_vocabs(), test[:3], cfg)
+    nbest = model.translate_nbest(test[:3], cfg).outputs
     assert status == 200 and answer == {
         "translatedText": [best[0][1] for best in nbest],
         "alternatives": [[text for _, text in best[1:]] for best in nbest],
@@ -87,7 +90,7 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
     one = {"q": test[0], "source": "en", "target": "digits", "alternatives": "1"}
     status, answer, _ = call(url, "POST", "/translate", urlencode(one).encode(), FORM)
     cfg = dataclasses.replace(model.config.decode, beam_size=2)  # the best and 1 alternative
-    ((best, alternative),) = translate_sentences_nbest(*model.model_and_vocabs(), test[:1], cfg)
+    ((best, alternative),) = model.translate_nbest(test[:1], cfg).outputs
     assert status == 200 and answer == {"translatedText": best[1], "alternatives": [alternative[1]]}
 
 

@@ -18,7 +18,7 @@ import pytest
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
-from seq2seq.decoding.greedy import translate_sentences, translate_sentences_nbest
+from seq2seq.decoding.greedy import translate_sentences
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import run_cli
 
@@ -39,7 +39,9 @@ def numbers(trained_numbers_checkpoint):
 
 def reference(model: TorchEngine, sentences: list[str], **decode) -> list[str]:
     cfg = dataclasses.replace(model.config.decode, **decode)
-    return translate_sentences(*model.model_and_vocabs(), sentences, cfg)
+    return translate_sentences(
+        model.checkpoint.model, model.src_vocab, model.tgt_vocab, sentences, cfg
+    )
 
 
 @pytest.mark.same_outputs
@@ -50,7 +52,6 @@ def test_translations_and_warnings_are_those_of_translate(numbers):
     assert status == 200
     assert answer["translations"] == reference(model, sentences)
     assert len(set(answer["translations"])) > 50, "the outputs should vary"
-    assert answer["warnings"] == model.warnings(sentences)
     assert answer["warnings"] == [
         "line 99: not in the vocabulary, translated as unknown: 'eleventy'",
         f"line 100: 300 pieces, cut to the model's {model.longest_source}",
@@ -69,7 +70,7 @@ def test_nbest_gives_translate_nbest_with_scores(numbers):
     status, answer, _ = call(url, "POST", "/translate", {"text": test[:20], "nbest": 3})
     assert status == 200
     cfg = dataclasses.replace(model.config.decode, beam_size=3)
-    expected = translate_sentences_nbest(*model.model_and_vocabs(), test[:20], cfg)
+    expected = model.translate_nbest(test[:20], cfg).outputs
     for hypotheses, best in zip(answer["translations"], expected, strict=True):
         assert [h["translation"] for h in hypotheses] == [text for _, text in best]
         assert [h["score"] for h in hypotheses] == pytest.approx([score for score, _ in best])
@@ -330,7 +331,7 @@ def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, tmp_p
             browser.get(server.url)
             wait = WebDriverWait(browser, HANG)
             box = browser.find_element(By.ID, "sentence")
-            translation = model.translate([example], model.checkpoint.config.decode)[0]
+            translation = model.translate([example], model.config.decode).outputs[0]
             wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), translation))
             assert box.get_attribute("value") == example  # shown before anything is typed
             box.send_keys("three is three")  # the example is selected: typing replaces it

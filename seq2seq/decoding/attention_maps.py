@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.decoding.greedy import decode_batch, input_warnings, longest_source
+from seq2seq.decoding.greedy import decode_batch, longest_source, numbered, source_warnings
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.support.errors import UserError
 from seq2seq.text.batching import source_tensor
@@ -51,8 +51,9 @@ class Attention:
 @torch.no_grad()
 def attention_maps(checkpoint: Checkpoint, sentence: str) -> Attention:
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    warnings = input_warnings(src_vocab, longest_source(model), [sentence])
-    src_ids = src_vocab.encode([sentence])[0][: longest_source(model)]
+    src_ids = src_vocab.encode([sentence])[0]
+    warnings = numbered([source_warnings(src_vocab, longest_source(model), sentence, src_ids)])
+    src_ids = src_ids[: longest_source(model)]
     if not src_ids:
         raise UserError("nothing to show: the sentence is empty")
     device = next(model.parameters()).device

@@ -8,9 +8,11 @@ holds an engine and asks it the same things:
     engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies
     engine.longest_source             source pieces the model takes (longer inputs are cut)
     engine.facts()                    what it says of itself: engine, device, parameters ...
-    engine.translate(sentences, decoding)        -> one translation each
-    engine.translate_nbest(sentences, decoding)  -> decoding.beam_size (score, text) each
-    engine.warnings(sentences, first_line)       -> unknown words, inputs cut to fit
+    engine.translate(sentences, decoding)        -> Translations: one text each, and each
+                                                    sentence's warnings (unknown words, a
+                                                    cut to fit), from one encoding
+    engine.translate_nbest(sentences, decoding)  -> the same with decoding.beam_size
+                                                    (score, text) pairs each, best first
     engine.attention(sentence)        the attention weights of one translation (torch only:
                                       engine.shows_attention says whether it can)
 
@@ -25,6 +27,7 @@ A new engine is a class with these members; nothing outside this module asks whi
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -32,10 +35,10 @@ from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.greedy import (
-    input_warnings,
+    decode_sources,
     longest_source,
-    translate_sentences,
-    translate_sentences_nbest,
+    nbest_of_sources,
+    source_warnings,
 )
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError
@@ -48,6 +51,24 @@ ENGINES = ("torch", "ctranslate2")
 def one_line(text: str) -> str:
     """A translation never spans two lines."""
     return " ".join(text.splitlines())
+
+
+class Translations(NamedTuple):
+    """What an engine answers for a list of sentences, each list in their order."""
+
+    outputs: list  # a text each (translate), or (score, text) pairs best first (translate_nbest)
+    warnings: list[list[str]]  # each sentence's, unnumbered: seq2seq.decoding.greedy.numbered
+
+
+def encoded(engine, sentences: list[str]) -> tuple[list[list[int]], list[list[str]]]:
+    """Each sentence's source ids, cut to what the model takes, and its warnings: one encoding."""
+    sources = engine.src_vocab.encode(sentences)
+    longest = engine.longest_source
+    warnings = [
+        source_warnings(engine.src_vocab, longest, sentence, ids)
+        for sentence, ids in zip(sentences, sources, strict=True)
+    ]
+    return [ids[:longest] for ids in sources], warnings
 
 
 @dataclass
@@ -83,17 +104,16 @@ class TorchEngine:
             "device": str(next(model.parameters()).device),
         }
 
-    def warnings(self, sentences: list[str], first_line: int = 1) -> list[str]:
-        return input_warnings(self.src_vocab, self.longest_source, sentences, first_line)
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        outputs = decode_sources(self.checkpoint.model, sources, decoding)
+        return Translations(self.tgt_vocab.decode(outputs), warnings)
 
-    def model_and_vocabs(self) -> tuple:
-        return self.checkpoint.model, self.checkpoint.src_vocab, self.checkpoint.tgt_vocab
-
-    def translate(self, sentences: list[str], decoding: DecodeConfig) -> list[str]:
-        return translate_sentences(*self.model_and_vocabs(), sentences, decoding)
-
-    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> list[list]:
-        return translate_sentences_nbest(*self.model_and_vocabs(), sentences, decoding)
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        nbest = nbest_of_sources(self.checkpoint.model, sources, decoding)
+        texts = [[(score, self.tgt_vocab.decode([ids])[0]) for score, ids in n] for n in nbest]
+        return Translations(texts, warnings)
 
     def attention(self, sentence: str) -> Attention:
         return attention_maps(self.checkpoint, sentence)
@@ -177,20 +197,16 @@ class CTranslate2Engine:
     def facts(self) -> dict:
         return {"engine": self.name, "checkpoint": {}, "device": self.translator.device}
 
-    def warnings(self, sentences: list[str], first_line: int = 1) -> list[str]:
-        return input_warnings(self.src_vocab, self.longest_source, sentences, first_line)
-
-    def search(self, sentences: list[str], cfg: DecodeConfig, beams: int, nbest: int) -> list:
-        """CTranslate2's results for the non-empty sentences (None for the empty ones)."""
-        sources = [ids[: self.longest_source] for ids in self.src_vocab.encode(sentences)]
+    def search(self, sources: list[list[int]], decoding: DecodeConfig, nbest: int) -> list:
+        """CTranslate2's results for the non-empty sources (None for the empty ones)."""
         tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
-        limit = max((len(t) * cfg.max_len_a + cfg.max_len_b for t in tokens), default=1)
+        limit = max((len(t) * decoding.max_len_a + decoding.max_len_b for t in tokens), default=1)
         results = self.translator.translate_batch(
             tokens,
-            max_batch_size=cfg.batch_size,
-            beam_size=beams,
+            max_batch_size=decoding.batch_size,
+            beam_size=decoding.beam_size,
             num_hypotheses=nbest,
-            length_penalty=cfg.length_penalty,
+            length_penalty=decoding.length_penalty,
             max_decoding_length=int(min(limit, self.config.model.max_positions - 1)),
             min_decoding_length=0,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
@@ -202,20 +218,23 @@ class CTranslate2Engine:
     def detokenize(self, hypothesis: list[str]) -> str:
         return self.tgt_vocab.decode([[self.tgt_vocab.sp.piece_to_id(p) for p in hypothesis]])[0]
 
-    def translate(self, sentences: list[str], decoding: DecodeConfig) -> list[str]:
-        results = self.search(sentences, decoding, decoding.beam_size, 1)
-        return [self.detokenize(r.hypotheses[0]) if r else "" for r in results]
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        results = self.search(sources, decoding, 1)
+        return Translations(
+            [self.detokenize(r.hypotheses[0]) if r else "" for r in results], warnings
+        )
 
-    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> list[list]:
-        """For each sentence, decoding.beam_size (score, translation) pairs, best first."""
-        beams = decoding.beam_size
-        results = self.search(sentences, decoding, beams, beams)
-        return [
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        results = self.search(sources, decoding, decoding.beam_size)
+        nbest = [
             list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
             if r
             else [(0.0, "")]
             for r in results
         ]
+        return Translations(nbest, warnings)
 
     def attention(self, sentence: str) -> Attention:
         raise UserError("attention maps need the torch engine (--engine torch)")

@@ -17,11 +17,12 @@ Two implementations give the same tokens:
   once half of it has finished, so they stop costing work. This is the default
   (`decode.cache: true`).
 
-Beam search (beam.py) is chosen with `decode.beam_size` > 1. `translate_sentences` wraps
-them all for raw text: it sorts sentences by length so that each batch has little padding, and
-returns the translations in the original order; an empty sentence gives an empty translation.
-`translate_sentences_nbest` returns the beam_size best translations of each sentence, with
-their scores.
+Beam search (beam.py) is chosen with `decode.beam_size` > 1. `decode_sources` runs them
+over many encoded sentences: it sorts them by length so that each batch has little padding, and
+returns the outputs in the original order; an empty sentence gives an empty output.
+`nbest_of_sources` returns the beam_size best outputs of each, with their scores, and
+`translate_sentences` goes from raw text to raw text (validation during training). The
+engines (engines.py) wrap these for everyone else, with each sentence's `source_warnings`.
 """
 
 from contextlib import contextmanager
@@ -39,10 +40,10 @@ from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.text.vocab import Vocab
 
 
-def max_lengths(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
+def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:
     """(B, S) source -> (B,) longest output of each sentence, in pieces."""
     source_lengths = (src != PAD).sum(dim=1)
-    limits = (cfg.max_len_a * source_lengths + cfg.max_len_b).long()
+    limits = (decoding.max_len_a * source_lengths + decoding.max_len_b).long()
     return limits.clamp(1, model.cfg.max_positions - 1)
 
 
@@ -112,14 +113,14 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
     return strip(outputs)
 
 
-def decode_batch(model: Transformer, src: torch.Tensor, cfg: DecodeConfig) -> list[list[int]]:
+def decode_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[list[int]]:
     """src: (B, S) padded source ids -> B lists of output ids: greedy (with or without the
-    cache) or, with cfg.beam_size > 1, the best hypothesis of beam search."""
-    limits = max_lengths(model, src, cfg)
-    if cfg.beam_size > 1:
-        nbest = beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
+    cache) or, with decoding.beam_size > 1, the best hypothesis of beam search."""
+    limits = max_lengths(model, src, decoding)
+    if decoding.beam_size > 1:
+        nbest = beam_search(model, src, limits, decoding.beam_size, decoding.length_penalty)
         return [hypotheses[0][1] for hypotheses in nbest]
-    greedy = greedy_decode_cached if cfg.cache else greedy_decode_recompute
+    greedy = greedy_decode_cached if decoding.cache else greedy_decode_recompute
     return greedy(model, src, limits)
 
 
@@ -128,21 +129,21 @@ def longest_source(model: Transformer) -> int:
     return model.cfg.max_positions - 1
 
 
-def input_warnings(
-    src_vocab: Vocab, longest: int, sentences: list[str], first_line: int = 1
-) -> list[str]:
-    """The warnings about `sentences`: words the source vocabulary lacks, inputs longer than
-    `longest` pieces (cut to fit). Each names its line, counted from `first_line`."""
+def source_warnings(src_vocab: Vocab, longest: int, sentence: str, ids: list[int]) -> list[str]:
+    """What to tell the user about one source sentence, encoded as `ids`: the words the source
+    vocabulary lacks, and whether it is longer than `longest` pieces (it is cut to fit)."""
     messages = []
-    for number, (sentence, ids) in enumerate(
-        zip(sentences, src_vocab.encode(sentences), strict=True), first_line
-    ):
-        if UNK in ids:
-            words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
-            messages.append(f"line {number}: not in the vocabulary, translated as unknown: {words}")
-        if len(ids) > longest:
-            messages.append(f"line {number}: {len(ids)} pieces, cut to the model's {longest}")
+    if UNK in ids:
+        words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
+        messages.append(f"not in the vocabulary, translated as unknown: {words}")
+    if len(ids) > longest:
+        messages.append(f"{len(ids)} pieces, cut to the model's {longest}")
     return messages
+
+
+def numbered(warnings: list[list[str]], first_line: int = 1) -> list[str]:
+    """Each sentence's warnings -> one list, each naming its line, counted from `first_line`."""
+    return [f"line {n}: {m}" for n, messages in enumerate(warnings, first_line) for m in messages]
 
 
 def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
@@ -176,36 +177,31 @@ def evaluating(model: Transformer, precision: str):
         model.train(was_training)
 
 
+def decode_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
+    """Source id lists -> the output id list of each (greedy, or beam search's best)."""
+    with evaluating(model, decoding.precision):
+        search = partial(decode_batch, model, decoding=decoding)  # src (B, S) -> B id lists
+        return in_length_order(model, sources, decoding.batch_size, search, [])
+
+
+def nbest_of_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
+    """Source id lists -> for each, the decoding.beam_size best outputs of beam search as
+    (length-normalised log-probability, output ids), best first."""
+
+    def search(src: torch.Tensor) -> list:
+        limits = max_lengths(model, src, decoding)
+        return beam_search(model, src, limits, decoding.beam_size, decoding.length_penalty)
+
+    with evaluating(model, decoding.precision):
+        return in_length_order(model, sources, decoding.batch_size, search, [(0.0, [])])
+
+
 def translate_sentences(
     model: Transformer,
     src_vocab: Vocab,
     tgt_vocab: Vocab,
     sentences: list[str],
-    cfg: DecodeConfig,
+    decoding: DecodeConfig,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations, in the same order."""
-    sources = src_vocab.encode(sentences)
-    with evaluating(model, cfg.precision):
-        search = partial(decode_batch, model, cfg=cfg)  # src (B, S) -> B id lists
-        outputs = in_length_order(model, sources, cfg.batch_size, search, [])
-    return tgt_vocab.decode(outputs)
-
-
-def translate_sentences_nbest(
-    model: Transformer,
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
-    sentences: list[str],
-    cfg: DecodeConfig,
-) -> list[list[tuple[float, str]]]:
-    """Raw source sentences -> for each, the cfg.beam_size best translations of beam search
-    as (length-normalised log-probability, detokenized text), best first."""
-
-    def search(src: torch.Tensor) -> list:
-        limits = max_lengths(model, src, cfg)
-        return beam_search(model, src, limits, cfg.beam_size, cfg.length_penalty)
-
-    sources = src_vocab.encode(sentences)
-    with evaluating(model, cfg.precision):
-        nbest = in_length_order(model, sources, cfg.batch_size, search, [(0.0, [])])
-    return [[(score, tgt_vocab.decode([ids])[0]) for score, ids in hyps] for hyps in nbest]
+    return tgt_vocab.decode(decode_sources(model, src_vocab.encode(sentences), decoding))

@@ -29,6 +29,7 @@ from concurrent.futures import Future
 
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Engine, one_line
+from seq2seq.decoding.greedy import numbered
 
 
 class QueueFull(Exception):
@@ -213,15 +214,16 @@ class Batcher:
         sentences = [sentence for job in jobs for sentence in job.sentences]
         decode = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
         if options.nbest is None:
-            outputs = [one_line(text) for text in self.engine.translate(sentences, decode)]
+            texts, warnings = self.engine.translate(sentences, decode)
+            outputs = [one_line(text) for text in texts]
         else:
-            nbest = self.engine.translate_nbest(sentences, decode)
+            nbest, warnings = self.engine.translate_nbest(sentences, decode)
             outputs = [[hypothesis(*h) for h in best[: options.nbest]] for best in nbest]
         answers, start = [], 0
         for job in jobs:
             end = start + len(job.sentences)
-            warnings = self.engine.warnings(job.sentences)
-            answers.append({"translations": outputs[start:end], "warnings": warnings})
+            answer = {"translations": outputs[start:end], "warnings": numbered(warnings[start:end])}
+            answers.append(answer)
             start = end
         return answers
 
