@@ -65,7 +65,8 @@ from seq2seq.text import numbers
 from seq2seq.text.batching import pair_tensors
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 from seq2seq.text.vocab import train_vocab
-from seq2seq.train import batch_loss, make_optimizer
+from seq2seq.training.loss import batch_loss
+from seq2seq.training.optimizer import make_optimizer
 
 torch.manual_seed(0)  # every random tensor below is the same on every run
 assert_close = torch.testing.assert_close
