@@ -510,8 +510,9 @@ assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # the same tokens, shifted b
 # The loss is the cross-entropy of the right next token at each target position, averaged
 # over the real tokens (`ignore_index=PAD`: padding would not count; these nine sentences
 # have none). AdamW with a constant learning rate does the rest; `make_optimizer`
-# ([`train.py`](../seq2seq/train.py)) leaves the biases and the LayerNorm gains out
-# of the weight decay. The real training loop adds batching by token count, a learning-rate
+# ([`training/optimizer.py`](../seq2seq/training/optimizer.py)) leaves the biases and the
+# LayerNorm gains out of the weight decay. The real training loop
+# ([`train.py`](../seq2seq/train.py)) adds batching by token count, a learning-rate
 # schedule, gradient clipping, validation and checkpoints; its tests are
 # [`tests/test_train.py`](../tests/test_train.py).
 

@@ -56,16 +56,20 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
     """Steps until train.max_steps, train.patience or a signal; the best validation."""
     train_cfg, progress = run.train_cfg, run.progress
     report = Report(train_cfg.max_steps, progress.step, enabled=run.world.main)
-    meter, started = Throughput(progress.step + 1), time.perf_counter() - progress.elapsed_s
+    meter = Throughput(progress.step + 1)  # the steps since the last validation
+    started = time.perf_counter() - progress.elapsed_s  # as if trained in one go since then
     batches = Prefetcher(run.sampler, run.data, run.device)
     run.model.train()
     try:
         with StopOnSignal() as stop:
             while not run.finished:
+                # the learning rate of this step, from the schedule
                 lr = learning_rate(progress.step, train_cfg)
+                # micro-steps, clip, AdamW step (train_step, below)
                 micro_batches, progress.sampler = next(batches)
                 loss, tokens = train_step(run, micro_batches, lr)
                 progress.step += 1
+                # log: the loss stays on the device until a report reads it
                 meter.add(loss, tokens)
                 report.update(progress.step, loss, lr, meter.tokens_per_s)
                 # evaluate and save: every eval_every steps and at the end; save on a signal
