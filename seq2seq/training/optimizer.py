@@ -1,11 +1,12 @@
 """AdamW and its learning-rate schedule: the rate rises linearly for `train.warmup_steps`,
 then follows a cosine down to `train.min_lr` at `train.max_steps`.
 
-    lr ^      ____
-       |     /    ``--.__
-       |    /            ``--.___ min_lr
-       +---|--------------------|----> step
-         warmup_steps       max_steps
+    train.lr  |   .--.._
+              |  /      ``-._
+              | /            ``-.._
+    min_lr    |/                   ``----
+              +---|------------------|---> step
+          warmup_steps        max_steps
 """
 
 import math

@@ -1,11 +1,11 @@
 """One training run: the parts the loop (seq2seq/train.py) works on, built from the config.
 
-    config -> vocabularies, the train split's ids, the valid split (ids and text)   text/
-           -> model (the Transformer itself: saved, clipped, validated)            model/
+    config -> vocabularies; the train split's ids; the valid split, ids and text   text/
+           -> model: the Transformer itself, what is saved, clipped, validated     model/
            -> wrapped: the model in DDP under torchrun, compiled with train.compile
-           -> AdamW (optimizer.py), gradient scaler (fp16 only)
-           -> sampler: this process's micro-batches of each step          text/batching.py
-           -> progress: step, best validation, patience (resume.py)
+           -> AdamW and the gradient scaler (fp16 only)                     optimizer.py
+           -> sampler: this process's micro-batches of each step        text/batching.py
+           -> progress: the step, the best validation, patience                resume.py
 
 Resuming (checkpoints.py) then puts back what last.pt holds into these same parts.
 """
