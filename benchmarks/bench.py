@@ -73,7 +73,7 @@ from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
-from seq2seq.train import batch_loss
+from seq2seq.training.loss import batch_loss
 
 
 class TorchTransformer(nn.Module):

@@ -65,7 +65,8 @@ from seq2seq.text import numbers
 from seq2seq.text.batching import pair_tensors
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 from seq2seq.text.vocab import train_vocab
-from seq2seq.train import batch_loss, make_optimizer
+from seq2seq.training.loss import batch_loss
+from seq2seq.training.optimizer import make_optimizer
 
 torch.manual_seed(0)  # every random tensor below is the same on every run
 assert_close = torch.testing.assert_close
@@ -509,8 +510,9 @@ assert torch.equal(tgt_in[:, 1:], tgt_out[:, :-1])  # the same tokens, shifted b
 # The loss is the cross-entropy of the right next token at each target position, averaged
 # over the real tokens (`ignore_index=PAD`: padding would not count; these nine sentences
 # have none). AdamW with a constant learning rate does the rest; `make_optimizer`
-# ([`train.py`](../seq2seq/train.py)) leaves the biases and the LayerNorm gains out
-# of the weight decay. The real training loop adds batching by token count, a learning-rate
+# ([`training/optimizer.py`](../seq2seq/training/optimizer.py)) leaves the biases and the
+# LayerNorm gains out of the weight decay. The real training loop
+# ([`train.py`](../seq2seq/train.py)) adds batching by token count, a learning-rate
 # schedule, gradient clipping, validation and checkpoints; its tests are
 # [`tests/test_train.py`](../tests/test_train.py).
 

@@ -8,7 +8,7 @@ modules and what it may import; tests/test_architecture.py holds them to it):
     model/               masks -> attention -> the Transformer (reads and copies alone)
     checkpoint.py        a trained model with its config and vocabularies, in one file
     decoding/            greedy and beam search, attention maps, the engines
-    training/            resuming, torchrun, progress, metrics (the loop is train.py)
+    training/            optimizer, loss, validation, checkpoints, torchrun (the loop: train.py)
     service/, exports/   the HTTP service; CTranslate2, Argos Translate, Hugging Face
     support/             errors, atomic files, paths, devices
 

@@ -33,7 +33,8 @@ from seq2seq.support.device import pick_device
 from seq2seq.text.batching import pair_tensors, source_tensor, token_batches
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 from seq2seq.text.vocab import Vocab, normalize_source, train_vocab
-from seq2seq.train import batch_loss, make_optimizer
+from seq2seq.training.loss import batch_loss
+from seq2seq.training.optimizer import make_optimizer
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 600  # seconds: a process taking longer than this is hung, not slow

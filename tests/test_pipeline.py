@@ -16,7 +16,7 @@ from seq2seq import data, evaluate, plot, serve, train, translate
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import TrainConfig
 from seq2seq.support.errors import UserError
-from seq2seq.train import learning_rate, schedule_warning
+from seq2seq.training.optimizer import learning_rate, schedule_warning
 
 from helpers import ENV, HANG, ROOT, command, damage
 

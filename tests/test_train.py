@@ -1,17 +1,102 @@
-"""Training options: precision and the pieces of the training step."""
+"""The training step itself (a step, its micro-steps, clipping, the learning rate of each
+step), training options (precision, compile) and the progress report."""
 
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from seq2seq import data, train
+from seq2seq.checkpoint import read_state
+from seq2seq.config import load_config
+from seq2seq.text.special import PAD
+from seq2seq.train import micro_steps, train_step
+from seq2seq.training.distributed import World
+from seq2seq.training.optimizer import learning_rate
 from seq2seq.training.report import Report
 from seq2seq.training.resume import restore_scaler
+from seq2seq.training.run import Run, set_up
 
 from helpers import ROOT
+
+
+def seed_preset_run(seed_run: Path, monkeypatch, *overrides: str) -> Run:
+    """A fresh run of the seed preset (nine pairs, a tiny model without dropout) on the CPU,
+    on the corpus the `seed_run` fixture built."""
+    monkeypatch.chdir(seed_run.parent.parent)
+    config = load_config("config.yaml", ["train.device=cpu", *overrides])
+    return set_up(config, World(), torch.device("cpu"))
+
+
+def all_pairs(run: Run) -> list[tuple]:
+    """The nine training pairs as a step of one micro-batch."""
+    return [run.data.batch(np.arange(len(run.data)))]
+
+
+def gradients(run: Run) -> list[torch.Tensor]:
+    return [p.grad.clone() for p in run.model.parameters()]
+
+
+def norm(tensors: list[torch.Tensor]) -> float:
+    return float(torch.linalg.vector_norm(torch.stack([t.norm() for t in tensors])))
+
+
+def test_steps_on_a_repeated_batch_lower_its_loss(seed_run, monkeypatch):
+    run = seed_preset_run(seed_run, monkeypatch)
+    step = all_pairs(run)
+    src, _, tgt_out = step[0]
+    results = [train_step(run, step, lr=0.01) for _ in range(5)]
+    losses = [float(loss) for loss, _ in results]
+    assert losses == sorted(losses, reverse=True) and len(set(losses)) == 5, losses
+    assert {tokens for _, tokens in results} == {int((src != PAD).sum() + (tgt_out != PAD).sum())}
+
+
+def test_a_step_clips_the_gradient_to_train_clip_norm_and_uses_its_learning_rate(
+    seed_run, monkeypatch
+):
+    run = seed_preset_run(seed_run, monkeypatch, "train.clip_norm=0.01")
+    step = all_pairs(run)
+    micro_steps(run, step)
+    raw = gradients(run)
+    assert norm(raw) > 1.0, "far above train.clip_norm"
+    before = [p.detach().clone() for p in run.model.parameters()]
+    train_step(run, step, lr=0.0)  # the same gradient, clipped; AdamW moves nothing at lr 0
+    assert norm(gradients(run)) == pytest.approx(0.01, rel=1e-5)
+    for clipped, unclipped in zip(gradients(run), raw, strict=True):
+        torch.testing.assert_close(clipped, unclipped * (0.01 / norm(raw)))
+    assert all(torch.equal(p, b) for p, b in zip(run.model.parameters(), before, strict=True))
+    train_step(run, step, lr=0.003)
+    assert [group["lr"] for group in run.optimizer.param_groups] == [0.003, 0.003]
+    assert not all(torch.equal(p, b) for p, b in zip(run.model.parameters(), before, strict=True))
+
+
+def test_micro_steps_add_up_to_the_gradient_of_the_whole_batch(seed_run, monkeypatch):
+    run = seed_preset_run(seed_run, monkeypatch)
+    loss, tokens = micro_steps(run, all_pairs(run))
+    whole = gradients(run)
+    three = [run.data.batch(np.arange(start, start + 3)) for start in (0, 3, 6)]
+    split_loss, split_tokens = micro_steps(run, three)  # from zero again, not added to `whole`
+    assert split_tokens == tokens
+    torch.testing.assert_close(split_loss, loss, rtol=1e-6, atol=1e-6)
+    for split, expected in zip(gradients(run), whole, strict=True):
+        torch.testing.assert_close(split, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_each_step_trains_at_the_learning_rate_of_the_schedule(seed_run, tmp_path, monkeypatch):
+    shutil.copy(seed_run.parent.parent / "config.yaml", tmp_path)
+    shutil.copytree(seed_run.parent.parent / "data", tmp_path / "data")
+    monkeypatch.chdir(tmp_path)
+    overrides = ["train.max_steps=6", "train.eval_every=1", "train.warmup_steps=3"]
+    config = load_config("config.yaml", ["train.device=cpu", *overrides])
+    train.train(config)
+    log = Path("runs/seed/metrics.jsonl").read_text().splitlines()
+    logged = [json.loads(line)["lr"] for line in log]
+    assert logged == [learning_rate(step, config.train) for step in range(6)]
+    optimizer = read_state(Path("runs/seed/last.pt"))["training"]["optimizer"]
+    assert {group["lr"] for group in optimizer["param_groups"]} == {logged[-1]}
 
 
 def test_resuming_with_a_gradient_scaler_from_a_run_without_one():

@@ -1,6 +1,11 @@
 """Chapter 3, training: what the training loop (seq2seq/train.py) leans on.
 
-    resume.py       what last.pt holds besides the weights; stopping on a signal, resuming
+    run.py          the parts of one run: data, model, optimizer, sampler, progress
+    optimizer.py    AdamW and its learning-rate schedule (warmup, cosine decay)
+    loss.py         the loss of a batch: cross-entropy with label smoothing
+    validation.py   the valid split's loss, exact match and BLEU; which result is best
+    checkpoints.py  best.pt and last.pt: keeping the best, saving, resuming; divergence
+    resume.py       what last.pt holds besides the weights; stopping on a signal
     distributed.py  data-parallel training under torchrun
     report.py       the progress bar and the loss / tokens-per-second lines
     metrics.py      exact match, token accuracy, BLEU and chrF of translations

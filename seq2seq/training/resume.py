@@ -4,8 +4,9 @@ that a checkpoint may be resumed with the config at hand.
     Ctrl-C / SIGTERM -> StopOnSignal: training stops after the current step
       -> last.pt: weights, optimizer, gradient scaler, Progress (step, the sampler's position,
          the best validation, patience), every process's random states, the data's hash and
-         the batch settings (seq2seq/train.py: Trainer.save_last)
-    the same command again -> check_resumable -> everything put back -> the same run goes on
+         the batch settings (seq2seq/training/checkpoints.py: save_last)
+    the same command again -> check_resumable -> everything put back (resume_from_last)
+      -> the same run goes on
 
 On the CPU a resumed run ends bit for bit where an uninterrupted one would (tests/test_resume.py).
 """

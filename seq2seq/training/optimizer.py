@@ -1,0 +1,52 @@
+"""AdamW and its learning-rate schedule: the rate rises linearly for `train.warmup_steps`,
+then follows a cosine down to `train.min_lr` at `train.max_steps`.
+
+    train.lr  |   .--.._
+              |  /      ``-._
+              | /            ``-.._
+    min_lr    |/                   ``----
+              +---|------------------|---> step
+          warmup_steps        max_steps
+"""
+
+import math
+
+import torch
+
+from seq2seq.config import TrainConfig
+from seq2seq.model.transformer import Transformer
+
+
+def make_optimizer(model: Transformer, train_cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices only (not on biases and LayerNorm gains). The fused
+    implementation (one kernel for all parameters) where the device has it."""
+    matrices = [p for p in model.parameters() if p.dim() >= 2]
+    vectors = [p for p in model.parameters() if p.dim() < 2]
+    groups = [
+        {"params": matrices, "weight_decay": train_cfg.weight_decay},
+        {"params": vectors, "weight_decay": 0.0},
+    ]
+    fused = next(model.parameters()).device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, lr=train_cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+
+
+def learning_rate(step: int, train_cfg: TrainConfig) -> float:
+    """Linear warmup to train.lr, then cosine decay to train.min_lr at train.max_steps."""
+    lr, min_lr, warmup = train_cfg.lr, train_cfg.min_lr, train_cfg.warmup_steps
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, train_cfg.max_steps - warmup)
+    return min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def schedule_warning(train_cfg: TrainConfig) -> str | None:
+    """What is odd about the learning-rate schedule, if anything: training that stops during
+    the warmup never reaches train.lr."""
+    if train_cfg.max_steps >= train_cfg.warmup_steps:
+        return None
+    peak = learning_rate(train_cfg.max_steps - 1, train_cfg)
+    return (
+        f"train.max_steps ({train_cfg.max_steps:,}) is below train.warmup_steps "
+        f"({train_cfg.warmup_steps:,}): the learning rate stops at {peak:.2e}, never reaching "
+        f"train.lr ({train_cfg.lr:.2e}); lower train.warmup_steps"
+    )

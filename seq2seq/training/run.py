@@ -1,0 +1,110 @@
+"""One training run: the parts the loop (seq2seq/train.py) works on, built from the config.
+
+    config -> vocabularies; the train split's ids; the valid split, ids and text   text/
+           -> model: the Transformer itself, what is saved, clipped, validated     model/
+           -> wrapped: the model in DDP under torchrun, compiled with train.compile
+           -> AdamW and the gradient scaler (fp16 only)                     optimizer.py
+           -> sampler: this process's micro-batches of each step        text/batching.py
+           -> progress: the step, the best validation, patience                resume.py
+
+Resuming (checkpoints.py) then puts back what last.pt holds into these same parts.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from seq2seq.config import Config, TrainConfig
+from seq2seq.model.transformer import Transformer
+from seq2seq.support.device import autocast_dtype
+from seq2seq.support.paths import LAST, METRICS, vocab_files
+from seq2seq.text.batching import EpochSampler
+from seq2seq.text.corpus import load_split
+from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.special import PAD
+from seq2seq.text.vocab import Vocab, load_vocabs
+from seq2seq.training.distributed import World
+from seq2seq.training.optimizer import make_optimizer
+from seq2seq.training.resume import Progress
+from seq2seq.training.validation import ValidSplit
+
+
+@dataclass
+class Run:
+    """One training run in one process (of `world`)."""
+
+    config: Config
+    world: World
+    device: torch.device
+    vocabs: tuple[Vocab, Vocab]
+    data: TokenPairs  # the train split's ids
+    valid: ValidSplit
+    example: str  # a source sentence, kept in the checkpoints
+    model: Transformer  # the one model: what is saved, clipped and validated
+    wrapped: torch.nn.Module  # what a step calls: the model, in DDP and/or compiled
+    optimizer: torch.optim.AdamW
+    autocast_dtype: torch.dtype | None  # None: fp32
+    scaler: torch.amp.GradScaler  # fp16 scales the loss up so small gradients do not underflow
+    batch_settings: dict  # what resuming needs the same (batch_settings below)
+    sampler: EpochSampler
+    progress: Progress = field(default_factory=Progress)
+    saved_at: int | None = None  # the step last.pt holds, once there is one
+
+    @property
+    def train_cfg(self) -> TrainConfig:
+        return self.config.train
+
+    @property
+    def last_path(self) -> Path:
+        return self.config.run_dir / LAST
+
+    @property
+    def log_path(self) -> Path:
+        return self.config.run_dir / METRICS
+
+    @property
+    def finished(self) -> bool:
+        progress = self.progress
+        return progress.stopped_early or progress.step >= self.train_cfg.max_steps
+
+
+def set_up(config: Config, world: World, device: torch.device) -> Run:
+    """The parts of a run from scratch, in the order that fixes the random numbers: the
+    initial weights (the same in every process), then each process's own dropout."""
+    train_cfg = config.train
+    torch.manual_seed(train_cfg.seed)
+    vocabs = load_vocabs(config)
+    on_disk = vocab_files(config.data_dir)
+    data = TokenPairs(config.data_dir, "train", on_disk)
+    valid = (TokenPairs(config.data_dir, "valid", on_disk), load_split(config, "valid"))
+    model = Transformer(config.model, *map(len, vocabs), pad_id=PAD).to(device)
+    if world.distributed:
+        torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout
+    optimizer = make_optimizer(model, train_cfg)
+    dtype = autocast_dtype(train_cfg.precision, device, "train.precision")
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
+    # DistributedDataParallel averages the gradients of all processes during backward()
+    wrapped = DistributedDataParallel(model) if world.distributed else model
+    if train_cfg.compile:
+        wrapped = torch.compile(wrapped, dynamic=True)
+    settings = batch_settings(config, world)
+    per_step = settings["micro_batches_per_step"]
+    sampler = EpochSampler(
+        data.src_lengths, data.tgt_lengths,
+        max(1, train_cfg.batch_tokens // per_step), per_step, world, train_cfg.seed,
+    )  # fmt: skip
+    example = valid[1][0][0]
+    return Run(
+        config, world, device, vocabs, data, valid, example, model, wrapped, optimizer, dtype,
+        scaler, settings, sampler,
+    )  # fmt: skip
+
+
+def batch_settings(config: Config, world: World) -> dict:
+    """What fixes the epoch's batches and their split into steps: resuming needs the same."""
+    return {
+        "batch_tokens": config.train.batch_tokens,
+        "micro_batches_per_step": world.size * config.train.accumulate,
+    }
