@@ -3,7 +3,8 @@
 Read it in the order the data flows, a chapter a folder (each folder's __init__.py lists its
 modules and what it may import; tests/test_architecture.py holds them to it):
 
-    config.py            the typed experiment config, read from YAML
+    options.py           the typed experiment config: a dataclass a section
+    config.py            ... read from YAML and checked
     text/                corpora -> vocabularies -> token ids on disk -> padded batches
     model/               masks -> attention -> the Transformer (reads and copies alone)
     checkpoint.py        a trained model with its config and vocabularies, in one file

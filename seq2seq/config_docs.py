@@ -1,5 +1,6 @@
 """The options' documentation, from its one source: the comments beside each field of the
-dataclasses in seq2seq/config.py (a comment above a field, one beside it, or both).
+dataclasses in seq2seq/options.py (a comment above a field, one beside it, or both), and the
+range in its type (`Annotated[int, "at least 1"]`).
 
     python -m seq2seq.config_docs           # check that the two files below are up to date
     python -m seq2seq.config_docs --write   # write them (make config-docs)
@@ -9,8 +10,9 @@ From those comments it writes:
     config.yaml               the default experiment, its values with each option's comment
     docs/configuration.md     the reference: every option, its type, default and meaning
 
-so that an option is described once, where it is typed and validated; tests/test_config_docs.py
-fails when either file is out of date, or when a field has no comment.
+so that an option is described once, where it is typed and its range given;
+tests/test_config_docs.py fails when either file is out of date, or when a field has no
+comment.
 """
 
 import argparse
@@ -39,14 +41,15 @@ YAML_HEADER = """\
 # Relative paths are relative to the directory the commands run from (the repository root).
 # Another config may start from this one: `base: ../config.yaml` (a path relative to that
 # file) takes every key from here, and its own keys override them, section by section.
-# Written by `make config-docs` from the comments in seq2seq/config.py: edit them there.
+# Written by `make config-docs` from the comments in seq2seq/options.py: edit them there.
 """
 
 
 @dataclasses.dataclass
 class Option:
     name: str
-    type: str  # as written in config.py
+    type: str  # as written in options.py, without its range
+    range: str  # "at least 1" (seq2seq/config.py checks it), or ""
     above: list[str]  # the comment lines above the field
     beside: str  # the comment on the field's line
 
@@ -72,8 +75,13 @@ def options(cls) -> list[Option]:
         while line >= 1 and lines[line - 1].strip().startswith("#"):
             above.insert(0, comments[line])
             line -= 1
-        type_text = ast.get_source_segment(source, node.annotation)
-        result.append(Option(node.target.id, type_text, above, comments.get(node.lineno, "")))
+        annotation, range_ = node.annotation, ""
+        if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value) == "Annotated":
+            annotation, limits = annotation.slice.elts
+            range_ = limits.value
+        type_text = ast.get_source_segment(source, annotation)
+        beside = comments.get(node.lineno, "")
+        result.append(Option(node.target.id, type_text, range_, above, beside))
     return result
 
 
@@ -135,7 +143,7 @@ def render_reference() -> str:
         " range or not finite is an error that names it and the file or override it is in."
         " `experiment` and `corpus.name` are folder names, not paths. A config may start from"
         " another with `base: other.yaml`. Written by `make config-docs` from the comments in"
-        " `seq2seq/config.py`.",
+        " `seq2seq/options.py` (the model's: `seq2seq/model/config.py`).",
     ]
     experiment = options(Config)[0]
     lines += ["", f"`{experiment.name}` ({experiment.type}, default `{defaults.experiment}`):"]
@@ -145,7 +153,8 @@ def render_reference() -> str:
         lines += ["| option | type | default | meaning |", "| --- | --- | --- | --- |"]
         for option in options(cls):
             default = yaml_value(getattr(getattr(defaults, name), option.name))
-            cells = [f"`{name}.{option.name}`", f"`{option.type}`", f"`{default}`", option.text]
+            type_cell = f"`{option.type}`" + (f", {option.range}" if option.range else "")
+            cells = [f"`{name}.{option.name}`", type_cell, f"`{default}`", option.text]
             lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -7,7 +7,7 @@ python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 from seq2seq.config import add_config_arguments, load_config
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.paths import vocab_files
-from seq2seq.text.corpus import build_corpus
+from seq2seq.text.corpora import build_corpus
 from seq2seq.text.dataset import build_ids
 from seq2seq.text.vocab import build_vocabs, load_vocabs
 

@@ -22,6 +22,7 @@ from seq2seq.support.device import pick_device
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
+from seq2seq.text.corpora import corpus_type
 from seq2seq.text.corpus import load_split
 from seq2seq.training.metrics import score
 
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         trained_by=config.make_command("train"),
     )
     sources, references = [s for s, _ in test], [t for _, t in test]
+    corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
         start = time.perf_counter()
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
-        result = score(hypotheses, references, numbers=config.corpus.type == "numbers")
+        result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
     result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)

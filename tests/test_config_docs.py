@@ -1,4 +1,4 @@
-"""One source for every option's documentation: the comments in seq2seq/config.py, from which
+"""One source for every option's documentation: the comments in seq2seq/options.py, from which
 config.yaml and docs/configuration.md are written (seq2seq/config_docs.py)."""
 
 from pathlib import Path
@@ -27,6 +27,8 @@ def test_comments_above_and_beside_an_option_are_both_its_documentation():
     assert options["precision"].above[0].startswith("auto: bf16 autocast on a GPU")
     assert options["precision"].type == 'Literal["auto", "fp32", "bf16", "fp16"]'
     assert options["lr"].text == "peak learning rate (AdamW), reached after the warmup"
+    assert (options["lr"].type, options["lr"].range) == ("float", "positive")  # Annotated
+    assert options["precision"].range == ""
     (max_len_b,) = [o for o in config_docs.options(DecodeConfig) if o.name == "max_len_b"]
     assert max_len_b.above == [] and max_len_b.beside == "see max_len_a"
 

@@ -1,18 +1,23 @@
-"""Reading parallel text: UTF-8, BOM, CRLF, gzip, TSV, mismatches; building a corpus."""
+"""Reading parallel text: UTF-8, BOM, CRLF, gzip, TSV, mismatches; building a corpus; the
+corpus types' registry."""
 
 import gzip
+import types
+import typing
 
 import pytest
 
-from seq2seq.config import ConfigError, config_from_dict
-from seq2seq.text.corpus import (
-    CorpusError,
-    build_corpus,
-    iter_tsv,
-    load_split,
-    read_lines,
-    read_parallel,
+from seq2seq.config import (
+    ConfigError,
+    CorpusConfig,
+    ServeConfig,
+    config_from_dict,
+    languages,
 )
+from seq2seq.exports.huggingface import hub_languages
+from seq2seq.exports.model_card import facts
+from seq2seq.text.corpora import CORPORA, build_corpus, corpus_type
+from seq2seq.text.corpus import CorpusError, iter_tsv, load_split, read_lines, read_parallel
 
 
 def write(path, data: bytes):
@@ -96,3 +101,58 @@ def test_tsv_and_gzip_corpus_drops_long_pairs(tmp_path, monkeypatch, capsys):
                 }
             }
         )
+
+
+def test_the_registry_has_an_entry_for_each_corpus_type_the_config_accepts():
+    assert list(CORPORA) == list(typing.get_args(typing.get_type_hints(CorpusConfig)["type"]))
+
+
+PARALLEL = {split: {"tsv": "all.tsv"} for split in ("train", "valid", "test")}
+TYPES = {  # a config of each corpus type, and the languages the service gives it by default
+    "numbers": ({}, ("en", "digits"), ["en"]),
+    "multi30k": ({"src_lang": "en", "tgt_lang": "de"}, ("en", "de"), ["en", "de"]),
+    "parallel": (PARALLEL, ("src", "tgt"), []),
+}
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_the_languages_agree_for_the_service_the_argos_package_and_the_hub(kind):
+    corpus, codes, hub = TYPES[kind]
+    config = config_from_dict({"corpus": {"type": kind, **corpus}})
+    assert tuple(language.code for language in languages(config, config.serve)) == codes
+    assert hub_languages(types.SimpleNamespace(config=config)) == hub
+    french = config_from_dict({"corpus": {"type": kind, **corpus}, "serve": {
+        "source_language": {"code": "fr", "name": "French"}}})  # fmt: skip
+    assert hub_languages(types.SimpleNamespace(config=french)) == ["fr", *hub[1:]]
+    assert languages(french, ServeConfig())[0] == languages(config, config.serve)[0]
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_a_model_card_describes_the_corpus_of_its_type(kind, monkeypatch):
+    config = config_from_dict({"corpus": {"type": kind, **TYPES[kind][0]}})
+    expected = {"numbers": "the generated numbers corpus", "multi30k": "Multi30k task 1, en to de",
+                "parallel": "the parallel corpus numbers"}[kind]  # fmt: skip
+    assert corpus_type(config.corpus).description(config.corpus).startswith(expected)
+    model = types.SimpleNamespace(num_parameters=lambda: 1, cfg=config.model)
+    vocab = [""] * 8
+    checkpoint = types.SimpleNamespace(
+        config=config, model=model, src_vocab=vocab, tgt_vocab=vocab, one_vocabulary=True, info={}
+    )
+    assert f"Trained with seq2seq on {expected}" in facts(checkpoint)
+
+
+def test_a_corpus_type_adds_its_own_scores_only():
+    refs = ["1 2 la 3", "4 la 4"]
+    numbers_scores = corpus_type(CorpusConfig(type="numbers")).metrics(refs, refs)
+    assert numbers_scores["exact_match_by_digits"]["first_number"]["2"]["exact_match"] == 1.0
+    assert corpus_type(CorpusConfig(type="multi30k")).metrics(refs, refs) == {}
+
+
+def test_a_corpus_types_rules_are_checked_with_the_config():
+    with pytest.raises(ConfigError, match="'corpus.src_lang' and 'tgt_lang' must differ"):
+        config_from_dict({"corpus": {"type": "multi30k", "src_lang": "en", "tgt_lang": "en"}})
+    with pytest.raises(ConfigError, match="'corpus.valid' is only used with corpus.type: parallel"):
+        config_from_dict({"corpus": {"type": "multi30k", "valid": {"tsv": "a.tsv"}}})
+    with pytest.raises(ConfigError, match="'corpus.test_size' must be positive"):
+        config_from_dict({"corpus": {"test_size": 0}})
+    assert config_from_dict({"corpus": {"type": "parallel", "test_size": 0, **PARALLEL}})

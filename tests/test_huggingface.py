@@ -17,7 +17,8 @@ from seq2seq.decoding.greedy import strip
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import UserError
 from seq2seq.text.batching import pair_tensors
-from seq2seq.text.corpus import build_corpus, load_split
+from seq2seq.text.corpora import build_corpus
+from seq2seq.text.corpus import load_split
 from seq2seq.text.special import EOS, non_output_logits
 
 from helpers import ROOT, assert_same_or_tied, briefly_trained, greedy_ids, length_limits

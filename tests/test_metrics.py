@@ -1,9 +1,9 @@
-"""Metrics: exact match, token accuracy, sacreBLEU, and the numbers breakdown."""
+"""Metrics: exact match, token accuracy, sacreBLEU."""
 
 import pytest
 import sacrebleu
 
-from seq2seq.training.metrics import exact_match_by_digits, score, token_accuracy
+from seq2seq.training.metrics import score, token_accuracy
 
 
 def test_token_accuracy_counts_missing_and_extra_tokens():
@@ -22,18 +22,6 @@ def test_scores_match_sacrebleu_and_exact_match():
     assert abs(result["bleu"] - sacrebleu.corpus_bleu(hyps, [refs]).score) < 1e-9
     assert abs(result["chrf"] - sacrebleu.corpus_chrf(hyps, [refs]).score) < 1e-9
     assert result["bleu_signature"].startswith("nrefs:1|case:mixed")
-
-
-def test_exact_match_by_digits():
-    refs = ["1 2 la 3", "4 5 6 la 4 5 6", "7 la 8"]
-    hyps = ["1 2 la 3", "4 5 6 la 4 5 7", "7 la 8"]
-    result = exact_match_by_digits(hyps, refs)
-    assert result["first_number"] == {
-        "1": {"exact_match": 1.0, "n": 1},
-        "2": {"exact_match": 1.0, "n": 1},
-        "3": {"exact_match": 0.0, "n": 1},
-    }
-    assert result["second_number"]["1"] == {"exact_match": 1.0, "n": 2}
 
 
 def test_lowercased_bleu_ignores_case_only():

@@ -12,7 +12,8 @@ import sacrebleu
 from seq2seq import data, evaluate, train, translate
 from seq2seq.config import config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.corpus import build_corpus, load_split, read_lines
+from seq2seq.text.corpora import build_corpus
+from seq2seq.text.corpus import load_split, read_lines
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared/corpora/multi30k"
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="no offline Multi30k copy beside")

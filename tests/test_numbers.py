@@ -1,4 +1,4 @@
-"""The numbers corpus: number words, presets, held-out numbers, determinism."""
+"""The numbers corpus: number words, presets, held-out numbers, determinism, its own score."""
 
 from collections import Counter
 
@@ -122,3 +122,15 @@ def test_round_numbers_are_well_represented(corpus):
 def test_generation_is_deterministic(corpus):
     assert numbers.generate(settings()) == corpus
     assert numbers.generate(settings(seed=4)) != corpus
+
+
+def test_exact_match_by_digits():
+    refs = ["1 2 la 3", "4 5 6 la 4 5 6", "7 la 8"]
+    hyps = ["1 2 la 3", "4 5 6 la 4 5 7", "7 la 8"]
+    result = numbers.exact_match_by_digits(hyps, refs)
+    assert result["first_number"] == {
+        "1": {"exact_match": 1.0, "n": 1},
+        "2": {"exact_match": 1.0, "n": 1},
+        "3": {"exact_match": 0.0, "n": 1},
+    }
+    assert result["second_number"]["1"] == {"exact_match": 1.0, "n": 2}

@@ -10,7 +10,8 @@ import sentencepiece as spm
 from seq2seq import data
 from seq2seq.config import config_from_dict, load_config
 from seq2seq.text.batching import EpochSampler, token_batches
-from seq2seq.text.corpus import build_corpus, load_split
+from seq2seq.text.corpora import build_corpus
+from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 from seq2seq.text.vocab import Vocab, build_vocabs, load_vocabs, self_normalizing_model, train_vocab

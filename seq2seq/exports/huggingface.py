@@ -62,11 +62,13 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import languages
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.text.corpora import is_language
 from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.text.vocab import Vocab, self_normalizing_model
 
@@ -95,7 +97,8 @@ def padded_rows(matrix: torch.Tensor, rows: int) -> torch.Tensor:
 
 def pegasus_weights(model: Transformer, vocab_size: int) -> dict[str, torch.Tensor]:
     """transformers' PegasusForConditionalGeneration state_dict for our model, in float32,
-    every embedding padded to vocab_size rows."""
+    every embedding padded to vocab_size rows. Long as one table is: each of their weights
+    named once, beside ours, read top to bottom."""
     ours = {name: t.detach().float().cpu() for name, t in model.state_dict().items()}
     d, perm = model.cfg.d_model, hidden_permutation(model.cfg.d_model)
     theirs: dict[str, torch.Tensor] = {}
@@ -196,15 +199,15 @@ def generation_config(checkpoint: Checkpoint):
     ids, the longest output the positions allow (max_length counts the start token), and the
     config's beam size and length penalty exponent (transformers divides by length ** it,
     we by Wu et al.'s ((5 + length) / 6) ** it)."""
-    transformers, decode = import_transformers(), checkpoint.config.decode
+    transformers, decoding = import_transformers(), checkpoint.config.decode
     return transformers.GenerationConfig(
         decoder_start_token_id=BOS,
         bos_token_id=BOS,
         eos_token_id=EOS,
         pad_token_id=PAD,
         max_length=checkpoint.model.cfg.max_positions,
-        num_beams=decode.beam_size,
-        length_penalty=decode.length_penalty,
+        num_beams=decoding.beam_size,
+        length_penalty=decoding.length_penalty,
     )
 
 
@@ -259,26 +262,23 @@ def export_huggingface(
 
 
 def hub_languages(checkpoint: Checkpoint) -> list[str]:
-    """The model's languages as the Hub tags them (ISO 639 codes): the service's settings or
-    Multi30k's; the numbers corpus reads English (its digits are no language)."""
+    """The model's languages as the Hub tags them (ISO 639 codes): those the service names
+    (seq2seq.config.languages), but the stand-ins for a side that is no language (the numbers
+    corpus's digits, a parallel corpus's src and tgt)."""
     config = checkpoint.config
-    settings = [config.serve.source_language, config.serve.target_language]
-    if any(settings):
-        return [language.code for language in settings if language]
-    if config.corpus.type == "multi30k":
-        return [config.corpus.src_lang, config.corpus.tgt_lang]
-    return ["en"] if config.corpus.type == "numbers" else []
+    return [language.code for language in languages(config, config.serve) if is_language(language)]
 
 
 def model_card(checkpoint: Checkpoint, out_dir: Path, checkpoint_path: Path | None) -> str:
-    """README.md of the folder: the Hub's front matter, the facts, and how to use it."""
-    languages = ", ".join(hub_languages(checkpoint))
-    decode = checkpoint.config.decode
+    """README.md of the folder: the Hub's front matter, the facts, and how to use it. Long as
+    the card is: its Markdown, written out as it will read."""
+    codes = ", ".join(hub_languages(checkpoint))
+    decoding = checkpoint.config.decode
     card = f"""\
         ---
         library_name: transformers
         pipeline_tag: translation
-        language: [{languages}]
+        language: [{codes}]
         tags:
         - translation
         - seq2seq
@@ -322,9 +322,9 @@ def model_card(checkpoint: Checkpoint, out_dir: Path, checkpoint_path: Path | No
 
         - Length: `generate` stops at `max_length` ({checkpoint.model.cfg.max_positions}
           pieces with the start token) or `max_new_tokens`, one limit for the batch; seq2seq
-          stops each sentence at {decode.max_len_a} x its source length + {decode.max_len_b}
+          stops each sentence at {decoding.max_len_a} x its source length + {decoding.max_len_b}
           pieces. Outputs that end before either limit are the same.
-        - Beam search (`num_beams` {decode.beam_size} in generation_config.json):
+        - Beam search (`num_beams` {decoding.beam_size} in generation_config.json):
           transformers divides a hypothesis's log-probability by length ** length_penalty,
           seq2seq by ((5 + length) / 6) ** length_penalty: beam outputs may differ.
         - The logits of PAD, BOS and the ids a vocabulary was padded with are -inf, so that

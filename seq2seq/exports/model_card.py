@@ -9,20 +9,8 @@ import json
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config
 from seq2seq.support.paths import EVAL
-
-
-def corpus_description(config: Config) -> str:
-    corpus = config.corpus
-    if corpus.type == "numbers":
-        return (
-            f"the generated numbers corpus (English number words to digits, preset "
-            f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
-        )
-    if corpus.type == "multi30k":
-        return f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang} (test: {corpus.test_set})"
-    return f"the parallel corpus {corpus.name}"
+from seq2seq.text.corpora import corpus_type
 
 
 def scores_section(checkpoint_path: Path | None, step: int | None) -> str:
@@ -66,7 +54,7 @@ def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
     return "\n".join([
         "## Data",
         "",
-        f"Trained with seq2seq on {corpus_description(config)}"
+        f"Trained with seq2seq on {corpus_type(config.corpus).description(config.corpus)}"
         + (f", for {step:,} steps." if step else "."),
         "",
         "## Model",

@@ -5,23 +5,26 @@ written from them); seq2seq/config.py checks their ranges.
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 
 @dataclass
 class ModelConfig:
     """The encoder-decoder Transformer (seq2seq/model/transformer.py)."""
 
-    d_model: int = 128  # width of every token vector
-    n_heads: int = 4  # attention heads (d_model must be divisible by n_heads)
-    enc_layers: int = 2  # encoder layers
-    dec_layers: int = 2  # decoder layers
-    d_ff: int = 512  # width of the feed-forward sublayer
+    d_model: Annotated[int, "positive"] = 128  # width of every token vector
+    # attention heads (d_model must be divisible by n_heads)
+    n_heads: Annotated[int, "positive"] = 4
+    enc_layers: Annotated[int, "at least 1"] = 2  # encoder layers
+    dec_layers: Annotated[int, "at least 1"] = 2  # decoder layers
+    d_ff: Annotated[int, "positive"] = 512  # width of the feed-forward sublayer
     # on the embeddings and on each sublayer's output before the residual sum, as in the
     # paper; 0 suits the generated corpus (and is faster on a CPU), 0.1-0.3 real text
-    dropout: float = 0.0
-    attention_dropout: float = 0.0  # on the attention weights (costly on CPU: (B, H, L, L) masks)
-    max_positions: int = 256  # longest sequence the position table covers, in pieces
+    dropout: Annotated[float, "in [0, 1)"] = 0.0
+    # on the attention weights (costly on CPU: (B, H, L, L) masks)
+    attention_dropout: Annotated[float, "in [0, 1)"] = 0.0
+    # longest sequence the position table covers, in pieces
+    max_positions: Annotated[int, "at least 2"] = 256
     # sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels) | math: the
     # explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/model/attention.py
     attention: Literal["sdpa", "math"] = "sdpa"

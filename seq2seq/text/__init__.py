@@ -1,10 +1,12 @@
 """Chapter 1, text: from parallel text to batches of token ids.
 
+    corpora.py                           the corpus types, one entry each, and build_corpus
     numbers.py, multi30k.py, corpus.py   the corpora: generated, downloaded, or your own files
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares
     vocab.py                             sentencepiece vocabularies and source normalisation
     dataset.py                           each split encoded once, memory-mapped by training
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
 
-May import: the config and seq2seq.support. Never the model, training, decoding or serving.
+May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
+training, decoding or serving.
 """

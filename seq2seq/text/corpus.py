@@ -4,10 +4,10 @@ A corpus lives in data/<corpus.name>/ as plain parallel text files, one sentence
 UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N of a .tgt
 file translates line N of the .src file.
 
-`build_corpus` makes those files, either from the built-in numbers generator or by reading
-the user's own parallel text (corpus.type: parallel: two files per split, or one TSV file,
-plain or gzip), checking it, and copying it in. `read_lines` is the one reader for all of
-them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
+seq2seq/text/corpora.py makes those files, with `write_pairs`, from each corpus type's pairs;
+this module reads the user's own parallel text for corpus.type: parallel (`splits`: two files
+per split, or one TSV file, plain or gzip), checking it. `read_lines` is the one reader for
+all of them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
 are accepted, and a mismatch is an error that names the files and the line. Pairs with an
 empty side, or longer than corpus.max_words words, are dropped and counted.
 """
@@ -18,11 +18,10 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from seq2seq.config import Config
+from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
-from seq2seq.support.paths import RAW, text_files
-from seq2seq.text import multi30k, numbers
+from seq2seq.support.paths import text_files
 
 SPLITS = ("train", "valid", "test")
 
@@ -153,26 +152,28 @@ def write_pairs(data_dir: Path, split: str, pairs: Iterable[tuple[str, str]]) ->
     return count
 
 
-def build_corpus(config: Config) -> dict[str, int]:
-    """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split. A
-    user's files are streamed: a corpus of any size goes through in constant memory."""
-    corpus = config.corpus
-    if corpus.type == "numbers":
-        if corpus.preset == "seed":
-            splits = {split: list(numbers.SEED_PAIRS) for split in SPLITS}
-        else:
-            splits = numbers.generate(corpus)
-    elif corpus.type == "multi30k":
-        files = multi30k.download(corpus, config.data_dir / RAW)
-        splits = {
-            split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
-            for split, (src, tgt) in files.items()
-        }
-    else:
-        splits = {}
-        for split in SPLITS:
-            files = getattr(corpus, split)
-            pairs = iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
-            label = f"{split} ({files.tsv or files.src})"
-            splits[split] = usable_pairs(pairs, corpus.max_words, label)
-    return {split: write_pairs(config.data_dir, split, pairs) for split, pairs in splits.items()}
+def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
+    """corpus.type parallel: each split's pairs, streamed from the user's files (a corpus of
+    any size goes through in constant memory)."""
+    corpus, result = config.corpus, {}
+    for split in SPLITS:
+        files = getattr(corpus, split)
+        pairs = iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
+        result[split] = usable_pairs(pairs, corpus.max_words, f"{split} ({files.tsv or files.src})")
+    return result
+
+
+def problems(corpus: CorpusConfig) -> Iterator[str]:
+    """corpus.type parallel: each split names its files, as a src and tgt pair or a tsv."""
+    for split in SPLITS:
+        files = getattr(corpus, split)
+        if files is None:
+            yield (
+                f"'corpus.{split}' (src and tgt files, or a tsv file) is needed with "
+                "corpus.type: parallel"
+            )
+            continue
+        pair = files.src is not None and files.tgt is not None
+        alone = files.tsv is not None and files.src is None and files.tgt is None
+        if not ((pair and files.tsv is None) or alone):
+            yield f"'corpus.{split}' needs either both 'src' and 'tgt', or 'tsv' alone"

@@ -13,11 +13,14 @@ The sums are those of the files in the dataset's data/task1/raw folder.
 import hashlib
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
-from seq2seq.config import CorpusConfig
+from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
+from seq2seq.support.paths import RAW
+from seq2seq.text.corpus import iter_parallel, usable_pairs
 
 SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -70,3 +73,22 @@ def download(corpus: CorpusConfig, cache_dir: Path) -> dict[str, tuple[Path, Pat
         )
         for split, stem in stems.items()
     }
+
+
+def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
+    """Each split's pairs, from the files downloaded to data/<corpus.name>/raw/."""
+    corpus = config.corpus
+    files = download(corpus, config.data_dir / RAW)
+    return {
+        split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
+        for split, (src, tgt) in files.items()
+    }
+
+
+# corpus.src_lang and tgt_lang's choices, as LibreTranslate's API and Argos Translate name them
+LANGUAGE_NAMES = {"de": "German", "en": "English"}
+
+
+def problems(corpus: CorpusConfig) -> Iterator[str]:
+    if corpus.src_lang == corpus.tgt_lang:
+        yield "'corpus.src_lang' and 'tgt_lang' must differ"

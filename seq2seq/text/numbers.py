@@ -22,10 +22,15 @@ There are too few one- and two-digit numbers to hold any out, so held-out number
 """
 
 import random
+from collections.abc import Iterator
 
-from seq2seq.config import MAX_HELD_OUT, CorpusConfig
+from seq2seq.options import Config, CorpusConfig
 
 MAX_DIGITS = 6
+
+# The valid and test splits hold out at most this many first numbers: half of the 900
+# three-digit numbers, for each of the digit counts 3..6 they are drawn from.
+MAX_HELD_OUT = 4 * 450
 
 ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -76,37 +81,37 @@ def draw_number(
             return number
 
 
-def generate(cfg: CorpusConfig) -> dict[str, list[tuple[str, str]]]:
+def generate(corpus: CorpusConfig) -> dict[str, list[tuple[str, str]]]:
     """The default preset: {"train": [...], "valid": [...], "test": [...]}, deterministic in
-    cfg.seed, with cfg.train_size, valid_size and test_size pairs."""
-    rng = random.Random(cfg.seed)
-    assert cfg.valid_size + cfg.test_size <= MAX_HELD_OUT  # checked with the config
+    corpus.seed, with corpus.train_size, valid_size and test_size pairs."""
+    rng = random.Random(corpus.seed)
+    assert corpus.valid_size + corpus.test_size <= MAX_HELD_OUT  # checked with the config: problems
 
     # The first numbers of the valid and test sentences, all distinct, 3 to 6 digits.
     held_out: set[int] = set()
     firsts = []
-    for _ in range(cfg.valid_size + cfg.test_size):
-        firsts.append(draw_number(rng, cfg.zero_prob, 3, lambda n: n not in held_out))
+    for _ in range(corpus.valid_size + corpus.test_size):
+        firsts.append(draw_number(rng, corpus.zero_prob, 3, lambda n: n not in held_out))
         held_out.add(firsts[-1])
 
     def pair(a: int, allowed) -> tuple[str, str]:
         """The sentence "<a> is <b>", b drawn among the allowed numbers."""
-        same = rng.random() < cfg.same_prob
-        b = a if same else draw_number(rng, cfg.zero_prob, 1, lambda n: n != a and allowed(n))
+        same = rng.random() < corpus.same_prob
+        b = a if same else draw_number(rng, corpus.zero_prob, 1, lambda n: n != a and allowed(n))
         return make_pair(a, b)
 
     def trainable(n: int) -> bool:
         return n not in held_out
 
     train = [
-        pair(draw_number(rng, cfg.zero_prob, 1, trainable), trainable)
-        for _ in range(cfg.train_size)
+        pair(draw_number(rng, corpus.zero_prob, 1, trainable), trainable)
+        for _ in range(corpus.train_size)
     ]
     evaluation = [pair(a, lambda n: True) for a in firsts]
     return {
         "train": train,
-        "valid": evaluation[: cfg.valid_size],
-        "test": evaluation[cfg.valid_size :],
+        "valid": evaluation[: corpus.valid_size],
+        "test": evaluation[corpus.valid_size :],
     }
 
 
@@ -114,3 +119,39 @@ def digit_counts(target: str) -> tuple[int, int]:
     """Digits of the first and second number of a target sentence: "2 1 la 5" -> (2, 1)."""
     first, _, second = target.partition(" la ")
     return len(first.split()), len(second.split())
+
+
+def splits(config: Config) -> dict[str, list[tuple[str, str]]]:
+    """Each split's pairs, of the preset corpus.preset."""
+    if config.corpus.preset == "seed":
+        return {split: list(SEED_PAIRS) for split in ("train", "valid", "test")}
+    return generate(config.corpus)
+
+
+def problems(corpus: CorpusConfig) -> Iterator[str]:
+    """Sizes the generator can meet: every split has pairs, and the held-out numbers exist."""
+    for key in ("train_size", "valid_size", "test_size"):
+        if getattr(corpus, key) <= 0:
+            yield f"'corpus.{key}' must be positive"
+    held_out = corpus.valid_size + corpus.test_size
+    if held_out > MAX_HELD_OUT:
+        yield (
+            f"'corpus.valid_size' + 'corpus.test_size' is {held_out}; the numbers corpus holds "
+            f"out at most {MAX_HELD_OUT:,} distinct numbers"
+        )
+
+
+def exact_match_by_digits(hypotheses: list[str], references: list[str]) -> dict:
+    """Exact match grouped by the digit count of the first and of the second number of each
+    reference ("2 1 la 5": first 2, second 1), with the group sizes."""
+    result: dict = {}
+    for which, position in (("first_number", 0), ("second_number", 1)):
+        groups: dict[int, list[bool]] = {}
+        for hypothesis, reference in zip(hypotheses, references, strict=True):
+            digits = digit_counts(reference)[position]
+            groups.setdefault(digits, []).append(hypothesis == reference)
+        result[which] = {
+            str(digits): {"exact_match": sum(hits) / len(hits), "n": len(hits)}
+            for digits, hits in sorted(groups.items())
+        }
+    return result

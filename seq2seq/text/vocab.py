@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 import sentencepiece as spm
 
-from seq2seq.config import Config, VocabConfig
+from seq2seq.options import Config, VocabConfig
 from seq2seq.support.files import atomic_write, file_hash, write_json
 from seq2seq.support.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
 from seq2seq.text.corpus import CorpusError, iter_lines

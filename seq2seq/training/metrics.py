@@ -1,7 +1,7 @@
 """Scores of translations against references, all on detokenized text.
 
 * exact_match: share of sentences translated exactly right (0..1), the number that matters
-  for the numbers corpus;
+  for the numbers corpus (which adds it by digit count: seq2seq/text/numbers.py);
 * token_accuracy: share of whitespace-separated token positions that agree, counted over the
   longer of hypothesis and reference, so missing and extra tokens both cost;
 * BLEU and chrF from sacreBLEU, with their signatures, so figures are comparable; and BLEU on
@@ -9,8 +9,6 @@
 """
 
 from sacrebleu.metrics import BLEU, CHRF
-
-from seq2seq.text.numbers import digit_counts
 
 
 def exact_match(hypotheses: list[str], references: list[str]) -> float:
@@ -41,30 +39,11 @@ def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
     }
 
 
-def exact_match_by_digits(hypotheses: list[str], references: list[str]) -> dict:
-    """Numbers corpus: exact match grouped by the digit count of the first and of the second
-    number of each reference ("2 1 la 5": first 2, second 1), with the group sizes."""
-    result: dict = {}
-    for which, position in (("first_number", 0), ("second_number", 1)):
-        groups: dict[int, list[bool]] = {}
-        for hypothesis, reference in zip(hypotheses, references, strict=True):
-            digits = digit_counts(reference)[position]
-            groups.setdefault(digits, []).append(hypothesis == reference)
-        result[which] = {
-            str(digits): {"exact_match": sum(hits) / len(hits), "n": len(hits)}
-            for digits, hits in sorted(groups.items())
-        }
-    return result
-
-
-def score(hypotheses: list[str], references: list[str], numbers: bool = False) -> dict:
-    """Every metric of this module; `numbers` adds the breakdown by digit count."""
-    result = {
+def score(hypotheses: list[str], references: list[str]) -> dict:
+    """Every metric of this module (a corpus type adds its own: seq2seq/text/corpora.py)."""
+    return {
         "exact_match": exact_match(hypotheses, references),
         "token_accuracy": token_accuracy(hypotheses, references),
         **sacrebleu_scores(hypotheses, references),
         "n_sentences": len(references),
     }
-    if numbers:
-        result["exact_match_by_digits"] = exact_match_by_digits(hypotheses, references)
-    return result

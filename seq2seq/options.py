@@ -1,0 +1,248 @@
+"""The experiment's options: one dataclass a section of the config, each option with its type,
+its default, its range (`Annotated[int, "at least 1"]`: seq2seq/config.py checks it) and
+the comment that describes it, once.
+
+    Config        experiment (the runs/<experiment>/ folder) and the sections:
+      corpus      CorpusConfig   the parallel text (seq2seq/text/corpora.py: its types)
+      vocab       VocabConfig    the sentencepiece vocabularies
+      model       ModelConfig    the Transformer (seq2seq/model/config.py, beside the model)
+      train       TrainConfig    `make train`
+      decode      DecodeConfig   translation: validation, `make eval`, translate, the service
+      serve       ServeConfig    the HTTP service
+
+config.yaml's comments and docs/configuration.md are written from the comments beside the
+fields (seq2seq/config_docs.py, `make config-docs`); seq2seq/config.py reads a YAML file into
+a `Config` and checks it.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Literal
+
+from seq2seq.model.config import ModelConfig
+from seq2seq.support import paths
+
+DEFAULT_CONFIG = "config.yaml"
+
+
+@dataclass
+class SplitFiles:
+    """One split of a parallel corpus: two files where line N of `tgt` translates line N of
+    `src`, or one `tsv` file with "source<TAB>target" lines. Plain text or gzip (.gz)."""
+
+    src: str | None = None
+    tgt: str | None = None
+    tsv: str | None = None
+
+
+@dataclass
+class CorpusConfig:
+    """The parallel text to learn from, written to data/<name>/ by `make data`."""
+
+    # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
+    # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py)
+    type: Literal["numbers", "parallel", "multi30k"] = "numbers"
+    name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
+    # numbers: "default" is "<a> is <b>" sentences of number words for 0..999,999; "seed" the
+    # nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9"
+    preset: Literal["default", "seed"] = "default"
+    train_size: int = 20000  # numbers: sentence pairs in the training split
+    valid_size: int = 500  # numbers: sentence pairs in the validation split
+    test_size: int = 1000  # numbers: sentence pairs in the test split
+    same_prob: Annotated[float, "in [0, 1]"] = 0.5  # numbers: probability that <b> repeats <a>
+    # numbers: probability that a digit after the first is 0
+    zero_prob: Annotated[float, "in [0, 1]"] = 0.3
+    seed: int = 1  # numbers: the corpus is a deterministic function of this seed
+    src_lang: Literal["de", "en"] = "de"  # multi30k: the source language
+    tgt_lang: Literal["de", "en"] = "en"  # multi30k: the target language
+    # multi30k: the test set
+    test_set: Literal["test_2016_flickr", "test_2017_flickr"] = "test_2016_flickr"
+    # multi30k: where the raw files come from (a mirror, or a local folder as file:///path)
+    base_url: str = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+    # parallel, multi30k: longer pairs (in words, either side) are dropped
+    max_words: Annotated[int, "positive"] = 250
+    # parallel: the training split, {src: FILE, tgt: FILE} (line N of tgt translates line N of
+    # src) or {tsv: FILE} ("source<TAB>target" lines); UTF-8, plain or .gz
+    train: SplitFiles | None = None
+    valid: SplitFiles | None = None  # parallel: the validation split, as train
+    test: SplitFiles | None = None  # parallel: the test split, as train
+
+
+@dataclass
+class VocabConfig:
+    """The sentencepiece vocabularies, learnt from the training split only."""
+
+    # word | unigram | bpe | char; the last three split digits into single pieces
+    model_type: Literal["word", "unigram", "bpe", "char"] = "word"
+    src_size: Annotated[int, "at least 8"] = 64  # source pieces at most (a small corpus gets fewer)
+    tgt_size: Annotated[int, "at least 8"] = 64  # target pieces at most
+    # share of characters covered (lower it for large alphabets)
+    character_coverage: Annotated[float, "in (0, 1]"] = 1.0
+    joint: bool = False  # one vocabulary of src_size pieces for both languages, or two
+    # sentencepiece learns from a random sample of at most this many sentences of each side:
+    # its time and memory stay bounded however large the corpus
+    sample_size: Annotated[int, "at least 1"] = 1_000_000
+    # Source text normalisation, the same at training and translation time (seq2seq/text/vocab.py);
+    # real text usually keeps both.
+    lowercase: bool = False  # "Twenty one" reads as "twenty one"
+    hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
+
+
+@dataclass
+class TrainConfig:
+    """`make train` (seq2seq/train.py)."""
+
+    device: str = "auto"  # auto: CUDA, then Apple MPS, then CPU | cpu | cuda | cuda:1 | mps
+    seed: int = 1  # the initial weights, the batches and dropout follow from it
+    # padded source + target tokens per optimizer step, in all
+    batch_tokens: Annotated[int, "positive"] = 1500
+    # micro-batches per process and step: each step is split into processes x accumulate
+    # micro-batches of equal token budgets
+    accumulate: Annotated[int, "at least 1"] = 1
+    max_steps: Annotated[int, "positive"] = 5000  # training stops here at the latest
+    lr: Annotated[float, "positive"] = 0.002  # peak learning rate (AdamW), reached after the warmup
+    min_lr: Annotated[float, ">= 0"] = 0.0001  # the cosine decay ends here at max_steps
+    warmup_steps: Annotated[int, ">= 0"] = 200  # linear warmup from 0
+    weight_decay: Annotated[float, ">= 0"] = 0.01  # AdamW's, on the weight matrices only
+    # share of the target probability spread over the vocabulary
+    label_smoothing: Annotated[float, "in [0, 1)"] = 0.1
+    clip_norm: Annotated[float, "positive"] = 1.0  # gradients are scaled down to at most this norm
+    # validate (loss, and the exact match and BLEU of translations) every this many steps
+    eval_every: Annotated[int, "positive"] = 250
+    # stop after this many validations without improvement (0: never)
+    patience: Annotated[int, ">= 0"] = 0
+    # what makes a checkpoint the best: valid exact match or BLEU (ties: lower loss), or loss
+    best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
+    # validation translates greedily (1), or with this many beams
+    valid_beam_size: Annotated[int, "at least 1"] = 1
+    threads: Annotated[int, ">= 0"] = 0  # CPU threads for torch (0: torch's default)
+    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
+    # elsewhere (seq2seq/support/device.py); fp16 adds a gradient scaler
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    compile: bool = False  # torch.compile the model for training (pays off on GPUs)
+
+
+@dataclass
+class DecodeConfig:
+    """Translation: validation, `make eval`, translate and the service."""
+
+    batch_size: Annotated[int, "positive"] = 500  # sentences decoded together
+    cache: bool = True  # keep keys/values between steps (false: rerun the whole prefix)
+    # 1: greedy decoding | more: beam search with this many beams
+    beam_size: Annotated[int, "at least 1"] = 1
+    # beam search: scores are divided by ((5 + length) / 6) ** this
+    length_penalty: Annotated[float, ">= 0"] = 1.0
+    # an output stops after max_len_a * its source length + max_len_b pieces
+    max_len_a: Annotated[float, ">= 0"] = 2.0
+    max_len_b: Annotated[int, ">= 0"] = 10  # see max_len_a
+    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
+    # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+
+
+@dataclass
+class Language:
+    """A language as LibreTranslate's API names it (seq2seq/service/libretranslate.py)."""
+
+    code: str  # en, de, ... (BCP 47); not "auto", which asks for detection
+    name: str  # English, German, ...
+
+
+@dataclass
+class ServeConfig:
+    """python -m seq2seq.serve: where it listens, and what one request or batch may hold."""
+
+    host: str = "127.0.0.1"  # this machine only; 0.0.0.0 serves every network interface
+    port: Annotated[int, "in [0, 65535]"] = 8000  # 0: any free port (the address is printed)
+    max_sentences: Annotated[int, "at least 1"] = 64  # sentences in one /translate request
+    max_chars: Annotated[int, "at least 1"] = 1000  # characters in one sentence
+    # a request body larger than this is refused unread
+    max_body_bytes: Annotated[int, "at least 1"] = 1_000_000
+    # the largest beam_size and nbest a request may ask for
+    max_beam_size: Annotated[int, "at least 1"] = 8
+    # Requests that arrive within this window after the first are decoded in one batch of
+    # at most max_batch_sentences sentences.
+    batch_window_ms: Annotated[float, ">= 0"] = 5.0
+    max_batch_sentences: Annotated[int, "at least 1"] = 256  # see batch_window_ms
+    # Work waiting for the decoder, at most, counted as characters x beam size (what decoding
+    # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
+    # waiting request whose client hangs up is dropped).
+    max_queue_work: Annotated[int, "at least 1"] = 1_024_000
+    # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what
+    # still waits gets a 503 and the process exits once the batch being decoded is done. A
+    # second signal exits at once.
+    drain_s: Annotated[float, ">= 0"] = 10.0
+    # Open connections at most. One more closes a connection still waiting for its request
+    # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
+    # well under the process's file limit (ulimit -n).
+    max_connections: Annotated[int, "at least 1"] = 256
+    # Open connections from one client address at most; more get a quick 503. Behind a
+    # reverse proxy every connection is the proxy's: raise it to max_connections.
+    max_client_connections: Annotated[int, "at least 1"] = 64
+    # Seconds a client has to send a request's headers (from connecting, or from its previous
+    # answer: idle keep-alive connections close then), and again for its body (408).
+    timeout_s: Annotated[float, "positive"] = 10.0
+    # Host names the service answers besides its own address and localhost, e.g.
+    # [translate.example.org]; ["*"]: any. Others get a 400 (no DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
+    # torch threads for decoding (0: torch's default, one per core). One leaves the other
+    # cores to the HTTP side, and small batches gain little from more.
+    threads: Annotated[int, ">= 0"] = 1
+    # LibreTranslate's API (seq2seq/service/libretranslate.py) and the Argos package (export argos):
+    # the language the model reads and the one it writes, e.g. {code: fr, name: French}.
+    # null: from the corpus (multi30k: corpus.src_lang and tgt_lang; numbers: en, English ->
+    # digits, Digits; parallel: src, Source -> tgt, Target).
+    source_language: Language | None = None
+    target_language: Language | None = None  # see source_language
+    # Where the API keys are (seq2seq/service/access.py): "" (none), a file of keys one a line, or
+    # env:NAME, the environment variable NAME holding them separated by commas or spaces.
+    # With keys, every POST needs one.
+    api_keys: str = ""
+    # POST requests one client address may make per minute, in bursts of as many; more get a
+    # 429 with Retry-After. 0: no limit.
+    requests_per_minute: Annotated[int, ">= 0"] = 0
+    # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
+    # names the client; from any other address the header is ignored. []: none, the
+    # connection's own address is the client's (so no client can choose its address).
+    trusted_proxies: list[str] = field(default_factory=list)
+    # Origins (scheme://host:port) whose web pages may call the service from a browser: their
+    # requests get CORS headers. A POST from any other origin (a form another site submits)
+    # gets a 403. ["*"]: any. []: only the service's own page.
+    cors_origins: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Config:
+    """One experiment: its corpus, vocabularies, model, training, decoding and service."""
+
+    experiment: str = "numbers"  # outputs go to runs/<experiment>/
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    vocab: VocabConfig = field(default_factory=VocabConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
+    file = DEFAULT_CONFIG  # not a field: the YAML file load_config read, for `make_command`
+
+    def make_command(self, target: str) -> str:
+        """What to type to run a make target on this experiment, for "run ... first" errors:
+        `make train`, or `make train CONFIG=configs/x.yaml`."""
+        if Path(self.file) == Path(DEFAULT_CONFIG):
+            return f"`make {target}`"
+        return f"`make {target} CONFIG={self.file}`"
+
+    @property
+    def data_dir(self) -> Path:
+        return Path("data") / self.corpus.name
+
+    @property
+    def run_dir(self) -> Path:
+        return Path("runs") / self.experiment
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / paths.BEST
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)

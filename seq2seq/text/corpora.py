@@ -1,0 +1,102 @@
+"""The corpus types, one entry each: what `corpus.type` in the config chooses.
+
+    CORPORA["numbers"]    generated: English number words -> digits    text/numbers.py
+    CORPORA["parallel"]   your own files, one pair a line              text/corpus.py
+    CORPORA["multi30k"]   downloaded: Multi30k task 1, de <-> en       text/multi30k.py
+
+An entry says once everything that differs between corpus types: how `make data` gets each
+split's sentence pairs, the languages it translates (LibreTranslate's API, the Argos package
+and the Hugging Face model card all ask `seq2seq.config.languages`, which asks here), how a
+model card describes it, the rules its config section must meet beyond each option's own
+range (checked with the config), and the scores `make eval` adds for it. Adding a corpus type
+is one entry here and its name in CorpusConfig.type (seq2seq/options.py; a test keeps the
+two in step).
+
+    build_corpus(config):  CORPORA[corpus.type].splits(config) -> data/<corpus.name>/{split}.src|tgt
+"""
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from seq2seq.options import Config, CorpusConfig, Language
+from seq2seq.text import corpus as parallel
+from seq2seq.text import multi30k, numbers
+from seq2seq.text.corpus import SPLITS, write_pairs
+
+Pairs = Iterable[tuple[str, str]]
+
+# Stand-ins for a side that is no language: LibreTranslate's API needs a code and a name for
+# each side, where the Hugging Face Hub's language tags leave them out (is_language).
+DIGITS = Language("digits", "Digits")
+SOURCE, TARGET = Language("src", "Source"), Language("tgt", "Target")
+
+
+@dataclass(frozen=True)
+class CorpusType:
+    splits: Callable[[Config], dict[str, Pairs]]  # `make data`: each split's sentence pairs
+    languages: Callable[[CorpusConfig], tuple[Language, Language]]  # from, to
+    description: Callable[[CorpusConfig], str]  # a model card's "Trained with seq2seq on ..."
+    # what its config section must meet besides each option's range, as error messages
+    problems: Callable[[CorpusConfig], Iterable[str]] = lambda corpus: ()
+    # `make eval`'s scores for it besides the common ones (seq2seq/training/metrics.py)
+    metrics: Callable[[list[str], list[str]], dict] = lambda hypotheses, references: {}
+    reads_files: bool = False  # corpus.train, valid and test name the user's files
+
+
+CORPORA = {
+    "numbers": CorpusType(
+        splits=numbers.splits,
+        languages=lambda corpus: (Language("en", "English"), DIGITS),
+        description=lambda corpus: (
+            f"the generated numbers corpus (English number words to digits, preset "
+            f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
+        ),
+        problems=numbers.problems,
+        metrics=lambda hypotheses, references: {
+            "exact_match_by_digits": numbers.exact_match_by_digits(hypotheses, references)
+        },
+    ),
+    "parallel": CorpusType(
+        splits=parallel.splits,
+        languages=lambda corpus: (SOURCE, TARGET),
+        description=lambda corpus: f"the parallel corpus {corpus.name}",
+        problems=parallel.problems,
+        reads_files=True,
+    ),
+    "multi30k": CorpusType(
+        splits=multi30k.splits,
+        languages=lambda corpus: tuple(
+            Language(code, multi30k.LANGUAGE_NAMES[code])
+            for code in (corpus.src_lang, corpus.tgt_lang)
+        ),
+        description=lambda corpus: (
+            f"Multi30k task 1, {corpus.src_lang} to {corpus.tgt_lang} (test: {corpus.test_set})"
+        ),
+        problems=multi30k.problems,
+    ),
+}
+
+
+def corpus_type(corpus: CorpusConfig) -> CorpusType:
+    return CORPORA[corpus.type]
+
+
+def corpus_problems(corpus: CorpusConfig) -> Iterator[str]:
+    """What the config's corpus section gets wrong for its type, as error messages."""
+    if not corpus_type(corpus).reads_files:
+        readers = " or ".join(name for name, kind in CORPORA.items() if kind.reads_files)
+        for split in SPLITS:
+            if getattr(corpus, split) is not None:
+                yield f"'corpus.{split}' is only used with corpus.type: {readers}"
+    yield from corpus_type(corpus).problems(corpus)
+
+
+def is_language(language: Language) -> bool:
+    """Whether a side is a language (a code the Hub's tags know), not a stand-in."""
+    return language not in (DIGITS, SOURCE, TARGET)
+
+
+def build_corpus(config: Config) -> dict[str, int]:
+    """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split."""
+    splits = corpus_type(config.corpus).splits(config)
+    return {split: write_pairs(config.data_dir, split, pairs) for split, pairs in splits.items()}
