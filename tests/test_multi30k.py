@@ -118,10 +118,13 @@ def test_a_multi30k_slice_end_to_end_from_a_config_file_alone(tmp_path, monkeypa
     assert len(hypotheses) == 20 and "▁" not in "".join(hypotheses)
 
     # Translations follow their sources: seen sentences come out closer to their own references
-    # than to the references of other sentences. An empty line gives an empty line.
+    # than to the references of other sentences. An empty line gives an empty line. The last
+    # checkpoint, which has learnt the training pairs (chrF 27 against 13 shuffled on AMD EPYC):
+    # which of the two validations is best (BLEU 2 to 3 on 20 sentences) is a near-tie that
+    # goes either way with the CPU.
     sources, references = (read_lines(tmp_path / f"train.{lang}.gz")[:20] for lang in ("de", "en"))
     capsys.readouterr()
-    translate.main([*sources, ""])
+    translate.main(["--checkpoint", "runs/slice/last.pt", *sources, ""])
     output = capsys.readouterr().out.split("\n")
     assert len(output) == 22 and output[20:] == ["", ""] and "▁" not in "".join(output)
     own = sacrebleu.corpus_chrf(output[:20], [references]).score
