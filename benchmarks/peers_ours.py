@@ -13,7 +13,7 @@ import peers_measure as measure
 
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
-from seq2seq.decoding.greedy import translate_sentences
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import METRICS
 
@@ -58,21 +58,21 @@ def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
 
 
 def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
-    """The translate command on `source` at each batch size, then seq2seq.decoding.greedy.translate
-    timed alone on the loaded model, after a warm-up."""
+    """The translate command on `source` at each batch size, then the engine's translate (what
+    the command runs) timed alone on the loaded model, after a warm-up."""
     figures: dict = {}
     for size in measure.BATCH_SIZES:
         command = [sys.executable, "-m", "seq2seq.translate", "--checkpoint"]
         command.append(str(checkpoint_with_batch_size(best, size)))
         figures[size] = measure.command_figures(command, source, refs, logs / f"ours-batch{size}")
     checkpoint = load_checkpoint(best)
-    model, vocabs = checkpoint.model, (checkpoint.src_vocab, checkpoint.tgt_vocab)
+    engine = TorchEngine(checkpoint)
     sentences = source.read_text("utf-8").splitlines()
     for size in measure.BATCH_SIZES:
-        cfg = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
-        translate_sentences(model, *vocabs, sentences[: measure.WARMUP_SENTENCES], cfg)
+        decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
+        engine.translate(sentences[: measure.WARMUP_SENTENCES], decoding)
         start = time.perf_counter()
-        hyps = translate_sentences(model, *vocabs, sentences, cfg)
+        hyps = engine.translate(sentences, decoding).outputs
         figures[size].update(measure.inprocess_figures(time.perf_counter() - start, hyps, refs))
     return {
         **measure.flatten_batches(figures),

@@ -15,10 +15,8 @@ signatures beside its figures), and prints a few lines:
 import dataclasses
 import time
 
-from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DecodeConfig, add_config_arguments, load_config
-from seq2seq.decoding.greedy import translate_sentences
-from seq2seq.support.device import pick_device
+from seq2seq.decoding.engines import load_engine
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
@@ -34,19 +32,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     test = load_split(config, "test")
-    checkpoint = load_checkpoint(
-        args.checkpoint or config.checkpoint_path,
-        pick_device(config.train.device),
-        trained_by=config.make_command("train"),
-    )
+    engine = load_engine(config, args.checkpoint, device=config.train.device)
     sources, references = [s for s, _ in test], [t for _, t in test]
     corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
         start = time.perf_counter()
-        hypotheses = translate_sentences(
-            checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, sources, decoding
-        )
+        hypotheses = engine.translate(sources, decoding).outputs
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
@@ -55,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)
     result.update(
         checkpoint=str(args.checkpoint or config.checkpoint_path),
-        checkpoint_step=checkpoint.info.get("step"),
+        checkpoint_step=engine.facts()["checkpoint"].get("step"),
     )
     if config.decode.beam_size > 1:
         result["beam"] = {
