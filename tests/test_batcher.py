@@ -25,7 +25,7 @@ class Shouting:
         self.gate = threading.Event()
         self.gate.set()
 
-    def translate(self, sentences: list[str], cfg) -> list[str]:
+    def translate(self, sentences: list[str], decoding) -> list[str]:
         self.calls.append(list(sentences))
         assert self.gate.wait(HANG)
         if "boom" in sentences:
