@@ -62,7 +62,6 @@ import json
 import os
 import queue
 import re
-import resource
 import selectors
 import signal
 import socket
@@ -80,6 +79,7 @@ from typing import NamedTuple
 from urllib.parse import urlencode, urlsplit
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.service.protocol import allow_files
 from seq2seq.support.paths import text_files
 
 HANG = 600  # seconds: a server that has not started by then is hung
@@ -354,17 +354,6 @@ def engine_loads(
     return figures
 
 
-def raise_file_limit(needed: int) -> None:
-    """Raise this process's soft limit on open files to `needed` (its subprocesses inherit
-    it), or stop if the hard limit is lower."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft >= needed:
-        return
-    if hard != resource.RLIM_INFINITY and hard < needed:
-        sys.exit(f"the load check needs {needed} open files; the hard limit is {hard} (ulimit -Hn)")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-
-
 def load_check(
     checkpoint: Path,
     source: Path,
@@ -373,7 +362,10 @@ def load_check(
 ) -> dict:
     sizes = Sizes.of(quick)
     shapes = [libretranslate_shape]
-    raise_file_limit(sizes.idle + sizes.clients + 1024)  # the rest: libraries, logs, margin
+    needed = sizes.idle + sizes.clients + 1024  # the rest: libraries, logs, margin
+    hard = allow_files(needed)  # the server and the attacker inherit it
+    if hard is not None:
+        sys.exit(f"the load check needs {needed} open files; the hard limit is {hard} (ulimit -Hn)")
     overrides = [
         f"serve.max_connections={sizes.idle + sizes.clients + 64}",
         f"serve.timeout_s={TIMEOUT_S}",

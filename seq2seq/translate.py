@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterator
 
 from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
+from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
 from seq2seq.decoding.greedy import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.nbest is not None:
         if args.nbest < 1:
             raise UserError("--nbest must be at least 1")
-        decoding.beam_size = max(decoding.beam_size, args.nbest)
+        decoding.beam_size = beams_for(decoding.beam_size, args.nbest)
 
     if args.sentences:
         print("\n".join(translate_lines(engine, args.sentences, args.nbest)))

@@ -78,8 +78,8 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
     url, model, test = numbers
     request = {"q": test[:3], "source": "auto", "target": "digits", "alternatives": 2}
     status, answer, _ = call(url, "POST", "/translate", request)
-    cfg = dataclasses.replace(model.config.decode, beam_size=3)
-    nbest = model.translate_nbest(test[:3], cfg).outputs
+    decoding = dataclasses.replace(model.config.decode, beam_size=3)
+    nbest = model.translate_nbest(test[:3], decoding).outputs
     assert status == 200 and answer == {
         "translatedText": [best[0][1] for best in nbest],
         "alternatives": [[text for _, text in best[1:]] for best in nbest],
@@ -89,8 +89,8 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
     assert ours == {"translations": reference(model, test[:3]), "warnings": []}
     one = {"q": test[0], "source": "en", "target": "digits", "alternatives": "1"}
     status, answer, _ = call(url, "POST", "/translate", urlencode(one).encode(), FORM)
-    cfg = dataclasses.replace(model.config.decode, beam_size=2)  # the best and 1 alternative
-    ((best, alternative),) = model.translate_nbest(test[:1], cfg).outputs
+    decoding = dataclasses.replace(model.config.decode, beam_size=2)  # the best, 1 alternative
+    ((best, alternative),) = model.translate_nbest(test[:1], decoding).outputs
     assert status == 200 and answer == {"translatedText": best[1], "alternatives": [alternative[1]]}
 
 
@@ -209,7 +209,7 @@ def test_forms_where_libretranslate_takes_them_and_json_elsewhere(numbers):
 def test_a_failure_is_libretranslates_500(numbers, monkeypatch):
     url, model, test = numbers
 
-    def broken(sentences, cfg):
+    def broken(sentences, decoding):
         raise RuntimeError("out of luck")
 
     monkeypatch.setattr(model, "translate", broken)
@@ -338,8 +338,8 @@ def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
 
 @pytest.mark.slow
 def test_the_command_serves_libretranslate_clients(seed_run):
-    """python -m seq2seq.serve: its errors are JSON too (the module's exceptions are those
-    of seq2seq.serve, which libretranslate.py imports)."""
+    """python -m seq2seq.serve: its errors are JSON too (the routes' HTTPError is
+    seq2seq/service/api.py's, which the app's handlers answer, serve.py running as __main__)."""
     process = subprocess.Popen(
         command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0"),
         stderr=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """The translation service: its answers are translate's, every mistake in a request gets a 4xx
 that names it, concurrent requests share batches, and its page works in a real browser."""
 
+import asyncio
 import dataclasses
 import http.client
 import json
@@ -14,12 +15,16 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from starlette.requests import Request
 
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
 from seq2seq.decoding.greedy import translate_sentences
 from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.service.api import Body
+from seq2seq.service.ours import CLIENT_SETTINGS
 from seq2seq.support.errors import run_cli
 
 from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
@@ -37,10 +42,10 @@ def numbers(trained_numbers_checkpoint):
         yield server.url, model, [source for source, _ in test]
 
 
-def reference(model: TorchEngine, sentences: list[str], **decode) -> list[str]:
-    cfg = dataclasses.replace(model.config.decode, **decode)
+def reference(model: TorchEngine, sentences: list[str], **changes) -> list[str]:
+    decoding = dataclasses.replace(model.config.decode, **changes)
     return translate_sentences(
-        model.checkpoint.model, model.src_vocab, model.tgt_vocab, sentences, cfg
+        model.checkpoint.model, model.src_vocab, model.tgt_vocab, sentences, decoding
     )
 
 
@@ -69,8 +74,8 @@ def test_nbest_gives_translate_nbest_with_scores(numbers):
     url, model, test = numbers
     status, answer, _ = call(url, "POST", "/translate", {"text": test[:20], "nbest": 3})
     assert status == 200
-    cfg = dataclasses.replace(model.config.decode, beam_size=3)
-    expected = model.translate_nbest(test[:20], cfg).outputs
+    decoding = dataclasses.replace(model.config.decode, beam_size=3)
+    expected = model.translate_nbest(test[:20], decoding).outputs
     for hypotheses, best in zip(answer["translations"], expected, strict=True):
         assert [h["translation"] for h in hypotheses] == [text for _, text in best]
         assert [h["score"] for h in hypotheses] == pytest.approx([score for score, _ in best])
@@ -105,7 +110,7 @@ def test_health_and_info(numbers):
     assert source["size"] == len(model.src_vocab) == len(source["pieces"])
     assert info["config"]["model"]["d_model"] == 64 and "serve" not in info["config"]
     assert info["serve"]["max_sentences"] == LIMITS["max_sentences"]
-    assert set(info["serve"]) == {*serve.CLIENT_SETTINGS, "api_key_needed"}  # no file paths
+    assert set(info["serve"]) == {*CLIENT_SETTINGS, "api_key_needed"}  # no file paths
     assert "path" not in info["checkpoint"] and not info["serve"]["api_key_needed"]
 
 
@@ -180,7 +185,7 @@ def test_one_connection_survives_its_mistakes_and_odd_bodies(numbers):
 def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monkeypatch, caplog):
     url, model, test = numbers
 
-    def broken(sentences, cfg):
+    def broken(sentences, decoding):
         raise RuntimeError("out of luck")
 
     monkeypatch.setattr(model, "translate", broken)
@@ -191,6 +196,27 @@ def test_a_failure_while_decoding_is_a_500_and_the_server_goes_on(numbers, monke
     monkeypatch.undo()
     answer = call(url, "POST", "/translate", {"text": test[:2]})[1]
     assert answer["translations"] == reference(model, test[:2])
+
+
+def test_a_body_is_read_from_the_client_once_whoever_asks():
+    """Both APIs look at /translate's body (LibreTranslate's first, then ours): the client's
+    bytes are received once, and parsed once."""
+    sent = [{"type": "http.request", "body": b'{"text": ["one"]}', "more_body": False}]
+
+    async def receive() -> dict:
+        return sent.pop(0)  # a second read would find nothing: IndexError
+
+    headers = [(b"content-type", b"application/json; charset=utf-8")]
+    body = Body(
+        Request({"type": "http", "method": "POST", "headers": headers}, receive), ServeConfig()
+    )
+
+    async def twice() -> tuple:
+        return await body.read(), await body.json(), await body.json_object("{}")
+
+    raw, data, same = asyncio.run(twice())
+    assert body.media_type == "application/json" and raw == b'{"text": ["one"]}'
+    assert data == {"text": ["one"]} and same is data and not sent
 
 
 @pytest.mark.same_outputs

@@ -231,10 +231,10 @@ def gated(model: TorchEngine, monkeypatch) -> tuple[threading.Event, list]:
     """The model's decodings wait until the gate is open; `decoded` lists their sentences."""
     gate, decoded, translate = threading.Event(), [], model.translate
 
-    def waiting(sentences, cfg):
+    def waiting(sentences, decoding):
         decoded.append(list(sentences))
         assert gate.wait(HANG)
-        return translate(sentences, cfg)
+        return translate(sentences, decoding)
 
     monkeypatch.setattr(model, "translate", waiting)
     return gate, decoded

@@ -41,6 +41,12 @@ def length_penalty(pieces, alpha: float):
     return ((5 + pieces) / 6) ** alpha
 
 
+def beams_for(beam_size: int, nbest: int | None) -> int:
+    """The beams a search needs for the `nbest` best hypotheses (None: the best only) when
+    asked for `beam_size`: a search of K beams finds K hypotheses at most."""
+    return max(beam_size, nbest or 1)
+
+
 def take(tensor: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """tensor (B, N, ...), index (B, M) -> (B, M, ...): the rows `index` of each sentence."""
     index = index.view(*index.shape, *[1] * (tensor.dim() - 2)).expand(-1, -1, *tensor.shape[2:])

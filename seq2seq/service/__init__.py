@@ -1,10 +1,15 @@
 """Chapter 5, service: translations over HTTP (the command is seq2seq/serve.py).
 
     batcher.py         one thread that decodes the requests' sentences a batch at a time
-    api.py             requests and answers shared by both APIs
-    libretranslate.py  LibreTranslate's API over the same batcher
+    api.py             requests and answers shared by both APIs: the body read once, errors
+    backend.py         what both APIs stand on (engine, batcher, settings, keys); a job's run
+    ours.py            our API and the page
+    libretranslate.py  LibreTranslate's API, its equal over the same backend
     openapi.py         the API described in OpenAPI 3.1
-    access.py          API keys and the per-client rate limit
+    access.py          the Host and Origin guard, CORS, API keys and the per-client rate limit
+    app.py             the routes of both, the guards before them, every error as JSON
+    protocol.py        below the routes: HTTP/1.1 connections and their limits, the socket,
+                       the open-file limit
     markup.py          HTML in, HTML out (format=html)
     static/            the page
 

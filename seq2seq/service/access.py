@@ -1,6 +1,12 @@
-"""Who may use the translation service, and how often: API keys and a per-client rate limit.
+"""Who may use the translation service, and how often: the Host and Origin guard, CORS, API
+keys and a per-client rate limit.
 
     serve.api_keys: a file, or env:NAME  ->  ApiKeys.load  (once, at start-up)
+    every request
+      Guard, before anything: a Host not this service's -> 400 (DNS rebinding); a POST from a
+        page of another origin -> 403, unless serve.cors_origins allows it; every answer gets
+        SECURITY_HEADERS
+      then CORS: Starlette's middleware for the pages of serve.cors_origins (cross_origin)
     a POST request (/translate, /attention, /detect)
       RateLimit, before any route: the client's address (the connection's; the one
         X-Forwarded-For names only from serve.trusted_proxies) has a bucket of
@@ -23,12 +29,88 @@ import sys
 import time
 from collections import OrderedDict
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 
 from seq2seq.config import ServeConfig
 from seq2seq.service.api import HTTPError, error_response
 from seq2seq.support.errors import UserError
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+# On every answer: no content-type guessing; the page's scripts, styles and requests from
+# this service only, and no other site may frame it.
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+     b"form-action 'none'"),
+]  # fmt: skip
+
+
+class Guard:
+    """Before any route: a request whose Host is not this service is refused, so that a web
+    page on another name that resolves here (DNS rebinding) cannot read or spend it; so is a
+    POST that a page of another origin sends (a form: browsers send those without asking),
+    unless serve.cors_origins allows that origin. Every answer gets SECURITY_HEADERS."""
+
+    def __init__(self, app, settings: ServeConfig):
+        self.app, self.settings = app, settings
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1")
+        origin = headers.get(b"origin", b"").decode("latin-1")
+        if not self.allowed(scope):
+            message = (
+                f"Host {host!r} is not served here: use this service's address or localhost, "
+                "or add the name to serve.allowed_hosts"
+            )
+            return await error_response(400, message)(scope, receive, send)
+        if scope["method"] == "POST" and origin and not self.same_or_allowed(origin, host):
+            message = (
+                f"a request from a page of {origin} is refused: allow it in serve.cors_origins"
+            )
+            return await error_response(403, message)(scope, receive, send)
+
+        async def send_securely(message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message["headers"], *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_securely)
+
+    def same_or_allowed(self, origin: str, host: str) -> bool:
+        """Whether a page of `origin` may POST: the service's own page, or one allowed."""
+        allowed = self.settings.cors_origins
+        return (
+            urlsplit(origin).netloc.lower() == host.lower() or origin in allowed or "*" in allowed
+        )
+
+    def allowed(self, scope) -> bool:
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+        ours = {*LOCAL_HOSTS, self.settings.host, scope["server"][0], *self.settings.allowed_hosts}
+        return name in ours or "*" in ours
+
+
+def cross_origin(settings: ServeConfig) -> list[Middleware]:
+    """CORS headers for the pages of serve.cors_origins (Starlette's middleware: preflight
+    OPTIONS requests included), if any."""
+    if not settings.cors_origins:
+        return []
+    return [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    ]
 
 
 class ApiKeys:

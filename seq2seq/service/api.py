@@ -1,7 +1,10 @@
-"""The translation service's requests and answers, shared by its two APIs (ours in
-seq2seq/serve.py, LibreTranslate's in libretranslate.py): answers and errors as JSON,
-and a POST's body read within its limits (size, time) and parsed, each mistake an HTTPError
-that names it.
+"""The translation service's requests and answers, shared by its two APIs (ours in ours.py,
+LibreTranslate's in libretranslate.py): answers and errors as JSON, and a POST's body read
+once, within its limits (size, time), and parsed, each mistake an HTTPError that names it.
+
+    a POST -> Body(request, settings): its media type at once; read(): the bytes as they
+      stream in, the first time one of the APIs asks (over serve.max_body_bytes -> 413,
+      slower than serve.timeout_s -> 408), then from memory; json(): parsed once (400)
 """
 
 import asyncio
@@ -13,7 +16,8 @@ from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
 
-JSON, FORM = "application/json", "application/x-www-form-urlencoded"
+JSON, FORM = "application/json", "application/x-www-form-urlencoded"  # the media types
+FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
 
 
 class HTTPError(Exception):
@@ -28,31 +32,62 @@ def json_response(data: dict, status: int = 200, headers: dict | None = None) ->
     # A lone surrogate echoed from a request (an unknown field's name) is written as its JSON
     # escape, \\udXXX, rather than failing the answer.
     body = json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
-    return Response(body, status, headers, media_type="application/json")
+    return Response(body, status, headers, media_type=JSON)
 
 
 def error_response(status: int, message: str, headers: dict | None = None) -> Response:
     return json_response({"error": message}, status, headers)
 
 
-def media_type_of(request: Request) -> str:
-    return request.headers.get("content-type", "").partition(";")[0].strip().lower()
+def client_gone(*args) -> Response:
+    """The answer to a client that hung up (an exception handler's arguments ignored)."""
+    return error_response(499, "the client went away")  # nobody reads it
 
 
-async def receive(request: Request, limits: ServeConfig) -> bytes:
+class Body:
+    """A POST's body, read from the client once, by whichever API asks first."""
+
+    def __init__(self, request: Request, settings: ServeConfig):
+        self.request, self.settings = request, settings
+        self.media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+        self.bytes: bytes | None = None  # until read
+        self.parsed, self.data = False, None  # its JSON, once parsed
+
+    async def read(self) -> bytes:
+        """The bytes: from the client the first time (read_body), then from memory."""
+        if self.bytes is None:
+            self.bytes = await read_body(self.request, self.settings)
+        return self.bytes
+
+    async def json(self):
+        """The body's JSON value (a 400 if it is not JSON)."""
+        if not self.parsed:
+            self.data, self.parsed = parse_json(await self.read()), True
+        return self.data
+
+    async def json_object(self, example: str) -> dict:
+        """The body as a JSON object (`example` shows one in the error if it is something
+        else)."""
+        data = await self.json()
+        if not isinstance(data, dict):
+            raise HTTPError(400, f"the body must be a JSON object, like {example}")
+        return data
+
+
+async def read_body(request: Request, settings: ServeConfig) -> bytes:
     """The body, within serve.timeout_s (else a 408) and serve.max_body_bytes (413)."""
     try:
-        return await asyncio.wait_for(read_body(request, limits), limits.timeout_s)
+        return await asyncio.wait_for(stream_body(request, settings), settings.timeout_s)
     except asyncio.TimeoutError:
         raise HTTPError(
-            408, f"the body did not arrive within {limits.timeout_s:g} s (serve.timeout_s)"
+            408, f"the body did not arrive within {settings.timeout_s:g} s (serve.timeout_s)"
         ) from None
 
 
-async def read_body(request: Request, limits: ServeConfig) -> bytes:
+async def stream_body(request: Request, settings: ServeConfig) -> bytes:
     """The body, as it streams in, up to serve.max_body_bytes: the unread rest of a larger
     one is discarded by uvicorn after the 413, so that a client still sending sees it."""
-    limit, declared = limits.max_body_bytes, request.headers.get("content-length")
+    limit, declared = settings.max_body_bytes, request.headers.get("content-length")
     if declared is not None and int(declared) > limit:  # h11 checked that it is a number
         raise body_too_large(f"{int(declared):,} bytes", limit)
     body = bytearray()
@@ -67,17 +102,13 @@ def body_too_large(size: str, limit: int) -> HTTPError:
     return HTTPError(413, f"the body has {size}; the limit is {limit:,} (serve.max_body_bytes)")
 
 
-def json_object(body: bytes, example: str) -> dict:
-    """The body as a JSON object (`example` shows one in the error if it is something else)."""
+def parse_json(body: bytes):
     try:
-        data = json.loads(body)
+        return json.loads(body)
     except ValueError as error:  # not JSON, not UTF-8, or a number of 5,000 digits
         raise HTTPError(400, f"malformed JSON: {error}") from None
     except RecursionError:
         raise HTTPError(400, "malformed JSON: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise HTTPError(400, f"the body must be a JSON object, like {example}")
-    return data
 
 
 def check_names(fields: dict, names: tuple[str, ...]) -> None:
@@ -89,11 +120,11 @@ def check_names(fields: dict, names: tuple[str, ...]) -> None:
             raise HTTPError(400, f"unknown field '{key}'{hint}; the fields: {', '.join(names)}")
 
 
-def check_sentence(sentence: str, what: str, limits: ServeConfig) -> None:
-    if len(sentence) > limits.max_chars:
+def check_sentence(sentence: str, what: str, settings: ServeConfig) -> None:
+    if len(sentence) > settings.max_chars:
         raise HTTPError(
             413,
-            f"{what} has {len(sentence):,} characters; the limit is {limits.max_chars:,} "
+            f"{what} has {len(sentence):,} characters; the limit is {settings.max_chars:,} "
             "(serve.max_chars)",
         )
     try:

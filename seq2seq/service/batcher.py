@@ -145,7 +145,7 @@ class Batcher:
 
     def run(self) -> None:
         while batch := self.collect():
-            self.decode(batch)
+            self.run_batch(batch)
 
     def collect(self) -> list[Job]:
         """The next batch: the first job, then those that arrive within the window and fit.
@@ -184,7 +184,7 @@ class Batcher:
                 return None
             self.changed.wait(None if deadline is None else deadline - time.monotonic())
 
-    def decode(self, batch: list[Job]) -> None:
+    def run_batch(self, batch: list[Job]) -> None:
         self.requests += len(batch)
         self.batches += 1
         self.sentences += sum(len(job.sentences) for job in batch)
@@ -212,12 +212,12 @@ class Batcher:
         if options is None:
             return [self.attention(job.sentences[0]) for job in jobs]
         sentences = [sentence for job in jobs for sentence in job.sentences]
-        decode = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
+        decoding = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
         if options.nbest is None:
-            texts, warnings = self.engine.translate(sentences, decode)
+            texts, warnings = self.engine.translate(sentences, decoding)
             outputs = [one_line(text) for text in texts]
         else:
-            nbest, warnings = self.engine.translate_nbest(sentences, decode)
+            nbest, warnings = self.engine.translate_nbest(sentences, decoding)
             outputs = [[hypothesis(*h) for h in best[: options.nbest]] for best in nbest]
         answers, start = [], 0
         for job in jobs:

@@ -9,14 +9,15 @@ apps with a "LibreTranslate URL" setting) can use the model.
     POST /detect     {"q": "..."} (JSON or a form) -> [{"confidence": 0..100, "language"}]
     GET  /languages  -> [{"code", "name", "targets": [...]}]: the model's two languages
 
-A request's way (serve.py's Service.translate hands /translate's over when it is one):
+A request's way (app.py asks `fields` whether a /translate request is LibreTranslate's):
 
-    sort: a form, or a JSON object with "q" -> LibreTranslate's; else serve.py reads it as ours
+    fields: a form, or a JSON object with "q" -> LibreTranslate's; else None, and ours.py
+      answers it (from the same Body: api.py, read once)
     its fields checked (400 naming the mistake; the pair the model does not translate: a 400
       that names the one it does), its key (access.py, 403)
     -> a Job of its texts (format html: its text nodes, each a sentence; the markup is kept:
-       markup.py) -> Service.decode, as for ours; the job's Reshaped future turns the
-       decoder's answer into LibreTranslate's shape
+       markup.py) -> Backend.run_job (backend.py), as for ours; the job's Reshaped future
+       turns the decoder's answer into LibreTranslate's shape
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are the config's serve.source_language and target_language, or the corpus's
@@ -30,43 +31,37 @@ from concurrent.futures import Future
 from functools import partial
 from urllib.parse import parse_qsl
 
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from seq2seq.config import ServeConfig, languages
+from seq2seq.decoding.beam import beams_for
 from seq2seq.service import markup
 from seq2seq.service.api import (
     FORM,
+    FORMS,
     JSON,
+    Body,
     HTTPError,
     check_names,
     check_sentence,
-    json_object,
     json_response,
-    media_type_of,
-    receive,
 )
+from seq2seq.service.backend import Backend
 from seq2seq.service.batcher import Job, Options
 
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
-FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
 
 
 class LibreTranslate:
-    """The routes of LibreTranslate's API, answered by the service's model and decoder."""
+    """The routes of LibreTranslate's API, over the backend."""
 
-    def __init__(self, service):
-        self.service, self.settings, self.keys = service, service.settings, service.keys
-        self.source, self.target = languages(service.engine.config, service.settings)
-        self.vocab = service.engine.src_vocab
-
-    def routes(self) -> list[Route]:
-        return [
-            Route("/languages", self.languages, methods=["GET"]),
-            Route("/detect", self.detect, methods=["POST"]),
-        ]
+    def __init__(self, backend: Backend):
+        self.backend, self.settings, self.keys = backend, backend.settings, backend.keys
+        self.source, self.target = languages(backend.engine.config, backend.settings)
+        self.vocab = backend.engine.src_vocab
 
     async def languages(self, request: Request) -> Response:
         source, target = self.source, self.target
@@ -78,7 +73,7 @@ class LibreTranslate:
         )
 
     async def detect(self, request: Request) -> Response:
-        fields = await read_fields(request, DETECT_FIELDS, self.settings)
+        fields = await read_fields(request, Body(request, self.settings), DETECT_FIELDS)
         self.keys.check(request, api_key(fields))
         q = fields.get("q")
         if not q or not isinstance(q, str):
@@ -91,25 +86,25 @@ class LibreTranslate:
         known = 1 - len(self.vocab.unknown(text)) / len(words) if words else 0.0
         return {"confidence": round(100 * known, 1), "language": self.source.code}
 
-    async def sort(self, request: Request) -> tuple[Request, dict | None]:
-        """/translate's request: LibreTranslate's fields, or None and the request for serve.py
-        to read as ours (its body read again from memory)."""
-        media_type = media_type_of(request)
-        if media_type in FORMS:
-            return request, await read_fields(request, TRANSLATE_FIELDS, self.settings)
-        if media_type != JSON:
-            return request, None  # serve.py's 415
-        body = await receive(request, self.settings)
+    async def fields(self, request: Request, body: Body) -> dict | None:
+        """A /translate request's fields if it is LibreTranslate's (a form, or a JSON object
+        with "q"), else None: ours.py's, which finds `body` read if it is JSON."""
+        if body.media_type in FORMS:
+            return await read_fields(request, body, TRANSLATE_FIELDS)
+        if body.media_type != JSON:
+            return None  # ours.py's 415
+        await body.read()  # too large or too slow: the 413 or 408, for either API
         try:
-            data = json.loads(body)
-        except (ValueError, RecursionError):
-            data = None  # serve.py says what is wrong
+            data = await body.json()
+        except HTTPError:
+            return None  # malformed: ours.py says what is wrong
         if not (isinstance(data, dict) and "q" in data):
-            return replay(request, body), None
+            return None
         check_names(data, TRANSLATE_FIELDS)
-        return request, data
+        return data
 
-    async def translate(self, request: Request, fields: dict) -> Response:
+    async def post_translate(self, request: Request, fields: dict) -> Response:
+        """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
         self.keys.check(request, api_key(fields))
         texts = texts_of(fields.get("q"), self.settings)
         source, target = text_field(fields, "source"), text_field(fields, "target")
@@ -123,7 +118,7 @@ class LibreTranslate:
         if len(sentences) > self.settings.max_sentences:
             raise HTTPError(400, too_many(len(sentences), html_format, self.settings))
         nbest = alternatives + 1 if alternatives and not html_format else None
-        beam_size = max(self.service.engine.config.decode.beam_size, nbest or 1)
+        beam_size = beams_for(self.backend.engine.config.decode.beam_size, nbest)
         reshape = partial(
             libretranslate_answer,
             texts=texts if html_format else None,
@@ -132,7 +127,7 @@ class LibreTranslate:
             one=isinstance(fields["q"], str),
         )
         job = Job(sentences, Options(beam_size, nbest), future=Reshaped(reshape))
-        return await self.service.decode(request, job)
+        return await self.backend.run_job(request, job)
 
     def check_pair(self, source: str, target: str) -> None:
         if source not in ("auto", self.source.code) or target != self.target.code:
@@ -156,7 +151,7 @@ class LibreTranslate:
 
 class Reshaped(Future):
     """A job's future that turns the decoder's answer into LibreTranslate's as it is set (in
-    the decoder thread): Service.decode then sends it as it is."""
+    the decoder thread): Backend.run_job then sends it as it is."""
 
     def __init__(self, reshape: Callable[[dict], dict]):
         super().__init__()
@@ -201,57 +196,46 @@ def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:
     )
 
 
-async def read_fields(request: Request, names: tuple[str, ...], settings: ServeConfig) -> dict:
+async def read_fields(request: Request, body: Body, names: tuple[str, ...]) -> dict:
     """A LibreTranslate request's fields: a JSON object, or a form's (each a string, either
     encoding; `api_key` may also be in the query string, as LibreTranslate takes it)."""
-    media_type = media_type_of(request)
+    media_type = body.media_type
     if media_type not in (JSON, *FORMS):
         raise HTTPError(415, f"send the body as JSON or as a form ({FORM}), not {media_type!r}")
-    body = await receive(request, settings)
     if media_type == JSON:
-        fields = json_object(body, '{"q": ...}')
+        fields = await body.json_object('{"q": ...}')
     else:
-        fields = form_fields(body) if media_type == FORM else await multipart_fields(request, body)
+        data = await body.read()
+        pairs = form_pairs(data) if media_type == FORM else await multipart_pairs(request, data)
+        fields = dict(pairs)
+        if len(fields) < len(pairs):
+            raise HTTPError(400, "malformed form: a field is given twice")
         if "api_key" in request.query_params and "api_key" not in fields:
             fields["api_key"] = request.query_params["api_key"]
     check_names(fields, names)
     return fields
 
 
-async def multipart_fields(request: Request, body: bytes) -> dict:
-    """A multipart/form-data body's fields (Starlette's parser, python-multipart); no files."""
-    form = await replay(request, body).form(max_files=0)
-    pairs = list(form.multi_items())
-    fields = dict(pairs)
-    if len(fields) < len(pairs):
-        raise HTTPError(400, "malformed form: a field is given twice")
-    return fields
+async def multipart_pairs(request: Request, body: bytes) -> list[tuple[str, str]]:
+    """A multipart/form-data body's (name, value) pairs (Starlette's parser, python-multipart,
+    on the body already read); no files."""
 
+    async def chunks():
+        yield body
 
-def form_fields(body: bytes) -> dict:
     try:
-        pairs = parse_qsl(body.decode("ascii"), keep_blank_values=True, errors="strict")
+        form = await MultiPartParser(request.headers, chunks(), max_files=0).parse()
+    except MultiPartException as error:  # what Starlette's request.form() says, as JSON
+        raise HTTPError(400, error.message) from None
+    return list(form.multi_items())
+
+
+def form_pairs(body: bytes) -> list[tuple[str, str]]:
+    """An application/x-www-form-urlencoded body's (name, value) pairs."""
+    try:
+        return parse_qsl(body.decode("ascii"), keep_blank_values=True, errors="strict")
     except (UnicodeDecodeError, ValueError):
         raise HTTPError(400, "malformed form: not UTF-8 text, percent-encoded") from None
-    fields = dict(pairs)
-    if len(fields) < len(pairs):
-        raise HTTPError(400, "malformed form: a field is given twice")
-    return fields
-
-
-def replay(request: Request, body: bytes) -> Request:
-    """The request again, its body (already read) served from memory; then the client's own
-    messages (its hang-up)."""
-    sent = False
-
-    async def receive_again():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await request.receive()
-
-    return Request(request.scope, receive_again)
 
 
 def api_key(fields: dict) -> str | None:
@@ -285,7 +269,7 @@ def texts_of(q, settings: ServeConfig) -> list[str]:
 
 
 def check_text(text: str, what: str, settings: ServeConfig) -> None:
-    """serve.py's checks of a sentence; its 413 (too long) is LibreTranslate's 400."""
+    """Our API's checks of a sentence (api.py); its 413 (too long) is LibreTranslate's 400."""
     try:
         check_sentence(text, what, settings)
     except HTTPError as error:

@@ -1,6 +1,6 @@
 """The service's API described in OpenAPI 3.1, served at GET /openapi.json.
 
-    serve.py's Service: its settings (limits, keys) and LibreTranslate's languages
+    the settings in force (limits, keys) and LibreTranslate's languages (app.py)
       -> description(): every route, its request body and its answers, the limits in force
          as the schemas' bounds (maxItems: serve.max_sentences, maximum: max_beam_size, ...)
       -> GET /openapi.json, built once
@@ -15,9 +15,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import Language, ServeConfig
-from seq2seq.service.api import json_response
+from seq2seq.service.api import FORM, JSON, json_response
 
-JSON, FORM = "application/json", "application/x-www-form-urlencoded"
 ERRORS = {
     "400": "a mistake in the request, named (LibreTranslate's too: a text too long, a language "
     "pair the model does not translate)",
@@ -31,18 +30,19 @@ ERRORS = {
 }
 
 
-def route(settings: ServeConfig, libretranslate) -> Route:
-    languages = libretranslate.source, libretranslate.target
-    body = json_response(description(settings, *languages, bool(libretranslate.keys))).body
+def route(settings: ServeConfig, source: Language, target: Language, keys: bool) -> Route:
+    """GET /openapi.json: the description, with these settings, languages and keys (or none)."""
+    body = json_response(description(settings, source, target, keys)).body
 
     async def answer(request: Request) -> Response:
-        return Response(body, media_type="application/json")
+        return Response(body, media_type=JSON)
 
     return Route("/openapi.json", answer, methods=["GET"])
 
 
 def description(settings: ServeConfig, source: Language, target: Language, keys: bool) -> dict:
-    """The API as served with these settings and languages, with or without API keys."""
+    """The API as served with these settings and languages, with or without API keys (one
+    literal, over 50 lines: the whole API reads as one document)."""
     source, target = source.code, target.code
     # With keys: ours in the header; LibreTranslate's there or in their api_key field.
     header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
@@ -82,7 +82,7 @@ def description(settings: ServeConfig, source: Language, target: Language, keys:
             ),
             "/attention": post(
                 "one sentence's translation and the attention weights (the torch engine)",
-                {"application/json": {"schema": attention_request(settings)}},
+                {JSON: {"schema": attention_request(settings)}},
                 ATTENTION,
                 header,
                 extra={"501": "the engine is not torch"},
@@ -126,12 +126,12 @@ def post(summary: str, content: dict, schema: dict, security: list | None, extra
 
 
 def answer(schema: dict) -> dict:
-    return {"description": "the answer", "content": {"application/json": {"schema": schema}}}
+    return {"description": "the answer", "content": {JSON: {"schema": schema}}}
 
 
 def error(description: str) -> dict:
     schema = {"$ref": "#/components/schemas/Error"}
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
+    return {"description": description, "content": {JSON: {"schema": schema}}}
 
 
 def strict(properties: dict, optional: tuple[str, ...] = ()) -> dict:

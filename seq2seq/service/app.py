@@ -1,0 +1,106 @@
+"""The service's web app: the guards, then the routes of both APIs, and every error as JSON.
+
+a request -> Guard (access.py: a Host not ours -> 400; a POST from another origin's page
+  -> 403) -> CORS (serve.cors_origins) -> RateLimit (access.py: 429) -> the route:
+    GET  /, /style.css, /app.js, /health, /info      ours.py
+    POST /translate   a form, or a JSON object with "q": libretranslate.py; else ours.py
+                      (one Body, api.py: the body read once, whichever reads it)
+    POST /attention                                  ours.py
+    GET  /languages, POST /detect                    libretranslate.py
+    GET  /openapi.json                               openapi.py
+  any other path or method -> 404, 405
+an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
+  400; Starlette's 404 and 405, naming the routes or the methods; the client gone, 499
+  (nobody reads it); anything else, 500 (its traceback logged by uvicorn, which then
+  closes the connection)
+"""
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.engines import Engine
+from seq2seq.service import openapi
+from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
+from seq2seq.service.api import Body, HTTPError, client_gone, error_response
+from seq2seq.service.backend import Backend
+from seq2seq.service.batcher import Batcher
+from seq2seq.service.libretranslate import LibreTranslate
+from seq2seq.service.ours import OurApi
+from seq2seq.support.errors import UserError
+
+
+def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starlette:
+    """The app over the engine that `batcher` runs, with the settings in force."""
+    keys = ApiKeys.load(settings.api_keys)
+    warn_if_open(settings, keys)
+    backend = Backend(engine, batcher, settings, keys)
+    ours, libretranslate = OurApi(backend), LibreTranslate(backend)
+
+    async def post_translate(request: Request) -> Response:
+        body = Body(request, settings)
+        fields = await libretranslate.fields(request, body)
+        if fields is not None:
+            return await libretranslate.post_translate(request, fields)
+        return await ours.post_translate(request, body)
+
+    languages = libretranslate.source, libretranslate.target
+    routes = [
+        *ours.page_routes(),
+        Route("/health", ours.health, methods=["GET"]),
+        Route("/info", ours.model_info, methods=["GET"]),
+        Route("/translate", post_translate, methods=["POST"]),
+        Route("/attention", ours.attention, methods=["POST"]),
+        Route("/languages", libretranslate.languages, methods=["GET"]),
+        Route("/detect", libretranslate.detect, methods=["POST"]),
+        openapi.route(settings, *languages, bool(keys)),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(Guard, settings=settings),
+            *cross_origin(settings),
+            Middleware(RateLimit, settings=settings),
+        ],
+        exception_handlers={
+            HTTPError: on_http_error,
+            UserError: on_user_error,
+            HTTPException: on_starlette_error,
+            ClientDisconnect: client_gone,
+            Exception: on_failure,
+        },
+    )
+    app.router.redirect_slashes = False  # /health/ is a 404, not a redirect
+    return app
+
+
+async def on_http_error(request: Request, error: HTTPError) -> Response:
+    return error_response(error.status, str(error), error.headers)
+
+
+async def on_user_error(request: Request, error: UserError) -> Response:
+    return error_response(400, str(error))  # the request's own mistake: an empty sentence
+
+
+async def on_starlette_error(request: Request, error: HTTPException) -> Response:
+    path, method = request.url.path, request.method
+    if error.status_code == 404:
+        known = ", ".join(
+            f"{m} {route.path}"
+            for route in request.app.routes
+            for m in sorted(route.methods)
+            if m != "HEAD"
+        )
+        return error_response(404, f"no {path} here; there are {known}")
+    if error.status_code == 405:
+        allowed = ", ".join(sorted(error.headers["Allow"].split(", ")))  # a set's order
+        return error_response(405, f"{path} takes {allowed}, not {method}", {"Allow": allowed})
+    return error_response(error.status_code, error.detail, error.headers)
+
+
+async def on_failure(request: Request, error: Exception) -> Response:
+    return error_response(500, f"{type(error).__name__}: {error}")

@@ -1,0 +1,59 @@
+"""What both APIs stand on, as equals: the engine, the batcher, the settings in force and the
+API keys; and a job's way from a route to the decoder thread and back.
+
+    a route (ours.py or libretranslate.py): the request checked -> Job(sentences, options)
+      -> Backend.run_job(request, job): Batcher.submit (batcher.py; its queue full -> 503
+         with Retry-After; the service stopping -> 503, Connection: close), then waits for
+         the job's future or the client's hang-up (which cancels the job: it is dropped
+         unless its batch has started)
+      <- 200, the job's answer as JSON
+"""
+
+import asyncio
+import dataclasses
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.engines import Engine
+from seq2seq.service.access import ApiKeys
+from seq2seq.service.api import HTTPError, client_gone, json_response
+from seq2seq.service.batcher import Batcher, Job, QueueFull, Stopping
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """The engine (its facts, its vocabularies), the batcher that runs it, the settings in
+    force and the keys a request may present."""
+
+    engine: Engine
+    batcher: Batcher
+    settings: ServeConfig
+    keys: ApiKeys
+
+    async def run_job(self, request: Request, job: Job) -> Response:
+        """The job's answer from the decoder thread; if the client hangs up first, the job is
+        cancelled (dropped unless its batch has started) and nobody reads the answer."""
+        job.client = request.client.host if request.client else ""  # its line in the queue
+        try:
+            answer = asyncio.wrap_future(self.batcher.submit(job))
+        except QueueFull as error:
+            raise HTTPError(503, str(error), {"Retry-After": "1"}) from None
+        except Stopping as error:
+            raise HTTPError(503, str(error), {"Connection": "close"}) from None
+        gone = asyncio.ensure_future(hang_up(request))
+        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        if not answer.done():
+            answer.cancel()  # and the job with it, if it still waits
+            return client_gone()
+        if isinstance(answer.exception(), Stopping):  # still waiting at serve.drain_s
+            raise HTTPError(503, str(answer.exception()), {"Connection": "close"})
+        return json_response(answer.result())
+
+
+async def hang_up(request: Request) -> None:
+    """Returns when the client disconnects (the body was read: nothing else can come)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,163 @@
+"""Our API, and the page that uses it.
+
+    POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
+                     -> {"translations": [...], "warnings": [...]}, what translate prints
+    POST /attention  {"text": "three is three"} -> the translation, and the attention weights
+                     of every layer and head with their tokens (the torch engine only: 501)
+    GET  /health, /info (model, vocabularies, config, limits), / (the page, static/)
+
+A request's way (app.py hands /translate's here unless it is LibreTranslate's):
+
+    its key (access.py, 403); Content-Type application/json (else 415); the body (api.py's
+      Body: read once, 413, 408) as a JSON object of our fields, each checked (4xx)
+    -> Job(sentences, Options(beam_size, nbest)), or Job([sentence], None) for the attention
+    -> Backend.run_job (backend.py) <- 200 {"translations": ..., "warnings": ...}
+"""
+
+import json
+from functools import partial
+from importlib.resources import files
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.beam import beams_for
+from seq2seq.decoding.engines import Engine
+from seq2seq.service.api import JSON, Body, HTTPError, check_names, check_sentence, json_response
+from seq2seq.service.backend import Backend
+from seq2seq.service.batcher import Job, Options
+
+STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}
+CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
+
+
+class OurApi:
+    """Our routes and the page's, over the backend."""
+
+    def __init__(self, backend: Backend):
+        self.backend, self.settings = backend, backend.settings
+        self.info = model_info(backend.engine, backend.settings)
+        self.pages = {name: static_file(name) for name in STATIC.values()}
+
+    def page_routes(self) -> list[Route]:
+        return [
+            Route(path, partial(self.page, name), methods=["GET"]) for path, name in STATIC.items()
+        ]
+
+    async def page(self, name: str, request: Request) -> Response:
+        content_type, body = self.pages[name]
+        return Response(body, media_type=content_type)
+
+    async def health(self, request: Request) -> Response:
+        batcher = self.backend.batcher
+        counts = {"requests": batcher.requests, "batches": batcher.batches}
+        counts |= {"sentences": batcher.sentences, "queued": batcher.queued_sentences()}
+        return json_response({"status": "ok", **counts})
+
+    async def model_info(self, request: Request) -> Response:
+        return json_response(self.info)
+
+    async def post_translate(self, request: Request, body: Body) -> Response:
+        """POST /translate, ours: `body` may have been read already (app.py)."""
+        self.backend.keys.check(request)
+        data = await read_json(body, ("text", "beam_size", "nbest"))
+        sentences = sentences_of(data, self.settings)
+        beam_size = beam_field(data, "beam_size", self.settings)
+        nbest = beam_field(data, "nbest", self.settings)
+        default = self.backend.engine.config.decode.beam_size
+        options = Options(beams_for(beam_size or default, nbest), nbest)
+        return await self.backend.run_job(request, Job(sentences, options))
+
+    async def attention(self, request: Request) -> Response:
+        self.backend.keys.check(request)
+        data = await read_json(Body(request, self.settings), ("text",))
+        sentence = sentence_of(data, self.settings)
+        if not self.backend.engine.shows_attention:
+            raise HTTPError(501, "/attention needs the torch engine (serve --engine torch)")
+        return await self.backend.run_job(request, Job([sentence], None))
+
+
+# The checks of a request's JSON: each raises an HTTPError naming the mistake.
+
+
+async def read_json(body: Body, fields: tuple[str, ...]) -> dict:
+    """The JSON object of a POST's body: only `fields`, and "text" among them."""
+    if body.media_type != JSON:
+        raise HTTPError(
+            415, f"send the body as JSON (Content-Type: application/json), not {body.media_type!r}"
+        )
+    data = await body.json_object('{"text": ...}')
+    check_names(data, fields)
+    if "text" not in data:
+        raise HTTPError(400, "the field 'text' is missing")
+    return data
+
+
+def sentences_of(request: dict, settings: ServeConfig) -> list[str]:
+    """/translate's "text": a list of sentences."""
+    text = request["text"]
+    if not isinstance(text, list) or not all(isinstance(sentence, str) for sentence in text):
+        raise HTTPError(400, "'text' must be a list of strings (sentences)")
+    if len(text) > settings.max_sentences:
+        raise HTTPError(
+            413,
+            f"'text' has {len(text):,} sentences; the limit is {settings.max_sentences:,} "
+            "(serve.max_sentences)",
+        )
+    for number, sentence in enumerate(text, 1):
+        check_sentence(sentence, f"sentence {number}", settings)
+    return text
+
+
+def sentence_of(request: dict, settings: ServeConfig) -> str:
+    """/attention's "text": one sentence."""
+    text = request["text"]
+    if not isinstance(text, str):
+        raise HTTPError(400, "'text' must be a string (one sentence)")
+    check_sentence(text, "'text'", settings)
+    return text
+
+
+def beam_field(request: dict, key: str, settings: ServeConfig) -> int | None:
+    """beam_size or nbest: absent (None) or a number of beams within the limit."""
+    value, most = request.get(key), settings.max_beam_size
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise HTTPError(
+            400,
+            f"'{key}' must be an integer from 1 to {most} (serve.max_beam_size), "
+            f"got {json.dumps(value)}",
+        )
+    return value
+
+
+def static_file(name: str) -> tuple[str, bytes]:
+    content_type = CONTENT_TYPES[name.rpartition(".")[2]]
+    return f"{content_type}; charset=utf-8", files("seq2seq.service").joinpath(
+        "static", name
+    ).read_bytes()
+
+
+# The settings a client needs to know (its limits), of those in force; not where the files
+# are, nor how the service is deployed.
+CLIENT_SETTINGS = (
+    "max_sentences", "max_chars", "max_body_bytes", "max_beam_size", "timeout_s",
+    "requests_per_minute",
+)  # fmt: skip
+
+
+def model_info(engine: Engine, settings: ServeConfig) -> dict:
+    config = engine.config.to_dict()
+    del config["serve"]  # as saved at training time; the settings in force are "serve" below
+    vocabs = {"source": engine.src_vocab, "target": engine.tgt_vocab}
+    info = engine.facts()  # engine, device, checkpoint (training step, valid scores, example)
+    info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
+    info["vocab"] = {
+        side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
+    }
+    serve = {name: getattr(settings, name) for name in CLIENT_SETTINGS}
+    serve["api_key_needed"] = bool(settings.api_keys)
+    return {**info, "config": config, "serve": serve}
