@@ -52,7 +52,7 @@ def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starle
     routes = [
         *ours.page_routes(),
         Route("/health", ours.health, methods=["GET"]),
-        Route("/info", ours.model_info, methods=["GET"]),
+        Route("/info", ours.info, methods=["GET"]),
         Route("/translate", post_translate, methods=["POST"]),
         Route("/attention", ours.attention, methods=["POST"]),
         Route("/languages", libretranslate.languages, methods=["GET"]),

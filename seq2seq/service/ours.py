@@ -38,7 +38,7 @@ class OurApi:
 
     def __init__(self, backend: Backend):
         self.backend, self.settings = backend, backend.settings
-        self.info = model_info(backend.engine, backend.settings)
+        self.facts = model_info(backend.engine, backend.settings)  # /info's answer
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
@@ -56,8 +56,8 @@ class OurApi:
         counts |= {"sentences": batcher.sentences, "queued": batcher.queued_sentences()}
         return json_response({"status": "ok", **counts})
 
-    async def model_info(self, request: Request) -> Response:
-        return json_response(self.info)
+    async def info(self, request: Request) -> Response:
+        return json_response(self.facts)
 
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
