@@ -27,7 +27,7 @@ import itertools
 import sys
 from collections.abc import Iterator
 
-from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
+from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
 from seq2seq.decoding.greedy import numbered
@@ -77,6 +77,33 @@ def translate_lines(
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = parse_arguments(argv)
+    config = None if args.checkpoint or args.engine != "torch" else load_config(args.config)
+    engine = load_engine(
+        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
+    )
+    set_decoding(engine.config.decode, args)
+    if args.sentences:
+        print("\n".join(translate_lines(engine, args.sentences, args.nbest)))
+    elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
+        print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
+        for number in itertools.count(1):
+            print("> ", end="", file=sys.stderr, flush=True)
+            line = sys.stdin.readline()
+            if not line:
+                print(file=sys.stderr)
+                return
+            sentence = line.rstrip("\r\n")
+            print("\n".join(translate_lines(engine, [sentence], args.nbest, number)))
+    else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
+        batch_size = engine.config.decode.batch_size
+        for first, chunk in chunks(read_input_lines(sys.stdin.buffer), batch_size):
+            lines = translate_lines(engine, chunk, args.nbest, first)
+            sys.stdout.writelines(line + "\n" for line in lines)
+            sys.stdout.flush()
+
+
+def parse_arguments(argv: list[str] | None):
     parser = command_parser(
         "seq2seq.translate", "Translate sentences given as arguments, or one per line on stdin."
     )
@@ -98,11 +125,11 @@ def main(argv: list[str] | None = None) -> None:
             "decoding with --beam-size and --length-penalty (to translate that text, send it "
             "on stdin)"
         )
-    config = None if args.checkpoint or args.engine != "torch" else load_config(args.config)
-    engine = load_engine(
-        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
-    )
-    decoding = engine.config.decode
+    return args
+
+
+def set_decoding(decoding: DecodeConfig, args) -> None:
+    """The model's decoding, with what --beam-size, --length-penalty and --nbest change."""
     if args.beam_size is not None:
         decoding.beam_size = args.beam_size
     if args.length_penalty is not None:
@@ -113,24 +140,6 @@ def main(argv: list[str] | None = None) -> None:
         if args.nbest < 1:
             raise UserError("--nbest must be at least 1")
         decoding.beam_size = beams_for(decoding.beam_size, args.nbest)
-
-    if args.sentences:
-        print("\n".join(translate_lines(engine, args.sentences, args.nbest)))
-    elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
-        print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
-        for number in itertools.count(1):
-            print("> ", end="", file=sys.stderr, flush=True)
-            line = sys.stdin.readline()
-            if not line:
-                print(file=sys.stderr)
-                return
-            sentence = line.rstrip("\r\n")
-            print("\n".join(translate_lines(engine, [sentence], args.nbest, number)))
-    else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
-        for first, chunk in chunks(read_input_lines(sys.stdin.buffer), decoding.batch_size):
-            lines = translate_lines(engine, chunk, args.nbest, first)
-            sys.stdout.writelines(line + "\n" for line in lines)
-            sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ the queries, columns the keys they attend to; each row sums to 1. The warnings a
 translate (unknown words, an input cut to fit).
 
 No matplotlib here: `python -m seq2seq.plot attention` draws these maps as a PNG, and the
-service (seq2seq/serve.py) sends them to its page as JSON.
+service (seq2seq/service/batcher.py) sends them to its page as JSON.
 """
 
 from dataclasses import dataclass

@@ -61,7 +61,9 @@ def beam_search(
     beam_size: int,
     alpha: float,
 ) -> list[list[Hypothesis]]:
-    """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first."""
+    """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first.
+    One function, over 50 lines, on purpose: the search reads top to bottom as the algorithm,
+    each tensor's shape beside it."""
     batch, k, device = src.size(0), beam_size, src.device
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)

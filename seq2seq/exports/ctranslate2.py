@@ -41,7 +41,8 @@ from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
 
 
 def transformer_spec(checkpoint: Checkpoint):
-    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies."""
+    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies.
+    Long as one table is: each of their weights named once, beside ours, read top to bottom."""
     import_ctranslate2()
     from ctranslate2.specs.transformer_spec import TransformerSpec
 
