@@ -150,7 +150,7 @@ assert_close(z[3], torch.stack([w[0], w[1] + w[3], w[2] + w[3]]))
 # %% [markdown]
 # The project's function does the same four steps
 # ([`model/attention.py`](../seq2seq/model/attention.py), `scaled_dot_product_attention`; its
-# test: [`tests/test_attention.py`](../tests/test_attention.py)), and torch's fused kernel
+# test: [`tests/model/test_attention.py`](../tests/model/test_attention.py)), and torch's fused kernel
 # agrees (`is_causal=True` builds the same no-peek mask).
 
 # %%
@@ -166,7 +166,7 @@ assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), z)
 # **True = may attend** (the same as torch's `scaled_dot_product_attention`). Masks broadcast
 # against the scores of shape (B, H, Tq, Tk); a dimension of size 1 means "the same for all".
 # Code: [`model/masks.py`](../seq2seq/model/masks.py); tests:
-# [`tests/test_masks.py`](../tests/test_masks.py).
+# [`tests/model/test_masks.py`](../tests/model/test_masks.py).
 #
 # * The **padding mask** hides the PAD tokens that fill shorter sentences up to the length
 #   of the longest in a batch: shape (B, 1, 1, Tk), the same for every head and every query.
@@ -311,7 +311,7 @@ assert_close(vectorised, looped)
 # operations as it can); `merge_heads` undoes it. Code:
 # [`model/attention.py`](../seq2seq/model/attention.py); its test against a per-head loop:
 # `test_split_heads_equals_a_per_head_loop_and_merge_heads_undoes_it` in
-# [`tests/test_attention.py`](../tests/test_attention.py).
+# [`tests/model/test_attention.py`](../tests/model/test_attention.py).
 
 # %%
 qh, kh, vh = mha.split_heads(mha.in_proj(x), parts=3)  # three (B, H, T, Dh)
@@ -372,7 +372,7 @@ print("MultiHeadAttention (both backends) = the loop = the vectorised heads = to
 # at high learning rates. (The original Transformer normalised after the sum instead; most
 # recent models normalise before.) Code:
 # [`model/transformer.py`](../seq2seq/model/transformer.py); the layers are tested inside
-# the whole model, in [`tests/test_masks.py`](../tests/test_masks.py).
+# the whole model, in [`tests/model/test_masks.py`](../tests/model/test_masks.py).
 #
 # The **encoder layer** has two sublayers: self-attention over the source, which hides the
 # source padding, then the feed-forward network. Its input and output are (B, S, D).
@@ -463,7 +463,7 @@ assert_close(model.encoder_norm(h), memory)
 # %% [markdown]
 # The no-peek mask at work in the whole model: change the last target token, and the logits
 # of the positions before it do not move. (The test suite checks this at every position, and
-# that padding changes nothing either: [`tests/test_masks.py`](../tests/test_masks.py).)
+# that padding changes nothing either: [`tests/model/test_masks.py`](../tests/model/test_masks.py).)
 
 # %%
 changed = tgt_ids.clone()
@@ -484,7 +484,7 @@ assert not torch.allclose(changed_logits[0, 2], logits[0, 2])  # position 3 sees
 # ([`text/vocab.py`](../seq2seq/text/vocab.py); here one token per word), with the special ids
 # PAD 0, UNK 1, BOS 2 and EOS 3. Each pair then gives three sequences
 # ([`text/batching.py`](../seq2seq/text/batching.py); tests:
-# [`tests/test_vocab_and_batching.py`](../tests/test_vocab_and_batching.py)):
+# [`tests/text/test_vocab_and_batching.py`](../tests/text/test_vocab_and_batching.py)):
 #
 #     source          three is three EOS     what the encoder reads
 #     decoder input   BOS   3  la  3         what the decoder reads
@@ -549,7 +549,7 @@ with torch.no_grad():  # the loss the project's training computes, without label
 # the decoder again, until every sentence has produced EOS. The encoder runs once.
 # PAD and BOS are never a valid output, so their logits are set to -inf first.
 # Code: [`decoding/greedy.py`](../seq2seq/decoding/greedy.py); tests:
-# [`tests/test_decode.py`](../tests/test_decode.py).
+# [`tests/decoding/test_decode.py`](../tests/decoding/test_decode.py).
 
 # %%
 section("8. Greedy decoding")

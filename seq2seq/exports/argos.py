@@ -31,7 +31,7 @@ so the package must hold what our own code adds around the model:
 
 Argos's beam search scores hypotheses as CTranslate2 does (log-probability / length ** 0.2),
 not as ours (Wu et al.'s length penalty): to reproduce its output, translate with our
-CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/test_argos.py does). Argos
+CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/exports/test_argos.py does). Argos
 Translate decodes with the device and compute type of its own settings (ARGOS_DEVICE_TYPE,
 ARGOS_COMPUTE_TYPE; "auto" may quantize to int8 on a CPU).
 """

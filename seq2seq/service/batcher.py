@@ -18,7 +18,7 @@
 
 Each answer is what `python -m seq2seq.translate` gives for the job's sentences: translations
 (one line each) or the n-best with their scores, and translate's warnings, "line N" being the
-job's Nth sentence. Nothing here knows HTTP: tests/test_batcher.py drives it directly.
+job's Nth sentence. Nothing here knows HTTP: tests/service/test_batcher.py drives it directly.
 """
 
 import dataclasses

@@ -5,7 +5,7 @@
          as the schemas' bounds (maxItems: serve.max_sentences, maximum: max_beam_size, ...)
       -> GET /openapi.json, built once
 
-tests/test_openapi_fuzz.py holds the server to it: a schemathesis fuzz of every route from
+tests/service/test_openapi_fuzz.py holds the server to it: a schemathesis fuzz of every route from
 this description (no 5xx, each answer as described, each 4xx a JSON error), and the routes
 described are the app's routes.
 """

@@ -70,7 +70,7 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
     assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
     # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
     # its outputs may differ there, and the service's, whose calls are its batches, from the
-    # command's; tests/test_ctranslate2.py checks that they are identical)
+    # command's; tests/exports/test_ctranslate2.py checks that they are identical)
     for form in ("ctranslate2_float32", "transformers_float32", "argos"):
         assert 0 < figures[f"{form}_same_outputs_as_ours"] <= 1, form
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]

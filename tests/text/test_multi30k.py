@@ -15,7 +15,9 @@ from seq2seq.support.errors import UserError
 from seq2seq.text.corpora import build_corpus
 from seq2seq.text.corpus import load_split, read_lines
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared/corpora/multi30k"
+from helpers import ROOT
+
+SHARED = ROOT.parent / "shared/corpora/multi30k"
 pytestmark = pytest.mark.skipif(not SHARED.is_dir(), reason="no offline Multi30k copy beside")
 
 

@@ -388,7 +388,7 @@ def test_requests_for_another_host_or_not_json_are_refused(url):
     body = b'{"text": ["one is one"]}'
     status, answer, _ = call(url, "POST", "/translate", body, {"Content-Type": "text/plain"})
     assert status == 415 and "Content-Type: application/json" in answer["error"]
-    # the form encoding is LibreTranslate's (tests/test_libretranslate.py): this is no form
+    # the form encoding is LibreTranslate's (tests/service/test_libretranslate.py): this is no form
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     status, answer, _ = call(url, "POST", "/translate", body, form)
     assert status == 400, answer
