@@ -32,10 +32,10 @@ check failed, after both files are written.
     pytest               the project's suite (python -m pytest -q) on this machine
 
 --quick runs every path with tiny sizes (a small model and corpus, 30 steps), so that
-tests/benchmarks/test_gpu_check.py can run it on the CPU (--device cpu --quick); what cannot run there
-(fp16, the nested pytest) is skipped with the reason recorded, and off CUDA the quick mode
-compiles with torch's aot_eager backend (dynamo and AOTAutograd, without the minutes of C++
-that inductor builds on a CPU).
+tests/benchmarks/test_gpu_check.py can run it on the CPU (--device cpu --quick); what cannot run
+there (fp16, the nested pytest) is skipped with the reason recorded, and off CUDA the quick
+mode compiles with torch's aot_eager backend (dynamo and AOTAutograd, without the minutes of
+C++ that inductor builds on a CPU).
 """
 
 import argparse

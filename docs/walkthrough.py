@@ -149,9 +149,9 @@ assert_close(z[3], torch.stack([w[0], w[1] + w[3], w[2] + w[3]]))
 
 # %% [markdown]
 # The project's function does the same four steps
-# ([`model/attention.py`](../seq2seq/model/attention.py), `scaled_dot_product_attention`; its
-# test: [`tests/model/test_attention.py`](../tests/model/test_attention.py)), and torch's fused kernel
-# agrees (`is_causal=True` builds the same no-peek mask).
+# ([`model/attention.py`](../seq2seq/model/attention.py), `scaled_dot_product_attention`;
+# its test: [`tests/model/test_attention.py`](../tests/model/test_attention.py)), and torch's
+# fused kernel agrees (`is_causal=True` builds the same no-peek mask).
 
 # %%
 ours, our_weights = scaled_dot_product_attention(q, k, v, allowed)
