@@ -48,7 +48,7 @@ def kept_inputs(config_file: str, overrides: list[str]) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.average", __doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="the averaged checkpoint to write")
+    parser.add_argument("out", type=Path, metavar="OUT.pt", help="the average, to write")
     parser.add_argument(
         "inputs", nargs="*", metavar="IN.pt | key.sub=value",
         help="the checkpoints to average; none: the run's kept ones (step-<N>.pt), the run "

@@ -79,26 +79,30 @@ def test_the_average_of_two_is_the_mean_of_every_weight_and_the_newest_integers(
     assert not torch.equal(averaged["src_embed.tokens.weight"], first["src_embed.tokens.weight"])
 
 
+@pytest.mark.slow
 def test_the_last_n_validations_are_kept_and_the_command_averages_them(workdir, capsys):
-    train(config("train.average_last=2", "train.eval_every=5"))  # validations at 5, 10 ... 40
-    assert kept("numbers") == ["step-35.pt", "step-40.pt"]
-    for step in (35, 40):
+    Path("runs/numbers").mkdir(parents=True)
+    Path("runs/numbers/step-99.pt").write_bytes(b"an earlier run's")  # a fresh start drops it
+    train(config("train.average_last=2", "train.max_steps=20", "train.eval_every=5"))
+    assert kept("numbers") == ["step-15.pt", "step-20.pt"]  # of the validations 5, 10, 15, 20
+    for step in (15, 20):
         state = read_state(Path(f"runs/numbers/step-{step}.pt"))
         assert state["info"]["step"] == step and "training" not in state  # no optimizer
     capsys.readouterr()
 
     average.main(["average.pt", *SMALL])  # the run of config.yaml: its kept checkpoints
-    assert "averaged 2 checkpoints (steps 35, 40) into average.pt" in capsys.readouterr().out
+    assert "averaged 2 checkpoints (steps 15, 20) into average.pt" in capsys.readouterr().out
     expected = average_weights(
-        [weights("runs/numbers/step-35.pt"), weights("runs/numbers/step-40.pt")]
+        [weights("runs/numbers/step-15.pt"), weights("runs/numbers/step-20.pt")]
     )
     assert_same_parameters(weights("average.pt"), expected)
-    assert load_checkpoint("average.pt").info["averaged_steps"] == [35, 40]
+    assert load_checkpoint("average.pt").info["averaged_steps"] == [15, 20]
 
     with pytest.raises(UserError, match=r"no kept checkpoints \(step-<N>.pt\) in runs/other/: "):
         average.main(["average.pt", "experiment=other"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("better", [True, False])
 def test_the_average_becomes_best_pt_only_when_it_validates_better(
     workdir, monkeypatch, capsys, better
@@ -110,19 +114,19 @@ def test_the_average_becomes_best_pt_only_when_it_validates_better(
             zip(("valid_loss", "valid_exact_match", "valid_bleu"), figures, strict=True)
         ),
     )
-    best = train(config("train.average_last=3"))
+    best = train(config("train.average_last=2", "train.max_steps=30"))  # validations 15, 30
     out = capsys.readouterr().out
-    assert kept("numbers") == ["step-15.pt", "step-30.pt", "step-40.pt"]
+    assert kept("numbers") == ["step-15.pt", "step-30.pt"]
     average_line = log("numbers")[-1]
-    assert average_line["averaged_steps"] == [15, 30, 40]
+    assert average_line["averaged_steps"] == [15, 30]
     assert average_line["valid_exact_match"] == figures[1]
     assert log("numbers")[-2].keys() <= average_line.keys()  # the plots and benchmarks read it
     saved = load_checkpoint("runs/numbers/best.pt").info
     if better:
-        assert "(3 checkpoints): valid exact match 1.0000" in out
+        assert "average of steps 15-30 (2 checkpoints): valid exact match 1.0000" in out
         assert "the average is best.pt now" in out
-        assert best["averaged_steps"] == saved["averaged_steps"] == [15, 30, 40]
-        every = [weights(f"runs/numbers/step-{step}.pt") for step in (15, 30, 40)]
+        assert best["averaged_steps"] == saved["averaged_steps"] == [15, 30]
+        every = [weights(f"runs/numbers/step-{step}.pt") for step in (15, 30)]
         assert_same_parameters(weights("runs/numbers/best.pt"), average_weights(every))
     else:
         assert "valid exact match 0.0000" in out and "best.pt stays as it was" in out
@@ -162,13 +166,6 @@ def test_resuming_with_averaging_matches_a_run_that_never_stopped(workdir, monke
     assert [e[k] for e in log("resumed") for k in keys] == same_figures(
         [e[k] for e in log("straight") for k in keys]
     )
-
-
-def test_restarting_forgets_the_kept_checkpoints_of_the_run_before(workdir):
-    train(config("train.average_last=2"))
-    Path("runs/numbers/step-99.pt").write_bytes(Path("runs/numbers/step-40.pt").read_bytes())
-    train(config("train.average_last=2", "train.max_steps=20"), restart=True)
-    assert kept("numbers") == ["step-15.pt", "step-20.pt"]
 
 
 @pytest.fixture
@@ -211,3 +208,11 @@ def test_the_command_averages_the_checkpoints_it_is_given(seed_run, tmp_path, ca
     assert f"averaged 2 checkpoints (steps {steps[0]}, {steps[1]})" in capsys.readouterr().out
     assert_same_parameters(weights(out), average_weights([weights(best), weights(last)]))
     assert load_checkpoint(out).info["averaged_steps"] == steps
+
+
+def test_help_names_the_command_as_it_is_typed(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        average.main(["--help"])
+    assert exit_.value.code == 0
+    usage = capsys.readouterr().out
+    assert usage.startswith("usage: python -m seq2seq.average ") and "OUT.pt" in usage
