@@ -8,7 +8,8 @@ that a checkpoint may be resumed with the config at hand.
     the same command again -> check_resumable -> everything put back (resume_from_last)
       -> the same run goes on
 
-On the CPU a resumed run ends bit for bit where an uninterrupted one would (tests/training/test_resume.py).
+On the CPU a resumed run ends bit for bit where an uninterrupted one would
+(tests/training/test_resume.py).
 """
 
 import signal
