@@ -13,9 +13,9 @@ modules and what it may import; tests/test_architecture.py holds them to it):
     service/, exports/   the HTTP service; CTranslate2, Argos Translate, Hugging Face
     support/             errors, atomic files, paths, devices
 
-and the commands, each `python -m seq2seq.<command>`: data, train, evaluate, translate, plot,
-serve, export (and config_docs, which writes config.yaml and the options' reference). No
-module imports a command.
+and the commands, each `python -m seq2seq.<command>`: data, train, average, evaluate,
+translate, plot, serve, export (and config_docs, which writes config.yaml and the options'
+reference). No module imports a command.
 """
 
 __version__ = "0.1.0"

@@ -116,6 +116,9 @@ class TrainConfig:
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
     # validation translates greedily (1), or with this many beams
     valid_beam_size: Annotated[int, "at least 1"] = 1
+    # keep the models of the last this many validations (runs/<experiment>/step-<N>.pt) and
+    # at the end validate their average, which becomes best.pt if it is better (0: off)
+    average_last: Annotated[int, ">= 0"] = 0
     threads: Annotated[int, ">= 0"] = 0  # CPU threads for torch (0: torch's default)
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
     # elsewhere (seq2seq/support/device.py); fp16 adds a gradient scaler

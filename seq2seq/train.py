@@ -16,6 +16,8 @@ Every `eval_every` steps the model is validated: loss on the valid split, and th
 match and BLEU of its translations (greedy, or `train.valid_beam_size` beams) against the
 reference text. The best checkpoint by `train.best_metric` is written atomically to
 runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/metrics.jsonl.
+With `train.average_last: N`, the last N validations' models are kept (step-<N>.pt) and, at
+the end, their average is validated too: best.pt if it is better (training/averaging.py).
 
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
@@ -42,6 +44,7 @@ from seq2seq.support.paths import LAST
 from seq2seq.text.batching import Prefetcher
 from seq2seq.text.special import PAD
 from seq2seq.training import distributed
+from seq2seq.training.averaging import average_at_end, keep_recent
 from seq2seq.training.checkpoints import checked_loss, keep_if_best, resume_from_last, save_last
 from seq2seq.training.distributed import World
 from seq2seq.training.loss import batch_loss
@@ -141,8 +144,9 @@ def evaluate_and_save(
 def validate_and_keep_best(
     run: Run, train_loss: float, meter: Throughput, lr: float, report: Report
 ) -> None:
-    """Rank 0 validates, keeps the best checkpoint and logs; every process takes its
-    decisions (best, patience), so that all stop together."""
+    """Rank 0 validates, keeps the best checkpoint (and the recent ones, to average at the
+    end) and logs; every process takes its decisions (best, patience), so that all stop
+    together."""
     progress, train_cfg = run.progress, run.train_cfg
     if run.world.main:
         result = {
@@ -155,6 +159,7 @@ def validate_and_keep_best(
             "elapsed_s": progress.elapsed_s,
         }
         improved = keep_if_best(run, result)
+        keep_recent(run, {**result, "example": run.example})  # step-<N>.pt (average_last)
         report.write(
             f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
             f"exact match {result['valid_exact_match']:.4f}  "
@@ -164,6 +169,8 @@ def validate_and_keep_best(
             report.write(f"no gain in {train_cfg.patience} validations: stopping early")
             progress.stopped_early = True
         append_line(run.log_path, json.dumps(result))
+        if run.finished and (verdict := average_at_end(run, result)):
+            report.write(verdict)
     decisions = (progress.best, progress.validations_without_gain, progress.stopped_early)
     decisions = distributed.from_main(decisions, run.world)
     progress.best, progress.validations_without_gain, progress.stopped_early = decisions

@@ -9,6 +9,8 @@ data/<corpus.name>/                  `make data` (Config.data_dir)
     raw/                             downloaded files (corpus.type: multi30k)
 runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Config.run_dir)
     best.pt  last.pt  metrics.jsonl  best checkpoint, where training stands, its log
+    step-<N>.pt                      the last validations' checkpoints, to average
+                                     (train.average_last; seq2seq/training/averaging.py)
     test.hyp  test.beam.hyp          translations of the test split (greedy, beam search)
     eval.json                        their scores
     attention.png  curves.png        pictures
@@ -47,6 +49,21 @@ def vocab_files(data_dir: Path) -> list[Path]:
 def id_files(data_dir: Path, split: str, side: str) -> tuple[Path, Path]:
     """A split's token ids of one side, and their offsets."""
     return data_dir / f"{split}.{side}.ids", data_dir / f"{split}.{side}.idx"
+
+
+def kept_checkpoint(run_dir: Path, step: int) -> Path:
+    """The checkpoint of step `step`'s validation, kept to be averaged."""
+    return run_dir / f"step-{step}.pt"
+
+
+def kept_checkpoints(run_dir: Path) -> dict[int, Path]:
+    """The kept checkpoints in run_dir, by step, oldest first."""
+    found = {}
+    for path in run_dir.glob("step-*.pt"):
+        step = path.stem.removeprefix("step-")
+        if step.isdigit():
+            found[int(step)] = path
+    return dict(sorted(found.items()))
 
 
 def picture(run_dir: Path, what: str) -> Path:

@@ -9,6 +9,9 @@
     Ctrl-C / SIGTERM  checked_loss -> save_last
     starting          resume_from_last: last.pt -> check_resumable -> everything put back
 
+(With train.average_last, each validation also keeps its model as step-<N>.pt, and the
+average of the last ones may become best.pt at the end: averaging.py.)
+
 Rank 0 alone writes, each file atomically (seq2seq/checkpoint.py), so a checkpoint on disk is
 always whole: the one before, or the new one.
 """
@@ -21,6 +24,7 @@ from seq2seq.checkpoint import non_finite, read_state, save_checkpoint
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import remove_stale_temporaries, write_lines
 from seq2seq.training import distributed
+from seq2seq.training.averaging import forget_kept_after
 from seq2seq.training.report import Throughput
 from seq2seq.training.resume import (
     Progress,
@@ -67,7 +71,8 @@ def save_last(run: Run) -> None:
 
 def resume_from_last(run: Run, restart: bool) -> None:
     """Continue from last.pt if there is one (unless `restart`): every part of `run` as
-    save_last left it, and metrics.jsonl cut back to the steps last.pt holds."""
+    save_last left it, and metrics.jsonl and the kept checkpoints (averaging.py) cut back to
+    the steps last.pt holds."""
     world, last_path = run.world, run.last_path
     if world.main:
         run.config.run_dir.mkdir(parents=True, exist_ok=True)
@@ -77,6 +82,7 @@ def resume_from_last(run: Run, restart: bool) -> None:
     if not distributed.from_main(last_path.exists(), world):
         if world.main:
             write_lines(run.log_path, [])
+            forget_kept_after(run.config.run_dir, 0)
         return
     try:
         state = read_state(last_path, run.device)
@@ -98,6 +104,7 @@ def resume_from_last(run: Run, restart: bool) -> None:
         logged = log.read_text("utf-8").splitlines() if log.exists() else []
         kept = [line for line in logged if json.loads(line)["step"] <= run.progress.step]
         write_lines(log, kept)
+        forget_kept_after(run.config.run_dir, run.progress.step)
         print(f"resuming {last_path} at step {run.progress.step:,} (--restart to start over)")
 
 

@@ -56,17 +56,26 @@ RESUME_KEYS = {
 }
 
 
+def other_model(saved: dict, config: Config) -> tuple[str, object, object] | None:
+    """The first of RESUME_KEYS on which a checkpoint's config (`saved`, as a dict) and
+    `config` differ: (section.key, its saved value, config's value); None if on none."""
+    for section, keys in RESUME_KEYS.items():
+        then, now = saved.get(section, {}), asdict(getattr(config, section))
+        for key in keys:
+            if then.get(key) != now[key]:
+                return f"{section}.{key}", then.get(key), now[key]
+    return None
+
+
 def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches: dict, path):
     """A checkpoint resumes only the same model on the same vocabularies and training data,
     cut into the same batches (or the position in the epoch would mean other data)."""
-    for section, keys in RESUME_KEYS.items():
-        saved, now = state["config"].get(section, {}), asdict(getattr(config, section))
-        for key in keys:
-            if saved.get(key) != now[key]:
-                raise UserError(
-                    f"{path} was trained with another config ({section}.{key}: "
-                    f"{saved.get(key)!r}, now {now[key]!r}); pass --restart to train from scratch"
-                )
+    if differs := other_model(state["config"], config):
+        key, saved, now = differs
+        raise UserError(
+            f"{path} was trained with another config ({key}: {saved!r}, now {now!r}); "
+            "pass --restart to train from scratch"
+        )
     if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
         raise UserError(
             f"{path} was trained on other vocabularies than those in {config.data_dir}/; "

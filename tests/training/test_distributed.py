@@ -112,13 +112,13 @@ def test_two_processes_equal_one_with_matching_accumulation(workdir):
         reference = [
             json.loads(line) for line in read_lines(workdir / f"runs/one{accumulate}/metrics.jsonl")
         ]
-        assert [entry["step"] for entry in log] == [6, 12]
+        assert [entry["step"] for entry in log] == [6, 12, 12]  # the last: the average
         for entry, expected in zip(log, reference, strict=True):
             for key in ("train_loss", "valid_loss"):
                 assert entry[key] == pytest.approx(expected[key], rel=1e-6, abs=0)
         assert stdout.count("parameters on cpu x 2 processes") == 1
         assert sorted(p.name for p in (workdir / f"runs/ddp{accumulate}").iterdir()) == [
-            "best.pt", "last.pt", "metrics.jsonl"
+            "best.pt", "last.pt", "metrics.jsonl", "step-12.pt", "step-6.pt"
         ]  # fmt: skip
 
 
