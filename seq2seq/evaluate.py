@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     result.update(
         checkpoint=str(args.checkpoint or config.checkpoint_path),
         checkpoint_step=engine.facts()["checkpoint"].get("step"),
+        no_repeat_ngram=config.decode.no_repeat_ngram,  # greedy's and beam search's
     )
     if config.decode.beam_size > 1:
         result["beam"] = {

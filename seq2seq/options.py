@@ -139,6 +139,11 @@ class DecodeConfig:
     # an output stops after max_len_a * its source length + max_len_b pieces
     max_len_a: Annotated[float, ">= 0"] = 2.0
     max_len_b: Annotated[int, ">= 0"] = 10  # see max_len_a
+    # no runaway loops ("salad salad salad ..."): a token that would repeat an n-gram of this
+    # many pieces already in the output is never chosen (CTranslate2's and transformers'
+    # no_repeat_ngram_size; Argos has none); 0: off. 7: no correct numbers output repeats 7
+    # pieces, but "1 2 3 4 5 6 la 1 2 3 4 5 6" repeats 6 (docs/learn.md)
+    no_repeat_ngram: Annotated[int, ">= 0"] = 7
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
     # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

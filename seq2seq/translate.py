@@ -115,6 +115,9 @@ def parse_arguments(argv: list[str] | None):
     )
     parser.add_argument("--length-penalty", type=float, help="beam search length penalty alpha")
     parser.add_argument(
+        "--no-repeat-ngram", type=int, metavar="N", help="no output repeats N pieces (0: off)"
+    )
+    parser.add_argument(
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
@@ -129,13 +132,18 @@ def parse_arguments(argv: list[str] | None):
 
 
 def set_decoding(decoding: DecodeConfig, args) -> None:
-    """The model's decoding, with what --beam-size, --length-penalty and --nbest change."""
+    """The model's decoding, with what --beam-size, --length-penalty, --no-repeat-ngram and
+    --nbest change."""
     if args.beam_size is not None:
         decoding.beam_size = args.beam_size
     if args.length_penalty is not None:
         decoding.length_penalty = args.length_penalty
+    if args.no_repeat_ngram is not None:
+        decoding.no_repeat_ngram = args.no_repeat_ngram
     if decoding.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
+    if decoding.no_repeat_ngram < 0:
+        raise UserError("--no-repeat-ngram must be at least 0")
     if args.nbest is not None:
         if args.nbest < 1:
             raise UserError("--nbest must be at least 1")

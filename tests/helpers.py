@@ -28,6 +28,7 @@ import torch
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config
 from seq2seq.decoding.greedy import decode_sources, longest_source, max_lengths
+from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import pick_device
 from seq2seq.text.batching import pair_tensors, source_tensor, token_batches
@@ -157,12 +158,19 @@ def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:
 
 
 def assert_same_or_tied(
-    checkpoint: Checkpoint, sentences: list[str], expected: list, actual: list
+    checkpoint: Checkpoint,
+    sentences: list[str],
+    expected: list,
+    actual: list,
+    no_repeat: int | None = None,
 ) -> int:
     """`expected`: the reference's outputs of `sentences`, `actual`: another engine's or code
-    path's, each a list of ids or a text. Every pair is equal, or differs first at a tie
-    (TIE), or the reference stopped at its length limit (max_len_a * source length +
-    max_len_b) where the other went on. -> how many pairs differ."""
+    path's, each a list of ids or a text, both decoded with decode.no_repeat_ngram `no_repeat`
+    (None: the checkpoint's). Every pair is equal, or differs first at a tie (TIE), or the
+    reference stopped at its length limit (max_len_a * source length + max_len_b) where the
+    other went on. -> how many pairs differ."""
+    if no_repeat is None:
+        no_repeat = checkpoint.config.decode.no_repeat_ngram
     model = copy.deepcopy(checkpoint.model).double().eval()
     sources = checkpoint.src_vocab.encode(sentences)
     differ = 0
@@ -177,7 +185,8 @@ def assert_same_or_tied(
             continue  # ours stopped at its own length limit; CTranslate2 has one limit a batch
         ours, theirs = ours + [EOS], theirs + [EOS]
         step = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
-        log_probs = next_token_log_probs(model, source[: longest_source(model)], ours[:step])
+        source, prefix = source[: longest_source(model)], ours[:step]
+        log_probs = next_token_log_probs(model, source, prefix, no_repeat)
         best = log_probs.topk(2)
         chosen = {ours[step], theirs[step]}
         gap = float(best.values[0] - best.values[1])
@@ -189,12 +198,19 @@ def assert_same_or_tied(
 
 
 @torch.inference_mode()
-def next_token_log_probs(model: Transformer, source: list[int], prefix: list[int]) -> torch.Tensor:
+def next_token_log_probs(
+    model: Transformer, source: list[int], prefix: list[int], no_repeat: int = 0
+) -> torch.Tensor:
     """log P(next token | source, prefix) by teacher forcing: (V,), in the model's dtype, with
-    the tokens never output (PAD, BOS) at -inf, as decoding has them."""
+    the tokens never output (PAD, BOS) at -inf, as decoding has them, and with no_repeat > 0
+    those that would repeat a no_repeat-gram of the prefix."""
     src, tgt_in = source_tensor([source]), torch.tensor([[BOS, *prefix]])
     logits = model(src, tgt_in)[0, -1]  # (V,)
-    return torch.log_softmax(logits + non_output_logits(logits, logits.size(0)), dim=-1)
+    logits = logits + non_output_logits(logits, logits.size(0))
+    if no_repeat:
+        banned = repeated_ngrams(torch.tensor([prefix], dtype=torch.long), no_repeat, len(logits))
+        logits = logits.masked_fill(banned[0], float("-inf"))
+    return torch.log_softmax(logits, dim=-1)
 
 
 # The translation service (tests/test_serve*.py).

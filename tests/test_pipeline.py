@@ -82,6 +82,9 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out == "3 la 3\n9 la 9\n"
     translate.main(["--beam-size", "3", "--length-penalty", "0.6", "four is four", "two is two"])
     assert capsys.readouterr().out == "4 la 4\n2 la 2\n"
+    translate.main(["--no-repeat-ngram", "1", "four is four"])  # 1: no piece twice
+    output = capsys.readouterr().out
+    assert output.startswith("4 la") and output != "4 la 4\n"
     translate.main(["--nbest", "2", "four is four", "two is two"])
     nbest = [line.split(" ||| ") for line in capsys.readouterr().out.splitlines()]
     assert [(n, text) for n, text, _ in nbest][::2] == [("0", "4 la 4"), ("1", "2 la 2")]

@@ -3,6 +3,7 @@
     greedy.py          greedy decoding (with and without the key/value cache), and whole
                        sentences in, translations out
     beam.py            batched beam search with a length penalty
+    repeats.py         no runaway outputs: the tokens that would repeat an n-gram
     attention_maps.py  the attention weights of one translation, for plots and the page
     engines.py         the one interface every translating command and the service use: our
                        torch engine, or CTranslate2 on an export

@@ -9,8 +9,10 @@ log-probability divided by the length penalty of Wu et al. (2016),
 
 so that longer outputs are not unfairly penalised (length_penalty 0: plain log-probability).
 As in most toolkits, only candidates among the K best of a step can end: so beam size 1 is
-greedy decoding. A sentence is done when it has K
-finished hypotheses that no live beam can beat any more, or at its length limit.
+greedy decoding. A sentence is done when it has K finished hypotheses that no live beam can
+beat any more, or at its length limit. With `decode.no_repeat_ngram` n > 0, the tokens that
+would repeat one of a beam's n-grams get a logit of -inf before the softmax, as CTranslate2
+does it (repeats.py).
 
 Batching: the B sentences of a batch and their K beams run as B*K rows through the decoder,
 with the key/value cache of seq2seq/model/cache.py. After each step the cache rows are reordered
@@ -28,6 +30,7 @@ done. Per sentence, the tensors are:
 
 import torch
 
+from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.cache import DecoderCache
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
@@ -60,8 +63,10 @@ def beam_search(
     limits: torch.Tensor,
     beam_size: int,
     alpha: float,
+    no_repeat: int = 0,
 ) -> list[list[Hypothesis]]:
-    """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first.
+    """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first;
+    with no_repeat > 0, none repeats an n-gram of that many pieces (repeats.py).
     One function, over 50 lines, on purpose: the search reads top to bottom as the algorithm,
     each tensor's shape beside it."""
     batch, k, device = src.size(0), beam_size, src.device
@@ -86,6 +91,9 @@ def beam_search(
 
     for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1].to(dtype)  # (B*K, V)
+        if no_repeat:  # before the softmax, as CTranslate2 does it
+            outputs_so_far = history[:, :, :step].reshape(batch * k, step)  # (B*K, step)
+            logits = logits.masked_fill(repeated_ngrams(outputs_so_far, no_repeat, vocab), NONE)
         log_probs = torch.log_softmax(logits + forbidden, dim=-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
         # 2K candidates: enough to find K that do not end the hypothesis

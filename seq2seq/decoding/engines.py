@@ -207,6 +207,7 @@ class CTranslate2Engine:
             beam_size=decoding.beam_size,
             num_hypotheses=nbest,
             length_penalty=decoding.length_penalty,
+            no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
             max_decoding_length=int(min(limit, self.config.model.max_positions - 1)),
             min_decoding_length=0,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py

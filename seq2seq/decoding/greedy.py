@@ -7,6 +7,9 @@
     until a sentence produces EOS or reaches its length limit,
       max_len_a * its source length + max_len_b pieces.
 
+With `decode.no_repeat_ngram` n > 0, each step's argmax skips the tokens that would repeat an
+n-gram the output already holds (repeats.py): no runaway "salad salad salad ..." loops.
+
 Two implementations give the same tokens:
 
 * `greedy_decode_recompute` runs the decoder over the whole prefix again at every step, as
@@ -27,11 +30,13 @@ engines (engines.py) wrap these for everyone else, with each sentence's `source_
 
 from contextlib import contextmanager
 from functools import partial
+from math import inf
 
 import torch
 
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.beam import beam_search
+from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.cache import DecoderCache
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast, autocast_dtype
@@ -56,9 +61,22 @@ def strip(outputs: torch.Tensor) -> list[list[int]]:
     return result
 
 
+def allowed(logits: torch.Tensor, forbidden: torch.Tensor, history: torch.Tensor | None, n: int):
+    """logits (b, V) of the next token -> the same with -inf where it may not be: PAD and
+    BOS (`forbidden`, (V,)), and with n > 0 the tokens that would repeat an n-gram of
+    `history` (b, steps), the outputs so far (repeats.py)."""
+    logits = logits + forbidden
+    if n:
+        logits = logits.masked_fill(repeated_ngrams(history, n, logits.size(-1)), -inf)
+    return logits
+
+
 @torch.inference_mode()
-def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
-    """src: (B, S), limits: (B,) -> B lists of output ids (no BOS, no EOS)."""
+def greedy_decode_recompute(
+    model: Transformer, src: torch.Tensor, limits: torch.Tensor, no_repeat: int = 0
+):
+    """src: (B, S), limits: (B,) -> B lists of output ids (no BOS, no EOS). no_repeat > 0:
+    no output repeats an n-gram of that many pieces (repeats.py)."""
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     batch = src.size(0)
     ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1 + steps)
@@ -66,7 +84,8 @@ def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch
     forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
     for step in range(int(limits.max())):
         logits = model.decode(ys, memory, src_mask)[:, -1]  # the whole prefix, again
-        token = (logits + forbidden).argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
+        logits = allowed(logits, forbidden, ys[:, 1:], no_repeat)
+        token = logits.argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
         ys = torch.cat([ys, token[:, None]], dim=1)
         finished |= (token == EOS) | (step + 1 >= limits)
         if finished.all():
@@ -75,7 +94,9 @@ def greedy_decode_recompute(model: Transformer, src: torch.Tensor, limits: torch
 
 
 @torch.inference_mode()
-def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Tensor):
+def greedy_decode_cached(
+    model: Transformer, src: torch.Tensor, limits: torch.Tensor, no_repeat: int = 0
+):
     """Same result as greedy_decode_recompute, one new token per step with a KV cache.
 
     Each step is a few dozen small tensor operations, so the loop keeps their number down: a
@@ -96,7 +117,9 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
     token = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (b, 1)
     for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (b, V)
-        new = (logits + forbidden).argmax(dim=-1).masked_fill(finished, PAD)  # (b,)
+        history = outputs[rows, :step] if no_repeat else None  # (b, step)
+        new = allowed(logits, forbidden, history, no_repeat).argmax(dim=-1)
+        new = new.masked_fill(finished, PAD)  # (b,)
         outputs[rows, step] = new
         finished |= (new == EOS) | (step + 1 >= limits)
         running = len(rows) - int(finished.sum())
@@ -116,12 +139,13 @@ def greedy_decode_cached(model: Transformer, src: torch.Tensor, limits: torch.Te
 def decode_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[list[int]]:
     """src: (B, S) padded source ids -> B lists of output ids: greedy (with or without the
     cache) or, with decoding.beam_size > 1, the best hypothesis of beam search."""
-    limits = max_lengths(model, src, decoding)
+    limits, no_repeat = max_lengths(model, src, decoding), decoding.no_repeat_ngram
     if decoding.beam_size > 1:
-        nbest = beam_search(model, src, limits, decoding.beam_size, decoding.length_penalty)
+        beams, alpha = decoding.beam_size, decoding.length_penalty
+        nbest = beam_search(model, src, limits, beams, alpha, no_repeat)
         return [hypotheses[0][1] for hypotheses in nbest]
     greedy = greedy_decode_cached if decoding.cache else greedy_decode_recompute
-    return greedy(model, src, limits)
+    return greedy(model, src, limits, no_repeat)
 
 
 def longest_source(model: Transformer) -> int:
@@ -190,7 +214,8 @@ def nbest_of_sources(model: Transformer, sources: list[list[int]], decoding: Dec
 
     def search(src: torch.Tensor) -> list:
         limits = max_lengths(model, src, decoding)
-        return beam_search(model, src, limits, decoding.beam_size, decoding.length_penalty)
+        beams, alpha = decoding.beam_size, decoding.length_penalty
+        return beam_search(model, src, limits, beams, alpha, decoding.no_repeat_ngram)
 
     with evaluating(model, decoding.precision):
         return in_length_order(model, sources, decoding.batch_size, search, [(0.0, [])])

@@ -196,9 +196,9 @@ def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
 
 def generation_config(checkpoint: Checkpoint):
     """What `generate` does by default: our decoder's start, end and padding
-    ids, the longest output the positions allow (max_length counts the start token), and the
+    ids, the longest output the positions allow (max_length counts the start token), the
     config's beam size and length penalty exponent (transformers divides by length ** it,
-    we by Wu et al.'s ((5 + length) / 6) ** it)."""
+    we by Wu et al.'s ((5 + length) / 6) ** it), and its no_repeat_ngram, the same rule."""
     transformers, decoding = import_transformers(), checkpoint.config.decode
     return transformers.GenerationConfig(
         decoder_start_token_id=BOS,
@@ -208,6 +208,7 @@ def generation_config(checkpoint: Checkpoint):
         max_length=checkpoint.model.cfg.max_positions,
         num_beams=decoding.beam_size,
         length_penalty=decoding.length_penalty,
+        no_repeat_ngram_size=decoding.no_repeat_ngram,
     )
 
 

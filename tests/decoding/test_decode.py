@@ -172,7 +172,8 @@ class HostReads(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def test_beam_search_waits_for_the_device_once_per_step(monkeypatch):
+@pytest.mark.parametrize("no_repeat", [0, 3])  # the repeats rule costs no wait either
+def test_beam_search_waits_for_the_device_once_per_step(monkeypatch, no_repeat):
     torch.manual_seed(0)
     model = random_model(12, torch.float32)
     src = source_tensor([torch.randint(4, 12, (int(n),)).tolist() for n in range(1, 9)])
@@ -183,7 +184,7 @@ def test_beam_search_waits_for_the_device_once_per_step(monkeypatch):
         monkeypatch.setattr(model, "decode", lambda *a: steps.append(1) or decode(*a))
         monkeypatch.setattr(torch.Tensor, "tolist", lambda t: tolists.append(1) or tolist(t))
         with HostReads() as reads:
-            nbest = beam_search(model, src, torch.full((8,), limit), 4, 1.0)
+            nbest = beam_search(model, src, torch.full((8,), limit), 4, 1.0, no_repeat)
         monkeypatch.undo()
         assert all(len(hypotheses) == 4 for hypotheses in nbest)
         return len(steps), reads, len(tolists)
@@ -197,7 +198,8 @@ def test_beam_search_waits_for_the_device_once_per_step(monkeypatch):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_beam_search_synchronises_with_the_gpu_once_per_step():
+@pytest.mark.parametrize("no_repeat", [0, 3])
+def test_beam_search_synchronises_with_the_gpu_once_per_step(no_repeat):
     torch.manual_seed(0)
     model = random_model(12, torch.float32).cuda()
     src = source_tensor([torch.randint(4, 12, (int(n),)).tolist() for n in range(1, 9)]).cuda()
@@ -205,7 +207,7 @@ def test_beam_search_synchronises_with_the_gpu_once_per_step():
     torch.cuda.set_sync_debug_mode("warn")
     try:
         with pytest.warns(UserWarning, match="synchroniz") as warnings:
-            beam_search(model, src, limits, 4, 1.0)
+            beam_search(model, src, limits, 4, 1.0, no_repeat)
     finally:
         torch.cuda.set_sync_debug_mode("default")
     steps = 20  # at most, one "all done?" each; the longest limit; the results

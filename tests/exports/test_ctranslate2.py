@@ -68,6 +68,19 @@ def test_an_export_with_a_wrong_position_table_is_caught(exported, trained_numbe
         assert_same_or_tied(checkpoint, sources, ours, theirs)
 
 
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_ctranslate2_forbids_the_repeats_that_ours_forbids(exported, trained_numbers_checkpoint):
+    """decode.no_repeat_ngram is CTranslate2's no_repeat_ngram_size: at 3, which changes
+    hundreds of this model's outputs, the export's greedy outputs are still ours."""
+    out_dir, sources, default, _, greedy = exported  # default: decode.no_repeat_ngram 7
+    checkpoint = trained_numbers_checkpoint[0]
+    ours = greedy_ids(checkpoint, sources, no_repeat_ngram=3)
+    assert sum(a != b for a, b in zip(ours, default, strict=True)) > 100
+    theirs = ctranslate2_ids(out_dir, sources, dataclasses.replace(greedy, no_repeat_ngram=3))
+    assert_same_or_tied(checkpoint, sources, ours, theirs, no_repeat=3)
+
+
 @pytest.mark.slow
 def test_int8_loses_at_most_one_point_of_exact_match_and_bleu(exported, trained_numbers_checkpoint):
     """This barely trained model is unsure of many tokens, so int8 changes about a third of its
