@@ -27,7 +27,7 @@ endif
 all: install data train eval
 
 # What each target installs: the core (pyproject.toml's dependencies: torch, pyyaml, tqdm,
-# sentencepiece, sacrebleu) for the main job and every target without more to say; an extra
+# sentencepiece, sacrebleu, sentencex) for the main job and every target without more to say; an extra
 # of pyproject.toml where a target needs more: dev (the tests' set, with every other extra)
 # for test, lint and the benchmarks, serve for serve, docs for docs. Each set is installed once
 # into the Python above, and again only when pyproject.toml or constraints.txt change (a stamp

@@ -163,8 +163,13 @@ class ServeConfig:
 
     host: str = "127.0.0.1"  # this machine only; 0.0.0.0 serves every network interface
     port: Annotated[int, "in [0, 65535]"] = 8000  # 0: any free port (the address is printed)
-    max_sentences: Annotated[int, "at least 1"] = 64  # sentences in one /translate request
-    max_chars: Annotated[int, "at least 1"] = 1000  # characters in one sentence
+    # texts in one /translate request, and sentences in all once they are split
+    max_sentences: Annotated[int, "at least 1"] = 64
+    max_chars: Annotated[int, "at least 1"] = 1000  # characters in one text
+    # Each text of a /translate request, ours and LibreTranslate's, is split into its sentences
+    # by the rules of the source language (seq2seq/text/sentences.py): they are translated in
+    # one batch and each text's joined in the white space between them. false: each text whole.
+    split_sentences: bool = True
     # a request body larger than this is refused unread
     max_body_bytes: Annotated[int, "at least 1"] = 1_000_000
     # the largest beam_size and nbest a request may ask for

@@ -5,6 +5,8 @@
     printf 'one is one\\ntwo is two\\n' | python -m seq2seq.translate   # one per input line
     python -m seq2seq.translate                              # interactive, on a terminal
     python -m seq2seq.translate --nbest 3 "three is three"   # the 3 best of beam search
+    python -m seq2seq.translate --config configs/multi30k_de_en.yaml "Ein Hund. Ein Mann."
+                                          # two sentences, translated each, on one line
 
 Line N of the output always answers line N of the input, so it works in a pipeline: input is
 read and translated a chunk of `decode.batch_size` lines at a time, in bounded memory, and each
@@ -13,9 +15,15 @@ line, and invalid UTF-8 is replaced (U+FFFD) with a warning. Words the vocabular
 still translated (as its unknown piece), with a warning on stderr naming them; an input
 longer than the model's positions is cut to fit, with a warning.
 
+A line of several sentences is split into them by the rules of the model's source language
+(seq2seq/text/sentences.py; a line of one sentence is translated whole, as it is), and their
+translations are joined with the white space that stood between them; --no-split translates
+each line whole.
+
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
-from 0, best first; score = length-normalised log-probability), searched with a beam of at
-least N.
+from 0, best first; score = length-normalised log-probability; for a line of several
+sentences, the Nth best of each joined, with the sum of their scores), searched with a beam
+of at least N.
 
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
 given with --checkpoint, which carries its own vocabularies and settings. With
@@ -26,13 +34,15 @@ CTranslate2 instead (`--compute-type int8` quantizes it as it loads).
 import itertools
 import sys
 from collections.abc import Iterator
+from functools import partial
 
-from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
+from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, languages, load_config
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
 from seq2seq.decoding.greedy import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.text.corpus import decode_stream
+from seq2seq.text.sentences import Texts
 
 
 def read_input_lines(stream) -> Iterator[str]:
@@ -55,25 +65,28 @@ def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
 
 def translate_lines(
     engine: Engine,
-    sentences: list[str],
+    lines: list[str],
     nbest: int | None = None,
     first_line: int = 1,
+    language: str | None = None,
 ) -> list[str]:
-    """The output lines for `sentences`: one translation each, or `nbest` lines each."""
-    decoding = engine.config.decode
+    """The output lines for the input `lines`: one translation each, or `nbest` lines each.
+    Each line is split into its sentences by the rules of `language` (None: translated
+    whole), and the sentences of all lines are translated together."""
+    decoding, texts = engine.config.decode, Texts(lines, language)
     if nbest is None:
-        outputs, warnings = engine.translate(sentences, decoding)
-        lines = [one_line(text) for text in outputs]
+        outputs, warnings = engine.translate(texts.sentences, decoding)
+        output = [one_line(text) for text in texts.joined(outputs)]
     else:
-        outputs, warnings = engine.translate_nbest(sentences, decoding)
-        lines = [
+        outputs, warnings = engine.translate_nbest(texts.sentences, decoding)
+        output = [
             f"{number} ||| {one_line(text)} ||| {score:.4f}"
-            for number, hypotheses in enumerate(outputs, first_line - 1)
+            for number, hypotheses in enumerate(texts.nbest(outputs), first_line - 1)
             for score, text in hypotheses[:nbest]
         ]
-    for message in numbered(warnings, first_line):
+    for message in numbered(texts.warnings(warnings), first_line):
         warn(message)
-    return lines
+    return output
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,8 +96,10 @@ def main(argv: list[str] | None = None) -> None:
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
     set_decoding(engine.config.decode, args)
+    language = None if args.no_split else languages(engine.config, engine.config.serve)[0].code
+    translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
     if args.sentences:
-        print("\n".join(translate_lines(engine, args.sentences, args.nbest)))
+        print("\n".join(translated(args.sentences)))
     elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
         print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
         for number in itertools.count(1):
@@ -94,11 +109,11 @@ def main(argv: list[str] | None = None) -> None:
                 print(file=sys.stderr)
                 return
             sentence = line.rstrip("\r\n")
-            print("\n".join(translate_lines(engine, [sentence], args.nbest, number)))
+            print("\n".join(translated([sentence], first_line=number)))
     else:  # a file or a pipe: a chunk at a time, in bounded memory, each written at once
         batch_size = engine.config.decode.batch_size
         for first, chunk in chunks(read_input_lines(sys.stdin.buffer), batch_size):
-            lines = translate_lines(engine, chunk, args.nbest, first)
+            lines = translated(chunk, first_line=first)
             sys.stdout.writelines(line + "\n" for line in lines)
             sys.stdout.flush()
 
@@ -119,6 +134,11 @@ def parse_arguments(argv: list[str] | None):
     )
     parser.add_argument(
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
+    )
+    parser.add_argument(
+        "--no-split",
+        action="store_true",
+        help="translate each input whole (default: split it into its sentences)",
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
     if overrides := [sentence for sentence in args.sentences if is_override(sentence)]:

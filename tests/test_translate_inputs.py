@@ -2,6 +2,7 @@
 and fuzzed inputs (hypothesis) for translation and the corpus readers."""
 
 import contextlib
+import dataclasses
 import io
 import os
 import subprocess
@@ -76,6 +77,58 @@ def test_an_input_longer_than_the_model_is_cut_with_a_warning(checkpoint, capsys
     assert f"warning: line 2: 300 pieces, cut to the model's {longest}" in capsys.readouterr().err
 
 
+# A text of three sentences (the word vocabulary does not know "one." and its kind: each is
+# translated as its unknown piece, with a warning), and the same sentences alone.
+TEXT = "one is one.   two is two!\tthree is three?"
+SENTENCES = ["one is one.", "two is two!", "three is three?"]
+
+
+def test_a_line_of_sentences_is_their_translations_in_its_spacing(checkpoint, capsys):
+    engine = TorchEngine(checkpoint)
+    each = translate_lines(engine, SENTENCES)
+    assert len(set(each)) == 3 and all(each)
+    capsys.readouterr()
+    assert translate_lines(engine, [TEXT], language="en") == [f"{each[0]}   {each[1]}\t{each[2]}"]
+    warnings = capsys.readouterr().err.splitlines()
+    assert len(warnings) == 3 and all(w.startswith("warning: line 1: ") for w in warnings)
+    # line breaks end sentences; the output stays one line per input line
+    assert translate_lines(engine, ["one is one\ntwo is two"], language="en") == [
+        " ".join(translate_lines(engine, ["one is one", "two is two"]))
+    ]
+
+
+def test_a_line_of_one_sentence_is_translated_as_it_was(checkpoint):
+    engine = TorchEngine(checkpoint)
+    lines = ["three is three", "", "   ", "  four is four ", "Five is five."]
+    assert translate_lines(engine, lines, language="en") == translate_lines(engine, lines)
+
+
+def test_a_line_of_sentences_has_the_nbest_of_its_sentences_joined(checkpoint):
+    engine = TorchEngine(checkpoint)
+    decoding = dataclasses.replace(checkpoint.config.decode, beam_size=2)
+    (first, second, _), _ = engine.translate_nbest(SENTENCES, decoding)
+    checkpoint.config.decode.beam_size = 2
+    try:
+        lines = translate_lines(engine, ["one is one. two is two!"], nbest=2, language="en")
+    finally:
+        checkpoint.config.decode.beam_size = 1
+    assert lines == [
+        f"0 ||| {a} {b} ||| {score_a + score_b:.4f}"
+        for (score_a, a), (score_b, b) in zip(first, second, strict=True)
+    ]
+
+
+def test_the_command_splits_lines_into_sentences_unless_told_not_to(model_path):
+    stdin = "\n".join([TEXT, *SENTENCES]).encode()  # the text, then its sentences alone
+    split, whole = run_translate(model_path, stdin), run_translate(model_path, stdin, "--no-split")
+    assert split.returncode == whole.returncode == 0, (split.stderr, whole.stderr)
+    text, *each = split.stdout.decode().splitlines()
+    assert text == f"{each[0]}   {each[1]}\t{each[2]}"
+    assert split.stdout.decode().splitlines()[1:] == whole.stdout.decode().splitlines()[1:]
+    warned = [done.stderr.decode().count("warning: line 1: ") for done in (split, whole)]
+    assert warned == [3, 1]  # each sentence's unknown words, or the whole line's in one warning
+
+
 def test_a_pipe_gets_its_first_translations_before_its_last_line(model_path):
     process = subprocess.Popen(
         command("seq2seq.translate", "--checkpoint", str(model_path)),
@@ -127,7 +180,8 @@ FUZZ = settings(max_examples=2000, deadline=None, suppress_health_check=[HealthC
 @given(st.binary(max_size=300))
 def test_fuzz_any_bytes_on_stdin_give_one_line_per_input_line(checkpoint, stdin):
     with contextlib.redirect_stderr(io.StringIO()):
-        lines = translate_lines(TorchEngine(checkpoint), list(read_input_lines(io.BytesIO(stdin))))
+        lines = list(read_input_lines(io.BytesIO(stdin)))
+        lines = translate_lines(TorchEngine(checkpoint), lines, language="en")
     expected = stdin.count(b"\n") + (0 if stdin.endswith(b"\n") or not stdin else 1)
     assert len(lines) == expected
     assert all("\n" not in line and "\r" not in line for line in lines)

@@ -1,7 +1,8 @@
 """What both APIs stand on, as equals: the engine, the batcher, the settings in force and the
 API keys; and a job's way from a route to the decoder thread and back.
 
-    a route (ours.py or libretranslate.py): the request checked -> Job(sentences, options)
+    a route (ours.py or libretranslate.py): the request checked, its texts split into their
+      sentences (Backend.split: seq2seq/text/sentences.py) -> Job(texts, options)
       -> Backend.run_job(request, job): Batcher.submit (batcher.py; its queue full -> 503
          with Retry-After; the service stopping -> 503, Connection: close), then waits for
          the job's future or the client's hang-up (which cancels the job: it is dropped
@@ -15,11 +16,12 @@ import dataclasses
 from starlette.requests import Request
 from starlette.responses import Response
 
-from seq2seq.config import ServeConfig
+from seq2seq.config import ServeConfig, languages
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.access import ApiKeys
 from seq2seq.service.api import HTTPError, client_gone, json_response
 from seq2seq.service.batcher import Batcher, Job, QueueFull, Stopping
+from seq2seq.text.sentences import Texts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +33,20 @@ class Backend:
     batcher: Batcher
     settings: ServeConfig
     keys: ApiKeys
+
+    def split(self, texts: list[str], status: int) -> Texts:
+        """A request's texts, each split into its sentences by the source language's rules
+        (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
+        all are the client's mistake, answered with `status`."""
+        source = languages(self.engine.config, self.settings)[0]
+        split = Texts(texts, source.code if self.settings.split_sentences else None)
+        count, most = len(split.sentences), self.settings.max_sentences
+        if count > most:
+            raise HTTPError(
+                status,
+                f"the texts hold {count:,} sentences; the limit is {most:,} (serve.max_sentences)",
+            )
+        return split
 
     async def run_job(self, request: Request, job: Job) -> Response:
         """The job's answer from the decoder thread; if the client hangs up first, the job is

@@ -1,6 +1,7 @@
 """The translation service's batcher: one thread that runs the model, a batch at a time.
 
-    submit(job), from any thread (the HTTP handlers)
+    submit(job), from any thread (the HTTP handlers): a job holds a request's texts, each as its
+      sentences (seq2seq/text/sentences.py; the route split them)
       -> QueueFull if the waiting jobs would hold more than serve.max_queue_work (characters x
          beam size); Stopping once drain() was called; else the job waits in its client's
          line, and submit returns its future
@@ -9,16 +10,19 @@
       serve.max_batch_sentences sentences, taking the clients' lines in turn (one job each),
       so that one client's backlog does not hold another's one sentence; a job whose future
       was cancelled (its client went away) is dropped unread
-      -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group
-         (a group that fails is decoded again job by job: only a failing job gets the error)
-      -> each job's future gets its own answer, or its exception
+      -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group of
+         all its jobs' sentences (a group that fails is decoded again job by job: only a
+         failing job gets the error)
+      -> each job's future gets its own answer, its sentences' translations joined text by
+         text, or its exception
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
 
-Each answer is what `python -m seq2seq.translate` gives for the job's sentences: translations
-(one line each) or the n-best with their scores, and translate's warnings, "line N" being the
-job's Nth sentence. Nothing here knows HTTP: tests/service/test_batcher.py drives it directly.
+Each answer is what `python -m seq2seq.translate` gives for the job's texts: translations
+(each sentence's on one line, joined in the white space between the text's sentences, line
+breaks kept) or the n-best with their scores, and translate's warnings, "line N" being the
+job's Nth text. Nothing here knows HTTP: tests/service/test_batcher.py drives it directly.
 """
 
 import dataclasses
@@ -30,6 +34,7 @@ from concurrent.futures import Future
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Engine, one_line
 from seq2seq.decoding.greedy import numbered
+from seq2seq.text.sentences import Texts
 
 
 class QueueFull(Exception):
@@ -52,10 +57,15 @@ class Options:
 class Job:
     """One request's work. Cancelling its future before its batch starts drops it."""
 
-    sentences: list[str]
+    texts: Texts
     options: Options | None  # None: the attention of the one sentence (the torch engine)
     client: str = ""  # its client's address: each client's jobs wait in their own line
     future: Future = dataclasses.field(default_factory=Future)
+
+    @property
+    def sentences(self) -> list[str]:
+        """What the job has to decode: its texts' sentences."""
+        return self.texts.sentences
 
     @property
     def work(self) -> int:
@@ -213,17 +223,16 @@ class Batcher:
             return [self.attention(job.sentences[0]) for job in jobs]
         sentences = [sentence for job in jobs for sentence in job.sentences]
         decoding = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
-        if options.nbest is None:
-            texts, warnings = self.engine.translate(sentences, decoding)
-            outputs = [one_line(text) for text in texts]
+        if options.nbest is None:  # outputs: each sentence's translation, or its n best
+            translated, warnings = self.engine.translate(sentences, decoding)
+            outputs = [one_line(text) for text in translated]
         else:
-            nbest, warnings = self.engine.translate_nbest(sentences, decoding)
-            outputs = [[hypothesis(*h) for h in best[: options.nbest]] for best in nbest]
+            ranked, warnings = self.engine.translate_nbest(sentences, decoding)
+            outputs = [[(score, one_line(text)) for score, text in best] for best in ranked]
         answers, start = [], 0
         for job in jobs:
             end = start + len(job.sentences)
-            answer = {"translations": outputs[start:end], "warnings": numbered(warnings[start:end])}
-            answers.append(answer)
+            answers.append(answer(job.texts, options, outputs[start:end], warnings[start:end]))
             start = end
         return answers
 
@@ -244,5 +253,12 @@ class Batcher:
         return {"translation": attention.translation, "warnings": attention.warnings, "maps": maps}
 
 
-def hypothesis(score: float, text: str) -> dict:
-    return {"translation": one_line(text), "score": score}
+def answer(texts: Texts, options: Options, outputs: list, warnings: list[list[str]]) -> dict:
+    """A job's answer from what its sentences got: its texts' translations (or n-best), and
+    their warnings."""
+    if options.nbest is None:
+        translations = texts.joined(outputs)
+    else:
+        nbest = (best[: options.nbest] for best in texts.nbest(outputs))
+        translations = [[{"translation": t, "score": score} for score, t in best] for best in nbest]
+    return {"translations": translations, "warnings": numbered(texts.warnings(warnings))}

@@ -15,9 +15,10 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
       answers it (from the same Body: api.py, read once)
     its fields checked (400 naming the mistake; the pair the model does not translate: a 400
       that names the one it does), its key (access.py, 403)
-    -> a Job of its texts (format html: its text nodes, each a sentence; the markup is kept:
-       markup.py) -> Backend.run_job (backend.py), as for ours; the job's Reshaped future
-       turns the decoder's answer into LibreTranslate's shape
+    -> a Job of its texts (format html: its text nodes; the markup is kept: markup.py), each
+       split into its sentences (Backend.split, as ours: translated in one batch, joined in
+       the text's spacing) -> Backend.run_job (backend.py), as for ours; the job's Reshaped
+       future turns the decoder's answer into LibreTranslate's shape
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are the config's serve.source_language and target_language, or the corpus's
@@ -114,9 +115,9 @@ class LibreTranslate:
             raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
         alternatives = self.alternatives(fields.get("alternatives", 0))
         html_format = text_format == "html"
-        sentences = [s for text in texts for s in markup.texts(text)] if html_format else texts
-        if len(sentences) > self.settings.max_sentences:
-            raise HTTPError(400, too_many(len(sentences), html_format, self.settings))
+        to_translate = [n for text in texts for n in markup.texts(text)] if html_format else texts
+        if len(to_translate) > self.settings.max_sentences:
+            raise HTTPError(400, too_many(len(to_translate), html_format, self.settings))
         nbest = alternatives + 1 if alternatives and not html_format else None
         beam_size = beams_for(self.backend.engine.config.decode.beam_size, nbest)
         reshape = partial(
@@ -126,7 +127,8 @@ class LibreTranslate:
             detected=[self.detected(text) for text in texts] if source == "auto" else None,
             one=isinstance(fields["q"], str),
         )
-        job = Job(sentences, Options(beam_size, nbest), future=Reshaped(reshape))
+        split = self.backend.split(to_translate, 400)
+        job = Job(split, Options(beam_size, nbest), future=Reshaped(reshape))
         return await self.backend.run_job(request, job)
 
     def check_pair(self, source: str, target: str) -> None:

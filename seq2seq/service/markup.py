@@ -10,8 +10,9 @@
          same white space; every other character of the fragment as it was
 
 Markup is kept byte for byte, entities in it included (`<b>&nbsp;</b>` stays so); a text
-node is one sentence, so a sentence split by a tag (`seven <b>is</b> seven`) is translated in
-pieces, as LibreTranslate's own HTML handling does.
+node is translated as a text (split into its sentences: seq2seq/text/sentences.py), so a
+sentence split by a tag (`seven <b>is</b> seven`) is translated in pieces, as LibreTranslate's
+own HTML handling does.
 """
 
 import html

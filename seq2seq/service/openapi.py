@@ -18,11 +18,12 @@ from seq2seq.config import Language, ServeConfig
 from seq2seq.service.api import FORM, JSON, json_response
 
 ERRORS = {
-    "400": "a mistake in the request, named (LibreTranslate's too: a text too long, a language "
-    "pair the model does not translate)",
+    "400": "a mistake in the request, named (LibreTranslate's too: a text too long, too many "
+    "texts or sentences, a language pair the model does not translate)",
     "403": "no API key, or not one of serve.api_keys",
     "408": "the body did not arrive within serve.timeout_s",
-    "413": "too large: the body (serve.max_body_bytes) or, in our API, a text",
+    "413": "too large: the body (serve.max_body_bytes) or, in our API, a text, or the texts' "
+    "sentences (serve.max_sentences)",
     "415": "a body neither JSON nor, where LibreTranslate's API takes one, a form",
     "429": "over serve.requests_per_minute for this client: Retry-After says when to try again",
     "500": "a failure while decoding",

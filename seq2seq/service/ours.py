@@ -2,6 +2,7 @@
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
+                     (a text of several sentences: each translated, in the text's spacing)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, static/)
@@ -10,7 +11,8 @@ A request's way (app.py hands /translate's here unless it is LibreTranslate's):
 
     its key (access.py, 403); Content-Type application/json (else 415); the body (api.py's
       Body: read once, 413, 408) as a JSON object of our fields, each checked (4xx)
-    -> Job(sentences, Options(beam_size, nbest)), or Job([sentence], None) for the attention
+    -> the texts split into their sentences (Backend.split; too many in all: 413)
+    -> Job(texts, Options(beam_size, nbest)), or Job(one sentence, None) for the attention
     -> Backend.run_job (backend.py) <- 200 {"translations": ..., "warnings": ...}
 """
 
@@ -28,6 +30,7 @@ from seq2seq.decoding.engines import Engine
 from seq2seq.service.api import JSON, Body, HTTPError, check_names, check_sentence, json_response
 from seq2seq.service.backend import Backend
 from seq2seq.service.batcher import Job, Options
+from seq2seq.text.sentences import Texts
 
 STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}
 CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"}
@@ -63,12 +66,13 @@ class OurApi:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         self.backend.keys.check(request)
         data = await read_json(body, ("text", "beam_size", "nbest"))
-        sentences = sentences_of(data, self.settings)
+        texts = texts_of(data, self.settings)
         beam_size = beam_field(data, "beam_size", self.settings)
         nbest = beam_field(data, "nbest", self.settings)
         default = self.backend.engine.config.decode.beam_size
         options = Options(beams_for(beam_size or default, nbest), nbest)
-        return await self.backend.run_job(request, Job(sentences, options))
+        job = Job(self.backend.split(texts, 413), options)
+        return await self.backend.run_job(request, job)
 
     async def attention(self, request: Request) -> Response:
         self.backend.keys.check(request)
@@ -76,7 +80,7 @@ class OurApi:
         sentence = sentence_of(data, self.settings)
         if not self.backend.engine.shows_attention:
             raise HTTPError(501, "/attention needs the torch engine (serve --engine torch)")
-        return await self.backend.run_job(request, Job([sentence], None))
+        return await self.backend.run_job(request, Job(Texts([sentence]), None))
 
 
 # The checks of a request's JSON: each raises an HTTPError naming the mistake.
@@ -95,8 +99,8 @@ async def read_json(body: Body, fields: tuple[str, ...]) -> dict:
     return data
 
 
-def sentences_of(request: dict, settings: ServeConfig) -> list[str]:
-    """/translate's "text": a list of sentences."""
+def texts_of(request: dict, settings: ServeConfig) -> list[str]:
+    """/translate's "text": a list of texts, a sentence or several each."""
     text = request["text"]
     if not isinstance(text, list) or not all(isinstance(sentence, str) for sentence in text):
         raise HTTPError(400, "'text' must be a list of strings (sentences)")

@@ -6,6 +6,7 @@
     vocab.py                             sentencepiece vocabularies and source normalisation
     dataset.py                           each split encoded once, memory-mapped by training
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
+    sentences.py                         texts -> their sentences, translations joined back
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.

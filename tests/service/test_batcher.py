@@ -9,6 +9,7 @@ import pytest
 from seq2seq.config import ServeConfig, config_from_dict
 from seq2seq.decoding.engines import Translations
 from seq2seq.service.batcher import Batcher, Job, Options, QueueFull, Stopping
+from seq2seq.text.sentences import Texts
 
 from helpers import HANG, wait_until
 
@@ -40,7 +41,7 @@ def batcher(model: Shouting, **settings) -> Batcher:
 
 def test_jobs_within_the_window_share_one_decoding_and_each_gets_its_slice():
     model = Shouting()
-    jobs = [Job(["a"], GREEDY), Job(["b", "c"], GREEDY), Job(["d"], GREEDY)]
+    jobs = [Job(Texts(["a"]), GREEDY), Job(Texts(["b", "c"]), GREEDY), Job(Texts(["d"]), GREEDY)]
     running = batcher(model, max_batch_sentences=4)  # the 4th sentence closes the batch
     futures = [running.submit(job) for job in jobs]
     assert [f.result(HANG)["translations"] for f in futures] == [["A"], ["B", "C"], ["D"]]
@@ -48,10 +49,20 @@ def test_jobs_within_the_window_share_one_decoding_and_each_gets_its_slice():
     running.stop()
 
 
+def test_the_sentences_of_a_jobs_texts_are_decoded_together_and_joined_text_by_text():
+    model = Shouting()
+    running = batcher(model, batch_window_ms=0.0)
+    texts = Texts(["one is one.  two is two!\nthree?", "four", ""], "en")
+    answer = running.submit(Job(texts, GREEDY)).result(HANG)
+    assert answer["translations"] == ["ONE IS ONE.  TWO IS TWO!\nTHREE?", "FOUR", ""]
+    assert model.calls == [["one is one.", "two is two!", "three?", "four", ""]]
+    running.stop()
+
+
 def test_a_failing_job_fails_alone_and_its_batch_mates_get_their_answers():
     model = Shouting()
     running = batcher(model, max_batch_sentences=3)
-    futures = [running.submit(Job([s], GREEDY)) for s in ("a", "boom", "c")]
+    futures = [running.submit(Job(Texts([s]), GREEDY)) for s in ("a", "boom", "c")]
     assert futures[0].result(HANG)["translations"] == ["A"]
     assert futures[2].result(HANG)["translations"] == ["C"]
     with pytest.raises(RuntimeError, match="boom"):
@@ -64,13 +75,13 @@ def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
     model = Shouting()
     model.gate.clear()
     running = batcher(model, batch_window_ms=0.0, max_queue_work=10)
-    first = running.submit(Job(["first"], GREEDY))
+    first = running.submit(Job(Texts(["first"]), GREEDY))
     wait_until(lambda: model.calls == [["first"]], "the first decoding")  # it holds the thread
-    abandoned = running.submit(Job(["x", "y", "z"], Options(beam_size=3, nbest=None)))
-    waiting = running.submit(Job(["w"], GREEDY))
+    abandoned = running.submit(Job(Texts(["x", "y", "z"]), Options(beam_size=3, nbest=None)))
+    waiting = running.submit(Job(Texts(["w"]), GREEDY))
     assert (running.queued_sentences(), running.queued_work()) == (4, 3 * 3 + 1)
     with pytest.raises(QueueFull, match=r"holds 10 of work .*, 1 more .*serve.max_queue_work"):
-        running.submit(Job(["!"], GREEDY))
+        running.submit(Job(Texts(["!"]), GREEDY))
     assert abandoned.cancel()  # its client went away
     assert running.queued_sentences() == 1
     model.gate.set()
@@ -85,10 +96,10 @@ def test_clients_take_turns_so_one_backlog_does_not_hold_another_client():
     model = Shouting()
     model.gate.clear()
     running = batcher(model, batch_window_ms=0.0, max_batch_sentences=1)
-    first = running.submit(Job(["a0"], GREEDY, client="A"))
+    first = running.submit(Job(Texts(["a0"]), GREEDY, client="A"))
     wait_until(lambda: model.calls == [["a0"]], "the first decoding")
-    backlog = [running.submit(Job([f"a{n}"], GREEDY, client="A")) for n in range(1, 6)]
-    other = running.submit(Job(["b"], GREEDY, client="B"))
+    backlog = [running.submit(Job(Texts([f"a{n}"]), GREEDY, client="A")) for n in range(1, 6)]
+    other = running.submit(Job(Texts(["b"]), GREEDY, client="B"))
     model.gate.set()
     assert other.result(HANG)["translations"] == ["B"]
     assert [f.result(HANG)["translations"] for f in [first, *backlog]] == [
@@ -101,10 +112,10 @@ def test_clients_take_turns_so_one_backlog_does_not_hold_another_client():
 def test_drain_answers_what_waits_without_the_window_and_refuses_new_jobs():
     model = Shouting()
     running = batcher(model)  # a window of HANG seconds: only drain ends it
-    waiting = running.submit(Job(["a"], GREEDY))
+    waiting = running.submit(Job(Texts(["a"]), GREEDY))
     running.drain()
     assert waiting.result(HANG)["translations"] == ["A"]
     with pytest.raises(Stopping, match="shutting down"):
-        running.submit(Job(["b"], GREEDY))
+        running.submit(Job(Texts(["b"]), GREEDY))
     running.stop()
     assert not running.thread.is_alive()
