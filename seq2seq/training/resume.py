@@ -50,7 +50,15 @@ def set_random_states(states: dict, device: torch.device) -> None:
 # What a checkpoint must share with the config to be resumed: the shape of the model and the
 # vocabularies. (Dropout, attention backend, learning rate, max_steps ... may change.)
 RESUME_KEYS = {
-    "model": ["d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "tie_embeddings"],
+    "model": [
+        "d_model",
+        "n_heads",
+        "enc_layers",
+        "dec_layers",
+        "d_ff",
+        "tie_embeddings",
+        "share_embeddings",
+    ],
     "vocab": list(asdict(VocabConfig())),
 }
 
@@ -59,12 +67,14 @@ def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches
     """A checkpoint resumes only the same model on the same vocabularies and training data,
     cut into the same batches (or the position in the epoch would mean other data)."""
     for section, keys in RESUME_KEYS.items():
-        saved, now = state["config"].get(section, {}), asdict(getattr(config, section))
+        now = asdict(getattr(config, section))
+        default = asdict(type(getattr(config, section))())  # for a key older seq2seqs lacked
+        saved = {**default, **state["config"].get(section, {})}
         for key in keys:
-            if saved.get(key) != now[key]:
+            if saved[key] != now[key]:
                 raise UserError(
                     f"{path} was trained with another config ({section}.{key}: "
-                    f"{saved.get(key)!r}, now {now[key]!r}); pass --restart to train from scratch"
+                    f"{saved[key]!r}, now {now[key]!r}); pass --restart to train from scratch"
                 )
     if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
         raise UserError(
