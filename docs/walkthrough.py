@@ -473,6 +473,23 @@ assert_close(changed_logits[0, :2], logits[0, :2])  # positions 1 and 2: unchang
 assert not torch.allclose(changed_logits[0, 2], logits[0, 2])  # position 3 sees its input
 
 # %% [markdown]
+# The linear map at the top scores the decoder's last vector against one row per target
+# token, as the target embedding holds one row per target token: `tie_embeddings` (the
+# default) makes the two one matrix, so a token's vector is both what the decoder reads and
+# what its output is compared with. With one vocabulary for both languages (`vocab.joint`),
+# `share_embeddings` makes the source embedding that matrix too: one (V, D) matrix instead of
+# three, as in Vaswani et al., and a piece learnt on one side is known on the other.
+
+# %%
+one = ModelConfig(d_model=D, n_heads=H, enc_layers=1, dec_layers=1, d_ff=16, share_embeddings=True)
+shared = Transformer(one, src_vocab_size=12, tgt_vocab_size=12, pad_id=PAD)
+assert shared.src_embed.tokens.weight is shared.tgt_embed.tokens.weight is shared.generator.weight
+three = ModelConfig(d_model=D, n_heads=H, enc_layers=1, dec_layers=1, d_ff=16, tie_embeddings=False)
+apart = Transformer(three, src_vocab_size=12, tgt_vocab_size=12, pad_id=PAD)
+print("parameters: three matrices", apart.num_parameters(), " one", shared.num_parameters())
+assert apart.num_parameters() - shared.num_parameters() == 2 * 12 * D  # two (V, D) matrices
+
+# %% [markdown]
 # ## 7. Training on nine sentence pairs
 #
 # The smallest corpus the project has, its `seed` preset

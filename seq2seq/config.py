@@ -174,17 +174,22 @@ def problems(config: Config) -> Iterator[str]:
     return itertools.chain(
         value_problems(config, [*ranges(), *FOLDER_NAMES]),
         corpus_problems(config.corpus),
-        model_problems(config.model),
+        model_problems(config.model, config.vocab),
         train_problems(config.train),
         serve_problems(config.serve),
     )
 
 
-def model_problems(model: ModelConfig) -> Iterator[str]:
+def model_problems(model: ModelConfig, vocab: VocabConfig) -> Iterator[str]:
     if model.d_model % model.n_heads:
         yield (
             f"'model.d_model' ({model.d_model}) must be divisible by 'model.n_heads' "
             f"({model.n_heads})"
+        )
+    if model.share_embeddings and not vocab.joint:
+        yield (
+            "'model.share_embeddings: true' needs 'vocab.joint: true' (one vocabulary for both "
+            "languages); 'vocab.joint' is false"
         )
 
 

@@ -110,7 +110,8 @@ class TrainConfig:
     clip_norm: Annotated[float, "positive"] = 1.0  # gradients are scaled down to at most this norm
     # validate (loss, and the exact match and BLEU of translations) every this many steps
     eval_every: Annotated[int, "positive"] = 250
-    # stop after this many validations without improvement (0: never)
+    # early stopping: after this many validations in a row without a gain in
+    # train.best_metric, whichever it is (an equal score with a lower loss is a gain); 0: never
     patience: Annotated[int, ">= 0"] = 0
     # what makes a checkpoint the best: valid exact match or BLEU (ties: lower loss), or loss
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"

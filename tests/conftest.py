@@ -44,11 +44,13 @@ def numbers_workdir(tmp_path, monkeypatch):
     return make
 
 
-def small_numbers_model(vocab: dict) -> tuple[Checkpoint, list]:
+def small_numbers_model(vocab: dict, **model_options) -> tuple[Checkpoint, list]:
     """A small model trained for a few seconds on part of the default numbers corpus: far from
     right, but its outputs on the 1,000-sentence test split vary in content and length.
-    `vocab`: the vocabulary settings (config.vocab)."""
+    `vocab`: the vocabulary settings (config.vocab); `model_options`: config.model's, beside
+    the sizes."""
     model = {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}
+    model |= model_options
     config = config_from_dict({"model": model, "vocab": vocab})
     corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
     return briefly_trained(config, corpus["train"][:3000]), corpus["test"]
@@ -65,6 +67,14 @@ def trained_joint_numbers_checkpoint():
     """small_numbers_model with one vocabulary for both sides, as make all's config has it
     (lowercase, hyphens as spaces)."""
     return small_numbers_model({"joint": True, "lowercase": True, "hyphens_as_spaces": True})
+
+
+@pytest.fixture(scope="session")
+def trained_shared_numbers_checkpoint():
+    """trained_joint_numbers_checkpoint's model with one matrix for its two embeddings and its
+    output projection (model.share_embeddings and tie_embeddings)."""
+    vocab = {"joint": True, "lowercase": True, "hyphens_as_spaces": True}
+    return small_numbers_model(vocab, share_embeddings=True)
 
 
 @pytest.fixture(scope="session")

@@ -52,6 +52,10 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"train": {"lr": True}}, r"'train\.lr' must be float"),
         ({"model": {"attention": "flash"}}, r"'model\.attention' is 'flash'; choose one of"),
         ({"model": {"d_model": 30, "n_heads": 4}}, r"divisible by 'model\.n_heads'"),
+        (
+            {"model": {"share_embeddings": True}},
+            r"'model\.share_embeddings: true' needs 'vocab\.joint: true' \(one vocabulary",
+        ),
         ({"corpus": {"type": "parallel"}}, r"'corpus\.train' .* is needed"),
         ({"corpus": {"train": {"src": "a", "tgt": "b"}}}, r"only used with corpus\.type: parallel"),
         ({"model": 3}, r"model must be a mapping"),

@@ -20,6 +20,9 @@ nothing is approximated:
                                              q rows), linear[1] (the k, v rows)
     encoder_norm, decoder_norm, generator  encoder.layer_norm, decoder.layer_norm, projection
 
+Shared matrices (model.tie_embeddings, share_embeddings) need no flag: CTranslate2 stores a
+weight equal to another once, as an alias of it, so model.bin holds one matrix where ours is one.
+
 OUT_DIR holds CTranslate2's files (model.bin, config.json, the vocabularies as piece lists)
 and ours: src.model and tgt.model (the sentencepiece models, which turn text into pieces and
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch

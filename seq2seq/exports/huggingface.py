@@ -29,7 +29,7 @@ followed by a fixed bias (final_logits_bias). So the export copies weights:
     generator (Vt, D)                      lm_head (V, D)
     special.non_output_logits              final_logits_bias (1, V)
 
-Three things are laid out differently:
+Four things are laid out differently:
 
 * Positions: our table interleaves (dimensions 2i, 2i+1 are the sin and cos of frequency i);
   Pegasus's puts every sin first, then every cos. Permuting the D dimensions of the residual
@@ -39,8 +39,11 @@ Three things are laid out differently:
   table as it is; the one it would compute (in float64) differs from ours by up to 1.5e-5.
 * Vocabularies: Pegasus has one vocabulary size V for both sides. Ours may differ (Vs, Vt):
   each embedding is padded with zero rows to V = max(Vs, Vt), and the padded target ids get
-  -inf in final_logits_bias, so that no decoding can produce them; the embeddings are not
-  shared (tie_word_embeddings false), not even with a joint vocabulary, as ours are not.
+  -inf in final_logits_bias, so that no decoding can produce them.
+* Shared matrices: Pegasus has one matrix for both embeddings and lm_head
+  (tie_word_embeddings true) or three. Where ours is one matrix too (model.share_embeddings
+  and tie_embeddings), the export says tie_word_embeddings and the folder holds it once;
+  otherwise the three are separate copies of ours (which fine-tuning trains apart).
 * PAD and BOS are never output by our decoder (seq2seq/text/special.py): -inf in final_logits_bias
   too, rather than in the generation config, so that the model's log-probabilities are ours
   (our beam search normalises them without PAD and BOS as well), for `generate` and anyone
@@ -167,8 +170,8 @@ def never_output(target_vocab_size: int, vocab_size: int) -> torch.Tensor:
 
 
 def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
-    """transformers' PegasusConfig of our model. Our dropouts are kept (for fine-tuning;
-    evaluation ignores them); ours has none after the ReLU (activation_dropout 0)."""
+    """transformers' PegasusConfig of our model. Our dropouts are kept, each where Pegasus
+    has it too (for fine-tuning; evaluation ignores them)."""
     transformers, cfg = import_transformers(), checkpoint.model.cfg
     return transformers.PegasusConfig(
         vocab_size=vocab_size,
@@ -183,9 +186,9 @@ def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
         activation_function="relu",
         dropout=cfg.dropout,
         attention_dropout=cfg.attention_dropout,
-        activation_dropout=0.0,
+        activation_dropout=cfg.activation_dropout,
         scale_embedding=True,
-        tie_word_embeddings=False,
+        tie_word_embeddings=cfg.share_embeddings and cfg.tie_embeddings,
         pad_token_id=PAD,
         bos_token_id=BOS,
         eos_token_id=EOS,

@@ -23,9 +23,15 @@ class ModelConfig:
     dropout: Annotated[float, "in [0, 1)"] = 0.0
     # on the attention weights (costly on CPU: (B, H, L, L) masks)
     attention_dropout: Annotated[float, "in [0, 1)"] = 0.0
+    # inside the feed-forward sublayer, on the ReLU's output (fairseq's activation_dropout;
+    # the Annotated Transformer and OpenNMT-py put their dropout there too)
+    activation_dropout: Annotated[float, "in [0, 1)"] = 0.0
     # longest sequence the position table covers, in pieces
     max_positions: Annotated[int, "at least 2"] = 256
     # sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels) | math: the
     # explicit softmax(QK^T / sqrt(d_k)) V of seq2seq/model/attention.py
     attention: Literal["sdpa", "math"] = "sdpa"
-    tie_embeddings: bool = True  # share the target embedding with the output projection
+    tie_embeddings: bool = True  # one matrix for the target embedding and the output projection
+    # one matrix for the source and the target embeddings (needs vocab.joint: true); with
+    # tie_embeddings, one for all three, as in Vaswani et al.
+    share_embeddings: bool = False

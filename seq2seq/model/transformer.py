@@ -12,6 +12,14 @@ it. A final LayerNorm closes each stack.
 
 Masks (seq2seq/model/masks.py): encoder self-attention and decoder cross-attention hide source
 padding; decoder self-attention hides target padding and the future (no-peek).
+
+Dropout, in training only: model.dropout on the embeddings and on each sublayer's output,
+model.attention_dropout on the attention weights, model.activation_dropout on the ReLU's
+output inside the feed-forward sublayer.
+
+Shared matrices (Transformer.share_matrices): the output projection is the target embedding
+(model.tie_embeddings), and with one vocabulary for both languages the source embedding is
+the target embedding (model.share_embeddings): with both, one (V, D) matrix does all three.
 """
 
 import math
@@ -59,14 +67,17 @@ class Embedding(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """Position-wise: (B, L, D) -> (B, L, d_ff) -> ReLU -> (B, L, D)."""
+    """Position-wise: (B, L, D) -> (B, L, d_ff) -> ReLU -> Dropout -> (B, L, D)."""
 
-    def __init__(self, d_model: int, d_ff: int):
+    def __init__(self, d_model: int, d_ff: int, dropout: float):
         super().__init__()
+        # net.0 and net.2 are the names checkpoints and the exports know the two layers by
         self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.dropout = nn.Dropout(dropout)  # model.activation_dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        expand, relu, contract = self.net
+        return contract(self.dropout(relu(expand(x))))
 
 
 class EncoderLayer(nn.Module):
@@ -75,7 +86,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(
             cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
         )
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -94,7 +105,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = MultiHeadAttention(
             cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
         )
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff)
+        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -130,7 +141,19 @@ class Transformer(nn.Module):
         self.encoder_norm = nn.LayerNorm(cfg.d_model)
         self.decoder_norm = nn.LayerNorm(cfg.d_model)
         self.generator = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
-        if cfg.tie_embeddings:
+        self.share_matrices()
+
+    def share_matrices(self) -> None:
+        """One matrix where the config asks for it: the source embedding is the target
+        embedding (model.share_embeddings, one vocabulary for both sides), and the target
+        embedding is the output projection (model.tie_embeddings): a token's vector is also
+        what the decoder's output is compared with to score that token."""
+        if self.cfg.share_embeddings:
+            sizes = self.src_embed.tokens.num_embeddings, self.tgt_embed.tokens.num_embeddings
+            if sizes[0] != sizes[1]:
+                raise ValueError(f"model.share_embeddings needs one vocabulary, got sizes {sizes}")
+            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
+        if self.cfg.tie_embeddings:
             self.generator.weight = self.tgt_embed.tokens.weight
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -51,7 +51,15 @@ def set_random_states(states: dict, device: torch.device) -> None:
 # What a checkpoint must share with the config to be resumed: the shape of the model and the
 # vocabularies. (Dropout, attention backend, learning rate, max_steps ... may change.)
 RESUME_KEYS = {
-    "model": ["d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "tie_embeddings"],
+    "model": [
+        "d_model",
+        "n_heads",
+        "enc_layers",
+        "dec_layers",
+        "d_ff",
+        "tie_embeddings",
+        "share_embeddings",
+    ],
     "vocab": list(asdict(VocabConfig())),
 }
 
@@ -60,10 +68,12 @@ def other_model(saved: dict, config: Config) -> tuple[str, object, object] | Non
     """The first of RESUME_KEYS on which a checkpoint's config (`saved`, as a dict) and
     `config` differ: (section.key, its saved value, config's value); None if on none."""
     for section, keys in RESUME_KEYS.items():
-        then, now = saved.get(section, {}), asdict(getattr(config, section))
+        now = asdict(getattr(config, section))
+        default = asdict(type(getattr(config, section))())  # for a key older seq2seqs lacked
+        then = {**default, **saved.get(section, {})}
         for key in keys:
-            if then.get(key) != now[key]:
-                return f"{section}.{key}", then.get(key), now[key]
+            if then[key] != now[key]:
+                return f"{section}.{key}", then[key], now[key]
     return None
 
 

@@ -80,6 +80,24 @@ def test_argos_beam_search_is_ctranslate2s_at_its_settings(argos, trained_joint_
     assert results["4"][:-1] == ours
 
 
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_a_model_with_shared_embeddings_translates_as_ours(
+    trained_shared_numbers_checkpoint, tmp_path
+):
+    """model.share_embeddings: the package (CTranslate2's one matrix, with the -inf bias of
+    its output projection) still gives our greedy outputs, on the first 300 test sentences."""
+    checkpoint, test = trained_shared_numbers_checkpoint
+    export_argos(checkpoint, tmp_path / "shared.argosmodel")
+    sentences = [s for s, _ in test[:300]]
+    theirs = run_argos(tmp_path / "shared.argosmodel", ("en", "digits"), sentences, tmp_path)["1"]
+    limits = length_limits(checkpoint, sentences)
+    cut = [
+        ids[:limit] for ids, limit in zip(checkpoint.tgt_vocab.encode(theirs), limits, strict=True)
+    ]
+    assert_same_or_tied(checkpoint, sentences, greedy_ids(checkpoint, sentences), cut)
+
+
 def test_the_package_is_what_argos_reads(argos):
     package, _, results = argos
     with zipfile.ZipFile(package) as archive:

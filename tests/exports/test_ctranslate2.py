@@ -81,6 +81,27 @@ def test_ctranslate2_forbids_the_repeats_that_ours_forbids(exported, trained_num
     assert_same_or_tied(checkpoint, sources, ours, theirs, no_repeat=3)
 
 
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_shared_embeddings_are_one_matrix_in_the_export_and_decode_our_outputs(
+    trained_shared_numbers_checkpoint, trained_joint_numbers_checkpoint, tmp_path
+):
+    """model.bin holds the one matrix once: one (V, D) float32 matrix less than the same
+    model's with the source embedding apart (the same vocabulary)."""
+    checkpoint, test = trained_shared_numbers_checkpoint
+    joint = trained_joint_numbers_checkpoint[0]
+    assert checkpoint.src_vocab.model_bytes == joint.src_vocab.model_bytes
+    for name, exported in (("shared", checkpoint), ("apart", joint)):
+        export_ctranslate2(exported, tmp_path / name)
+    sizes = {name: (tmp_path / name / "model.bin").stat().st_size for name in ("shared", "apart")}
+    matrix = len(checkpoint.src_vocab) * checkpoint.model.cfg.d_model * 4
+    assert sizes["apart"] - sizes["shared"] == pytest.approx(matrix, abs=500)
+    sources = [s for s, _ in test]
+    greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
+    theirs = ctranslate2_ids(tmp_path / "shared", sources, greedy)
+    assert_same_or_tied(checkpoint, sources, greedy_ids(checkpoint, sources), theirs)
+
+
 @pytest.mark.slow
 def test_int8_loses_at_most_one_point_of_exact_match_and_bleu(exported, trained_numbers_checkpoint):
     """This barely trained model is unsure of many tokens, so int8 changes about a third of its

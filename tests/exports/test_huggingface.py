@@ -108,6 +108,30 @@ def test_joint_vocabulary_with_source_normalisation(trained_joint_numbers_checkp
 
 
 @pytest.mark.same_outputs
+@pytest.mark.slow
+def test_shared_embeddings_are_one_matrix_in_transformers(
+    trained_shared_numbers_checkpoint, tmp_path
+):
+    """model.share_embeddings with tie_embeddings: Pegasus's tie_word_embeddings, its two
+    embeddings and lm_head one parameter, stored once."""
+    from safetensors import safe_open  # transformers' own dependency
+
+    checkpoint, test = trained_shared_numbers_checkpoint
+    export_huggingface(checkpoint, tmp_path / "shared")
+    _, model = load(tmp_path / "shared")
+    assert model.config.tie_word_embeddings
+    three = model.model.encoder.embed_tokens, model.model.decoder.embed_tokens, model.lm_head
+    assert len({layer.weight.data_ptr() for layer in three}) == 1
+    with safe_open(tmp_path / "shared/model.safetensors", "pt") as stored:
+        names = stored.keys()
+    matrices = [
+        n for n in names if n.endswith(("embed_tokens.weight", "shared.weight", "lm_head.weight"))
+    ]
+    assert len(matrices) == 1, matrices
+    assert_same_ids_and_outputs(checkpoint, tmp_path / "shared", [s for s, _ in test])
+
+
+@pytest.mark.same_outputs
 def test_logits_are_ours(trained_numbers_checkpoint, exported):
     """On a batch of 64 test pairs (teacher forcing): ours plus the -inf of the ids we never
     output (PAD, BOS), and -inf for the ids beyond the target vocabulary."""
@@ -133,13 +157,14 @@ def test_logits_are_ours(trained_numbers_checkpoint, exported):
 @pytest.mark.slow
 @pytest.mark.skipif(not MULTI30K.is_dir(), reason="no offline Multi30k copy beside")
 def test_multi30k_greedy_outputs_are_ours(tmp_path, monkeypatch):
-    """A model trained for a few seconds on Multi30k de->en (unigram vocabularies): on the
-    1,000 sentences of test_2016_flickr, transformers' greedy outputs are ours."""
+    """A model trained for a few seconds on Multi30k de->en with the recipe's options (one
+    unigram vocabulary, shared embeddings, dropout): on the 1,000 sentences of
+    test_2016_flickr, transformers' greedy outputs are ours."""
     monkeypatch.chdir(tmp_path)
     small = [f"model.{key}={value}" for key, value in SMALL.items()]
     config = load_config(
         ROOT / "configs/multi30k_de_en.yaml",
-        [f"corpus.base_url={MULTI30K.as_uri()}", "vocab.src_size=1000", "vocab.tgt_size=1000"]
+        [f"corpus.base_url={MULTI30K.as_uri()}", "vocab.src_size=1000"]
         + [*small, "train.lr=0.003"],
     )
     build_corpus(config)
