@@ -105,7 +105,7 @@ class TrainConfig:
     min_lr: Annotated[float, ">= 0"] = 0.0001  # the cosine decay ends here at max_steps
     warmup_steps: Annotated[int, ">= 0"] = 200  # linear warmup from 0
     weight_decay: Annotated[float, ">= 0"] = 0.01  # AdamW's, on the weight matrices only
-    # share of the target probability spread over the vocabulary
+    # share of the target probability spread over the ordinary tokens (not PAD, BOS, EOS)
     label_smoothing: Annotated[float, "in [0, 1)"] = 0.1
     clip_norm: Annotated[float, "positive"] = 1.0  # gradients are scaled down to at most this norm
     # validate (loss, and the exact match and BLEU of translations) every this many steps
