@@ -58,11 +58,12 @@ def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
 
 
 def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
-    """The translate command on `source` at each batch size, then the engine's translate (what
-    the command runs) timed alone on the loaded model, after a warm-up."""
+    """The translate command on `source` at each batch size (each line whole, --no-split, as
+    the peers decode them), then the engine's translate (what the command runs) timed alone on
+    the loaded model, after a warm-up."""
     figures: dict = {}
     for size in measure.BATCH_SIZES:
-        command = [sys.executable, "-m", "seq2seq.translate", "--checkpoint"]
+        command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--checkpoint"]
         command.append(str(checkpoint_with_batch_size(best, size)))
         figures[size] = measure.command_figures(command, source, refs, logs / f"ours-batch{size}")
     checkpoint = load_checkpoint(best)

@@ -148,7 +148,19 @@ def parse_arguments(argv: list[str] | None):
             "decoding with --beam-size and --length-penalty (to translate that text, send it "
             "on stdin)"
         )
+    args.sentences = [utf8_argument(n, text) for n, text in enumerate(args.sentences, 1)]
     return args
+
+
+def utf8_argument(number: int, text: str) -> str:
+    """An argument as text: bytes that are not UTF-8 (which Python's argv keeps as lone
+    surrogates) replaced by U+FFFD, with a warning, as on stdin."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        warn(f"argument {number}: invalid UTF-8 replaced by U+FFFD")
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
 
 
 def set_decoding(decoding: DecodeConfig, args) -> None:

@@ -18,8 +18,10 @@ def test_config_yaml_sets_every_option_to_its_documented_default():
     raw = yaml.safe_load((ROOT / "config.yaml").read_text())
     defaults = Config().to_dict()
     # The departures from the defaults: number words are normalised (real text keeps case),
-    # and share one vocabulary with the digits (what an Argos package holds: export argos).
+    # and share one vocabulary with the digits (what an Argos package holds: export argos); the
+    # run keeps its last five validations' models and tries their average (train.average_last).
     defaults["vocab"].update(lowercase=True, hyphens_as_spaces=True, joint=True)
+    defaults["train"].update(average_last=5)
     for section, values in defaults.items():
         if not isinstance(values, dict):
             assert raw[section] == values, section

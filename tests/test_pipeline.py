@@ -230,7 +230,7 @@ def test_a_file_system_refusal_is_one_line_and_loses_nothing(seed_run, tmp_path)
     assert re.fullmatch(r"error: runs/seed/(best|last)\.pt: File too large: .*", error), error
     assert [path.name for path in run.iterdir() if path.name.endswith(".tmp")] == []
     assert {name: (run / name).read_bytes() for name in before} == before
-    assert load_checkpoint(run / "best.pt").info["step"] == 150
+    assert load_checkpoint(run / "last.pt").info["step"] == 150  # the finished run, still whole
 
 
 @pytest.mark.slow

@@ -63,6 +63,20 @@ def test_a_pipeline_gets_one_line_per_input_line(model_path):
     assert "Traceback" not in stderr
 
 
+def test_an_argument_that_is_not_utf8_is_translated_with_a_warning(model_path):
+    done = subprocess.run(
+        [*command("seq2seq.translate", "--checkpoint", str(model_path)), b"\xff three is three"],
+        capture_output=True,
+        env=ENV,
+        timeout=HANG,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().count("\n") == 1
+    stderr = done.stderr.decode()
+    assert "warning: argument 1: invalid UTF-8 replaced by U+FFFD" in stderr
+    assert "Traceback" not in stderr
+
+
 def test_unknown_words_are_named_on_stderr(checkpoint, capsys):
     lines = translate_lines(TorchEngine(checkpoint), ["three is eleven", "five is five"])
     assert len(lines) == 2 and lines[1] == "5 la 5"
