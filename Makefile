@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
-	bench-peers config-docs docs lint install-sizes clean distclean
+	recipes bench-peers config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -95,6 +95,14 @@ gpu-check: $(DEV)
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
 bench-scale: $(CORE)
 	$(PYTHON) benchmarks/scale.py $(ARGS)
+
+# The Multi30k recipes run to the end, one after the other, then their results table in
+# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.{py,json}). Hours on a CPU:
+# each recipe's config says how long; RECIPES="configs/xyz.yaml ..." picks others. Not in CI.
+RECIPES ?= configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
+recipes: $(CORE)
+	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
+	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES)
 
 # Against JoeyNMT 2.3.0: the same data, model size, steps and time budget, one after the other
 # -> benchmarks/peers.{json,md} (about 15 minutes; PEERS_ARGS="--quick": 2, or "--budget 600").

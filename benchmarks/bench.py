@@ -49,6 +49,7 @@ import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import time
@@ -66,6 +67,7 @@ from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, 
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Embedding, Transformer
 from seq2seq.support.device import autocast, autocast_dtype
+from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import METRICS, text_files
 from seq2seq.text.batching import source_tensor, token_batches
@@ -422,6 +424,16 @@ def save_results(stem: Path, results: dict, text: str) -> None:
     with atomic_write(stem.with_suffix(".md")) as file:
         file.write(text)
     print(text)
+
+
+def with_table(page: str, text: str, markers: tuple[str, str], name: str = "the page") -> str:
+    """`page` (the text of the file `name`) with `text` in place of what stands between its
+    two marker lines; a UserError when it lacks them."""
+    start, end = map(re.escape, markers)
+    pattern = re.compile(f"{start}\n.*?{end}", re.DOTALL)
+    if not pattern.search(page):
+        raise UserError(f"{name}: no lines {markers[0]} ... {markers[1]}")
+    return pattern.sub(lambda _: f"{markers[0]}\n{text}\n{markers[1]}", page)
 
 
 def markdown(results: dict) -> str:

@@ -16,14 +16,13 @@ A few minutes: the development set alone is over a hundred packages.
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench import machine, save_results
+from bench import machine, save_results, with_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,14 +81,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def with_table(page: str, text: str) -> str:
-    """`page` with `text` between its install-sizes markers."""
-    start, end = map(re.escape, MARKERS)
-    pattern = re.compile(f"{start}\n.*?{end}", re.DOTALL)
-    assert pattern.search(page), f"no {MARKERS[0]} ... {MARKERS[1]} in the page"
-    return pattern.sub(lambda _: f"{MARKERS[0]}\n{text}\n{MARKERS[1]}", page)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default="python3", help="the Python the venvs are made with")
@@ -104,7 +95,7 @@ def main() -> None:
     text = table(results)
     save_results(args.out / "install", results, f"# What each make target installs\n\n{text}\n")
     for page in PAGES:
-        page.write_text(with_table(page.read_text(), text))
+        page.write_text(with_table(page.read_text(), text, MARKERS))
 
 
 if __name__ == "__main__":

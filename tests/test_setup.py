@@ -130,7 +130,8 @@ def test_each_set_is_installed_again_only_when_the_dependencies_change(project):
 def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
     """benchmarks/install_sizes.py measures the sets the Makefile installs, and the tables of
     the README and docs/getting-started.md are its last measurement's (`make install-sizes`)."""
-    from install_sizes import MARKERS, PAGES, SETS, table, with_table
+    from bench import with_table
+    from install_sizes import MARKERS, PAGES, SETS, table
 
     for name, targets in SETS.items():
         for target in targets:
@@ -138,7 +139,7 @@ def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
     measured = table(json.loads((ROOT / "benchmarks/install.json").read_text()))
     for page in PAGES:
         text = page.read_text()
-        assert with_table(text, measured) == text, f"{page.name}: run make install-sizes"
-    assert with_table(f"a\n{MARKERS[0]}\nold\n{MARKERS[1]}\nb", "new") == (
+        assert with_table(text, measured, MARKERS) == text, f"{page.name}: run make install-sizes"
+    assert with_table(f"a\n{MARKERS[0]}\nold\n{MARKERS[1]}\nb", "new", MARKERS) == (
         f"a\n{MARKERS[0]}\nnew\n{MARKERS[1]}\nb"
     )

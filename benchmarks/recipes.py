@@ -1,0 +1,140 @@
+"""`make recipes`: the Multi30k recipes' results, read from their runs, as docs/corpora.md's table.
+
+    python benchmarks/recipes.py --collect CONFIG...  # runs/<experiment>/ -> recipes.json, docs
+    python benchmarks/recipes.py --write      # benchmarks/recipes.json -> docs/corpora.md
+    python benchmarks/recipes.py              # check that docs/corpora.md is up to date
+
+For each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
+eval.json (the test scores, greedy and beam, with sacreBLEU's signatures), metrics.jsonl (the
+steps, the training time, each validation and the average's) and best.pt (its parameters and
+the steps it holds). The table lies in docs/corpora.md between two marker lines, so that no
+figure there is copied by hand; tests/benchmarks/test_recipes.py fails when it is out of date.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from bench import machine, with_table
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import languages, load_config
+from seq2seq.support.errors import UserError, run_cli
+from seq2seq.support.files import atomic_write, write_json
+from seq2seq.support.paths import EVAL, METRICS
+
+RESULTS = Path("benchmarks/recipes.json")
+DOCS = Path("docs/corpora.md")
+MARKERS = ("<!-- recipes: written by benchmarks/recipes.py -->", "<!-- end of recipes -->")
+
+
+def read_run(config_path: str) -> dict:
+    """One recipe's figures from its run folder."""
+    config = load_config(config_path)
+    run = config.run_dir
+    for path in (run / EVAL, run / METRICS, config.checkpoint_path):
+        if not path.exists():
+            raise UserError(f"{path} is missing: run `make train eval CONFIG={config_path}`")
+    lines = [json.loads(line) for line in (run / METRICS).read_text("utf-8").splitlines()]
+    validations = [line for line in lines if "averaged_steps" not in line]
+    averages = [line for line in lines if "averaged_steps" in line]
+    key = f"valid_{config.train.best_metric}"
+    single = max(validations, key=lambda line: line[key] * (-1 if key == "valid_loss" else 1))
+    checkpoint = load_checkpoint(config.checkpoint_path)
+    return {
+        "config": config_path,
+        "direction": "-".join(side.code for side in languages(config, config.serve)),
+        "test_set": config.corpus.test_set,
+        "parameters": sum(p.numel() for p in checkpoint.model.parameters()),
+        "steps": validations[-1]["step"],
+        "train_minutes": validations[-1]["elapsed_s"] / 60,
+        "best_metric": config.train.best_metric,
+        "best_single": {"step": single["step"], "valid": single[key]},
+        "average": {"steps": averages[-1]["averaged_steps"], "valid": averages[-1][key]}
+        if averages
+        else None,
+        "kept": checkpoint.info.get("averaged_steps") or [checkpoint.info["step"]],
+        "test": json.loads((run / EVAL).read_text("utf-8")),
+    }
+
+
+def decoding_row(recipe: dict, name: str, scores: dict) -> str:
+    kept = recipe["kept"]
+    held = f"average of steps {kept[0]}-{kept[-1]}" if len(kept) > 1 else f"step {kept[0]}"
+    figures = (scores["bleu"], scores["bleu_lowercase"], scores["chrf"])
+    return (
+        f"| {recipe['direction']} | {name} | " + " | ".join(f"{x:.1f}" for x in figures)
+        + f" | {scores['sentences_per_s']:.0f} | {held} |"
+    )  # fmt: skip
+
+
+def training_row(recipe: dict) -> str:
+    single, average = recipe["best_single"], recipe["average"]
+    averaged = "no averaging" if average is None else (
+        f"{average['valid']:.2f} (steps {average['steps'][0]}-{average['steps'][-1]})"
+    )  # fmt: skip
+    return (
+        f"| {recipe['direction']} | `{recipe['config']}` | {recipe['parameters']:,} | "
+        f"{recipe['steps']:,} | {recipe['train_minutes']:.0f} | "
+        f"{single['valid']:.2f} (step {single['step']}) | {averaged} |"
+    )
+
+
+def markdown(results: dict) -> str:
+    """The tables, the line above them and the signatures under them."""
+    recipes, info = results["recipes"], results["machine"]
+    metric = recipes[0]["best_metric"]
+    lines = [
+        f"On {info['device_name']} ({info['cpu_count']} cores, torch {info['torch']}); "
+        f"{results['conditions']}. Test set: {recipes[0]['test_set']} (1,000 sentences).",
+        "",
+        "| direction | decoding | BLEU | BLEU, lowercased | chrF | sentences/s | checkpoint |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for recipe in recipes:
+        test = recipe["test"]
+        lines.append(decoding_row(recipe, "greedy", test))
+        if "beam" in test:
+            beam = test["beam"]
+            name = f"beam {beam['beam_size']}, length penalty {beam['length_penalty']}"
+            lines.append(decoding_row(recipe, name, beam))
+    lines += [
+        "",
+        f"| direction | config | parameters | steps | training minutes | best single "
+        f"checkpoint, valid {metric} | average, valid {metric} |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *map(training_row, recipes),
+        "",
+        "Signatures: BLEU `" + recipes[0]["test"]["bleu_signature"] + "` (`case:lc` for the "
+        "lowercased one), chrF `" + recipes[0]["test"]["chrf_signature"] + "`.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--collect", nargs="+", metavar="CONFIG", help="recipes to read")
+    parser.add_argument(
+        "--conditions", default="each trained alone with train.threads 0 (both cores)",
+        help="how the runs shared the machine, for the line above the tables",
+    )  # fmt: skip
+    parser.add_argument("--write", action="store_true", help="write docs/corpora.md")
+    args = parser.parse_args(argv)
+    if args.collect:
+        recipes = [read_run(path) for path in args.collect]
+        write_json(
+            RESULTS, {"machine": machine(), "conditions": args.conditions, "recipes": recipes}
+        )
+    if not RESULTS.exists():
+        raise UserError(f"{RESULTS} is missing: run `make recipes`")
+    table = markdown(json.loads(RESULTS.read_text("utf-8")))
+    expected = with_table(DOCS.read_text("utf-8"), table, MARKERS, str(DOCS))
+    if args.write or args.collect:
+        with atomic_write(DOCS) as file:
+            file.write(expected)
+    elif expected != DOCS.read_text("utf-8"):
+        raise UserError(f"{DOCS} is out of date: python benchmarks/recipes.py --write")
+
+
+if __name__ == "__main__":
+    run_cli(main)

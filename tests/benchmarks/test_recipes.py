@@ -1,0 +1,74 @@
+"""benchmarks/recipes.py: a recipe's figures read from its run folder, and the table between
+docs/corpora.md's markers. The recipe here is the seed preset (nine pairs, seconds), trained
+with checkpoint averaging and evaluated with beam search, as the Multi30k recipes are."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import recipes
+import yaml
+from bench import with_table
+
+from seq2seq import data, evaluate, train
+from seq2seq.support.errors import UserError
+
+from helpers import ROOT
+
+
+@pytest.fixture(scope="module")
+def seed_recipe(tmp_path_factory):
+    """A finished seed run with train.average_last 3 and beam 2: the folder, and the config's
+    name there."""
+    folder = tmp_path_factory.mktemp("recipe")
+    config = yaml.safe_load((ROOT / "configs/seed.yaml").read_text())
+    config["train"]["average_last"] = 3
+    config["decode"]["beam_size"] = 2
+    (folder / "seed.yaml").write_text(yaml.safe_dump(config))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)
+        for command in (data, train, evaluate):
+            command.main(["--config", "seed.yaml"])
+    return folder
+
+
+def test_a_recipe_is_read_from_its_run(seed_recipe, monkeypatch):
+    monkeypatch.chdir(seed_recipe)
+    recipe = recipes.read_run("seed.yaml")
+    lines = [json.loads(line) for line in Path("runs/seed/metrics.jsonl").read_text().splitlines()]
+    assert recipe["steps"] == 150 and recipe["direction"] == "en-digits"
+    assert recipe["average"]["steps"] == [100, 125, 150] == lines[-1]["averaged_steps"]
+    assert recipe["best_single"]["valid"] == max(line["valid_exact_match"] for line in lines[:-1])
+    assert recipe["test"] == json.loads(Path("runs/seed/eval.json").read_text())
+
+
+def test_the_table_holds_each_decodings_scores(seed_recipe, monkeypatch):
+    monkeypatch.chdir(seed_recipe)
+    recipe = recipes.read_run("seed.yaml")
+    results = {"machine": {"device_name": "a CPU", "cpu_count": 2, "torch": "2.13.0"},
+               "conditions": "alone", "recipes": [recipe]}  # fmt: skip
+    table = recipes.markdown(results)
+    greedy, beam = recipe["test"], recipe["test"]["beam"]
+    assert (
+        f"| en-digits | greedy | {greedy['bleu']:.1f} | {greedy['bleu_lowercase']:.1f} |" in table
+    )
+    assert (
+        f"| en-digits | beam 2, length penalty {beam['length_penalty']} | {beam['bleu']:.1f}"
+        in table
+    )
+    assert greedy["bleu_signature"] in table
+
+
+def test_a_recipe_not_yet_run_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "configs/seed.yaml", tmp_path / "seed.yaml")
+    with pytest.raises(
+        UserError, match=r"runs/seed/eval.json is missing: run `make train eval CONFIG=seed.yaml`"
+    ):
+        recipes.read_run("seed.yaml")
+
+
+def test_a_page_without_the_markers_is_named():
+    with pytest.raises(UserError, match=r"docs/corpora.md: no lines <!-- recipes: .*"):
+        with_table("no markers\n", "the table", recipes.MARKERS, "docs/corpora.md")
