@@ -7,6 +7,7 @@ import http.client
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -112,6 +113,21 @@ def test_health_and_info(numbers):
     assert info["serve"]["max_sentences"] == LIMITS["max_sentences"]
     assert set(info["serve"]) == {*CLIENT_SETTINGS, "api_key_needed"}  # no file paths
     assert "path" not in info["checkpoint"] and not info["serve"]["api_key_needed"]
+
+
+def test_answers_are_sent_at_once_on_keep_alive_connections(trained_numbers_checkpoint):
+    """Nagle's algorithm is off (TCP_NODELAY) on every connection the server accepts: with it
+    on, each answer after the first on a keep-alive connection waited for the client's delayed
+    ACK (~40 ms on Linux)."""
+    with running(TorchEngine(trained_numbers_checkpoint[0])) as server:
+        connection = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=HANG)
+        for _ in range(2):  # one connection, kept alive
+            connection.request("GET", "/health")
+            assert connection.getresponse().read()
+        sockets = [c.transport.get_extra_info("socket") for c in server.server_state.connections]
+        assert len(sockets) == 1
+        assert sockets[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        connection.close()
 
 
 T, A = "/translate", "/attention"
