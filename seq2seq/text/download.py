@@ -100,11 +100,18 @@ class Downloads:
         return path
 
     def keep(self, name: str, made_from: Path, origin: str) -> Path:
-        """Copy a file made here into raw/<name> and record it, `origin` in place of its URL."""
+        """Copy a file made here into raw/<name> and record it, `origin` in place of its URL; if
+        the manifest has it, it must have the recorded sum."""
+        digest, expected = file_hash(made_from), self._expected(name, None)
+        if expected is not None and digest != expected:
+            raise DownloadError(
+                f"{made_from} (from {origin}): SHA-256 {digest} does not match the one in "
+                f"{self.manifest_path} {expected}; nothing was kept"
+            )
         path = self.raw_dir / name
         with made_from.open("rb") as source, atomic_write(path, "wb") as target:
             shutil.copyfileobj(source, target)
-        self._record(name, origin, path, file_hash(path))
+        self._record(name, origin, path, digest)
         return path
 
     def _record(self, name: str, url: str, path: Path, digest: str) -> None:

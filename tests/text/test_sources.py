@@ -259,6 +259,18 @@ def test_a_file_that_changed_at_its_source_is_refused_and_not_kept(served, tmp_p
     assert not own.exists() and not list(raw.glob("*.part"))
 
 
+def test_a_test_set_that_differs_from_the_manifest_is_refused(served, tmp_path):
+    config = sources_config(served, [{"opus": "Tatoeba"}], test={"sacrebleu": "wmt14"})
+    build_corpus(config)
+    (tmp_path / "data/en_fr/raw/sacrebleu-wmt14.en-fr.fr").unlink()
+    (tmp_path / "data/en_fr/test.src").unlink()
+    (reference,) = (tmp_path / "sacrebleu-cache/wmt14").glob("wmt14.en-fr.ref*")
+    reference.write_text("not the same\n" * 4, encoding="utf-8")  # sacreBLEU's cache changed
+    message = one_line_error(config)
+    assert "(from sacrebleu:wmt14): SHA-256" in message and "does not match the one in" in message
+    assert not (tmp_path / "data/en_fr/raw/sacrebleu-wmt14.en-fr.fr").exists()
+
+
 @pytest.mark.parametrize(
     ("train_source", "expected"),
     [
