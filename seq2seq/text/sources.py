@@ -25,6 +25,7 @@ import hashlib
 import itertools
 import posixpath
 import re
+import tarfile
 import urllib.parse
 import zipfile
 from collections.abc import Callable, Iterator
@@ -253,8 +254,8 @@ def sacrebleu_files(test_set: str, corpus: CorpusConfig, downloads: Downloads) -
     dataset.data = [downloads.mirrored(url) for url in dataset.data]
     try:
         files = (dataset.get_source_file(pair), dataset.get_reference_files(pair)[0])
-    except OSError as error:  # urllib's errors are OSErrors
-        raise DownloadError(f"sacreBLEU could not download {test_set} ({error})") from None
+    except (OSError, tarfile.TarError) as error:  # urllib's errors are OSErrors
+        raise DownloadError(f"sacreBLEU could not get {test_set} ({error})") from None
     except SystemExit:  # what sacreBLEU does after logging a wrong MD5 sum
         raise DownloadError(
             f"sacreBLEU's download of {test_set} failed its MD5 check (its message above "
