@@ -56,7 +56,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an OPUS corpus's or release'
 
 @dataclass
 class Fetched:
-    """A source whose files are at hand: what it is, and its pairs, read anew at each call."""
+    """A source whose files are at hand: what it is, and how to read its pairs."""
 
     label: str
     read: Callable[[], Pairs]
@@ -89,7 +89,7 @@ def split_pairs(split: str, fetched: list[Fetched], sources: list[Source], max_w
 
 def taken(fetched: Fetched, source: Source, max_words: int, label: str) -> Pairs:
     """A source's usable pairs, the first source.max_pairs of them, source.weight times; then
-    a line of what was read, kept and taken."""
+    a line of how many were read and taken."""
     read = kept = 0
 
     def counted(pairs: Pairs) -> Pairs:
@@ -122,7 +122,7 @@ def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched
         )
     if source.sacrebleu:
         files = sacrebleu_files(source.sacrebleu, corpus, downloads)
-        return Fetched(f"(sacrebleu {source.sacrebleu})", lambda: iter_parallel(*files))
+        return Fetched(f"(sacrebleu {source.sacrebleu})", pair_reader(files, corpus))
     if source.url:
         return Fetched(
             f"({source.url})", pair_reader(url_files(source.url, corpus, downloads), corpus)
