@@ -94,6 +94,17 @@ def sections() -> list[tuple[str, type]]:
 SECTIONS = ("corpus", "vocab", "model", "train", "decode", "serve")
 
 
+def list_entries(cls) -> list[tuple[str, type]]:
+    """(name, dataclass) of each option of `cls` that is a list of dataclasses (each entry's
+    options get a table of their own in the reference)."""
+    hints = typing.get_type_hints(cls)
+    return [
+        (name, typing.get_args(hint)[0])
+        for name, hint in hints.items()
+        if typing.get_origin(hint) is list and dataclasses.is_dataclass(typing.get_args(hint)[0])
+    ]
+
+
 def summary(cls) -> str:
     return " ".join(inspect.getdoc(cls).split("\n\n")[0].split())
 
@@ -150,13 +161,22 @@ def render_reference() -> str:
     lines += [f"{markdown_cell(experiment.text)}."]
     for name, cls in sections():
         lines += ["", f"## {name}", "", summary(cls), ""]
-        lines += ["| option | type | default | meaning |", "| --- | --- | --- | --- |"]
-        for option in options(cls):
-            default = yaml_value(getattr(getattr(defaults, name), option.name))
-            type_cell = f"`{option.type}`" + (f", {option.range}" if option.range else "")
-            cells = [f"`{name}.{option.name}`", type_cell, f"`{default}`", option.text]
-            lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
+        lines += option_table(cls, getattr(defaults, name), name)
+        for field, entry in list_entries(cls):
+            lines += ["", f"Each entry of `{name}.{field}`: {summary(entry)}", ""]
+            lines += option_table(entry, entry(), f"{name}.{field}[]")
     return "\n".join(lines) + "\n"
+
+
+def option_table(cls, defaults, prefix: str) -> list[str]:
+    """A Markdown table of the options of the dataclass `cls`: name, type, default, meaning."""
+    lines = ["| option | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for option in options(cls):
+        default = yaml_value(getattr(defaults, option.name))
+        type_cell = f"`{option.type}`" + (f", {option.range}" if option.range else "")
+        cells = [f"`{prefix}.{option.name}`", type_cell, f"`{default}`", option.text]
+        lines.append("| " + " | ".join(markdown_cell(c) for c in cells) + " |")
+    return lines
 
 
 def generated() -> dict[Path, str]:

@@ -37,12 +37,32 @@ class SplitFiles:
 
 
 @dataclass
+class Source:
+    """One source of sentence pairs for corpus.type: sources (seq2seq/text/sources.py): exactly
+    one of `opus`, `sacrebleu`, `url` and `file`, in the pair corpus.src_lang -> tgt_lang."""
+
+    opus: str | None = None  # an OPUS corpus by name (opus.nlpl.eu), e.g. Tatoeba, its Moses files
+    version: str = "latest"  # opus: the corpus's release, e.g. v2023-04-12
+    sacrebleu: str | None = None  # a sacreBLEU test set by name, e.g. wmt14 (`sacrebleu --list`)
+    # an http(s):// or file:// URL of a .tsv or .tsv.gz file ("source<TAB>target" lines), a .zip
+    # holding a Moses pair (two files ending .<src_lang> and .<tgt_lang>), or a Moses pair
+    # itself, plain or .gz, named once with {lang} for the language: https://x.org/train.{lang}.gz
+    url: str | None = None
+    file: str | None = None  # a file of yours, as url: .tsv, .tsv.gz, .zip, or train.{lang}
+    # train: this source's pairs go in this many times, 1 or more (your own small data beside
+    # a large corpus); with more than 1 they are held in memory
+    weight: int = 1
+    max_pairs: int | None = None  # only the first this many usable pairs are taken (null: all)
+
+
+@dataclass
 class CorpusConfig:
     """The parallel text to learn from, written to data/<name>/ by `make data`."""
 
     # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
-    # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py)
-    type: Literal["numbers", "parallel", "multi30k"] = "numbers"
+    # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py) | sources: corpora
+    # by name, URLs and files, mixed (seq2seq/text/sources.py)
+    type: Literal["numbers", "parallel", "multi30k", "sources"] = "numbers"
     name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
     # numbers: "default" is "<a> is <b>" sentences of number words for 0..999,999; "seed" the
     # nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9"
@@ -54,8 +74,10 @@ class CorpusConfig:
     # numbers: probability that a digit after the first is 0
     zero_prob: Annotated[float, "in [0, 1]"] = 0.3
     seed: int = 1  # numbers: the corpus is a deterministic function of this seed
-    src_lang: Literal["de", "en"] = "de"  # multi30k: the source language
-    tgt_lang: Literal["de", "en"] = "en"  # multi30k: the target language
+    # multi30k, sources: the source language's code (multi30k: de or en; sources: as OPUS and
+    # sacreBLEU name it, e.g. fr)
+    src_lang: str = "de"
+    tgt_lang: str = "en"  # multi30k, sources: the target language's code, as src_lang
     # multi30k: the test set
     test_set: Literal["test_2016_flickr", "test_2017_flickr"] = "test_2016_flickr"
     # multi30k: where the raw files come from (a mirror, or a local folder as file:///path)
@@ -67,6 +89,15 @@ class CorpusConfig:
     train: SplitFiles | None = None
     valid: SplitFiles | None = None  # parallel: the validation split, as train
     test: SplitFiles | None = None  # parallel: the test split, as train
+    # sources: the training split, from these sources together, each
+    # {opus: NAME} | {sacrebleu: NAME} | {url: URL} | {file: PATH}, with its weight and max_pairs
+    train_sources: list[Source] = field(default_factory=list)
+    valid_source: Source | None = None  # sources: the validation split, one source as above
+    test_source: Source | None = None  # sources: the test split, one source as above
+    # sources: a base URL that replaces the scheme and host of every URL they download (the
+    # OPUS API's, its corpora's, sacreBLEU's test sets' and url sources'), keeping the path:
+    # with http://mirror.lan/opus, https://opus.nlpl.eu/opusapi/ is http://mirror.lan/opus/opusapi/
+    mirror: str = ""
 
 
 @dataclass

@@ -18,8 +18,21 @@ def test_every_option_is_documented_beside_its_type():
         for option in config_docs.options(cls)
         if not option.text
     ]
+    undocumented += [
+        f"{name}.{field}[].{option.name}"
+        for name, cls in config_docs.sections()
+        for field, entry in config_docs.list_entries(cls)
+        for option in config_docs.options(entry)
+        if not option.text
+    ]
     assert undocumented == []
     assert [name for name, _ in config_docs.sections()] == list(config_docs.SECTIONS)
+
+
+def test_the_entries_of_a_list_of_sections_get_their_own_table():
+    reference = config_docs.render_reference()
+    assert "Each entry of `corpus.train_sources`: One source of sentence pairs" in reference
+    assert "| `corpus.train_sources[].weight` | `int` | `1` | train: this source's" in reference
 
 
 def test_comments_above_and_beside_an_option_are_both_its_documentation():

@@ -6,7 +6,8 @@ data/<corpus.name>/                  `make data` (Config.data_dir)
     vocab.json                       what they were trained on, and with which settings
     {split}.{side}.ids  .idx         token ids and their offsets (seq2seq/text/dataset.py)
     ids.json                         what the ids were encoded from
-    raw/                             downloaded files (corpus.type: multi30k)
+    raw/                             downloaded files (corpus.type: multi30k, sources)
+        manifest.json                each one's URL, size and SHA-256 (text/download.py)
 runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Config.run_dir)
     best.pt  last.pt  metrics.jsonl  best checkpoint, where training stands, its log
     step-<N>.pt                      the last validations' checkpoints, to average

@@ -2,6 +2,8 @@
 
     corpora.py                           the corpus types, one entry each, and build_corpus
     numbers.py, multi30k.py, corpus.py   the corpora: generated, downloaded, or your own files
+    sources.py                           corpora by name (OPUS, sacreBLEU), URLs and files, mixed
+    download.py                          downloads: resumed, checked, in raw/manifest.json
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares
     vocab.py                             sentencepiece vocabularies and source normalisation
     dataset.py                           each split encoded once, memory-mapped by training

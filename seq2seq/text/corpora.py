@@ -3,6 +3,7 @@
     CORPORA["numbers"]    generated: English number words -> digits    text/numbers.py
     CORPORA["parallel"]   your own files, one pair a line              text/corpus.py
     CORPORA["multi30k"]   downloaded: Multi30k task 1, de <-> en       text/multi30k.py
+    CORPORA["sources"]    corpora by name, URLs and files, mixed       text/sources.py
 
 An entry says once everything that differs between corpus types: how `make data` gets each
 split's sentence pairs, the languages it translates (LibreTranslate's API, the Argos package
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from seq2seq.options import Config, CorpusConfig, Language
 from seq2seq.text import corpus as parallel
-from seq2seq.text import multi30k, numbers
+from seq2seq.text import multi30k, numbers, sources
 from seq2seq.text.corpus import SPLITS, write_pairs
 
 Pairs = Iterable[tuple[str, str]]
@@ -74,6 +75,15 @@ CORPORA = {
         ),
         problems=multi30k.problems,
     ),
+    "sources": CorpusType(
+        splits=sources.splits,
+        # a code as its own name: serve.source_language and target_language give names
+        languages=lambda corpus: tuple(
+            Language(code, code) for code in (corpus.src_lang, corpus.tgt_lang)
+        ),
+        description=sources.description,
+        problems=sources.problems,
+    ),
 }
 
 
@@ -88,6 +98,10 @@ def corpus_problems(corpus: CorpusConfig) -> Iterator[str]:
         for split in SPLITS:
             if getattr(corpus, split) is not None:
                 yield f"'corpus.{split}' is only used with corpus.type: {readers}"
+    if corpus.type != "sources":
+        for key in ("train_sources", "valid_source", "test_source", "mirror"):
+            if getattr(corpus, key):
+                yield f"'corpus.{key}' is only used with corpus.type: sources"
     yield from corpus_type(corpus).problems(corpus)
 
 

@@ -81,7 +81,14 @@ def decode_stream(
 
 def iter_parallel(src_path: str | Path, tgt_path: str | Path) -> Iterator[tuple[str, str]]:
     """Sentence pairs from two parallel files, which must have the same number of lines."""
-    src, tgt = iter_lines(src_path), iter_lines(tgt_path)
+    return zip_parallel(iter_lines(src_path), iter_lines(tgt_path), src_path, tgt_path)
+
+
+def zip_parallel(
+    src: Iterator[str], tgt: Iterator[str], src_path: str | Path, tgt_path: str | Path
+) -> Iterator[tuple[str, str]]:
+    """Sentence pairs from the lines of two parallel files (named for errors: a file, or a file
+    in a zip archive), which must have as many lines each."""
     for count, (s, t) in enumerate(itertools.zip_longest(src, tgt)):
         if s is None or t is None:  # one file ended first: count the rest of the other
             src_count = count + (s is not None) + sum(1 for _ in src)

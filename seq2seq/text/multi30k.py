@@ -3,24 +3,21 @@
 Multi30k (Elliott et al., 2016) is 31,014 image descriptions in English with German
 translations: train (29,000), val (1,014), test_2016_flickr and test_2017_flickr (1,000 each).
 `download` fetches the gzip files of one language pair from `corpus.base_url` (the dataset's
-public repository by default; a mirror, or a local folder as a file:// URL, works the same),
-checks each against the SHA-256 sum below, and caches it in data/<corpus.name>/raw/. A file
-whose sum does not match is an error, and nothing of it is written.
+public repository by default; a mirror, or a local folder as a file:// URL, works the same)
+through seq2seq/text/download.py, which checks each against the SHA-256 sum below and caches
+it in data/<corpus.name>/raw/. A file whose sum does not match is an error, and nothing of it
+is kept.
 
 The sums are those of the files in the dataset's data/task1/raw folder.
 """
 
-import hashlib
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 from seq2seq.options import Config, CorpusConfig
-from seq2seq.support.errors import UserError
-from seq2seq.support.files import atomic_write
 from seq2seq.support.paths import RAW
 from seq2seq.text.corpus import iter_parallel, usable_pairs
+from seq2seq.text.download import Downloads
 
 SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -37,40 +34,17 @@ SHA256 = {
 SPLIT_FILES = {"train": "train", "valid": "val"}
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def fetch(name: str, base_url: str, cache_dir: Path) -> Path:
-    """One file, from the cache if it is there and intact, else downloaded and checked."""
-    target = cache_dir / name
-    if target.exists() and _sha256(target.read_bytes()) == SHA256[name]:
-        return target
-    url = f"{base_url.rstrip('/')}/{name}"
-    try:
-        with urllib.request.urlopen(url, timeout=60) as response:
-            data = response.read()
-    except (urllib.error.URLError, OSError) as error:
-        raise UserError(f"could not download {url} ({error}); check corpus.base_url") from None
-    digest = _sha256(data)
-    if digest != SHA256[name]:
-        raise UserError(
-            f"{url}: SHA-256 {digest} does not match the expected {SHA256[name]}; "
-            "nothing was written (a corrupt download or a different file at corpus.base_url)"
-        )
-    with atomic_write(target, "wb") as file:
-        file.write(data)
-    return target
-
-
 def download(corpus: CorpusConfig, cache_dir: Path) -> dict[str, tuple[Path, Path]]:
     """{"train" | "valid" | "test": (source file, target file)}, fetched and verified."""
+    downloads = Downloads(cache_dir)
+    base_url = corpus.base_url.rstrip("/")
+
+    def fetch(name: str) -> Path:
+        return downloads.fetch(f"{base_url}/{name}", name, sha256=SHA256[name])
+
     stems = {**SPLIT_FILES, "test": corpus.test_set}
     return {
-        split: (
-            fetch(f"{stem}.{corpus.src_lang}.gz", corpus.base_url, cache_dir),
-            fetch(f"{stem}.{corpus.tgt_lang}.gz", corpus.base_url, cache_dir),
-        )
+        split: (fetch(f"{stem}.{corpus.src_lang}.gz"), fetch(f"{stem}.{corpus.tgt_lang}.gz"))
         for split, stem in stems.items()
     }
 
@@ -90,5 +64,10 @@ LANGUAGE_NAMES = {"de": "German", "en": "English"}
 
 
 def problems(corpus: CorpusConfig) -> Iterator[str]:
+    for side in ("src_lang", "tgt_lang"):
+        if getattr(corpus, side) not in LANGUAGE_NAMES:
+            yield (
+                f"'corpus.{side}' is {getattr(corpus, side)!r}; Multi30k has {list(LANGUAGE_NAMES)}"
+            )
     if corpus.src_lang == corpus.tgt_lang:
         yield "'corpus.src_lang' and 'tgt_lang' must differ"

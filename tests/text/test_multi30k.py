@@ -35,6 +35,7 @@ def test_download_verify_and_build_from_the_offline_copy(tmp_path, monkeypatch):
     assert src.startswith("Ein Mann mit einem orangefarbenen Hut")
     assert tgt.startswith("A man in an orange hat")
     assert sorted(p.name for p in (tmp_path / "data/m30k/raw").iterdir()) == [
+        "manifest.json",
         "test_2016_flickr.de.gz", "test_2016_flickr.en.gz", "train.de.gz", "train.en.gz",
         "val.de.gz", "val.en.gz",
     ]  # fmt: skip

@@ -1,0 +1,326 @@
+"""corpus.type sources: sentence pairs from corpora by name, URLs and files, mixed.
+
+    corpus.train_sources: [Source, ...]   corpus.valid_source, test_source: Source
+    each Source (seq2seq/options.py) is one of
+        {opus: Tatoeba}     an OPUS corpus, its Moses zip for the pair (the OPUS API says where)
+        {sacrebleu: wmt14}  a test set through sacreBLEU's own registry and download code
+        {url: URL}          a .tsv, .tsv.gz, a .zip of a Moses pair, or a pair named with {lang}
+        {file: PATH}        the same, a file of yours
+
+    Source --fetch--> its files: downloaded into data/<corpus.name>/raw/ (text/download.py:
+                      checked, recorded in raw/manifest.json), or your own where they are
+           --read-->  (source, target) pairs --usable_pairs (text/corpus.py)-->
+           --max_pairs: the first N--> --weight: N times--> the split
+
+Every source of every split is fetched, and each zip's pair of files found, before a pair is
+written: a source that cannot be had is an error before data/<corpus.name>/ changes. Once
+its files are in the manifest, a source is read from raw/ with no request at all (the OPUS
+API and sacreBLEU included). `make data` prints, source by source, the pairs read, kept and
+taken.
+"""
+
+import copy
+import difflib
+import hashlib
+import itertools
+import posixpath
+import re
+import tarfile
+import urllib.parse
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sacrebleu import DATASETS
+
+from seq2seq.options import Config, CorpusConfig, Source
+from seq2seq.support.paths import RAW
+from seq2seq.text.corpus import (
+    CorpusError,
+    decode_stream,
+    iter_parallel,
+    iter_tsv,
+    usable_pairs,
+    zip_parallel,
+)
+from seq2seq.text.download import DownloadError, Downloads
+
+Pairs = Iterator[tuple[str, str]]
+
+OPUS_API = "https://opus.nlpl.eu/opusapi/"
+KINDS = ("opus", "sacrebleu", "url", "file")
+LANG = "{lang}"  # in a url or file: a Moses pair, one file per language
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an OPUS corpus's or release's name
+
+
+@dataclass
+class Fetched:
+    """A source whose files are at hand: what it is, and how to read its pairs."""
+
+    label: str
+    read: Callable[[], Pairs]
+
+
+def splits(config: Config) -> dict[str, Pairs]:
+    """Each split's pairs: every source fetched first, then read as the split is written."""
+    corpus = config.corpus
+    downloads = Downloads(config.data_dir / RAW, corpus.mirror)
+    chosen = {
+        "train": corpus.train_sources,
+        "valid": [corpus.valid_source],
+        "test": [corpus.test_source],
+    }
+    fetched = {
+        split: [fetch(source, corpus, downloads) for source in sources]
+        for split, sources in chosen.items()
+    }
+    return {
+        split: split_pairs(split, fetched[split], chosen[split], corpus.max_words)
+        for split in chosen
+    }
+
+
+def split_pairs(split: str, fetched: list[Fetched], sources: list[Source], max_words: int) -> Pairs:
+    """A split's pairs: its sources' one after the other."""
+    for one, source in zip(fetched, sources, strict=True):
+        yield from taken(one, source, max_words, f"{split} {one.label}")
+
+
+def taken(fetched: Fetched, source: Source, max_words: int, label: str) -> Pairs:
+    """A source's usable pairs, the first source.max_pairs of them, source.weight times; then
+    a line of how many were read and taken."""
+    read = kept = 0
+
+    def counted(pairs: Pairs) -> Pairs:
+        nonlocal read
+        for pair in pairs:
+            read += 1
+            yield pair
+
+    usable = usable_pairs(counted(fetched.read()), max_words, label)
+    capped = itertools.islice(usable, source.max_pairs)
+    if source.weight == 1:
+        for pair in capped:
+            kept += 1
+            yield pair
+    else:
+        pairs = list(capped)
+        kept = len(pairs)
+        for _ in range(source.weight):
+            yield from pairs
+    cap = f" (max_pairs {source.max_pairs:,})" if source.max_pairs else ""
+    weight = f", x{source.weight} = {kept * source.weight:,}" if source.weight > 1 else ""
+    print(f"{label}: {read:,} pairs read, {kept:,} taken{cap}{weight}")
+
+
+def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched:
+    """The source's files, downloaded (or found in the cache) and checked."""
+    if source.opus:
+        return Fetched(
+            f"(opus {source.opus})", pair_reader(opus(source, corpus, downloads), corpus)
+        )
+    if source.sacrebleu:
+        files = sacrebleu_files(source.sacrebleu, corpus, downloads)
+        return Fetched(f"(sacrebleu {source.sacrebleu})", pair_reader(files, corpus))
+    if source.url:
+        return Fetched(
+            f"({source.url})", pair_reader(url_files(source.url, corpus, downloads), corpus)
+        )
+    return Fetched(f"({source.file})", pair_reader(local_files(source.file, corpus), corpus))
+
+
+def pair_reader(files: Path | tuple[Path, Path], corpus: CorpusConfig) -> Callable[[], Pairs]:
+    """How to read a source's files: a Moses pair, a zip holding one, or a TSV file."""
+    if isinstance(files, tuple):
+        return lambda: iter_parallel(*files)
+    if files.name.endswith(".zip"):
+        members = moses_members(files, corpus)
+        return lambda: read_zip(files, members)
+    return lambda: iter_tsv(files)
+
+
+def sides(corpus: CorpusConfig) -> tuple[str, str]:
+    return corpus.src_lang, corpus.tgt_lang
+
+
+def local_files(path: str, corpus: CorpusConfig) -> Path | tuple[Path, Path]:
+    files = tuple(Path(path.replace(LANG, lang)) for lang in sides(corpus))
+    for file in files:
+        if not file.is_file():
+            raise CorpusError(f"{file} not found")
+    return files if LANG in path else files[0]
+
+
+def url_files(url: str, corpus: CorpusConfig, downloads: Downloads) -> Path | tuple[Path, Path]:
+    """The file (or Moses pair) at a URL, in raw/ as url-<its hash>-<its name>."""
+    tag = hashlib.sha256(url.encode()).hexdigest()[:8]
+    files = []
+    for lang in sides(corpus):
+        one = url.replace(LANG, lang)
+        name = posixpath.basename(urllib.parse.urlsplit(one).path)
+        files.append(downloads.fetch(one, f"url-{tag}-{name}"))
+    return tuple(files) if LANG in url else files[0]
+
+
+def moses_members(path: Path, corpus: CorpusConfig) -> tuple[str, str]:
+    """The two files of a Moses pair in a zip: the one file ending .<src_lang>, and .<tgt_lang>."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [info.filename for info in archive.infolist() if not info.is_dir()]
+    except (zipfile.BadZipFile, OSError) as error:
+        raise CorpusError(f"{path}: not a readable zip file ({error})") from None
+    found = []
+    for lang in sides(corpus):
+        matches = [name for name in names if name.endswith(f".{lang}")]
+        if len(matches) != 1:
+            what = "no file" if not matches else f"{len(matches)} files"
+            raise CorpusError(
+                f"{path} holds {what} ending .{lang} (a Moses pair needs one per language; it "
+                f"holds {', '.join(names) or 'nothing'})"
+            )
+        found.append(matches[0])
+    return found[0], found[1]
+
+
+def read_zip(path: Path, members: tuple[str, str]) -> Pairs:
+    """The pairs of a Moses pair inside a zip, streamed from it."""
+    names = [f"{path}:{member}" for member in members]
+    try:
+        with (
+            zipfile.ZipFile(path) as archive,
+            archive.open(members[0]) as src,
+            archive.open(members[1]) as tgt,
+        ):
+            yield from zip_parallel(
+                decode_stream(src, names[0]), decode_stream(tgt, names[1]), *names
+            )
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise CorpusError(f"{path}: not a readable zip file ({error})") from None
+
+
+def opus(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Path:
+    """An OPUS corpus's Moses zip for the pair: the OPUS API gives its URL (OPUS names a pair in
+    alphabetical order, en-fr for fr -> en too)."""
+    pair = "-".join(sorted(sides(corpus)))
+    name = f"opus-{source.opus}-{source.version}-{pair}.txt.zip"
+    if cached := downloads.cached(name):
+        return cached
+    query = {
+        "corpus": source.opus,
+        "source": corpus.src_lang,
+        "target": corpus.tgt_lang,
+        "preprocessing": "moses",
+        "version": source.version,
+    }
+    answer = downloads.read_json(f"{OPUS_API}?{urllib.parse.urlencode(query)}")
+    files = answer.get("corpora") if isinstance(answer, dict) else None
+    if not files:
+        hint = opus_hint(source, corpus, downloads)
+        raise DownloadError(f"OPUS has no {source.opus} {source.version} for {pair}{hint}")
+    return downloads.fetch(files[0]["url"], name)
+
+
+def opus_hint(source: Source, corpus: CorpusConfig, downloads: Downloads) -> str:
+    """What OPUS does have for the pair, to say with an unknown corpus."""
+    query = {"corpora": "True", "source": corpus.src_lang, "target": corpus.tgt_lang}
+    answer = downloads.read_json(f"{OPUS_API}?{urllib.parse.urlencode(query)}")
+    names = answer.get("corpora", []) if isinstance(answer, dict) else []
+    if not names:
+        return " (nor any corpus for this pair)"
+    close = difflib.get_close_matches(source.opus, names, n=1)
+    if close and close[0] != source.opus:
+        return f" (did you mean {close[0]}?)"
+    return f" (release {source.version}; its corpora for the pair: {', '.join(names[:20])})"
+
+
+def sacrebleu_files(test_set: str, corpus: CorpusConfig, downloads: Downloads) -> tuple[Path, Path]:
+    """A sacreBLEU test set's source text and (first) reference, downloaded and made text by
+    sacreBLEU into its cache ($SACREBLEU, else ~/.sacrebleu), then copied into raw/ as a Moses
+    pair and recorded in the manifest."""
+    pair = "-".join(sides(corpus))
+    names = [f"sacrebleu-{test_set.replace('/', '_')}.{pair}.{lang}" for lang in sides(corpus)]
+    cached = [downloads.cached(name) for name in names]
+    if all(cached):
+        return cached[0], cached[1]
+    if test_set not in DATASETS:
+        close = difflib.get_close_matches(test_set, list(DATASETS), n=1)
+        hint = f" (did you mean {close[0]}?)" if close else " (`sacrebleu --list` lists them)"
+        raise CorpusError(f"sacreBLEU has no test set {test_set!r}{hint}")
+    dataset = copy.copy(DATASETS[test_set])
+    if pair not in dataset.langpairs:
+        pairs = ", ".join(p for p in dataset.langpairs if "-" in p)
+        raise CorpusError(f"sacreBLEU's {test_set} has no {pair} (it has {pairs})")
+    dataset.data = [downloads.mirrored(url) for url in dataset.data]
+    try:
+        files = (dataset.get_source_file(pair), dataset.get_reference_files(pair)[0])
+    except (OSError, tarfile.TarError) as error:  # urllib's errors are OSErrors
+        raise DownloadError(f"sacreBLEU could not get {test_set} ({error})") from None
+    except SystemExit:  # what sacreBLEU does after logging a wrong MD5 sum
+        raise DownloadError(
+            f"sacreBLEU's download of {test_set} failed its MD5 check (its message above "
+            "names the file to delete)"
+        ) from None
+    origin = f"sacrebleu:{test_set}"
+    return downloads.keep(names[0], Path(files[0]), origin), downloads.keep(
+        names[1], Path(files[1]), origin
+    )
+
+
+def problems(corpus: CorpusConfig) -> Iterator[str]:
+    """corpus.type sources: its language pair, and each source one of a kind, well formed."""
+    if not corpus.src_lang.strip() or not corpus.tgt_lang.strip():
+        yield "'corpus.src_lang' and 'tgt_lang' must name languages with corpus.type: sources"
+    if corpus.src_lang == corpus.tgt_lang:
+        yield "'corpus.src_lang' and 'tgt_lang' must differ"
+    if not corpus.train_sources:
+        yield "'corpus.train_sources' needs at least one source with corpus.type: sources"
+    for i, source in enumerate(corpus.train_sources):
+        yield from source_problems(source, f"corpus.train_sources[{i}]")
+    for split in ("valid", "test"):
+        source = getattr(corpus, f"{split}_source")
+        if source is None:
+            yield f"'corpus.{split}_source' is needed with corpus.type: sources"
+            continue
+        yield from source_problems(source, f"corpus.{split}_source")
+        if source.weight != 1:
+            yield f"'corpus.{split}_source.weight' is for training sources only"
+
+
+def source_problems(source: Source, key: str) -> Iterator[str]:
+    kinds = [kind for kind in KINDS if getattr(source, kind) is not None]
+    if len(kinds) != 1:
+        yield f"'{key}' needs exactly one of {', '.join(KINDS)}; it has {kinds or 'none'}"
+        return
+    kind = kinds[0]
+    if source.weight < 1:
+        yield f"'{key}.weight' must be at least 1, got {source.weight}"
+    if source.max_pairs is not None and source.max_pairs < 1:
+        yield f"'{key}.max_pairs' must be at least 1, got {source.max_pairs}"
+    if kind != "opus" and source.version != "latest":
+        yield f"'{key}.version' is for opus sources only"
+    if kind == "opus":
+        for field in ("opus", "version"):
+            if not NAME.fullmatch(getattr(source, field)):
+                yield f"'{key}.{field}' is {getattr(source, field)!r}: a name, not a path"
+    if kind in ("url", "file"):
+        location = getattr(source, kind)
+        path = urllib.parse.urlsplit(location).path if kind == "url" else location
+        if LANG not in path and not path.endswith((".tsv", ".tsv.gz", ".zip")):
+            yield (
+                f"'{key}.{kind}' must end in .tsv, .tsv.gz or .zip, or name a Moses pair with "
+                f"{LANG}; got {location!r}"
+            )
+    if kind == "url" and urllib.parse.urlsplit(source.url).scheme not in ("http", "https", "file"):
+        yield f"'{key}.url' must be an http://, https:// or file:// URL, got {source.url!r}"
+
+
+def description(corpus: CorpusConfig) -> str:
+    """A model card's words for the corpus: its pair and its training sources."""
+    names = [
+        f"{kind} {getattr(s, kind)}"
+        for s in corpus.train_sources
+        for kind in KINDS
+        if getattr(s, kind)
+    ]
+    return f"{corpus.src_lang}-{corpus.tgt_lang} pairs from {', '.join(names)}"
