@@ -33,10 +33,12 @@ def read_source(config: Config) -> dict:
     except UserError as error:
         raise UserError(f"train.init_from: {error}") from None
     if differences := model_differences(state["config"], config):
-        named = ", ".join(f"{key}: {saved!r} (config: {now!r})" for key, saved, now in differences)
+        named = "; ".join(
+            f"{key} is {saved!r} there, {now!r} in the config" for key, saved, now in differences
+        )
         raise UserError(
-            f"train.init_from: {path} holds another model than {config.file} describes "
-            f"({named}): set these as the checkpoint has them"
+            f"train.init_from: {path} holds another model than {config.file} describes: "
+            f"{named}. Set these as the checkpoint has them"
         )
     return state
 
