@@ -14,6 +14,7 @@ and no checkpoint with a non-finite weight is ever written.
 
 import hashlib
 import io
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,13 +116,16 @@ def read_state(
     if not path.exists():
         raise UserError(f"no trained model at {path}: run {trained_by} first")
     try:
+        if not zipfile.is_zipfile(path):  # what torch.save writes (torch.load's error: a page)
+            raise ValueError("not a zip archive, as torch.save writes: cut short, or not ours")
         state = torch.load(path, map_location=device, weights_only=True)
         if not isinstance(state, dict) or state.get("format") != FORMAT:
             found = state.get("format") if isinstance(state, dict) else type(state).__name__
             older = " (an older seq2seq's: train it again)" if found == 1 else ""
             raise ValueError(f"format {found!r}, expected {FORMAT}{older}")
     except Exception as error:  # truncated file, another program's file
-        raise UserError(f"{path} is not a readable checkpoint ({error})") from None
+        first_line = str(error).partition("\n")[0]
+        raise UserError(f"{path} is not a readable checkpoint ({first_line})") from None
     if state.get("sha256") != checksum(state):
         raise UserError(
             f"{path} is damaged: its contents do not match their checksum (a disk or copy "

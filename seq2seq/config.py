@@ -175,7 +175,7 @@ def problems(config: Config) -> Iterator[str]:
         value_problems(config, [*ranges(), *FOLDER_NAMES]),
         corpus_problems(config.corpus),
         model_problems(config.model, config.vocab),
-        train_problems(config.train),
+        train_problems(config),
         serve_problems(config.serve),
     )
 
@@ -193,9 +193,19 @@ def model_problems(model: ModelConfig, vocab: VocabConfig) -> Iterator[str]:
         )
 
 
-def train_problems(train_cfg: TrainConfig) -> Iterator[str]:
+def train_problems(config: Config) -> Iterator[str]:
+    train_cfg = config.train
     if train_cfg.min_lr > train_cfg.lr:
         yield f"'train.min_lr' ({train_cfg.min_lr}) must be <= 'train.lr'"
+    if train_cfg.init_from is not None:
+        source = Path(train_cfg.init_from)
+        if not train_cfg.init_from.strip():
+            yield "'train.init_from' must be a checkpoint's path, or null"
+        elif source.resolve().parent == config.run_dir.resolve():
+            yield (
+                f"'train.init_from' ({source}) is in runs/{config.experiment}/, which this run "
+                "writes: give the fine-tuning run its own 'experiment'"
+            )
 
 
 def serve_problems(settings: ServeConfig) -> Iterator[str]:

@@ -126,6 +126,12 @@ class TrainConfig:
 
     device: str = "auto"  # auto: CUDA, then Apple MPS, then CPU | cpu | cuda | cuda:1 | mps
     seed: int = 1  # the initial weights, the batches and dropout follow from it
+    # Fine-tuning: a checkpoint of ours (a best.pt, an averaged one) this run starts from instead
+    # of random weights, with a fresh optimizer and this section's schedule, in its own
+    # runs/<experiment>/. `make data` then encodes the corpus with the checkpoint's
+    # vocabularies (copied to data/<corpus.name>/: they cannot grow), and the model and vocab
+    # sections must be the checkpoint's. Resuming reads last.pt, not this. null: from scratch
+    init_from: str | None = None
     # padded source + target tokens per optimizer step, in all
     batch_tokens: Annotated[int, "positive"] = 1500
     # micro-batches per process and step: each step is split into processes x accumulate

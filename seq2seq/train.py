@@ -24,9 +24,15 @@ training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient s
 the sampler's position (epoch, steps done in it), the best result so far, and every random
 state (seq2seq/training/resume.py). Running the command again continues from it, exactly: on
 the CPU the parameters end bit-for-bit as if training had never stopped. `--restart` starts
-over. Progress shows on stderr (seq2seq/training/report.py). What the loop leans on is in
+over.
+
+Fine-tuning: with `train.init_from`, a fresh run starts from that checkpoint's weights instead
+of random ones (seq2seq/training/finetune.py), and is an ordinary run from there.
+
+Progress shows on stderr (seq2seq/training/report.py). What the loop leans on is in
 seq2seq/training/: run.py the parts of a run, optimizer.py AdamW and the schedule, loss.py the
-loss of a batch, validation.py, checkpoints.py best.pt, last.pt and the divergence check.
+loss of a batch, validation.py, checkpoints.py best.pt, last.pt and the divergence check,
+finetune.py the start of a fine-tuning run.
 """
 
 import json
@@ -47,6 +53,7 @@ from seq2seq.training import distributed
 from seq2seq.training.averaging import average_at_end, keep_recent
 from seq2seq.training.checkpoints import checked_loss, keep_if_best, resume_from_last, save_last
 from seq2seq.training.distributed import World
+from seq2seq.training.finetune import start_from_source
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import learning_rate, schedule_warning
 from seq2seq.training.report import Report, Throughput
@@ -219,7 +226,8 @@ def train(config: Config, restart: bool = False, stop_after: int | None = None) 
     world, device = distributed.start(config.train.device)
     try:
         run = set_up(config, world, device)
-        resume_from_last(run, restart)
+        if not resume_from_last(run, restart):
+            start_from_source(run)  # train.init_from's weights, when fine-tuning
         if run.finished:
             if world.main:
                 print(

@@ -12,13 +12,18 @@ normalisation compiled into the model's own rules: self_normalizing_model.
 
 The models are saved beside the corpus (data/<name>/src.model, tgt.model) with a stamp file,
 vocab.json, that records a hash of the training files and the vocabulary settings: `make data`
-retrains them only when one of those changed. Checkpoints carry the models' bytes, so a
+retrains them only when one of those changed. A fine-tuning run (train.init_from) keeps the
+vocabularies of the checkpoint it starts from: `make data` copies them there instead
+(copy_vocabs, the stamp recording their hashes) and reports how well they cover the new
+text (coverage), since they cannot grow. Checkpoints carry the models' bytes, so a
 trained model translates without the data directory.
 """
 
+import hashlib
 import io
 import itertools
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
 
@@ -74,7 +79,11 @@ class Vocab:
 
     def unknown(self, sentence: str) -> list[str]:
         """The words of `sentence` (normalised) that this vocabulary can only encode with UNK."""
-        return [w for w in self.normalize(sentence).split() if UNK in self.sp.encode(w)]
+        return [w for w in self.normalize(sentence).split() if self.is_unknown(w)]
+
+    def is_unknown(self, word: str) -> bool:
+        """Whether this vocabulary can only encode `word` (normalised) with UNK."""
+        return UNK in self.sp.encode(word)
 
 
 def self_normalizing_model(vocab: Vocab) -> bytes:
@@ -143,9 +152,7 @@ def build_vocabs(config: Config) -> bool:
         "settings": asdict(config.vocab),
         "train_sha256": [file_hash(path) for path in train_files],
     }
-    stamp_path = data_dir / VOCAB_STAMP
-    models_exist = all(path.exists() for path in vocab_files(data_dir))
-    if models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp:
+    if up_to_date(config, stamp):
         return False
     src_path, tgt_path = train_files
     src_lines = (normalize_source(line, config.vocab) for line in iter_lines(src_path))
@@ -159,11 +166,47 @@ def build_vocabs(config: Config) -> bool:
             "src": train_vocab(src_lines, config.vocab.src_size, config.vocab),
             "tgt": train_vocab(tgt_lines, config.vocab.tgt_size, config.vocab),
         }
-    for path, vocab in zip(vocab_files(data_dir), vocabs.values(), strict=True):
-        with atomic_write(path, "wb") as file:
-            file.write(vocab.model_bytes)
-    write_json(stamp_path, stamp)
+    save_vocabs(config, [vocab.model_bytes for vocab in vocabs.values()], stamp)
     return True
+
+
+def copy_vocabs(config: Config, models: tuple[bytes, bytes]) -> bool:
+    """Write `models`, the source and target sentencepiece models of a checkpoint (fine-tuning:
+    train.init_from), as data/<name>/{src,tgt}.model instead of training new ones, unless they
+    are there already; True if written."""
+    stamp = {
+        "settings": asdict(config.vocab),
+        "copied_sha256": [hashlib.sha256(model).hexdigest() for model in models],
+    }
+    if up_to_date(config, stamp):
+        return False
+    save_vocabs(config, list(models), stamp)
+    return True
+
+
+def up_to_date(config: Config, stamp: dict) -> bool:
+    """Whether data/<name>/ holds both vocabularies, made as `stamp` says."""
+    stamp_path = config.data_dir / VOCAB_STAMP
+    models_exist = all(path.exists() for path in vocab_files(config.data_dir))
+    return (
+        models_exist and stamp_path.exists() and json.loads(stamp_path.read_text("utf-8")) == stamp
+    )
+
+
+def save_vocabs(config: Config, models: list[bytes], stamp: dict) -> None:
+    """The source and target models to data/<name>/, then the stamp saying how they were made."""
+    for path, model in zip(vocab_files(config.data_dir), models, strict=True):
+        with atomic_write(path, "wb") as file:
+            file.write(model)
+    write_json(config.data_dir / VOCAB_STAMP, stamp)
+
+
+def coverage(vocab: Vocab, sentences: Iterable[str]) -> tuple[int, Counter]:
+    """How well a vocabulary covers a text: the number of words in `sentences` (normalised as
+    `vocab.encode` does), and a count of those it can only encode with UNK."""
+    words = Counter(word for sentence in sentences for word in vocab.normalize(sentence).split())
+    unknown = Counter({word: n for word, n in words.items() if vocab.is_unknown(word)})
+    return words.total(), unknown
 
 
 def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:

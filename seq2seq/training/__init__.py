@@ -6,6 +6,7 @@
     validation.py   the valid split's loss, exact match and BLEU; which result is best
     checkpoints.py  best.pt and last.pt: keeping the best, saving, resuming; divergence
     averaging.py    the last validations' checkpoints (step-<N>.pt) and their average
+    finetune.py     a run that starts from a trained checkpoint's weights and vocabularies
     resume.py       what last.pt holds besides the weights; stopping on a signal
     distributed.py  data-parallel training under torchrun
     report.py       the progress bar and the loss / tokens-per-second lines

@@ -7,7 +7,8 @@
 
     each validation   checked_loss -> keep_if_best (best.pt) -> save_last (last.pt)
     Ctrl-C / SIGTERM  checked_loss -> save_last
-    starting          resume_from_last: last.pt -> check_resumable -> everything put back
+    starting          resume_from_last: last.pt -> check_resumable -> everything put back;
+                      without last.pt, a fine-tuning run starts from train.init_from (finetune.py)
 
 (With train.average_last, each validation also keeps its model as step-<N>.pt, and the
 average of the last ones may become best.pt at the end: averaging.py.)
@@ -69,10 +70,10 @@ def save_last(run: Run) -> None:
     run.saved_at = run.progress.step
 
 
-def resume_from_last(run: Run, restart: bool) -> None:
+def resume_from_last(run: Run, restart: bool) -> bool:
     """Continue from last.pt if there is one (unless `restart`): every part of `run` as
     save_last left it, and metrics.jsonl and the kept checkpoints (averaging.py) cut back to
-    the steps last.pt holds."""
+    the steps last.pt holds. Returns whether it did (False: a fresh start)."""
     world, last_path = run.world, run.last_path
     if world.main:
         run.config.run_dir.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,7 @@ def resume_from_last(run: Run, restart: bool) -> None:
         if world.main:
             write_lines(run.log_path, [])
             forget_kept_after(run.config.run_dir, 0)
-        return
+        return False
     try:
         state = read_state(last_path, run.device)
     except UserError as error:
@@ -106,6 +107,7 @@ def resume_from_last(run: Run, restart: bool) -> None:
         write_lines(log, kept)
         forget_kept_after(run.config.run_dir, run.progress.step)
         print(f"resuming {last_path} at step {run.progress.step:,} (--restart to start over)")
+    return True
 
 
 def checked_loss(run: Run, meter: Throughput) -> float:

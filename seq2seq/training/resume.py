@@ -64,17 +64,22 @@ RESUME_KEYS = {
 }
 
 
-def other_model(saved: dict, config: Config) -> tuple[str, object, object] | None:
-    """The first of RESUME_KEYS on which a checkpoint's config (`saved`, as a dict) and
-    `config` differ: (section.key, its saved value, config's value); None if on none."""
+def model_differences(saved: dict, config: Config) -> list[tuple[str, object, object]]:
+    """The RESUME_KEYS on which a checkpoint's config (`saved`, as a dict) and `config` differ,
+    each as (section.key, its saved value, config's value)."""
+    differences = []
     for section, keys in RESUME_KEYS.items():
         now = asdict(getattr(config, section))
         default = asdict(type(getattr(config, section))())  # for a key older seq2seqs lacked
         then = {**default, **saved.get(section, {})}
-        for key in keys:
-            if then[key] != now[key]:
-                return f"{section}.{key}", then[key], now[key]
-    return None
+        differences += [(f"{section}.{key}", then[key], now[key]) for key in keys
+                        if then[key] != now[key]]  # fmt: skip
+    return differences
+
+
+def other_model(saved: dict, config: Config) -> tuple[str, object, object] | None:
+    """The first of model_differences; None if there is none."""
+    return next(iter(model_differences(saved, config)), None)
 
 
 def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches: dict, path):

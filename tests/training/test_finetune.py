@@ -1,0 +1,166 @@
+"""Fine-tuning (train.init_from): a run that starts from a trained checkpoint, its vocabularies
+kept, and learns new data with its own schedule."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from seq2seq import data
+from seq2seq.checkpoint import read_state
+from seq2seq.config import ConfigError, load_config
+from seq2seq.support.errors import Interrupted, UserError
+from seq2seq.support.paths import vocab_files
+from seq2seq.train import train
+from seq2seq.training import distributed
+from seq2seq.training.checkpoints import resume_from_last
+from seq2seq.training.finetune import start_from_source
+from seq2seq.training.run import set_up
+from seq2seq.training.validation import validate
+
+from helpers import ROOT, assert_same_parameters
+
+pytestmark = pytest.mark.slow  # each trains a model (seconds)
+
+# A small model on small numbers corpora: the source learns numbers without round ones
+# (corpus.zero_prob 0) for 300 steps, the fine-tuning mostly round ones ("nine hundred thousand
+# four") for 20.
+SMALL = [
+    "corpus.train_size=1500", "corpus.valid_size=100", "corpus.test_size=40",
+    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
+    "train.warmup_steps=5", "train.average_last=0", "train.best_metric=loss",
+]  # fmt: skip
+SOURCE = [*SMALL, "experiment=source", "corpus.name=plain", "corpus.zero_prob=0",
+          "train.max_steps=300", "train.eval_every=100"]  # fmt: skip
+
+
+def tuning(init_from, *overrides: str) -> list[str]:
+    """The fine-tuning's overrides: the round numbers, from the checkpoint `init_from`."""
+    return [
+        *SMALL, "experiment=round", "corpus.name=round", "corpus.zero_prob=0.9",
+        "train.max_steps=20", "train.eval_every=10", "train.lr=0.002",
+        f"train.init_from={init_from}", *overrides,
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """runs/source/best.pt (absolute) of a small model trained briefly on numbers without round
+    ones; its corpus and vocabularies beside it, in data/plain/."""
+    directory = tmp_path_factory.mktemp("source")
+    before = Path.cwd()
+    os.chdir(directory)
+    try:
+        (directory / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+        data.main(SOURCE)
+        train(load_config("config.yaml", SOURCE))
+    finally:
+        os.chdir(before)
+    return directory / "runs/source/best.pt"
+
+
+def train_with(overrides: list[str]) -> dict:
+    return train(load_config("config.yaml", overrides))
+
+
+def valid_losses(experiment: str) -> list[float]:
+    lines = Path(f"runs/{experiment}/metrics.jsonl").read_text().splitlines()
+    return [json.loads(line)["valid_loss"] for line in lines]
+
+
+def test_fine_tuning_starts_from_the_checkpoint_and_learns_the_new_data(
+    source, numbers_workdir, capsys
+):
+    numbers_workdir(*tuning(source))
+    source_vocabs = vocab_files(source.parent.parent.parent / "data/plain")
+    for copied, original in zip(vocab_files(Path("data/round")), source_vocabs, strict=True):
+        assert copied.read_bytes() == original.read_bytes()
+    assert "vocabularies copied from" in capsys.readouterr().out
+    data.main(tuning(source))
+    assert "vocabularies up to date (copied)" in capsys.readouterr().out
+
+    # step 0: the source's weights exactly, and its loss on the new valid split
+    config = load_config("config.yaml", tuning(source))
+    run = set_up(config, distributed.World(), torch.device("cpu"))
+    assert not resume_from_last(run, restart=False)
+    start_from_source(run)
+    source_weights = read_state(source)["model"]
+    assert_same_parameters(run.model.state_dict(), source_weights)  # bit for bit on the CPU
+    before = validate(run.model, config, run.vocabs, run.valid, run.device)["valid_loss"]
+
+    best = train(config)
+    assert valid_losses("round")[-1] < 0.8 * before  # learnt what round numbers look like
+    assert best["valid_loss"] < 0.8 * before
+    tuned = read_state(Path("runs/round/best.pt"))
+    assert (tuned["src_vocab"], tuned["tgt_vocab"]) == tuple(
+        path.read_bytes() for path in source_vocabs
+    )
+    assert "starting from the weights of" in capsys.readouterr().out
+
+
+def test_a_fine_tuning_run_resumes_from_its_own_last_checkpoint(source, tmp_path, numbers_workdir):
+    shutil.copy(source, tmp_path / "source.pt")
+    numbers_workdir(*tuning("source.pt"))
+    straight = train(load_config("config.yaml", tuning("source.pt", "experiment=straight")))
+    stopped = load_config("config.yaml", tuning("source.pt", "experiment=resumed"))
+    with pytest.raises(Interrupted, match="stopped at step 7"):
+        train(stopped, stop_after=7)
+
+    Path("source.pt").unlink()  # resuming reads last.pt alone, never train.init_from
+    resumed = train(stopped)
+
+    assert_same_parameters(
+        read_state(Path("runs/resumed/last.pt"))["model"],
+        read_state(Path("runs/straight/last.pt"))["model"],
+    )
+    assert resumed["step"] == straight["step"]
+    with pytest.raises(UserError, match="^train.init_from: there is no checkpoint at source.pt$"):
+        train(stopped, restart=True)  # a fresh start reads it
+
+
+def test_make_data_reports_the_words_the_checkpoints_vocabularies_lack(
+    source, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    pairs = ["eleventy one is one\t1 1 1 la 1", "one is eleventy\t1 la 1 1 1", "two is two\t2 la 2"]
+    Path("pairs.tsv").write_text("\n".join(pairs) + "\n")
+    splits = [f"corpus.{split}.tsv=pairs.tsv" for split in ("train", "valid", "test")]
+    data.main([*tuning(source), "corpus.type=parallel", *splits])
+    assert (
+        "known words of the training split: src 80.00% (1 unknown: 'eleventy' x2); tgt 100.00%"
+        in capsys.readouterr().out
+    )
+
+
+def test_fine_tuning_errors_are_one_line_and_write_nothing(source, tmp_path, numbers_workdir):
+    Path(tmp_path / "text.pt").write_text("not a checkpoint\n")
+    numbers_workdir(*tuning(source))  # the round corpus and its vocabularies, copied
+    for init_from, expected in [
+        ("missing.pt", "train.init_from: there is no checkpoint at missing.pt"),
+        ("text.pt", "train.init_from: text.pt is not a readable checkpoint ("),
+    ]:
+        for stage, overrides in [
+            (data.main, tuning(init_from, "corpus.name=other")),
+            (train_with, tuning(init_from)),
+        ]:
+            with pytest.raises(UserError) as error:
+                stage(overrides)
+            assert str(error.value).startswith(expected) and "\n" not in str(error.value)
+    assert not Path("data/other").exists()
+
+    other_shape = tuning(source, "model.d_model=64", "vocab.lowercase=false", "corpus.name=other")
+    differences = "model.d_model is 32 there, 64 in the config; vocab.lowercase is True there"
+    with pytest.raises(UserError, match=differences):
+        data.main(other_shape)
+    assert not Path("data/other").exists()
+
+    data.main(tuning("null"))  # the round corpus with vocabularies of its own
+    with pytest.raises(UserError, match="^data/round/ holds other vocabularies than .*source/best"):
+        train_with(tuning(source))
+
+    with pytest.raises(ConfigError, match="'train.init_from' .* is in runs/round/, which this run"):
+        load_config("config.yaml", tuning("runs/round/best.pt"))
