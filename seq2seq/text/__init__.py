@@ -2,6 +2,7 @@
 
     corpora.py                           the corpus types, one entry each, and build_corpus
     numbers.py, multi30k.py, corpus.py   the corpora: generated, downloaded, or your own files
+    cleaning.py                          the pairs make data drops, counted; valid/test split off
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares
     vocab.py                             sentencepiece vocabularies and source normalisation
     dataset.py                           each split encoded once, memory-mapped by training

@@ -20,7 +20,7 @@ from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
 from seq2seq.support.paths import RAW
-from seq2seq.text.corpus import iter_parallel, usable_pairs
+from seq2seq.text.corpus import iter_parallel
 
 SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -77,12 +77,8 @@ def download(corpus: CorpusConfig, cache_dir: Path) -> dict[str, tuple[Path, Pat
 
 def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
     """Each split's pairs, from the files downloaded to data/<corpus.name>/raw/."""
-    corpus = config.corpus
-    files = download(corpus, config.data_dir / RAW)
-    return {
-        split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
-        for split, (src, tgt) in files.items()
-    }
+    files = download(config.corpus, config.data_dir / RAW)
+    return {split: iter_parallel(src, tgt) for split, (src, tgt) in files.items()}
 
 
 # corpus.src_lang and tgt_lang's choices, as LibreTranslate's API and Argos Translate name them
