@@ -44,7 +44,8 @@ from seq2seq.options import (
     VocabConfig,
 )
 from seq2seq.support.dataclass_yaml import ConfigError, build, merge, read_mapping, set_key
-from seq2seq.text.corpora import corpus_problems, corpus_type
+from seq2seq.text.corpora import corpus_problems, corpus_type, is_language
+from seq2seq.text.corpora import languages as corpus_languages
 
 # The config's whole interface, the options' dataclasses included: `from seq2seq.config import
 # Config, TrainConfig` wherever the layers allow (seq2seq/text/ imports seq2seq/options.py).
@@ -174,10 +175,23 @@ def problems(config: Config) -> Iterator[str]:
     return itertools.chain(
         value_problems(config, [*ranges(), *FOLDER_NAMES]),
         corpus_problems(config.corpus),
+        clean_problems(config),
         model_problems(config.model, config.vocab),
         train_problems(config),
         serve_problems(config.serve),
     )
+
+
+def clean_problems(config: Config) -> Iterator[str]:
+    if not config.clean.language_id:
+        return
+    if not corpus_type(config.corpus).cleaned:
+        yield f"'clean.language_id': corpus.type {config.corpus.type} is not cleaned"
+    elif not all(map(is_language, corpus_languages(config.corpus, config.serve))):
+        yield (
+            f"'clean.language_id' needs the languages, which corpus.type {config.corpus.type} "
+            "does not name: set serve.source_language and target_language"
+        )
 
 
 def model_problems(model: ModelConfig, vocab: VocabConfig) -> Iterator[str]:
@@ -243,9 +257,7 @@ def is_network(text: str) -> bool:
 def languages(config: Config, settings: ServeConfig) -> tuple[Language, Language]:
     """What the model translates from and to, as LibreTranslate's API, an Argos package and a
     Hugging Face model card name them: serve's settings, else its corpus type's."""
-    corpus_source, corpus_target = corpus_type(config.corpus).languages(config.corpus)
-    source = settings.source_language or corpus_source
-    target = settings.target_language or corpus_target
+    source, target = corpus_languages(config.corpus, settings)
     if source.code == target.code:
         raise ConfigError(
             f"serve.source_language and target_language are both {source.code!r}: they must differ"

@@ -91,7 +91,7 @@ def sections() -> list[tuple[str, type]]:
     return [(f.name, hints[f.name]) for f in dataclasses.fields(Config) if f.name in SECTIONS]
 
 
-SECTIONS = ("corpus", "vocab", "model", "train", "decode", "serve")
+SECTIONS = ("corpus", "clean", "vocab", "model", "train", "decode", "serve")
 
 
 def list_entries(cls) -> list[tuple[str, type]]:

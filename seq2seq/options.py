@@ -4,6 +4,7 @@ the comment that describes it, once.
 
     Config        experiment (the runs/<experiment>/ folder) and the sections:
       corpus      CorpusConfig   the parallel text (seq2seq/text/corpora.py: its types)
+      clean       CleanConfig    which pairs `make data` drops (seq2seq/text/cleaning.py)
       vocab       VocabConfig    the sentencepiece vocabularies
       model       ModelConfig    the Transformer (seq2seq/model/config.py, beside the model)
       train       TrainConfig    `make train`
@@ -50,9 +51,11 @@ class Source:
     url: str | None = None
     file: str | None = None  # a file of yours, as url: .tsv, .tsv.gz, .zip, or train.{lang}
     # train: this source's pairs go in this many times, 1 or more (your own small data beside
-    # a large corpus); with more than 1 they are held in memory
+    # a large corpus); the copies are not duplicates to the `clean` section; with more than
+    # 1 the pairs are held in memory
     weight: int = 1
-    max_pairs: int | None = None  # only the first this many usable pairs are taken (null: all)
+    # only the first this many pairs that pass the `clean` section are taken (null: all)
+    max_pairs: int | None = None
 
 
 @dataclass
@@ -68,12 +71,16 @@ class CorpusConfig:
     # nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9"
     preset: Literal["default", "seed"] = "default"
     train_size: int = 20000  # numbers: sentence pairs in the training split
-    valid_size: int = 500  # numbers: sentence pairs in the validation split
-    test_size: int = 1000  # numbers: sentence pairs in the test split
+    # numbers: sentence pairs in the validation split; other types: the pairs split off the
+    # training data, at random, when the corpus gives no validation split (parallel: no valid)
+    valid_size: int = 500
+    test_size: int = 1000  # the test split's, as valid_size
     same_prob: Annotated[float, "in [0, 1]"] = 0.5  # numbers: probability that <b> repeats <a>
     # numbers: probability that a digit after the first is 0
     zero_prob: Annotated[float, "in [0, 1]"] = 0.3
-    seed: int = 1  # numbers: the corpus is a deterministic function of this seed
+    # numbers: the corpus is a deterministic function of this seed; other types: which pairs
+    # valid_size and test_size split off the training data
+    seed: int = 1
     # multi30k, sources: the source language's code (multi30k: de or en; sources: as OPUS and
     # sacreBLEU name it, e.g. fr)
     src_lang: str = "de"
@@ -82,13 +89,14 @@ class CorpusConfig:
     test_set: Literal["test_2016_flickr", "test_2017_flickr"] = "test_2016_flickr"
     # multi30k: where the raw files come from (a mirror, or a local folder as file:///path)
     base_url: str = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
-    # parallel, multi30k: longer pairs (in words, either side) are dropped
+    # every type but numbers: longer pairs (in words, either side) are dropped, from every split
     max_words: Annotated[int, "positive"] = 250
     # parallel: the training split, {src: FILE, tgt: FILE} (line N of tgt translates line N of
     # src) or {tsv: FILE} ("source<TAB>target" lines); UTF-8, plain or .gz
     train: SplitFiles | None = None
-    valid: SplitFiles | None = None  # parallel: the validation split, as train
-    test: SplitFiles | None = None  # parallel: the test split, as train
+    # parallel: the validation split, as train; null: valid_size pairs split off train
+    valid: SplitFiles | None = None
+    test: SplitFiles | None = None  # parallel: the test split, as valid (test_size pairs)
     # sources: the training split, from these sources together, each
     # {opus: NAME} | {sacrebleu: NAME} | {url: URL} | {file: PATH}, with its weight and max_pairs
     train_sources: list[Source] = field(default_factory=list)
@@ -98,6 +106,31 @@ class CorpusConfig:
     # OPUS API's, its corpora's, sacreBLEU's test sets' and url sources'), keeping the path:
     # with http://mirror.lan/opus, https://opus.nlpl.eu/opusapi/ is http://mirror.lan/opus/opusapi/
     mirror: str = ""
+
+
+@dataclass
+class CleanConfig:
+    """Which sentence pairs `make data` drops from a corpus it reads (every type but numbers),
+    each counted in data/<corpus.name>/report.json. The filters clean the training and
+    validation splits; a given test split loses only the pairs no model can take (an empty
+    side, more than corpus.max_words words), so that its scores stay comparable."""
+
+    drop_empty: bool = True  # a side that is empty or only white space
+    # the longer side has more than this many times the characters of the shorter (0: off);
+    # 9 is Moses' clean-corpus-n default (in words there), far above any language pair's
+    max_length_ratio: Annotated[float, ">= 0"] = 9.0
+    drop_identical: bool = True  # the source is the target, an untranslated copy
+    # a control character (Unicode category Cc, tab aside) on either side: binary junk or
+    # a broken encoding
+    drop_control_chars: bool = True
+    # a pair seen before in its split (from any of its sources; not the copies a source's
+    # weight makes), a training pair that is in valid or test, and a validation pair that is
+    # in test (the test split keeps its own)
+    drop_duplicates: bool = True
+    # a side that py3langid (pip install 'seq2seq[langid]') does not identify as its
+    # language: serve.source_language and target_language, else the corpus's (multi30k,
+    # sources: corpus.src_lang, tgt_lang). Short sentences are misidentified often: measure first.
+    language_id: bool = False
 
 
 @dataclass
@@ -269,6 +302,7 @@ class Config:
 
     experiment: str = "numbers"  # outputs go to runs/<experiment>/
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    clean: CleanConfig = field(default_factory=CleanConfig)
     vocab: VocabConfig = field(default_factory=VocabConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)

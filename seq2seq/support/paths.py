@@ -2,6 +2,7 @@
 
 data/<corpus.name>/                  `make data` (Config.data_dir)
     {train,valid,test}.{src,tgt}     the corpus as text, one sentence a line
+    report.json                      pairs read, removed by each filter, kept (text/cleaning.py)
     src.model  tgt.model             sentencepiece vocabularies (seq2seq/text/vocab.py)
     vocab.json                       what they were trained on, and with which settings
     {split}.{side}.ids  .idx         token ids and their offsets (seq2seq/text/dataset.py)
@@ -26,6 +27,7 @@ SIDES = ("src", "tgt")  # the source and the target language
 VOCAB_STAMP = "vocab.json"
 IDS_STAMP = "ids.json"
 RAW = "raw"
+REPORT = "report.json"
 
 BEST = "best.pt"
 LAST = "last.pt"

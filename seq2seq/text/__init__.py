@@ -4,6 +4,7 @@
     numbers.py, multi30k.py, corpus.py   the corpora: generated, downloaded, or your own files
     sources.py                           corpora by name (OPUS, sacreBLEU), URLs and files, mixed
     download.py                          downloads: resumed, checked, in raw/manifest.json
+    cleaning.py                          the pairs make data drops, counted; valid/test split off
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares
     vocab.py                             sentencepiece vocabularies and source normalisation
     dataset.py                           each split encoded once, memory-mapped by training

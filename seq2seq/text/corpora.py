@@ -13,15 +13,20 @@ range (checked with the config), and the scores `make eval` adds for it. Adding 
 is one entry here and its name in CorpusConfig.type (seq2seq/options.py; a test keeps the
 two in step).
 
-    build_corpus(config):  CORPORA[corpus.type].splits(config) -> data/<corpus.name>/{split}.src|tgt
+    build_corpus(config):  CORPORA[corpus.type].splits(config)
+                             -> cleaned, and valid or test split off train where not given
+                                (seq2seq/text/cleaning.py; not the generated numbers; a split
+                                mixed from sources, each source before its max_pairs, weight)
+                             -> data/<corpus.name>/{split}.src|tgt, and report.json
 """
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from seq2seq.options import Config, CorpusConfig, Language
+from seq2seq.options import Config, CorpusConfig, Language, ServeConfig
 from seq2seq.text import corpus as parallel
 from seq2seq.text import multi30k, numbers, sources
+from seq2seq.text.cleaning import Mixed, Tally, clean_corpus, write_report
 from seq2seq.text.corpus import SPLITS, write_pairs
 
 Pairs = Iterable[tuple[str, str]]
@@ -34,7 +39,9 @@ SOURCE, TARGET = Language("src", "Source"), Language("tgt", "Target")
 
 @dataclass(frozen=True)
 class CorpusType:
-    splits: Callable[[Config], dict[str, Pairs]]  # `make data`: each split's sentence pairs
+    # `make data`: each split's sentence pairs; a type that gives no valid or test split has
+    # it split off train
+    splits: Callable[[Config], dict[str, Pairs | Mixed]]
     languages: Callable[[CorpusConfig], tuple[Language, Language]]  # from, to
     description: Callable[[CorpusConfig], str]  # a model card's "Trained with seq2seq on ..."
     # what its config section must meet besides each option's range, as error messages
@@ -42,6 +49,7 @@ class CorpusType:
     # `make eval`'s scores for it besides the common ones (seq2seq/training/metrics.py)
     metrics: Callable[[list[str], list[str]], dict] = lambda hypotheses, references: {}
     reads_files: bool = False  # corpus.train, valid and test name the user's files
+    cleaned: bool = True  # `make data` drops the pairs the config's `clean` section rules out
 
 
 CORPORA = {
@@ -53,6 +61,8 @@ CORPORA = {
             f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
         ),
         problems=numbers.problems,
+        # generated clean; the seed preset repeats its nine pairs in every split on purpose
+        cleaned=False,
         metrics=lambda hypotheses, references: {
             "exact_match_by_digits": numbers.exact_match_by_digits(hypotheses, references)
         },
@@ -105,12 +115,31 @@ def corpus_problems(corpus: CorpusConfig) -> Iterator[str]:
     yield from corpus_type(corpus).problems(corpus)
 
 
+def languages(corpus: CorpusConfig, settings: ServeConfig) -> tuple[Language, Language]:
+    """What the model translates from and to: serve's settings, else the corpus type's."""
+    source, target = corpus_type(corpus).languages(corpus)
+    return settings.source_language or source, settings.target_language or target
+
+
 def is_language(language: Language) -> bool:
     """Whether a side is a language (a code the Hub's tags know), not a stand-in."""
     return language not in (DIGITS, SOURCE, TARGET)
 
 
 def build_corpus(config: Config) -> dict[str, int]:
-    """Write the corpus of `config` to data/<corpus.name>/; returns the pairs per split."""
-    splits = corpus_type(config.corpus).splits(config)
-    return {split: write_pairs(config.data_dir, split, pairs) for split, pairs in splits.items()}
+    """Write the corpus of `config` to data/<corpus.name>/, with its report; returns the pairs
+    per split."""
+    kind = corpus_type(config.corpus)
+    splits = kind.splits(config)
+    if kind.cleaned:
+        codes = tuple(language.code for language in languages(config.corpus, config.serve))
+        tallies = clean_corpus(config, splits, codes)
+    else:
+        tallies = {split: uncleaned(config, split, pairs) for split, pairs in splits.items()}
+    write_report(config, tallies)
+    return {split: tally.pairs for split, tally in tallies.items()}
+
+
+def uncleaned(config: Config, split: str, pairs: Pairs) -> Tally:
+    count = write_pairs(config.data_dir, split, pairs)
+    return Tally(read=count, kept=count)

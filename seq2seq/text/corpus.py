@@ -8,8 +8,9 @@ seq2seq/text/corpora.py makes those files, with `write_pairs`, from each corpus 
 this module reads the user's own parallel text for corpus.type: parallel (`splits`: two files
 per split, or one TSV file, plain or gzip), checking it. `read_lines` is the one reader for
 all of them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
-are accepted, and a mismatch is an error that names the files and the line. Pairs with an
-empty side, or longer than corpus.max_words words, are dropped and counted.
+are accepted, and a mismatch is an error that names the files and the line. A split the
+config does not name (valid, test) is split off the training data: seq2seq/text/cleaning.py,
+which also drops the pairs the config's `clean` section rules out, and counts them.
 """
 
 import gzip
@@ -125,28 +126,6 @@ def load_split(config: Config, split: str) -> Pairs:
     return read_parallel(src, tgt)
 
 
-def usable_pairs(
-    pairs: Iterable[tuple[str, str]], max_words: int, label: str
-) -> Iterator[tuple[str, str]]:
-    """Drop pairs with an empty side or more than max_words words on a side; once all are
-    read, say how many."""
-    empty = long = kept = 0
-    for s, t in pairs:
-        if not s or not t:
-            empty += 1
-        elif max(len(s.split()), len(t.split())) > max_words:
-            long += 1
-        else:
-            kept += 1
-            yield s, t
-    if empty:
-        print(f"{label}: dropped {empty} pairs with an empty side")
-    if long:
-        print(f"{label}: dropped {long} pairs longer than {max_words} words (corpus.max_words)")
-    if not kept:
-        raise CorpusError(f"{label}: no sentence pairs left to use")
-
-
 def write_pairs(data_dir: Path, split: str, pairs: Iterable[tuple[str, str]]) -> int:
     """Write a split's two text files, a pair at a time; returns the number of pairs."""
     src_path, tgt_path = text_files(data_dir, split)
@@ -160,25 +139,29 @@ def write_pairs(data_dir: Path, split: str, pairs: Iterable[tuple[str, str]]) ->
 
 
 def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
-    """corpus.type parallel: each split's pairs, streamed from the user's files (a corpus of
-    any size goes through in constant memory)."""
-    corpus, result = config.corpus, {}
-    for split in SPLITS:
-        files = getattr(corpus, split)
-        pairs = iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
-        result[split] = usable_pairs(pairs, corpus.max_words, f"{split} ({files.tsv or files.src})")
-    return result
+    """corpus.type parallel: the pairs of each split the config names, streamed from the
+    user's files (a corpus of any size goes through in constant memory)."""
+    named = {split: getattr(config.corpus, split) for split in SPLITS}
+    return {
+        split: iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
+        for split, files in named.items()
+        if files is not None
+    }
 
 
 def problems(corpus: CorpusConfig) -> Iterator[str]:
-    """corpus.type parallel: each split names its files, as a src and tgt pair or a tsv."""
+    """corpus.type parallel: the training split names its files, as a src and tgt pair or a
+    tsv, and so do valid and test where given; those not given have sizes to split off."""
     for split in SPLITS:
         files = getattr(corpus, split)
         if files is None:
-            yield (
-                f"'corpus.{split}' (src and tgt files, or a tsv file) is needed with "
-                "corpus.type: parallel"
-            )
+            if split == "train":
+                yield (
+                    "'corpus.train' (src and tgt files, or a tsv file) is needed with "
+                    "corpus.type: parallel"
+                )
+            elif getattr(corpus, f"{split}_size") <= 0:
+                yield f"'corpus.{split}_size' must be positive to split off a {split} split"
             continue
         pair = files.src is not None and files.tgt is not None
         alone = files.tsv is not None and files.src is None and files.tgt is None

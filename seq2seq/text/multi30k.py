@@ -16,7 +16,7 @@ from pathlib import Path
 
 from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.paths import RAW
-from seq2seq.text.corpus import iter_parallel, usable_pairs
+from seq2seq.text.corpus import iter_parallel
 from seq2seq.text.download import Downloads
 
 SHA256 = {
@@ -51,12 +51,8 @@ def download(corpus: CorpusConfig, cache_dir: Path) -> dict[str, tuple[Path, Pat
 
 def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
     """Each split's pairs, from the files downloaded to data/<corpus.name>/raw/."""
-    corpus = config.corpus
-    files = download(corpus, config.data_dir / RAW)
-    return {
-        split: usable_pairs(iter_parallel(src, tgt), corpus.max_words, f"{split} ({src})")
-        for split, (src, tgt) in files.items()
-    }
+    files = download(config.corpus, config.data_dir / RAW)
+    return {split: iter_parallel(src, tgt) for split, (src, tgt) in files.items()}
 
 
 # corpus.src_lang and tgt_lang's choices, as LibreTranslate's API and Argos Translate name them

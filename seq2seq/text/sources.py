@@ -9,20 +9,21 @@
 
     Source --fetch--> its files: downloaded into data/<corpus.name>/raw/ (text/download.py:
                       checked, recorded in raw/manifest.json), or your own where they are
-           --read-->  (source, target) pairs --usable_pairs (text/corpus.py)-->
-           --max_pairs: the first N--> --weight: N times--> the split
+           --read-->  (source, target) pairs: a Part of its split (text/cleaning.py)
+           --clean--> --max_pairs: the first N kept--> --weight: N times--> the split
 
 Every source of every split is fetched, and each zip's pair of files found, before a pair is
 written: a source that cannot be had is an error before data/<corpus.name>/ changes. Once
 its files are in the manifest, a source is read from raw/ with no request at all (the OPUS
-API and sacreBLEU included). `make data` prints, source by source, the pairs read, kept and
-taken.
+API and sacreBLEU included). The cleaning, max_pairs and weight are build_corpus's, with
+every corpus type's cleaning (text/cleaning.py: clean_mixed), so that each source is cleaned
+before its max_pairs and weight, and its weight's copies are not duplicates; `make data`
+prints, and writes to report.json, each source's counts beside its split's.
 """
 
 import copy
 import difflib
 import hashlib
-import itertools
 import posixpath
 import re
 import tarfile
@@ -36,12 +37,12 @@ from sacrebleu import DATASETS
 
 from seq2seq.options import Config, CorpusConfig, Source
 from seq2seq.support.paths import RAW
+from seq2seq.text.cleaning import Mixed, Part
 from seq2seq.text.corpus import (
     CorpusError,
     decode_stream,
     iter_parallel,
     iter_tsv,
-    usable_pairs,
     zip_parallel,
 )
 from seq2seq.text.download import DownloadError, Downloads
@@ -62,56 +63,26 @@ class Fetched:
     read: Callable[[], Pairs]
 
 
-def splits(config: Config) -> dict[str, Pairs]:
-    """Each split's pairs: every source fetched first, then read as the split is written."""
+def splits(config: Config) -> dict[str, Mixed]:
+    """Each split's sources as its parts: every source fetched now, read as the split is
+    written."""
     corpus = config.corpus
     downloads = Downloads(config.data_dir / RAW, corpus.mirror)
     chosen = {
-        "train": corpus.train_sources,
-        "valid": [corpus.valid_source],
-        "test": [corpus.test_source],
-    }
-    fetched = {
-        split: [fetch(source, corpus, downloads) for source in sources]
-        for split, sources in chosen.items()
+        "train": {f"train_sources[{i}]": source for i, source in enumerate(corpus.train_sources)},
+        "valid": {"valid_source": corpus.valid_source},
+        "test": {"test_source": corpus.test_source},
     }
     return {
-        split: split_pairs(split, fetched[split], chosen[split], corpus.max_words)
-        for split in chosen
+        split: Mixed([part(key, source, corpus, downloads) for key, source in sources.items()])
+        for split, sources in chosen.items()
     }
 
 
-def split_pairs(split: str, fetched: list[Fetched], sources: list[Source], max_words: int) -> Pairs:
-    """A split's pairs: its sources' one after the other."""
-    for one, source in zip(fetched, sources, strict=True):
-        yield from taken(one, source, max_words, f"{split} {one.label}")
-
-
-def taken(fetched: Fetched, source: Source, max_words: int, label: str) -> Pairs:
-    """A source's usable pairs, the first source.max_pairs of them, source.weight times; then
-    a line of how many were read and taken."""
-    read = kept = 0
-
-    def counted(pairs: Pairs) -> Pairs:
-        nonlocal read
-        for pair in pairs:
-            read += 1
-            yield pair
-
-    usable = usable_pairs(counted(fetched.read()), max_words, label)
-    capped = itertools.islice(usable, source.max_pairs)
-    if source.weight == 1:
-        for pair in capped:
-            kept += 1
-            yield pair
-    else:
-        pairs = list(capped)
-        kept = len(pairs)
-        for _ in range(source.weight):
-            yield from pairs
-    cap = f" (max_pairs {source.max_pairs:,})" if source.max_pairs else ""
-    weight = f", x{source.weight} = {kept * source.weight:,}" if source.weight > 1 else ""
-    print(f"{label}: {read:,} pairs read, {kept:,} taken{cap}{weight}")
+def part(key: str, source: Source, corpus: CorpusConfig, downloads: Downloads) -> Part:
+    """A source as a part of its split, named by its config key and what it is."""
+    fetched = fetch(source, corpus, downloads)
+    return Part(f"{key} {fetched.label}", fetched.read(), source.max_pairs, source.weight)
 
 
 def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched:

@@ -55,7 +55,12 @@ def test_parallel_corpus_is_checked_and_copied_into_data(tmp_path, monkeypatch):
         write(tmp_path / f"{split}.de", b"eins\r\n\nzwei\n")
         write(tmp_path / f"{split}.en", b"one\r\nlost\ntwo\n")
         files[split] = {"src": f"{split}.de", "tgt": f"{split}.en"}
-    config = config_from_dict({"corpus": {"type": "parallel", "name": "mine", **files}})
+    config = config_from_dict(  # the same pairs in each split: kept (tests/text/test_cleaning.py)
+        {
+            "corpus": {"type": "parallel", "name": "mine", **files},
+            "clean": {"drop_duplicates": False},
+        }
+    )
     assert build_corpus(config) == {"train": 2, "valid": 2, "test": 2}  # the empty pair dropped
     assert load_split(config, "valid") == [("eins", "one"), ("zwei", "two")]
     assert (tmp_path / "data/mine/train.src").read_text() == "eins\nzwei\n"
@@ -88,10 +93,11 @@ def test_tsv_and_gzip_corpus_drops_long_pairs(tmp_path, monkeypatch, capsys):
     write(tmp_path / "all.tsv", b"a b c\tx y z\na\tx\na b c d e\tx\n")
     files = {split: {"tsv": "all.tsv"} for split in ("train", "valid", "test")}
     config = config_from_dict(
-        {"corpus": {"type": "parallel", "name": "t", "max_words": 3, **files}}
-    )
+        {"corpus": {"type": "parallel", "name": "t", "max_words": 3, **files},
+         "clean": {"drop_duplicates": False}}
+    )  # fmt: skip
     assert build_corpus(config)["train"] == 2
-    assert "dropped 1 pairs longer than 3 words" in capsys.readouterr().out
+    assert "train: 3 pairs read, 1 too_long removed, 2 kept" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="either both 'src' and 'tgt', or 'tsv' alone"):
         config_from_dict(
             {

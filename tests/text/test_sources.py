@@ -139,7 +139,7 @@ def sources_config(server, train_sources, valid=None, test=None, **corpus):
                 "type": "sources", "name": "en_fr", "src_lang": "en", "tgt_lang": "fr",
                 "mirror": server.url, "train_sources": train_sources,
                 "valid_source": valid or {"url": "https://example.org/valid.tsv.gz"},
-                "test_source": test or {"url": "https://example.org/valid.tsv.gz"},
+                "test_source": test or {"url": "https://example.org/test.tsv.gz"},
                 **corpus,
             }
         }
@@ -172,7 +172,8 @@ def served(server, sacrebleu_cache, tmp_path, monkeypatch):
             OPUS_FILE: moses_zip(pairs),
             WMT14: sacrebleu_cache,
             "/own.tsv.gz": gz_tsv([("my own", "le mien"), ("mine too", "à moi aussi")]),
-            "/valid.tsv.gz": gz_tsv(pairs[:3]),
+            "/valid.tsv.gz": gz_tsv(pairs[8:]),
+            "/test.tsv.gz": gz_tsv(pairs[6:8]),
             "/pair/train.en.gz": gzip.compress(b"a\nb\nc\n"),
             "/pair/train.fr.gz": gzip.compress(b"x\ny\n"),
             "/no-fr.zip": moses_zip(pairs, langs=("en", "de")),
@@ -194,16 +195,18 @@ def test_sources_by_name_url_and_file_mixed_then_again_offline(served, tmp_path,
         test={"sacrebleu": "wmt14"},
     )
     counts = build_corpus(config)
-    assert counts == {"train": 4 + 2 + 3, "valid": 3, "test": 4}
+    assert counts == {"train": 4 + 2 + 3, "valid": 2, "test": 4}
     train = load_split(config, "train")
-    assert train[:4] == list(zip(EN[:4], FR[:4], strict=True))
+    assert train[:4] == list(zip(EN[4:8], FR[4:8], strict=True))  # 0-3 are the test set's
     assert train[4:] == [("my own", "le mien"), ("mine too", "à moi aussi")] + 3 * [
         ("bonjour en anglais", "bonjour")
     ]
     assert load_split(config, "test") == list(zip(EN[:4], FR[:4], strict=True))
     report = capsys.readouterr().out
-    assert "train (opus Tatoeba): 4 pairs read, 4 taken (max_pairs 4)" in report
-    assert "train (mine.tsv): 1 pairs read, 1 taken, x3 = 3" in report
+    assert (
+        "train_sources[0] (opus Tatoeba): 8 pairs read, 4 in_other_split removed, 4 kept" in report
+    )
+    assert "train_sources[2] (mine.tsv): 1 pairs read, none removed, 1 kept, 2 copies" in report
 
     raw = tmp_path / "data/en_fr/raw"
     manifest = json.loads((raw / "manifest.json").read_text())
@@ -223,6 +226,30 @@ def test_sources_by_name_url_and_file_mixed_then_again_offline(served, tmp_path,
     before = len(served.requests)
     assert build_corpus(config) == counts
     assert len(served.requests) == before
+
+
+def test_each_source_is_cleaned_before_its_max_pairs_and_weight(served, tmp_path):
+    """A pair in two sources is kept once; a weighted source keeps its copies, less any pair
+    of the test split; report.json counts each source beside its split."""
+    (tmp_path / "a.tsv").write_text("shared\tpartagé\nfirst\tpremier\n", encoding="utf-8")
+    (tmp_path / "b.tsv").write_text(
+        f"shared\tpartagé\n{EN[6]}\t{FR[6]}\nmine\tà moi\nmore\tplus\n", encoding="utf-8"
+    )
+    config = sources_config(
+        served, [{"file": "a.tsv"}, {"file": "b.tsv", "weight": 3, "max_pairs": 1}]
+    )  # the test split (test.tsv.gz) holds EN[6], FR[6]
+    assert build_corpus(config) == {"train": 2 + 3, "valid": 2, "test": 2}
+    assert load_split(config, "train") == [("shared", "partagé"), ("first", "premier")] + 3 * [
+        ("mine", "à moi")
+    ]
+    report = json.loads((tmp_path / "data/en_fr/report.json").read_text())
+    b = report["train"]["sources"]["train_sources[1] (b.tsv)"]
+    assert (b["read"], b["kept"], b["copies"]) == (3, 1, 2)  # max_pairs: "more" is not read
+    assert b["removed"]["duplicate"] == 1 and b["removed"]["in_other_split"] == 1
+    train = report["train"]
+    assert (train["read"], train["kept"], train["copies"]) == (5, 3, 2)
+    assert train["removed"]["duplicate"] == 1 and train["removed"]["in_other_split"] == 1
+    assert report["test"]["sources"]["test_source (https://example.org/test.tsv.gz)"]["kept"] == 2
 
 
 def test_a_stopped_download_resumes_with_a_range_request(served, tmp_path):
@@ -277,7 +304,6 @@ def test_a_test_set_that_differs_from_the_manifest_is_refused(served, tmp_path):
         ({"opus": "Tatoebo"}, "OPUS has no Tatoebo latest for en-fr (did you mean Tatoeba?)"),
         ({"url": "https://example.org/missing.tsv"}, "missing.tsv (HTTP 404"),
         ({"url": "https://example.org/no-fr.zip"}, "no-fr.zip holds no file ending .fr"),
-        ({"url": "https://example.org/pair/train.{lang}.gz"}, "has 3 lines but"),
         ({"sacrebleu": "wmt-14"}, "sacreBLEU has no test set 'wmt-14' (did you mean wmt14?)"),
         ({"sacrebleu": "wmt16"}, "sacreBLEU's wmt16 has no en-fr (it has"),
     ],
@@ -288,6 +314,15 @@ def test_bad_sources_are_one_line_errors_and_write_nothing(
     message = one_line_error(sources_config(served, [train_source]))
     assert expected in message, message
     assert_nothing_written(tmp_path)
+
+
+def test_a_moses_pair_of_different_line_counts_is_found_as_train_is_read(served, tmp_path):
+    """After the test and valid splits are written (cleaning writes them first): train is not
+    written, and no temporary file is left."""
+    config = sources_config(served, [{"url": "https://example.org/pair/train.{lang}.gz"}])
+    assert "has 3 lines but" in one_line_error(config)
+    left = sorted(p.name for p in (tmp_path / "data/en_fr").rglob("*"))
+    assert not [n for n in left if n.startswith("train.") or n.endswith((".tmp", ".part"))]
 
 
 def test_an_unknown_pair_on_opus(served, tmp_path):
