@@ -21,8 +21,8 @@ STAMP := $(VENV)/.installed
 MAKE_VENV := $(VENV)/bin/python
 endif
 
-.PHONY: all install data train train-ddp eval serve test bench bench-quick gpu-check bench-scale \
-	recipes bench-peers config-docs docs lint install-sizes clean distclean
+.PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
+	bench-scale recipes bench-peers config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -70,6 +70,15 @@ train-ddp: $(CORE)
 eval: $(CORE)
 	$(PYTHON) -m seq2seq.evaluate --config $(CONFIG) $(ARGS)
 
+# A language pair's config to its Argos Translate package, for LibreTranslate (docs/package.md):
+# data, train (which averages its last checkpoints: train.average_last), eval, then the package
+# runs/<experiment>/<from>_<to>.argosmodel with the test scores in its card. Nothing is redone
+# that is done: a finished run is not trained again. PACKAGE_ARGS="--quantization int8": int8
+# matrices, a quarter of their size.
+PACKAGE_ARGS ?=
+package: data train eval $(STAMP)-export
+	$(PYTHON) -m seq2seq.export argos --config $(CONFIG) $(PACKAGE_ARGS) $(ARGS)
+
 # The translation service and its page on http://127.0.0.1:8000/ (config.yaml's serve section).
 serve: $(STAMP)-serve
 	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
@@ -104,20 +113,33 @@ recipes: $(CORE)
 	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
 	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES)
 
-# Against JoeyNMT 2.3.0: the same data, model size, steps and time budget, one after the other
-# -> benchmarks/peers.{json,md} (about 15 minutes; PEERS_ARGS="--quick": 2, or "--budget 600").
-# Not in CI: the first run installs JoeyNMT from the package index into its own venv, with our
+# Against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1: the same data, vocabulary, model size and time
+# budget, one after the other -> benchmarks/peers.{json,md}, or peers_<corpus>.{json,md} for another
+# CONFIG (about 20 minutes; PEERS_ARGS="--quick": 3, "--budget 600", "--peers opennmt").
+# Not in CI: the first run installs each peer from the package index into its own venv, with our
 # torch pin. ARGS are config overrides, as for the other targets.
 JOEYNMT_VENV := benchmarks/.venv-joeynmt
+OPENNMT_VENV := benchmarks/.venv-opennmt
 PEERS_ARGS ?=
-bench-peers: data $(JOEYNMT_VENV)/.installed
+bench-peers: data $(JOEYNMT_VENV)/.installed $(OPENNMT_VENV)/.installed
 	$(PYTHON) benchmarks/peers.py --config $(CONFIG) --joeynmt-python $(JOEYNMT_VENV)/bin/python \
-		$(PEERS_ARGS) $(ARGS)
+		--opennmt-python $(OPENNMT_VENV)/bin/python $(PEERS_ARGS) $(ARGS)
 
 # JoeyNMT needs importlib-metadata but does not declare it.
 $(JOEYNMT_VENV)/.installed: constraints.txt
 	test -x $(JOEYNMT_VENV)/bin/python || $(PYTHON) -m venv $(JOEYNMT_VENV)
 	$(JOEYNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt joeynmt==2.3.0 importlib-metadata
+	@touch $@
+
+# OpenNMT-py 3.5.1 declares torch<2.3, which has no build for newer Pythons and is a CUDA download
+# of GBs: its dependencies are installed with our torch pin, then it without its declared ones
+# (it runs on torch 2.13: benchmarks/README.md).
+OPENNMT_DEPS := torch configargparse "ctranslate2>=4,<5" tensorboard flask waitress \
+	"pyonmttok>=1.37,<2" pyyaml sacrebleu rapidfuzz pyahocorasick fasttext-wheel spacy six
+$(OPENNMT_VENV)/.installed: constraints.txt
+	test -x $(OPENNMT_VENV)/bin/python || $(PYTHON) -m venv $(OPENNMT_VENV)
+	$(OPENNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt $(OPENNMT_DEPS)
+	$(OPENNMT_VENV)/bin/python -m pip install --quiet --no-deps OpenNMT-py==3.5.1
 	@touch $@
 
 # config.yaml and docs/configuration.md from the comments beside the options in

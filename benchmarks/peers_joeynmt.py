@@ -11,7 +11,6 @@ from pathlib import Path
 import peers_measure as measure
 
 from seq2seq.support.errors import UserError
-from seq2seq.training.metrics import exact_match
 
 JOEY_PYTHON = measure.ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
 DRIVER = Path(__file__).with_name("peers_joeynmt_driver.py")  # run by JoeyNMT's Python
@@ -20,9 +19,9 @@ DRIVER = Path(__file__).with_name("peers_joeynmt_driver.py")  # run by JoeyNMT's
 # ---------------------------------------------------------------- training
 
 
-def train_joey(args, model_dir: Path, config_path: Path, valid_refs: list[str]) -> dict:
+def train_joey(args, model_dir: Path, config_path: Path, scoring) -> dict:
     """`python -m joeynmt train` for the budget (SIGINT: it saves and exits), validations
-    timed by when their <step>.hyps file appears."""
+    timed by when their <step>.hyps file appears. `scoring`: peers.Scoring of the valid split."""
     log = config_path.parent / "logs/joeynmt-train.log"
     command = [args.joeynmt_python, "-m", "joeynmt", "train", str(config_path), "--skip-test"]
     appeared: dict[int, float] = {}  # step -> wall seconds
@@ -36,11 +35,9 @@ def train_joey(args, model_dir: Path, config_path: Path, valid_refs: list[str]) 
         command, log, budget=args.budget, stop=signal.SIGINT, on_poll=poll
     )
     measure.check_exit(code, (0, 128 + signal.SIGINT), "JoeyNMT training", log)
-    curve = [
-        joey_validation(model_dir, step, appeared[step], valid_refs) for step in sorted(appeared)
-    ]
+    curve = [joey_validation(model_dir, step, appeared[step], scoring) for step in sorted(appeared)]
     curve = [v for v in curve if v is not None]
-    figures = measure.curve_figures(curve, wall, peak)
+    figures = measure.curve_figures(curve, wall, peak, scoring.metric)
     step = figures["best_step"] if curve else last_joey_step(model_dir, log)
     keep_only_checkpoint(model_dir, step)
     return {**figures, "decoded_step": step, "curve": curve}
@@ -56,13 +53,13 @@ def last_joey_step(model_dir: Path, log: Path) -> int:
     return int(latest.resolve().stem)
 
 
-def joey_validation(model_dir: Path, step: int, wall: float, refs: list[str]) -> dict | None:
-    """One validation of JoeyNMT: our exact match of its <step>.hyps (None if cut short),
-    with its own sequence_accuracy, loss and learning rate from validations.txt."""
+def joey_validation(model_dir: Path, step: int, wall: float, scoring) -> dict | None:
+    """One validation of JoeyNMT: our score of its <step>.hyps (None if cut short), with its
+    own sequence_accuracy, loss and learning rate from validations.txt."""
     hyps = (model_dir / f"{step}.hyps").read_text("utf-8").splitlines()
-    if len(hyps) != len(refs):
+    if len(hyps) != len(scoring.refs):
         return None
-    result = {"wall_s": wall, "step": step, "valid_exact_match": exact_match(hyps, refs)}
+    result = {"wall_s": wall, "step": step, f"valid_{scoring.metric}": scoring.score(hyps)}
     for line in (model_dir / "validations.txt").read_text("utf-8").splitlines():
         fields = dict(field.split(": ", 1) for field in line.split("\t") if ": " in field)
         if int(fields["Steps"]) == step:
@@ -81,26 +78,24 @@ def keep_only_checkpoint(model_dir: Path, step: int) -> None:
 # ---------------------------------------------------------------- decoding
 
 
-def decode_joey(args, joey_dir: Path, source: Path, refs: list[str]) -> dict:
-    """`joeynmt translate` on `source` at each batch size (a translate-batch<N>.yaml each),
+def decode_joey(args, joey_dir: Path, scoring) -> dict:
+    """`joeynmt translate` on the test pieces at each batch size (a translate-batch<N>.yaml each),
     then peers_joeynmt_driver.py, which times JoeyNMT's predict() alone after a warm-up."""
     figures: dict = {}
     logs = joey_dir / "logs"
     for size in measure.BATCH_SIZES:
         command = [args.joeynmt_python, "-m", "joeynmt", "translate"]
         command.append(str(joey_dir / f"translate-batch{size}.yaml"))
-        figures[size] = measure.command_figures(
-            command, source, refs, logs / f"joeynmt-batch{size}"
-        )
+        figures[size] = scoring.command_figures(command, logs / f"joeynmt-batch{size}")
     sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
     command = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
-    command += [str(source), str(measure.WARMUP_SENTENCES), sizes]
+    command += [str(scoring.source), str(measure.WARMUP_SENTENCES), sizes]
     log, out = logs / "joeynmt-driver.log", logs / "joeynmt-driver.json"
     _, _, code = measure.run_watched(command, log, out=out)
     measure.check_exit(code, (0,), "the JoeyNMT decoding driver", log)
     timed = json.loads(out.read_text("utf-8"))
     for size in measure.BATCH_SIZES:
         run = timed[str(size)]
-        figures[size].update(measure.inprocess_figures(run["seconds"], run["hypotheses"], refs))
+        figures[size].update(scoring.inprocess_figures(run["seconds"], run["hypotheses"]))
     sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
     return {**measure.flatten_batches(figures), **sizes_info}

@@ -77,12 +77,13 @@ def batch_settings(config: Config) -> dict:
 # ---------------------------------------------------------------- JoeyNMT's configuration
 
 
-def output_limit(config: Config) -> int:
-    """One length limit for JoeyNMT's greedy search: ours for the longest valid/test source."""
+def output_limit(config: Config, pieces: Path) -> int:
+    """One length limit for a peer's greedy search: ours for the longest valid/test source
+    (in pieces, peers_pieces.py)."""
     longest = max(
         len(line.split())
         for split in ("valid", "test")
-        for line in text_files(config.data_dir, split)[0].read_text("utf-8").splitlines()
+        for line in text_files(pieces, split)[0].read_text("utf-8").splitlines()
     )
     return int(config.decode.max_len_a * (longest + 1) + config.decode.max_len_b)
 
@@ -104,11 +105,13 @@ def joey_stack(config: Config, layers: int) -> dict:
 
 
 def joey_config(
-    config: Config, model_dir: Path, batch_size: int, max_output_length: int, eval_every: int
-) -> dict:
-    """JoeyNMT 2.3.0's YAML (as a dict) for the same corpus, model and training as `config`."""
-    data, t, v = config.data_dir.resolve(), config.train, config.vocab
-    side = {"level": "word", "max_length": config.model.max_positions, "voc_min_freq": 1}
+    config: Config, pieces: Path, model_dir: Path, batch_size: int, max_output_length: int,
+    eval_every: int,
+) -> dict:  # fmt: skip
+    """JoeyNMT 2.3.0's YAML (as a dict) for the same corpus (our pieces, in `pieces`, as its
+    words), model and training as `config`."""
+    data, t = pieces.resolve(), config.train
+    side = {"level": "word", "max_length": config.model.max_positions, "lowercase": False}
     return {
         "name": "peers",
         "joeynmt_version": "2.3.0",
@@ -120,8 +123,8 @@ def joey_config(
             "dev": str(data / "valid"),
             "test": str(data / "test"),
             "dataset_type": "plain",
-            "src": {"lang": "src", "lowercase": v.lowercase, "voc_limit": v.src_size, **side},
-            "trg": {"lang": "tgt", "lowercase": False, "voc_limit": v.tgt_size, **side},
+            "src": {"lang": "src", "voc_file": str(data / "vocab.src"), **side},
+            "trg": {"lang": "tgt", "voc_file": str(data / "vocab.tgt"), **side},
         },
         "testing": {
             "batch_size": config.decode.batch_size,
@@ -160,7 +163,7 @@ def joey_config(
             "bias_initializer": "zeros",
             "embed_initializer": "normal",
             "embed_init_weight": config.model.d_model**-0.5,
-            "tied_embeddings": False,
+            "tied_embeddings": config.model.share_embeddings,
             "tied_softmax": config.model.tie_embeddings,
             "encoder": joey_stack(config, config.model.enc_layers),
             "decoder": joey_stack(config, config.model.dec_layers),

@@ -1,19 +1,24 @@
-"""How `make bench-peers` measures both toolkits alike (benchmarks/README.md): a command's wall
-time and peak RSS, validations read from a file as it grows, and the figures of a training run
-and of a decoding."""
+"""How `make bench-peers` measures every toolkit alike (benchmarks/README.md): a command's wall
+time and peak RSS, validations read from a file as it grows, the score of a decoding (exact
+match, or BLEU on a real corpus), and the figures of a training run and of a decoding."""
 
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.config import Config
 from seq2seq.support.errors import UserError
-from seq2seq.training.metrics import exact_match
+from seq2seq.training.metrics import exact_match, sacrebleu_scores
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = {"99": 0.99, "99_5": 0.995}  # valid exact match: seconds_to_99, seconds_to_99_5
+# valid scores to time, by metric: seconds_to_99, seconds_to_99_5 (exact match); none for BLEU,
+# whose figure is the time to the best validation of the budget (seconds_to_best)
+TARGETS = {"exact_match": {"99": 0.99, "99_5": 0.995}, "bleu": {}}
 BATCH_SIZES = (64, 1)  # decoding
 WARMUP_SENTENCES = 16  # decoded before the in-process timing
 POLL_SECONDS = 0.2
@@ -31,12 +36,14 @@ def run_watched(
     budget: float | None = None,
     stop: int = signal.SIGTERM,
     on_poll=None,
+    env: dict | None = None,
 ) -> tuple[float, float, int]:
-    """Run `command` in the repository root: stdin from the file `stdin`, stdout to `out` (or
-    with stderr to `log`). While it runs, call on_poll(seconds since the start); at `budget`
-    seconds send it `stop`. -> (wall seconds, peak RSS in MiB, exit code)."""
+    """Run `command` in the repository root, with `env` added to the environment: stdin from
+    the file `stdin`, stdout to `out` (or with stderr to `log`). While it runs, call
+    on_poll(seconds since the start); at `budget` seconds send it `stop`. -> (wall seconds,
+    peak RSS in MiB, exit code)."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TQDM_DISABLE="1")
+    env = dict(os.environ, TQDM_DISABLE="1", **(env or {}))
     with ExitStack() as files:
         err = files.enter_context(open(log, "w"))
         stdout = files.enter_context(open(out, "w")) if out else err
@@ -87,21 +94,40 @@ def new_lines(path: Path, seen: int) -> list[str]:
     return text[: text.rfind("\n") + 1].splitlines()[seen:]
 
 
+# ---------------------------------------------------------------- scores
+
+
+def metric_of(config: Config) -> str:
+    """What the peers are scored by: BLEU where the config picks its best checkpoint by BLEU
+    (a real corpus), else exact match (the numbers corpus)."""
+    return "bleu" if config.train.best_metric == "bleu" else "exact_match"
+
+
+def score(hypotheses: list[str], references: list[str], metric: str) -> float:
+    """Exact match (a fraction) or sacreBLEU's BLEU (cased, 13a) of detokenized outputs."""
+    if metric == "bleu":
+        return sacrebleu_scores(hypotheses, references)["bleu"]
+    return exact_match(hypotheses, references)
+
+
 # ---------------------------------------------------------------- training figures
 
 
-def seconds_to(curve: list[dict], target: float, clock: str = "wall_s") -> float | None:
-    """Seconds (by `clock`) of the first validation whose exact match reaches `target`."""
-    return next((v[clock] for v in curve if v["valid_exact_match"] >= target), None)
+def seconds_to(curve: list[dict], target: float, metric: str, clock: str = "wall_s"):
+    """Seconds (by `clock`) of the first validation whose score reaches `target`, or None."""
+    return next((v[clock] for v in curve if v[f"valid_{metric}"] >= target), None)
 
 
-def curve_figures(curve: list[dict], wall: float, peak: float) -> dict:
-    """Figures of a training run from its validations (each with wall_s, step, exact match)."""
-    best = max(curve, key=lambda v: v["valid_exact_match"], default=None)
+def curve_figures(curve: list[dict], wall: float, peak: float, metric: str) -> dict:
+    """Figures of a training run from its validations (each with wall_s, step, valid_<metric>)."""
+    key = f"valid_{metric}"
+    best = max(curve, key=lambda v: v[key], default=None)
     last = curve[-1] if curve else None
+    targets = TARGETS[metric].items()
     return {
-        **{f"seconds_to_{name}": seconds_to(curve, t) for name, t in TARGETS.items()},
-        "best_valid_exact_match": best and best["valid_exact_match"],
+        **{f"seconds_to_{name}": seconds_to(curve, t, metric) for name, t in targets},
+        "seconds_to_best": best and best["wall_s"],
+        f"best_{key}": best and best[key],
         "best_step": best and best["step"],
         "validated_steps": last and last["step"],
         "validated_steps_per_s": last and last["step"] / last["wall_s"],
@@ -113,28 +139,45 @@ def curve_figures(curve: list[dict], wall: float, peak: float) -> dict:
 # ---------------------------------------------------------------- decoding figures
 
 
-def command_figures(command: list[str], source: Path, refs: list[str], stem: Path) -> dict:
-    """A translation command reading `source` on stdin: wall time, peak RSS, exact match."""
-    log, out = stem.with_suffix(".log"), stem.with_suffix(".out")
-    wall, peak, code = run_watched(command, log, out=out, stdin=source)
-    check_exit(code, (0,), f"translation ({' '.join(command[1:4])} ...)", log)
-    hyps = out.read_text("utf-8").splitlines()
-    if len(hyps) != len(refs):
-        raise UserError(f"{out}: {len(hyps)} lines for {len(refs)} inputs (see {log})")
-    return {
-        "command_sentences_per_s": len(refs) / wall,
-        "command_seconds": wall,
-        "command_peak_memory_mib": peak,
-        "command_exact_match": exact_match(hyps, refs),
-    }
+@dataclass
+class Scoring:
+    """How one toolkit's translations of a split are scored: of `source` (the inputs as the
+    toolkit reads them: our text, or a peer's pieces), against `refs`, by `metric`, after `text`
+    makes them text (a peer's pieces: peers_pieces.detokenizer; None: text already)."""
 
+    source: Path
+    refs: list[str]
+    metric: str
+    text: Callable[[list[str]], list[str]] | None = None
 
-def inprocess_figures(seconds: float, hyps: list[str], refs: list[str]) -> dict:
-    return {
-        "decode_sentences_per_s": len(refs) / seconds,
-        "decode_seconds": seconds,
-        "decode_exact_match": exact_match(hyps, refs),
-    }
+    def score(self, hyps: list[str]) -> float:
+        return score(self.text(hyps) if self.text else hyps, self.refs, self.metric)
+
+    def command_figures(self, command: list[str], stem: Path, env: dict | None = None) -> dict:
+        """A translation command reading the source on stdin and writing its translations to
+        stdout, or to the file its argument "{output}" stands for: wall time, peak RSS, score."""
+        log, out, output = (stem.with_suffix(suffix) for suffix in (".log", ".out", ".hyps"))
+        translations = output if "{output}" in command else out
+        command = [str(output) if arg == "{output}" else arg for arg in command]
+        wall, peak, code = run_watched(command, log, out=out, stdin=self.source, env=env)
+        check_exit(code, (0,), f"translation ({' '.join(command[1:4])} ...)", log)
+        hyps = translations.read_text("utf-8").splitlines()
+        if len(hyps) != len(self.refs):
+            raise UserError(f"{out}: {len(hyps)} lines for {len(self.refs)} inputs (see {log})")
+        return {
+            "command_sentences_per_s": len(hyps) / wall,
+            "command_seconds": wall,
+            "command_peak_memory_mib": peak,
+            f"command_{self.metric}": self.score(hyps),
+        }
+
+    def inprocess_figures(self, seconds: float, hyps: list[str]) -> dict:
+        """The toolkit's own decoding of the split, timed in process."""
+        return {
+            "decode_sentences_per_s": len(hyps) / seconds,
+            "decode_seconds": seconds,
+            f"decode_{self.metric}": self.score(hyps),
+        }
 
 
 def flatten_batches(figures: dict) -> dict:

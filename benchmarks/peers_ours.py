@@ -18,7 +18,7 @@ from seq2seq.support.errors import UserError
 from seq2seq.support.paths import METRICS
 
 
-def train_ours(args, config: Config, run: Path) -> dict:
+def train_ours(args, config: Config, run: Path, metric: str) -> dict:
     """`python -m seq2seq.train` for the budget (SIGTERM: it saves and exits), validations
     timed by when their line appears in metrics.jsonl."""
     log, metrics, curve = run / "logs/ours-train.log", config.run_dir / METRICS, []
@@ -29,7 +29,7 @@ def train_ours(args, config: Config, run: Path) -> dict:
     def poll(elapsed: float) -> None:
         for line in measure.new_lines(metrics, len(curve)):
             entry = json.loads(line)
-            keys = ("step", "valid_exact_match", "valid_loss", "lr", "elapsed_s")
+            keys = ("step", f"valid_{metric}", "valid_loss", "lr", "elapsed_s")
             curve.append({"wall_s": elapsed, **{key: entry[key] for key in keys}})
 
     metrics.unlink(missing_ok=True)  # and best.pt: nothing of an earlier run
@@ -39,10 +39,10 @@ def train_ours(args, config: Config, run: Path) -> dict:
     if not curve:
         raise UserError(f"our training did not validate within {args.budget:.0f} s (see {log})")
     own = {
-        f"own_clock_seconds_to_{n}": measure.seconds_to(curve, t, "elapsed_s")
-        for n, t in measure.TARGETS.items()
+        f"own_clock_seconds_to_{n}": measure.seconds_to(curve, t, metric, "elapsed_s")
+        for n, t in measure.TARGETS[metric].items()
     }
-    figures = measure.curve_figures(curve, wall, peak)
+    figures = measure.curve_figures(curve, wall, peak, metric)
     return {**figures, **own, "decoded_step": figures["best_step"], "curve": curve}
 
 
@@ -57,24 +57,24 @@ def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
     return path
 
 
-def decode_ours(best: Path, source: Path, refs: list[str], logs: Path) -> dict:
-    """The translate command on `source` at each batch size (each line whole, --no-split, as
+def decode_ours(best: Path, scoring: measure.Scoring, logs: Path) -> dict:
+    """The translate command on the test source at each batch size (each line whole, --no-split, as
     the peers decode them), then the engine's translate (what the command runs) timed alone on
     the loaded model, after a warm-up."""
     figures: dict = {}
     for size in measure.BATCH_SIZES:
         command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--checkpoint"]
         command.append(str(checkpoint_with_batch_size(best, size)))
-        figures[size] = measure.command_figures(command, source, refs, logs / f"ours-batch{size}")
+        figures[size] = scoring.command_figures(command, logs / f"ours-batch{size}")
     checkpoint = load_checkpoint(best)
     engine = TorchEngine(checkpoint)
-    sentences = source.read_text("utf-8").splitlines()
+    sentences = scoring.source.read_text("utf-8").splitlines()
     for size in measure.BATCH_SIZES:
         decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
         engine.translate(sentences[: measure.WARMUP_SENTENCES], decoding)
         start = time.perf_counter()
         hyps = engine.translate(sentences, decoding).outputs
-        figures[size].update(measure.inprocess_figures(time.perf_counter() - start, hyps, refs))
+        figures[size].update(scoring.inprocess_figures(time.perf_counter() - start, hyps))
     return {
         **measure.flatten_batches(figures),
         "parameters": checkpoint.model.num_parameters(),

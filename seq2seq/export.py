@@ -1,40 +1,78 @@
-"""`python -m seq2seq.export FORMAT --checkpoint CKPT OUT`: a trained model for other programs.
+"""`python -m seq2seq.export FORMAT [--checkpoint CKPT] [OUT]`: a trained model for other programs.
 
     ctranslate2   OUT a folder: a CTranslate2 model, for `--engine ctranslate2` (ctranslate2.py)
     argos         OUT.argosmodel: an Argos Translate package, for LibreTranslate (argos.py)
     huggingface   OUT a folder that transformers loads (huggingface.py)
 
-Each format's module says what it holds and what differs from our own decoding.
+Without --checkpoint, the best.pt of the run of --config (with its overrides); without OUT,
+beside that checkpoint: <from>_<to>.argosmodel, ctranslate2/ or huggingface/. The CTranslate2
+weights (ctranslate2, argos) are float32, or int8 with --quantization int8: the matrices a
+quarter of their size, faster on a CPU, the outputs slightly different. Each format's module
+says what it holds and what differs from our own decoding.
 """
 
 from pathlib import Path
 
-from seq2seq.checkpoint import load_checkpoint
+from seq2seq.checkpoint import Checkpoint, load_checkpoint
+from seq2seq.config import DEFAULT_CONFIG, languages, load_config
 from seq2seq.exports.argos import export_argos
-from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.exports.ctranslate2 import QUANTIZATIONS, export_ctranslate2
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import command_parser, run_cli
 
+FORMATS = ["ctranslate2", "argos", "huggingface"]
+
+
+def parse_arguments(argv: list[str] | None):
+    parser = command_parser("seq2seq.export", __doc__.splitlines()[0].split(": ", 1)[1])
+    parser.add_argument("format", choices=FORMATS, help="what to export to")
+    parser.add_argument(
+        "words", nargs="*", metavar="OUT | key.sub=value",
+        help="where to write it (a file for argos, else a folder; default: beside the "
+        "checkpoint), and overrides of --config",
+    )  # fmt: skip
+    parser.add_argument("--checkpoint", help="the model file (default: best.pt of --config's run)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    parser.add_argument(
+        "--quantization", choices=QUANTIZATIONS, default="float32",
+        help="the CTranslate2 weights' type (ctranslate2, argos; default float32)",
+    )  # fmt: skip
+    args = parser.parse_intermixed_args(argv)
+    outs = [word for word in args.words if "=" not in word]
+    args.overrides = [word for word in args.words if "=" in word]
+    if len(outs) > 1:
+        parser.error(f"one OUT at most, not {len(outs)}: {' '.join(outs)}")
+    if args.checkpoint and args.overrides:
+        parser.error("config overrides choose a run's checkpoint: not with --checkpoint")
+    if args.format == "huggingface" and args.quantization != "float32":
+        parser.error("--quantization: the huggingface export is float32")
+    args.out = Path(outs[0]) if outs else None
+    return args
+
+
+def default_out(checkpoint: Checkpoint, path: Path, format: str) -> Path:
+    """Beside the checkpoint: <from>_<to>.argosmodel, ctranslate2/ or huggingface/."""
+    if format != "argos":
+        return path.parent / format
+    source, target = languages(checkpoint.config, checkpoint.config.serve)
+    return path.parent / f"{source.code}_{target.code}.argosmodel"
+
 
 def main(argv: list[str] | None = None) -> None:
-    parser = command_parser("seq2seq.export", __doc__.splitlines()[0].split(": ", 1)[1])
-    formats = ["ctranslate2", "argos", "huggingface"]
-    parser.add_argument("format", choices=formats, help="what to export to")
-    parser.add_argument("out", help="where to write it: a file (argos), else a folder")
-    parser.add_argument(
-        "--checkpoint", required=True, help="the model file, e.g. runs/numbers/best.pt"
-    )
-    args = parser.parse_args(argv)
-    checkpoint, out = load_checkpoint(args.checkpoint), Path(args.out)
+    args = parse_arguments(argv)
+    path = Path(args.checkpoint or load_config(args.config, args.overrides).checkpoint_path)
+    checkpoint = load_checkpoint(path)
+    out = args.out or default_out(checkpoint, path, args.format)
     if args.format == "argos":
-        export_argos(checkpoint, out, Path(args.checkpoint))
-        print(f"exported {args.checkpoint} to {out} (an Argos Translate package)")
+        export_argos(checkpoint, out, path, args.quantization)
+        what = f"an Argos Translate package, {args.quantization}"
     elif args.format == "huggingface":
-        export_huggingface(checkpoint, out, Path(args.checkpoint))
-        print(f"exported {args.checkpoint} to {out} (Hugging Face transformers, float32)")
+        export_huggingface(checkpoint, out, path)
+        what = "Hugging Face transformers, float32"
     else:
-        export_ctranslate2(checkpoint, out)
-        print(f"exported {args.checkpoint} to {out} (CTranslate2, float32)")
+        export_ctranslate2(checkpoint, out, args.quantization)
+        what = f"CTranslate2, {args.quantization}"
+    print(f"exported {path} to {out} ({what})")
 
 
 if __name__ == "__main__":

@@ -93,11 +93,15 @@ def metadata(checkpoint: Checkpoint) -> dict:
     }
 
 
-def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, file: str) -> str:
+def readme(
+    checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, file: str,
+    quantization: str,
+) -> str:  # fmt: skip
     return "\n".join([
         f"# {about['from_name']} to {about['to_name']}",
         "",
-        "An Argos Translate package exported by seq2seq (python -m seq2seq.export argos).",
+        "An Argos Translate package exported by seq2seq (python -m seq2seq.export argos), "
+        f"its CTranslate2 weights {quantization}.",
         "",
         facts(checkpoint, checkpoint_path),
         "",
@@ -113,9 +117,13 @@ def readme(checkpoint: Checkpoint, checkpoint_path: Path | None, about: dict, fi
     ])  # fmt: skip
 
 
-def export_argos(checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path | None = None):
+def export_argos(
+    checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path | None = None,
+    quantization: str = "float32",
+) -> None:  # fmt: skip
     """Write the package to out_file (.argosmodel), atomically: an earlier file there is
-    replaced only by a complete one. `checkpoint_path`: for the test scores beside it."""
+    replaced only by a complete one. `checkpoint_path`: for the test scores beside it;
+    `quantization`: the CTranslate2 weights' type (ctranslate2.QUANTIZATIONS)."""
     check_exportable(checkpoint)
     if out_file.suffix != ".argosmodel":
         raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
@@ -126,10 +134,11 @@ def export_argos(checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path |
     with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=f".{out_file.name}.") as staging:
         folder = Path(staging) / name
         folder.mkdir()
-        save_spec(argos_spec(checkpoint), folder / "model")
+        save_spec(argos_spec(checkpoint), folder / "model", quantization)
         (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
         (folder / "metadata.json").write_text(json.dumps(about, indent=2) + "\n")
-        (folder / "README.md").write_text(readme(checkpoint, checkpoint_path, about, out_file.name))
+        card = readme(checkpoint, checkpoint_path, about, out_file.name, quantization)
+        (folder / "README.md").write_text(card)
         with atomic_write(out_file, "wb") as file, zipfile.ZipFile(file, "w") as archive:
             for path in sorted(folder.rglob("*")):
                 archive.write(path, path.relative_to(staging), zipfile.ZIP_DEFLATED)

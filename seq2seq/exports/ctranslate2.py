@@ -50,7 +50,11 @@ def transformer_spec(checkpoint: Checkpoint):
     from ctranslate2.specs.transformer_spec import TransformerSpec
 
     model, cfg, d = checkpoint.model, checkpoint.model.cfg, checkpoint.model.cfg.d_model
-    weights = {name: t.detach().float().cpu().numpy() for name, t in model.state_dict().items()}
+    # copies: CTranslate2's optimize() rewrites a spec's arrays in place (quantizing them), and
+    # numpy() of a float32 CPU tensor would be the model's own weights
+    weights = {
+        name: t.detach().float().cpu().numpy().copy() for name, t in model.state_dict().items()
+    }
     spec = TransformerSpec.from_config((cfg.enc_layers, cfg.dec_layers), cfg.n_heads)
     spec.config.layer_norm_epsilon = model.encoder_norm.eps
 
@@ -65,7 +69,7 @@ def transformer_spec(checkpoint: Checkpoint):
         embeddings.weight = weights[f"{name}.tokens.weight"]
         stack.scale_embeddings = True  # x sqrt(D), as seq2seq.model.transformer.Embedding does
         positions = getattr(model, name).positions  # a buffer, not in the state_dict
-        stack.position_encodings.encodings = positions.float().cpu().numpy()
+        stack.position_encodings.encodings = positions.float().cpu().numpy().copy()
 
     def attention(target, name: str, norm_name: str) -> None:
         norm(target.layer_norm, norm_name)
@@ -100,20 +104,24 @@ def transformer_spec(checkpoint: Checkpoint):
     return spec
 
 
-def save_spec(spec, directory: Path) -> None:
-    """CTranslate2's files for a spec (model.bin, config.json, vocabularies), weights in float32."""
+QUANTIZATIONS = ("float32", "int8")  # the weights' types an export can have
+
+
+def save_spec(spec, directory: Path, quantization: str = "float32") -> None:
+    """CTranslate2's files for a spec (model.bin, config.json, vocabularies), weights of type
+    `quantization` (QUANTIZATIONS; int8: the matrices quantized, a quarter of the size)."""
     spec.validate()
-    spec.optimize(quantization="float32")
+    spec.optimize(quantization=quantization)
     directory.mkdir(exist_ok=True)
     spec.save(str(directory))
 
 
-def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path) -> None:
-    """Write the CTranslate2 model and our vocabularies and config into out_dir. Built in a
-    temporary folder beside it and renamed into place: an earlier export there is replaced
-    only by a complete one."""
+def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path, quantization: str = "float32"):
+    """Write the CTranslate2 model (weights of type `quantization`) and our vocabularies and
+    config into out_dir. Built in a temporary folder beside it and renamed into place: an
+    earlier export there is replaced only by a complete one."""
     with replacing_folder(out_dir, EXPORT_CONFIG) as staging:
-        save_spec(transformer_spec(checkpoint), staging)
+        save_spec(transformer_spec(checkpoint), staging, quantization)
         vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
         for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
             path.write_bytes(vocab.model_bytes)

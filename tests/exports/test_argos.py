@@ -4,16 +4,20 @@ and what a package cannot represent is refused."""
 
 import json
 import zipfile
+from pathlib import Path
 
+import ctranslate2
 import pytest
 from exports import run_argos  # benchmarks/exports.py: Argos Translate in a child process
 
+from seq2seq import export
+from seq2seq.checkpoint import save_checkpoint
 from seq2seq.decoding.engines import CTranslate2Engine
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 
-from helpers import assert_same_or_tied, greedy_ids, length_limits
+from helpers import ROOT, assert_same_or_tied, greedy_ids, length_limits
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
 
@@ -122,3 +126,60 @@ def test_what_a_package_cannot_hold_is_refused(
     with pytest.raises(UserError, match="an Argos package's name ends in .argosmodel"):
         export_argos(trained_joint_numbers_checkpoint[0], tmp_path / "x.zip")
     assert not list(tmp_path.iterdir()), "nothing written"
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_an_int8_package_translates_as_ctranslate2_on_its_int8_weights(
+    argos, trained_joint_numbers_checkpoint, tmp_path
+):
+    """export --quantization int8: the package's matrices are int8 (its model.bin well under
+    float32's; the position tables stay float32, most of so small a model), Argos Translate
+    installs it, and its greedy outputs are CTranslate2's on the package's own model, called
+    as Argos calls it: the same computation."""
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    package, sentences, _ = argos
+    int8 = tmp_path / "int8.argosmodel"
+    export_argos(checkpoint, int8, quantization="int8")
+    sizes = {}
+    for path in (package, int8):
+        with zipfile.ZipFile(path) as archive:
+            sizes[path] = next(
+                i.file_size for i in archive.infolist() if i.filename.endswith(".bin")
+            )
+            if path == int8:
+                archive.extractall(tmp_path / "unzipped")
+    assert sizes[int8] < 0.7 * sizes[package]
+    sentences = sentences[:300]
+    theirs = run_argos(int8, ("en", "digits"), sentences, tmp_path / "home", (1,), 1)["1"]
+    model = ctranslate2.Translator(
+        str(tmp_path / "unzipped/translate-en_digits-1_0/model"), compute_type="float32",
+        intra_threads=1,
+    )  # fmt: skip
+    ours = []
+    for ids in checkpoint.src_vocab.encode(sentences):
+        result = model.translate_batch([checkpoint.src_vocab.pieces(ids)], beam_size=1)
+        ours.append(checkpoint.tgt_vocab.sp.decode_pieces(result[0].hypotheses[0]))
+    assert len(set(theirs)) > 100, "the outputs should vary"
+    assert theirs == ours
+
+
+def test_export_defaults_to_the_runs_best_checkpoint_and_a_package_beside_it(
+    trained_joint_numbers_checkpoint, tmp_path, monkeypatch, capsys
+):
+    """`export argos --config C key=value`: the best.pt of that run, the package beside it,
+    named by its languages; the weights' type in the card; int8 only where CTranslate2's."""
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    monkeypatch.chdir(tmp_path)
+    parts = (checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, {"step": 1})
+    save_checkpoint(Path("runs/mine/best.pt"), checkpoint.config, *parts)
+    config = str(ROOT / "config.yaml")
+    export.main(["argos", "--config", config, "experiment=mine", "--quantization", "int8"])
+    package = Path("runs/mine/en_digits.argosmodel")
+    assert f"exported runs/mine/best.pt to {package}" in capsys.readouterr().out
+    with zipfile.ZipFile(package) as archive:
+        card = archive.read("translate-en_digits-1_0/README.md").decode()
+    assert "its CTranslate2 weights int8" in card
+    with pytest.raises(SystemExit):
+        export.main(["huggingface", "--checkpoint", "runs/mine/best.pt", "--quantization", "int8"])
+    assert "the huggingface export is float32" in capsys.readouterr().err

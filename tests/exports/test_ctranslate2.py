@@ -158,3 +158,15 @@ def test_our_device_names_in_ctranslate2s_terms():
     for name in ("mps", "gpu"):
         with pytest.raises(UserError, match="CTranslate2 runs on auto, cpu, cuda or cuda:N"):
             ctranslate2_device(name, cuda_devices=2)
+
+
+def test_an_int8_export_leaves_the_models_weights_as_they_were(
+    trained_numbers_checkpoint, tmp_path
+):
+    """CTranslate2 quantizes a spec's arrays in place: the export hands it copies, so the
+    model in memory is the same after an int8 export (a later export or decoding uses it)."""
+    checkpoint = trained_numbers_checkpoint[0]
+    before = {name: t.clone() for name, t in checkpoint.model.state_dict().items()}
+    export_ctranslate2(checkpoint, tmp_path / "int8", "int8")
+    after = checkpoint.model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before)
