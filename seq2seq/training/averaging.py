@@ -29,7 +29,7 @@ from seq2seq.support.errors import UserError
 from seq2seq.support.files import append_line
 from seq2seq.support.paths import kept_checkpoint, kept_checkpoints
 from seq2seq.text.vocab import Vocab
-from seq2seq.training.resume import other_model
+from seq2seq.training.resume import model_mismatch
 from seq2seq.training.run import Run
 from seq2seq.training.validation import quality, validate
 
@@ -76,16 +76,14 @@ def check_same_model(
 ) -> None:
     """Only checkpoints of one model average: the same shape and vocabulary settings (those
     resuming needs the same, resume.py), on the same vocabularies."""
-    if differs := other_model(state["config"], config):
-        key, saved, there = differs
-        raise UserError(
-            f"{path} holds another model than {like} ({key}: {saved!r}, there {there!r}): "
-            "only checkpoints of one model and vocabularies can be averaged"
+    if mismatch := model_mismatch(state, config, vocabs):
+        what = (
+            f"has other vocabularies than {like}"
+            if len(mismatch) == 1
+            else "holds another model than {} ({}: {!r}, there {!r})".format(like, *mismatch)
         )
-    if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
         raise UserError(
-            f"{path} has other vocabularies than {like}: only checkpoints of one model and "
-            "vocabularies can be averaged"
+            f"{path} {what}: only checkpoints of one model and vocabularies can be averaged"
         )
 
 

@@ -82,20 +82,26 @@ def other_model(saved: dict, config: Config) -> tuple[str, object, object] | Non
     return next(iter(model_differences(saved, config)), None)
 
 
+def model_mismatch(state: dict, config: Config, vocabs) -> tuple | None:
+    """What makes a checkpoint's model another than `config`'s on `vocabs`: (key, saved,
+    configured), ("vocabularies",) or None (the same model)."""
+    if differs := other_model(state["config"], config):
+        return differs
+    if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
+        return ("vocabularies",)
+    return None
+
+
 def check_resumable(state: dict, config: Config, vocabs, data_hash: str, batches: dict, path):
     """A checkpoint resumes only the same model on the same vocabularies and training data,
     cut into the same batches (or the position in the epoch would mean other data)."""
-    if differs := other_model(state["config"], config):
-        key, saved, now = differs
-        raise UserError(
-            f"{path} was trained with another config ({key}: {saved!r}, now {now!r}); "
-            "pass --restart to train from scratch"
+    if mismatch := model_mismatch(state, config, vocabs):
+        what = (
+            f"on other vocabularies than those in {config.data_dir}/"
+            if len(mismatch) == 1
+            else "with another config ({}: {!r}, now {!r})".format(*mismatch)
         )
-    if (state["src_vocab"], state["tgt_vocab"]) != tuple(v.model_bytes for v in vocabs):
-        raise UserError(
-            f"{path} was trained on other vocabularies than those in {config.data_dir}/; "
-            "pass --restart to train from scratch"
-        )
+        raise UserError(f"{path} was trained {what}; pass --restart to train from scratch")
     training = state["training"]
     if training["data_sha256"] != data_hash:
         raise UserError(
