@@ -30,7 +30,7 @@ from peers_joeynmt_config import (
     write_translate_configs,
     write_yaml,
 )
-from peers_measure import Scoring, metric_of
+from peers_measure import ROOT, Scoring, metric_of
 from peers_opennmt import ONMT_PYTHON, opennmt_config, run_opennmt
 from peers_ours import decode_ours, train_ours
 from peers_pieces import detokenizer, write_pieces
@@ -54,7 +54,7 @@ def check_inputs(config: Config, args) -> None:
             name, default = PEERS[peer]
             raise UserError(
                 f"no {name} Python at {python}: `make bench-peers` installs it into "
-                f"{default.parent.parent.relative_to(default.parents[3])}"
+                f"{default.parent.parent.relative_to(ROOT)}"
             )
 
 
