@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-scale recipes bench-peers config-docs docs lint install-sizes clean distclean
+	bench-scale recipes bench-peers bench-serve config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -141,6 +141,25 @@ $(OPENNMT_VENV)/.installed: constraints.txt
 	$(OPENNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt $(OPENNMT_DEPS)
 	$(OPENNMT_VENV)/bin/python -m pip install --quiet --no-deps OpenNMT-py==3.5.1
 	@touch $@
+
+# LibreTranslate 1.9.6 for the load benchmark (benchmarks/peers_libretranslate.py), with our torch
+# pin (it needs no torch: it runs argos-translate-lt, CTranslate2 and MiniSBD on onnxruntime).
+# spaCy too: MiniSBD, its sentence splitter, downloads a model at the first translation, while
+# spaCy's rule-based sentencizer needs none (the module says how it is switched).
+LIBRETRANSLATE_VENV := benchmarks/.venv-libretranslate
+$(LIBRETRANSLATE_VENV)/.installed: constraints.txt
+	test -x $(LIBRETRANSLATE_VENV)/bin/python || $(PYTHON) -m venv $(LIBRETRANSLATE_VENV)
+	$(LIBRETRANSLATE_VENV)/bin/python -m pip install --quiet -c constraints.txt libretranslate==1.9.6 \
+		"spacy>=3.8,<4"
+	@touch $@
+
+# The service from 1 to 64 clients, with each engine and 2 workers, against LibreTranslate 1.9.6
+# serving our Argos export of the same model (after make train) -> benchmarks/serve_latency.{json,md}
+# (a few minutes; SERVE_ARGS="--quick": seconds). Not in CI: the first run installs LibreTranslate.
+SERVE_ARGS ?=
+bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
+	$(PYTHON) benchmarks/serve_latency.py --config $(CONFIG) \
+		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

@@ -379,7 +379,9 @@ def check_ctranslate2(setup: Setup) -> tuple[dict, list[str]]:
                "--checkpoint", str(config.checkpoint_path)))  # fmt: skip
     source = text_files(config.data_dir, "test")[0]
     device = ["--device", str(setup.device)]
-    ours_s, ours = timed_command(source, "--checkpoint", str(config.checkpoint_path), *device)
+    ours_s, ours = timed_command(
+        source, "--engine", "torch", "--checkpoint", str(config.checkpoint_path), *device
+    )
     theirs_s, theirs = timed_command(source, "--engine", "ctranslate2", "--model", str(exported),
                                      *device)  # fmt: skip
     same = sum(a == b for a, b in zip(ours, theirs, strict=True)) / len(ours)

@@ -63,7 +63,8 @@ def decode_ours(best: Path, scoring: measure.Scoring, logs: Path) -> dict:
     the loaded model, after a warm-up."""
     figures: dict = {}
     for size in measure.BATCH_SIZES:
-        command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--checkpoint"]
+        command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--engine", "torch"]
+        command.append("--checkpoint")
         command.append(str(checkpoint_with_batch_size(best, size)))
         figures[size] = scoring.command_figures(command, logs / f"ours-batch{size}")
     checkpoint = load_checkpoint(best)

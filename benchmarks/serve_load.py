@@ -3,11 +3,12 @@
     python benchmarks/serve_load.py [--quick] [--checkpoint runs/numbers/best.pt] [--config FILE]
     (and in `make bench`: the figures serve_*)
 
-    translate, the command     python -m seq2seq.translate --checkpoint C < test.src, timed
-                               whole (start-up included); its lines are the expected answers
+    translate, the command     python -m seq2seq.translate --engine torch --checkpoint C
+                               < test.src, timed whole (start-up included); its lines are the
+                               expected answers
                                (for CTranslate2, translate --engine ctranslate2 --model DIR's)
     translate, in-process      translate_lines(model, sentences), timed alone
-    the service, per engine    python -m seq2seq.serve --checkpoint C (torch), or --engine
+    the service, per engine    python -m seq2seq.serve --engine torch --checkpoint C, or --engine
                                ctranslate2 --model DIR (the checkpoint exported to a temporary
                                folder; skipped, saying why, without the ctranslate2 package)
       <- 32 client threads (8 in quick mode), each with one keep-alive connection, sending
@@ -27,10 +28,7 @@
          per batch, the server's CPU ms per request (Linux); poison answered as expected,
          and otherwise; idle connections re-opened
       -> serve_failed: the sum over every load; serve_mismatched: over the torch engine's
-         (both must be 0). CTranslate2 decodes a batch with one length limit, its longest
-         sentence's: the translation of a sentence that runs to its limit (a model trained
-         briefly) may come out longer beside longer ones, so the service, whose batches are
-         not the command's, may differ from it there (serve_ctranslate2_*mismatched)
+         (both must be 0, and so must serve_ctranslate2_*mismatched)
 
 Ratios: serve_<engine>_p99_attack_vs_calm (the target: at most 2); serve_ctranslate2_vs_torch
 (requests/s at one sentence per request); serve_vs_translate_command compares the torch
@@ -126,11 +124,14 @@ OURS = Shape(
 
 def libretranslate_shape(url: str) -> Shape:
     """LibreTranslate's request: a form with q, source and target, the pair the service
-    names at GET /languages; the answer's translatedText."""
+    names at GET /languages (LibreTranslate lists each language as a target of itself too);
+    the answer's translatedText."""
     status, languages = get_json(url, "/languages")
     if status != 200:
         sys.exit(f"the service answered GET /languages with {status}: no LibreTranslate API")
-    source, target = languages[0]["code"], languages[0]["targets"][0]
+    source, target = next(
+        (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
+    )
     return Shape(
         "libretranslate",
         "/translate",
@@ -169,12 +170,17 @@ class Service(NamedTuple):
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process so far (Linux's /proc; None elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds so far of a process and of those it started that are still
+    running (the service's workers) (Linux's /proc; None elsewhere)."""
+    total = None
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # it ended
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total = (total or 0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 @contextlib.contextmanager
@@ -371,7 +377,8 @@ def load_check(
         f"serve.timeout_s={TIMEOUT_S}",
     ]
     sentences = source.read_text(encoding="utf-8").splitlines()
-    command_seconds, expected = timed_command(source, "--checkpoint", str(checkpoint))
+    torch = ["--engine", "torch", "--checkpoint", str(checkpoint)]
+    command_seconds, expected = timed_command(source, *torch)
     in_process_seconds = timed_in_process(checkpoint, sentences)
     figures: dict = {
         "serve_requests": sizes.requests,
@@ -379,7 +386,7 @@ def load_check(
         "serve_rounds": sizes.rounds,
         "serve_idle_connections": sizes.idle,
     }
-    with running_server(["--checkpoint", str(checkpoint)], config, overrides) as service:
+    with running_server(torch, config, overrides) as service:
         figures.update(engine_loads(service, "torch", shapes, sentences, expected, sizes))
     figures.update(ctranslate2_loads(checkpoint, source, config, overrides, shapes, sizes))
 

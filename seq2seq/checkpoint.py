@@ -37,6 +37,7 @@ class Checkpoint:
     src_vocab: Vocab
     tgt_vocab: Vocab
     info: dict  # training step, validation scores, `example`: the first validation source
+    sha256: str = ""  # the file's checksum (above): which checkpoint an export was made from
 
     @property
     def one_vocabulary(self) -> bool:
@@ -150,4 +151,4 @@ def load_checkpoint(
     except Exception as error:  # missing entries, mismatched weights
         raise UserError(f"{path} is not a readable checkpoint ({error})") from None
     model.to(device).eval()
-    return Checkpoint(config, model, src_vocab, tgt_vocab, state["info"])
+    return Checkpoint(config, model, src_vocab, tgt_vocab, state["info"], state["sha256"])

@@ -16,7 +16,7 @@ import dataclasses
 import time
 
 from seq2seq.config import DecodeConfig, add_config_arguments, load_config
-from seq2seq.decoding.engines import load_engine
+from seq2seq.exports.cached import load_engine
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     test = load_split(config, "test")
-    engine = load_engine(config, args.checkpoint, device=config.train.device)
+    engine = load_engine(config, args.checkpoint, "torch", device=config.train.device)
     sources, references = [s for s, _ in test], [t for _, t in test]
     corpus_metrics = corpus_type(config.corpus).metrics
 

@@ -245,9 +245,10 @@ class ServeConfig:
     max_body_bytes: Annotated[int, "at least 1"] = 1_000_000
     # the largest beam_size and nbest a request may ask for
     max_beam_size: Annotated[int, "at least 1"] = 8
-    # Requests that arrive within this window after the first are decoded in one batch of
-    # at most max_batch_sentences sentences.
-    batch_window_ms: Annotated[float, ">= 0"] = 5.0
+    # The decoder takes what waits, up to max_batch_sentences sentences, as one batch; what
+    # arrives while it decodes makes the next one. More than 0: it also waits this long after
+    # a batch's first request for others to join it (each request pays the wait).
+    batch_window_ms: Annotated[float, ">= 0"] = 0.0
     max_batch_sentences: Annotated[int, "at least 1"] = 256  # see batch_window_ms
     # Work waiting for the decoder, at most, counted as characters x beam size (what decoding
     # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
@@ -273,6 +274,10 @@ class ServeConfig:
     # torch threads for decoding (0: torch's default, one per core). One leaves the other
     # cores to the HTTP side, and small batches gain little from more.
     threads: Annotated[int, ">= 0"] = 1
+    # Processes answering on the one port, each with its own engine, decoder thread and
+    # limits (the connection and rate limits above count per process): for a machine with
+    # more cores than one process keeps busy (docs/serve.md).
+    workers: Annotated[int, "at least 1"] = 1
     # LibreTranslate's API (seq2seq/service/libretranslate.py) and the Argos package (export argos):
     # the language the model reads and the one it writes, e.g. {code: fr, name: French}.
     # null: from the corpus (multi30k: corpus.src_lang and tgt_lang; numbers: en, English ->

@@ -39,16 +39,23 @@ only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answ
 request already received (new ones on open connections get a 503), then exits.
 """
 
+import argparse
 import asyncio
+import contextlib
 import logging
+import multiprocessing
+import multiprocessing.connection
+import os
 import signal
+import socket
 import sys
 
 import torch
 
-from seq2seq.config import ServeConfig, add_config_arguments, load_config
-from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine
-from seq2seq.support.errors import Interrupted, command_parser, run_cli
+from seq2seq.config import Config, ServeConfig, add_config_arguments, load_config
+from seq2seq.decoding.engines import Engine
+from seq2seq.exports.cached import add_engine_arguments, load_engine
+from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
     import uvicorn
@@ -65,9 +72,9 @@ class Server(uvicorn.Server):
     decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
     waiting serve.drain_s later."""
 
-    def __init__(self, engine: Engine, settings: ServeConfig):
+    def __init__(self, engine: Engine, settings: ServeConfig, sock: socket.socket | None = None):
         allow_connections(settings)
-        self.socket = listen(settings.host, settings.port)
+        self.socket = sock or listen(settings.host, settings.port)
         self.settings = settings
         self.batcher = Batcher(engine, settings)
         app = build_app(engine, settings, self.batcher)
@@ -91,7 +98,12 @@ class Server(uvicorn.Server):
 
     @property
     def url(self) -> str:
-        host, port = self.socket.getsockname()[:2]
+        return self.address(self.socket)
+
+    @staticmethod
+    def address(sock: socket.socket) -> str:
+        """The URL of the service on `sock`."""
+        host, port = sock.getsockname()[:2]
         return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
 
     def serve_forever(self) -> None:
@@ -138,20 +150,83 @@ def main(argv: list[str] | None = None) -> None:
     if args.port is not None:
         overrides.append(f"serve.port={args.port}")
     config = load_config(args.config, overrides)
+    engine = load(config, args)  # the same errors as one worker's, said once, before any
+    path = args.model or args.checkpoint or config.checkpoint_path
+    if config.serve.workers == 1:
+        server = Server(engine, config.serve)
+        print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        serve(server)
+        return
+    del engine  # each worker loads its own (a cached export is now made: they find it)
+    sock = listen(config.serve.host, config.serve.port)
+    workers = start_workers(sock, config, args)
+    url = Server.address(sock)
+    print(
+        f"serving {path} at {url} with {len(workers)} workers (Ctrl-C to stop)",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+    supervise(workers)
+
+
+def load(config: Config, args: argparse.Namespace) -> Engine:
+    """The engine of the command line (by default the best checkpoint of the config with its
+    overrides), with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    engine = load_engine(  # by default the best checkpoint of the config with its overrides
+    logging.getLogger("uvicorn").addHandler(one_line_log())
+    return load_engine(
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
-    path = (
-        args.model
-        if args.engine == "ctranslate2"
-        else str(args.checkpoint or config.checkpoint_path)
-    )
-    server = Server(engine, config.serve)
-    logging.getLogger("uvicorn").addHandler(one_line_log())
-    print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    serve(server)
+
+
+def start_workers(sock: socket.socket, config: Config, args) -> list[multiprocessing.Process]:
+    """serve.workers processes (spawned: each imports afresh, none shares the parent's
+    threads) answering on `sock`, each with its own engine and decoder thread."""
+    spawn = multiprocessing.get_context("spawn")
+    workers = [
+        spawn.Process(target=worker, args=(sock, config, args), name=f"worker {number}")
+        for number in range(1, config.serve.workers + 1)
+    ]
+    for process in workers:
+        process.start()
+    return workers
+
+
+def worker(sock: socket.socket, config: Config, args: argparse.Namespace) -> None:
+    """One worker process: its own process group, so that a Ctrl-C at the terminal reaches
+    the parent alone, which passes it on as one SIGTERM."""
+    os.setpgrp()
+
+    def run(_) -> None:
+        with contextlib.suppress(Interrupted):  # the parent says that it stopped
+            serve(Server(load(config, args), config.serve, sock))
+
+    run_cli(run)
+
+
+def supervise(workers: list[multiprocessing.Process]) -> None:
+    """Wait for the workers; SIGINT or SIGTERM to this process is a SIGTERM to each (a
+    graceful stop), and a worker that dies stops the others."""
+    signals: list[int] = []
+
+    def stop(number: int, frame=None) -> None:
+        signals.append(number)
+        for process in workers:
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGTERM)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, stop)
+    sentinels = [process.sentinel for process in workers]
+    multiprocessing.connection.wait(sentinels)  # the first to end
+    if not signals:
+        stop(0)
+    for process in workers:
+        process.join()
+    if signals and signals[0]:
+        raise Interrupted(f"stopped serving ({signal.Signals(signals[0]).name})", signals[0])
+    codes = {process.name: process.exitcode for process in workers if process.exitcode}
+    raise UserError(f"a worker stopped, and with it the others (exit codes: {codes})")
 
 
 def one_line_log() -> logging.Handler:

@@ -38,8 +38,9 @@ from functools import partial
 
 from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, languages, load_config
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.engines import Engine, add_engine_arguments, load_engine, one_line
+from seq2seq.decoding.engines import Engine, one_line
 from seq2seq.decoding.greedy import numbered
+from seq2seq.exports.cached import add_engine_arguments, load_engine
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.text.corpus import decode_stream
 from seq2seq.text.sentences import Texts
@@ -91,7 +92,7 @@ def translate_lines(
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
-    config = None if args.checkpoint or args.engine != "torch" else load_config(args.config)
+    config = None if args.checkpoint or args.model else load_config(args.config)
     engine = load_engine(
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )

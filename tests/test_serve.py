@@ -5,6 +5,7 @@ import asyncio
 import dataclasses
 import http.client
 import json
+import os
 import re
 import signal
 import socket
@@ -488,3 +489,50 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
     finally:
         process.kill()
         process.wait()
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started, from /proc (Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # it ended
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_workers_answer_on_one_port_and_stop_together(seed_run):
+    """serve.workers=2: two processes answer on the address printed; SIGTERM stops both and
+    the command says so once; a worker that dies takes the other down, and the exit says so."""
+    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
+    for ending in (signal.SIGTERM, signal.SIGKILL):
+        process = subprocess.Popen(
+            command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
+        )
+        try:
+            url = read_address(process)
+            for sentence, expected in [("one is one", "1 la 1"), ("nine is nine", "9 la 9")] * 4:
+                status, answer, _ = call(url, "POST", "/translate", {"text": [sentence]})
+                assert (status, answer["translations"]) == (200, [expected])
+            workers = [p for p in children(process.pid) if b"spawn_main" in
+                       Path(f"/proc/{p}/cmdline").read_bytes()]  # fmt: skip
+            assert len(workers) == 2
+            if ending == signal.SIGTERM:
+                process.send_signal(signal.SIGTERM)
+            else:
+                os.kill(workers[0], signal.SIGKILL)
+            assert process.wait(timeout=HANG) == (128 + 15 if ending == signal.SIGTERM else 1)
+            rest = process.stderr.read()
+            if ending == signal.SIGTERM:
+                assert rest == "stopped serving (SIGTERM)\n"
+            else:
+                assert rest.startswith("error: a worker stopped") and "-9" in rest, rest
+            assert not any(Path(f"/proc/{p}").exists() for p in workers)
+        finally:
+            process.kill()
+            process.wait()

@@ -19,19 +19,20 @@ holds an engine and asks it the same things:
     TorchEngine(checkpoint)           our PyTorch model (greedy.py, beam.py)
     CTranslate2Engine.load(folder)    a model exported by `python -m seq2seq.export
                                       ctranslate2`, decoded by CTranslate2 (optional extra)
-    load_engine(...)                  either, from plain settings (a path, a device)
 
-A new engine is a class with these members; nothing outside this module asks which one it has.
+Which one a command gets (`--engine auto`, the fastest whose outputs are ours, by default) is
+chosen in seq2seq/exports/cached.py. A new engine is a class with these members; nothing that
+holds one asks which one it has.
 """
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch
 
-from seq2seq.checkpoint import Checkpoint, load_checkpoint
+from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.greedy import (
@@ -40,12 +41,9 @@ from seq2seq.decoding.greedy import (
     nbest_of_sources,
     source_warnings,
 )
-from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
 from seq2seq.text.vocab import Vocab
-
-ENGINES = ("torch", "ctranslate2")
 
 
 def one_line(text: str) -> str:
@@ -146,6 +144,13 @@ def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
     return device.type, index
 
 
+class Found(NamedTuple):
+    """CTranslate2's answer for one sentence: its hypotheses (pieces), best first."""
+
+    hypotheses: list[list[str]]
+    scores: list[float]  # each hypothesis's (only when asked for: nbest)
+
+
 @dataclass
 class CTranslate2Engine:
     """A model exported by seq2seq/exports/ctranslate2.py, decoded by CTranslate2."""
@@ -197,10 +202,21 @@ class CTranslate2Engine:
     def facts(self) -> dict:
         return {"engine": self.name, "checkpoint": {}, "device": self.translator.device}
 
-    def search(self, sources: list[list[int]], decoding: DecodeConfig, nbest: int) -> list:
-        """CTranslate2's results for the non-empty sources (None for the empty ones)."""
+    def search(
+        self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
+    ) -> list[Found | None]:
+        """CTranslate2's results for the non-empty sources (None for the empty ones).
+
+        CTranslate2 takes one length limit per call: the longest of the sentences' own
+        (greedy.max_lengths). A greedy output is the same tokens whatever the limit, up to
+        it, so each is cut to its own limit: what greedy.py outputs, beside any other
+        sentences."""
         tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
-        limit = max((len(t) * decoding.max_len_a + decoding.max_len_b for t in tokens), default=1)
+        longest = self.config.model.max_positions - 1
+        limits = [
+            max(1, min(int(len(t) * decoding.max_len_a + decoding.max_len_b), longest))
+            for t in tokens
+        ]
         results = self.translator.translate_batch(
             tokens,
             max_batch_size=decoding.batch_size,
@@ -208,12 +224,16 @@ class CTranslate2Engine:
             num_hypotheses=nbest,
             length_penalty=decoding.length_penalty,
             no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
-            max_decoding_length=int(min(limit, self.config.model.max_positions - 1)),
+            max_decoding_length=max(limits, default=1),
             min_decoding_length=0,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
             return_scores=nbest > 1,
         )
-        found = iter(results)
+        greedy = decoding.beam_size == 1
+        found = iter(
+            Found([h[:limit] if greedy else h for h in r.hypotheses], r.scores)
+            for r, limit in zip(results, limits, strict=True)
+        )
         return [next(found) if ids else None for ids in sources]
 
     def detokenize(self, hypothesis: list[str]) -> str:
@@ -241,35 +261,17 @@ class CTranslate2Engine:
         raise UserError("attention maps need the torch engine (--engine torch)")
 
 
-Engine = TorchEngine | CTranslate2Engine
+class Engine(Protocol):
+    """What every engine has: the members in the table above."""
 
+    name: str
+    shows_attention: bool
+    config: Config
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    longest_source: int
 
-def load_engine(
-    config: Config | None = None,
-    checkpoint: str | Path | None = None,
-    engine: str = "torch",
-    model: str | Path | None = None,
-    device: str = "auto",
-    compute_type: str = "default",
-) -> Engine:
-    """The engine these settings name: the torch engine on `checkpoint` (default: the best
-    checkpoint of `config`), or with engine="ctranslate2" the export in the folder `model`."""
-    if engine == "ctranslate2":
-        if not model:
-            raise UserError("--engine ctranslate2 needs --model DIR (made by seq2seq.export)")
-        return CTranslate2Engine.load(model, device, compute_type)
-    if checkpoint:  # no config file needed
-        return TorchEngine(load_checkpoint(checkpoint, pick_device(device)))
-    where = config.make_command("train")
-    return TorchEngine(load_checkpoint(config.checkpoint_path, pick_device(device), where))
-
-
-def add_engine_arguments(parser) -> None:
-    """The command-line options that choose an engine (translate, serve): load_engine's."""
-    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
-    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
-    parser.add_argument("--engine", choices=ENGINES, default="torch", help="who decodes")
-    parser.add_argument("--model", help="--engine ctranslate2: the exported model's folder")
-    parser.add_argument(
-        "--compute-type", default="default", help="--engine ctranslate2: float32, int8, ..."
-    )
+    def facts(self) -> dict: ...
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
+    def attention(self, sentence: str) -> Attention: ...

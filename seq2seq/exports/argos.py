@@ -31,9 +31,11 @@ so the package must hold what our own code adds around the model:
 
 Argos's beam search scores hypotheses as CTranslate2 does (log-probability / length ** 0.2),
 not as ours (Wu et al.'s length penalty): to reproduce its output, translate with our
-CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/exports/test_argos.py does). Argos
-Translate decodes with the device and compute type of its own settings (ARGOS_DEVICE_TYPE,
-ARGOS_COMPUTE_TYPE; "auto" may quantize to int8 on a CPU).
+CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/exports/test_argos.py does);
+it forbids an empty output (CTranslate2's default min_decoding_length, 1), where we do not.
+Argos Translate decodes with the device and compute type of its own settings
+(ARGOS_DEVICE_TYPE, ARGOS_COMPUTE_TYPE; LibreTranslate's fork does not pass on its default,
+"auto", so the weights are used as exported: float32 unless --quantization int8).
 """
 
 import json
@@ -113,6 +115,13 @@ def readme(
         "",
         "LibreTranslate serves the packages installed there: (re)start it, e.g.",
         f"`libretranslate --load-only {about['from_code']},{about['to_code']}`.",
+        "",
+        "Offline, LibreTranslate 1.9.6 needs an empty local package index",
+        "(`ARGOS_PACKAGE_INDEX=file:///DIR/` with `DIR/index.json` holding `[]`), else it retries",
+        "the remote one about 1,000 times at start-up; `--load-only` as above; and a sentence",
+        "splitter that downloads nothing (`ARGOS_CHUNK_TYPE=SPACY` with a blank spaCy pipeline",
+        "in Argos's cache), since its default, MiniSBD, fetches a model at the first",
+        "translation. It decodes at beam 4 with the weights as they are in this package.",
         "",
     ])  # fmt: skip
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.decoding.engines import import_ctranslate2
 from seq2seq.support.files import replacing_folder
-from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
 
 
 def transformer_spec(checkpoint: Checkpoint):
@@ -126,3 +126,4 @@ def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path, quantization: str 
         for path, vocab in zip(vocab_files(staging), vocabs, strict=True):  # src.model, tgt.model
             path.write_bytes(vocab.model_bytes)
         (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+        (staging / EXPORT_SOURCE).write_text(checkpoint.sha256)

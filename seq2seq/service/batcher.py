@@ -6,10 +6,10 @@
          beam size); Stopping once drain() was called; else the job waits in its client's
          line, and submit returns its future
     the decoder thread (the only one that runs the model)
-      a job, then those that arrive within serve.batch_window_ms after it, up to
-      serve.max_batch_sentences sentences, taking the clients' lines in turn (one job each),
-      so that one client's backlog does not hold another's one sentence; a job whose future
-      was cancelled (its client went away) is dropped unread
+      the jobs that wait (and with serve.batch_window_ms, those that arrive that long after
+      the first), up to serve.max_batch_sentences sentences, taking the clients' lines in
+      turn (one job each), so that one client's backlog does not hold another's one
+      sentence; a job whose future was cancelled (its client went away) is dropped unread
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group of
          all its jobs' sentences (a group that fails is decoded again job by job: only a
          failing job gets the error)

@@ -37,6 +37,7 @@ BEAM_HYPOTHESES = "test.beam.hyp"
 EVAL = "eval.json"
 
 EXPORT_CONFIG = "seq2seq.json"
+EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
 
 
 def text_files(data_dir: Path, split: str) -> tuple[Path, Path]:

@@ -66,11 +66,9 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
     assert figures["serve_torch_mismatched"] == figures["serve_torch_attack_mismatched"] == 0
     assert figures["serve_torch_libretranslate_failed"] == 0  # LibreTranslate's requests
     assert figures["serve_torch_libretranslate_mismatched"] == 0
-    assert figures["serve_ctranslate2_mismatched"] <= figures["serve_requests"]  # see below
+    for phase in ("", "_attack"):  # each output cut to its own length limit, as ours
+        assert figures[f"serve_ctranslate2{phase}_mismatched"] == 0
     assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
-    # (a quick run's model runs into the length limits, which CTranslate2 sets per call, so
-    # its outputs may differ there, and the service's, whose calls are its batches, from the
-    # command's; tests/exports/test_ctranslate2.py checks that they are identical)
     for form in ("ctranslate2_float32", "transformers_float32", "argos"):
         assert 0 < figures[f"{form}_same_outputs_as_ours"] <= 1, form
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]

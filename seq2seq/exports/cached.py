@@ -1,0 +1,169 @@
+"""Which engine decodes: by default the fastest installed one whose outputs are ours.
+
+    --engine auto (the default of translate and serve)
+      the checkpoint (runs/<experiment>/best.pt, or --checkpoint)
+      -> CTranslate2 installed, on a device it runs on (a CPU, a CUDA GPU)?
+           yes: Cached(torch engine, CTranslate2 engine on the export cached beside the
+                checkpoint: runs/<experiment>/best.ct2/, made on first use, and again once
+                the checkpoint changes)
+           no, or the cache cannot be written: the torch engine (with a warning, for the cache)
+    --engine torch          our own code decodes everything
+    --engine ctranslate2    CTranslate2 decodes everything: the export in --model DIR, or the
+                            cached one
+
+The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py): a greedy
+translation is the same tokens in both (tested), about 4-8x faster at batch 1 on a CPU
+(benchmarks/results.md). So Cached sends greedy decoding to CTranslate2, and beam search
+(whose scores CTranslate2 normalises by length otherwise) and the attention pictures to the
+torch engine: every output stays what `--engine torch` gives.
+
+The cache is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
+a new best.pt (training went on, another run) gets a new export, made in a folder beside it
+and renamed into place, so that a process reading the old one never sees half a model.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.checkpoint import Checkpoint, load_checkpoint
+from seq2seq.config import Config, DecodeConfig
+from seq2seq.decoding.attention_maps import Attention
+from seq2seq.decoding.engines import (
+    CTranslate2Engine,
+    Engine,
+    TorchEngine,
+    Translations,
+    ctranslate2_device,
+)
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.support.device import pick_device
+from seq2seq.support.errors import UserError, warn
+from seq2seq.support.paths import EXPORT_SOURCE
+from seq2seq.text.vocab import Vocab
+
+ENGINES = ("auto", "torch", "ctranslate2")
+
+
+@dataclass
+class Cached:
+    """A checkpoint's greedy translations decoded by CTranslate2 from its cached export; beam
+    search and attention by our own code."""
+
+    torch: TorchEngine
+    fast: CTranslate2Engine
+    folder: Path  # the cached export
+    name = "ctranslate2"
+    shows_attention = True
+
+    @property
+    def config(self) -> Config:
+        return self.torch.config
+
+    @property
+    def src_vocab(self) -> Vocab:
+        return self.torch.src_vocab
+
+    @property
+    def tgt_vocab(self) -> Vocab:
+        return self.torch.tgt_vocab
+
+    @property
+    def longest_source(self) -> int:
+        return self.torch.longest_source
+
+    def facts(self) -> dict:
+        return {**self.torch.facts(), "engine": "ctranslate2 (greedy), torch (beam search)"}
+
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        engine = self.fast if decoding.beam_size == 1 else self.torch
+        return engine.translate(sentences, decoding)
+
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        return self.torch.translate_nbest(sentences, decoding)
+
+    def attention(self, sentence: str) -> Attention:
+        return self.torch.attention(sentence)
+
+
+def cache_folder(checkpoint: Path) -> Path:
+    """Where the export of a checkpoint is cached: runs/x/best.pt -> runs/x/best.ct2/."""
+    return checkpoint.with_suffix(".ct2")
+
+
+def cached_export(checkpoint: Checkpoint, path: Path) -> Path:
+    """The folder of the CTranslate2 export of `checkpoint` (read from `path`), made now if it
+    is missing or was made from another checkpoint."""
+    folder = cache_folder(path)
+    if made_from(folder) != checkpoint.sha256:
+        try:
+            export_ctranslate2(checkpoint, folder)
+        except OSError:  # another process renaming its export into place at the same moment?
+            if made_from(folder) != checkpoint.sha256:
+                raise
+    return folder
+
+
+def made_from(folder: Path) -> str | None:
+    """The checksum of the checkpoint an export was made from (None: no export there)."""
+    try:
+        return (folder / EXPORT_SOURCE).read_text()
+    except OSError:
+        return None
+
+
+def load_engine(
+    config: Config | None = None,
+    checkpoint: str | Path | None = None,
+    engine: str = "auto",
+    model: str | Path | None = None,
+    device: str = "auto",
+    compute_type: str = "default",
+) -> Engine:
+    """The engine these settings name (the table above): `checkpoint` (default: the best
+    checkpoint of `config`), or for engine="ctranslate2" the export in the folder `model`."""
+    if model:
+        if engine == "torch":
+            raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
+        return CTranslate2Engine.load(model, device, compute_type)
+    path = Path(checkpoint or config.checkpoint_path)
+    where = "`make train`" if checkpoint else config.make_command("train")
+    ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
+    if engine == "torch" or (engine == "auto" and not ctranslate2_runs_on(ours)):
+        return ours
+    try:
+        folder = cached_export(ours.checkpoint, path)
+    except (OSError, UserError) as error:
+        if engine == "ctranslate2":
+            raise
+        warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
+        return ours
+    fast = CTranslate2Engine.load(folder, str(ours.facts()["device"]), compute_type)
+    return fast if engine == "ctranslate2" else Cached(ours, fast, folder)
+
+
+def ctranslate2_runs_on(engine: TorchEngine) -> bool:
+    """Whether CTranslate2 is installed and runs on the torch engine's device."""
+    try:
+        import ctranslate2
+    except ImportError:
+        return False
+    try:
+        ctranslate2_device(str(engine.facts()["device"]), ctranslate2.get_cuda_device_count())
+    except UserError:  # mps, or a GPU CTranslate2 does not see
+        return False
+    return True
+
+
+def add_engine_arguments(parser) -> None:
+    """The command-line options that choose an engine (translate, serve): load_engine's."""
+    parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
+    parser.add_argument(
+        "--engine", choices=ENGINES, default="auto",
+        help="who decodes (auto: CTranslate2 where installed, from an export cached beside "
+        "the checkpoint; our torch code for beam search and attention)",
+    )  # fmt: skip
+    parser.add_argument("--model", help="an export's folder (seq2seq.export ctranslate2)")
+    parser.add_argument(
+        "--compute-type", default="default", help="CTranslate2's: float32, int8, ..."
+    )

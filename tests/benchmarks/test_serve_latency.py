@@ -1,0 +1,33 @@
+"""The latency benchmark's quick mode on the seed model, without LibreTranslate: every server
+answers at every number of clients, as `translate --engine torch` does."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ENV, HANG, ROOT
+
+
+@pytest.mark.slow
+def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, tmp_path):
+    work = seed_run.parent.parent  # the folder of the seed run's config.yaml and data/
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/serve_latency.py"), "--quick",
+         "--no-libretranslate", "--out", str(tmp_path)],
+        cwd=work, env=ENV, capture_output=True, text=True, timeout=HANG,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads((tmp_path / "serve_latency.json").read_text())
+    servers = results["servers"]
+    assert list(servers) == ["ours, torch", "ours, CTranslate2", "ours, CTranslate2, 2 workers"]
+    for label, points in servers.items():
+        assert list(points) == ["1", "4", "16", "64"], label
+        for point in points.values():
+            assert point["failed"] == point["unlike_ours"] == 0, label
+            assert point["requests_per_s"] > 0 and point["p99_ms"] >= point["p50_ms"] > 0
+    for label in ("ours, torch", "ours, CTranslate2"):
+        assert servers[label]["1"]["sentences_per_batch"] == 1.0  # nobody else to wait for
+        assert servers[label]["64"]["share_of_engine"] > 0
+    assert "| ours, CTranslate2 | 16 |" in (tmp_path / "serve_latency.md").read_text()

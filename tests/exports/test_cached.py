@@ -1,0 +1,93 @@
+"""--engine auto: CTranslate2 decodes greedy translations from an export cached beside the
+checkpoint, made once and again when the checkpoint changes; our code decodes beam search and
+attention; the outputs are those of --engine torch."""
+
+import dataclasses
+import shutil
+import subprocess
+
+import pytest
+
+from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
+from seq2seq.exports.cached import Cached, cache_folder, load_engine
+from seq2seq.support.paths import EXPORT_SOURCE
+
+from helpers import ENV, HANG, command
+
+pytest.importorskip(
+    "ctranslate2", reason='CTranslate2 is an optional extra: pip install ".[export]"'
+)
+
+SENTENCES = ["one is one", "seven is seven", "three is three", ""]
+
+
+@pytest.fixture
+def checkpoint(seed_run, tmp_path):
+    """A copy of the seed run's best.pt in a folder of its own (the cache goes beside it)."""
+    return shutil.copy(seed_run / "best.pt", tmp_path / "best.pt")
+
+
+def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
+    engine = load_engine(checkpoint=checkpoint)
+    assert isinstance(engine, Cached)
+    folder = cache_folder(checkpoint)
+    assert engine.folder == folder and folder.name == "best.ct2"
+    assert (folder / EXPORT_SOURCE).read_text() == engine.torch.checkpoint.sha256 != ""
+    ours = load_engine(checkpoint=checkpoint, engine="torch")
+    assert isinstance(ours, TorchEngine)
+    greedy = dataclasses.replace(ours.config.decode, beam_size=1)
+    beams = dataclasses.replace(greedy, beam_size=3)
+    assert engine.translate(SENTENCES, greedy) == ours.translate(SENTENCES, greedy)
+    assert engine.translate(SENTENCES, greedy).outputs[:2] == ["1 la 1", "7 la 7"]
+    assert engine.translate_nbest(SENTENCES, beams) == ours.translate_nbest(SENTENCES, beams)
+    assert engine.attention("one is one").translation == "1 la 1"
+
+
+def test_the_cache_is_made_again_only_when_the_checkpoint_changes(checkpoint, seed_run):
+    load_engine(checkpoint=checkpoint)
+    model = cache_folder(checkpoint) / "model.bin"
+    model.write_bytes(model.read_bytes())  # a new inode time, to tell a rebuild apart
+    first = model.stat().st_mtime_ns
+    load_engine(checkpoint=checkpoint)
+    assert model.stat().st_mtime_ns == first  # the same checkpoint: used as it is
+    shutil.copy(seed_run / "last.pt", checkpoint)  # the same weights, another file: new sum
+    engine = load_engine(checkpoint=checkpoint)
+    assert (cache_folder(checkpoint) / EXPORT_SOURCE).read_text() == (
+        engine.torch.checkpoint.sha256
+    )
+    assert model.stat().st_mtime_ns != first
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_torch_engine_with_a_warning(checkpoint, capsys):
+    cache_folder(checkpoint).write_text("not a folder of ours")
+    engine = load_engine(checkpoint=checkpoint)
+    assert isinstance(engine, TorchEngine)
+    assert "cannot cache the CTranslate2 export" in capsys.readouterr().err
+    assert cache_folder(checkpoint).read_text() == "not a folder of ours"
+
+
+def test_engine_ctranslate2_without_a_model_decodes_the_cached_export(checkpoint):
+    engine = load_engine(checkpoint=checkpoint, engine="ctranslate2")
+    assert isinstance(engine, CTranslate2Engine)
+    assert engine.translate(["two is two"], engine.config.decode).outputs == ["2 la 2"]
+
+
+def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(checkpoint):
+    """CTranslate2 takes one limit per call, the longest sentence's: each output is cut to its
+    own, as greedy.py does, whatever else is in the batch."""
+    ours = load_engine(checkpoint=checkpoint, engine="torch")
+    fast = load_engine(checkpoint=checkpoint, engine="ctranslate2")
+    short = dataclasses.replace(ours.config.decode, beam_size=1, max_len_a=0.5, max_len_b=0)
+    batch = ["one is one", "one is one one is one one is one"]
+    expected = ours.translate(batch, short).outputs
+    assert expected[0] == "1 la"  # 4 pieces with EOS: a limit of 2
+    assert fast.translate(batch, short).outputs == expected
+
+
+def test_translate_by_default_writes_the_cache_and_prints_our_translation(checkpoint):
+    done = subprocess.run(
+        command("seq2seq.translate", "--checkpoint", str(checkpoint), "five is five"),
+        capture_output=True, text=True, env=ENV, timeout=HANG,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", "")
+    assert (cache_folder(checkpoint) / "model.bin").exists()
