@@ -11,7 +11,7 @@
                            /health speaks for the worker that answers it)
       LibreTranslate       1.9.6 with its defaults, serving our Argos export of C, offline
                            (peers_libretranslate.py; skipped, saying why, if its venv is missing)
-    for clients in 1, 4, 16, 64, each server in turn (interleaved, so that a change in the
+    for clients in 1, 4, 16, 32, 64, each server in turn (interleaved, so that a change in the
     machine's load falls on all), after a warm-up:
       <- that many client threads of this process, each with one keep-alive connection, each
          request one test sentence in LibreTranslate's form (q, source, target), the same
@@ -57,7 +57,7 @@ from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.exports.cached import load_engine
 from seq2seq.support.paths import text_files
 
-CLIENTS = (1, 4, 16, 64)
+CLIENTS = (1, 4, 16, 32, 64)
 ROOT = Path(__file__).resolve().parent.parent
 
 

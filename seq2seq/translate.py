@@ -26,9 +26,11 @@ sentences, the Nth best of each joined, with the sum of their scores), searched 
 of at least N.
 
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
-given with --checkpoint, which carries its own vocabularies and settings. With
-`--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export` decodes in
-CTranslate2 instead (`--compute-type int8` quantizes it as it loads).
+given with --checkpoint, which carries its own vocabularies and settings. Where CTranslate2 is
+installed, greedy decoding runs in it, on an export of the checkpoint cached beside it (made
+the first time): the same outputs, sooner (seq2seq/exports/cached.py; `--engine torch`: our
+code alone). With `--engine ctranslate2 --model DIR` a model exported by `python -m
+seq2seq.export` decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
 """
 
 import itertools

@@ -58,15 +58,19 @@ class Backend:
             raise HTTPError(503, str(error), {"Retry-After": "1"}) from None
         except Stopping as error:
             raise HTTPError(503, str(error), {"Connection": "close"}) from None
-        gone = asyncio.ensure_future(hang_up(request))
-        await asyncio.wait({answer, gone}, return_when=asyncio.FIRST_COMPLETED)
-        gone.cancel()
-        if not answer.done():
-            answer.cancel()  # and the job with it, if it still waits
+        gone = asyncio.get_running_loop().create_task(hang_up(request))
+        gone.add_done_callback(lambda _: answer.cancel())  # and the job with it, if it waits
+        try:
+            result = await answer
+        except asyncio.CancelledError:
+            if not gone.done() or gone.cancelled():  # this request itself is cancelled
+                raise
             return client_gone()
-        if isinstance(answer.exception(), Stopping):  # still waiting at serve.drain_s
-            raise HTTPError(503, str(answer.exception()), {"Connection": "close"})
-        return json_response(answer.result())
+        except Stopping as error:  # still waiting at serve.drain_s
+            raise HTTPError(503, str(error), {"Connection": "close"}) from None
+        finally:
+            gone.cancel()
+        return json_response(result)
 
 
 async def hang_up(request: Request) -> None:

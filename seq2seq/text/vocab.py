@@ -35,6 +35,8 @@ from seq2seq.support.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
 from seq2seq.text.corpus import CorpusError, iter_lines
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 
+IN_THREADS_FROM = 256  # sentences: from this many, sentencepiece's threads pay (Vocab.encode)
+
 
 def normalize_source(text: str, settings: VocabConfig) -> str:
     if settings.hyphens_as_spaces:
@@ -63,11 +65,18 @@ class Vocab:
     def normalize(self, sentence: str) -> str:
         return normalize_source(sentence, self.settings) if self.settings else sentence
 
+    # sentencepiece's calls on a list start a pool of threads each time, ~70 us, while one
+    # sentence takes ~3 us: a few sentences (a request to the service) go one at a time.
     def encode(self, sentences: list[str]) -> list[list[int]]:
-        return self.sp.encode([self.normalize(s) for s in sentences])
+        normalized = [self.normalize(s) for s in sentences]
+        if len(normalized) >= IN_THREADS_FROM:
+            return self.sp.encode(normalized)
+        return [self.sp.encode(s) for s in normalized]
 
     def decode(self, ids: list[list[int]]) -> list[str]:
-        return self.sp.decode(ids)
+        if len(ids) >= IN_THREADS_FROM:
+            return self.sp.decode(ids)
+        return [self.sp.decode(one) for one in ids]
 
     def pieces(self, ids: list[int]) -> list[str]:
         """Ids -> the pieces they stand for ("▁three", "▁is" ...)."""
