@@ -11,8 +11,9 @@
                            /health speaks for the worker that answers it)
       LibreTranslate       1.9.6 with its defaults, serving our Argos export of C, offline
                            (peers_libretranslate.py; skipped, saying why, if its venv is missing)
-    for clients in 1, 4, 16, 32, 64, each server in turn (interleaved, so that a change in the
-    machine's load falls on all), after a warm-up:
+    for clients in 1, 4, 16, 32, 64, each server in turn, five times (interleaved, so that a
+    change in the machine's load falls on all; each server's five turns pooled), after a
+    warm-up:
       <- that many client threads of this process, each with one keep-alive connection, each
          request one test sentence in LibreTranslate's form (q, source, target), the same
          client and request for every server, until 1,000 requests (100: --quick) are answered
@@ -58,6 +59,7 @@ from seq2seq.exports.cached import load_engine
 from seq2seq.support.paths import text_files
 
 CLIENTS = (1, 4, 16, 32, 64)
+ROUNDS = 5  # each server's requests at a number of clients come in this many turns, pooled
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -93,8 +95,36 @@ def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
     return Server("LibreTranslate 1.9.6", start)
 
 
-def measure(service: Service, ours: bool, clients: int, requests: int, sentences, expected):
-    """`requests` one-sentence requests from `clients` keep-alive clients: the figures (for
+@dataclasses.dataclass
+class Load:
+    """What the requests to one server at one number of clients got, pooled over rounds."""
+
+    seconds: float = 0.0
+    cpu: float = 0.0  # the server's CPU seconds
+    latencies: list = dataclasses.field(default_factory=list)  # of the answered requests
+    failed: int = 0
+    unlike_ours: int = 0
+    batches: int = 0  # ours: decoded (GET /health)
+    sentences: int = 0
+
+    def figures(self) -> dict:
+        cuts = statistics.quantiles(self.latencies, n=100, method="inclusive")
+        answered = len(self.latencies)
+        figures = {
+            "requests_per_s": answered / self.seconds,
+            "p50_ms": 1000 * cuts[49],
+            "p99_ms": 1000 * cuts[98],
+            "server_cpu_ms_per_request": 1000 * self.cpu / max(1, answered),
+            "failed": self.failed,
+            "unlike_ours": self.unlike_ours,
+        }
+        if self.batches:
+            figures["sentences_per_batch"] = self.sentences / self.batches
+        return figures
+
+
+def measure(service: Service, ours: bool, clients: int, requests: int, sentences, expected, load):
+    """`requests` one-sentence requests from `clients` keep-alive clients, into `load` (for
     `ours`, with the batches GET /health counts)."""
     shape = libretranslate_shape(service.url)
     work = numbered_work(requests)
@@ -108,24 +138,16 @@ def measure(service: Service, ours: bool, clients: int, requests: int, sentences
         thread.start()
     for thread in threads:
         thread.join()
-    seconds = time.perf_counter() - start
-    cpu = cpu_seconds(service.pid) - cpu
-    latencies = sorted(latency for latency, ok, _ in results if ok)
-    answered = len(latencies)
-    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
-    figures = {
-        "requests_per_s": answered / seconds,
-        "p50_ms": 1000 * cuts[49],
-        "p99_ms": 1000 * cuts[98],
-        "server_cpu_ms_per_request": 1000 * cpu / max(1, answered),
-        "failed": requests - answered,
-        "unlike_ours": sum(ok and not same for _, ok, same in results),
-    }
+    load.seconds += time.perf_counter() - start
+    load.cpu += cpu_seconds(service.pid) - cpu
+    answered = [latency for latency, ok, _ in results if ok]
+    load.latencies += answered
+    load.failed += requests - len(answered)
+    load.unlike_ours += sum(ok and not same for _, ok, same in results)
     if ours:
         after = get_json(service.url, "/health")[1]
-        batches = after["batches"] - before["batches"]
-        figures["sentences_per_batch"] = (after["sentences"] - before["sentences"]) / batches
-    return figures
+        load.batches += after["batches"] - before["batches"]
+        load.sentences += after["sentences"] - before["sentences"]
 
 
 def numbered_work(count: int) -> queue.Queue:
@@ -158,13 +180,17 @@ def run(servers: list[Server], requests: int, sentences, expected) -> dict:
     with contextlib.ExitStack() as stack:
         services = [stack.enter_context(server.start()) for server in servers]
         for service in services:  # warm-up
-            measure(service, False, 4, 50, sentences, expected)
+            measure(service, False, 4, 50, sentences, expected, Load())
         for clients in CLIENTS:
-            for server, service in zip(servers, services, strict=True):
-                ours = server.engine is not None
-                point = measure(service, ours, clients, requests, sentences, expected)
-                figures[server.label][clients] = point
-                print(server.label, clients, "clients:", point, flush=True)
+            loads = [Load() for _ in servers]
+            for _ in range(ROUNDS):
+                for server, service, load in zip(servers, services, loads, strict=True):
+                    ours = server.engine is not None
+                    share = requests // ROUNDS
+                    measure(service, ours, clients, share, sentences, expected, load)
+            for server, load in zip(servers, loads, strict=True):
+                figures[server.label][clients] = load.figures()
+                print(server.label, clients, "clients:", load.figures(), flush=True)
     return figures
 
 

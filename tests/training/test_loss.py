@@ -46,7 +46,7 @@ def trained_eos_probability(loss) -> float:
         optimizer.zero_grad()
         loss(logits, torch.tensor([5])).backward()
         optimizer.step()
-    return float(logits.softmax(-1)[0, EOS])
+    return float(logits.detach().softmax(-1)[0, EOS])
 
 
 def test_trained_on_it_eos_goes_to_zero_where_a_sentence_does_not_end():
