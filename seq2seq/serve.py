@@ -6,7 +6,7 @@
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
-                     of every layer and head with their tokens (the torch engine only: 501)
+                     of every layer and head with their tokens (not with --engine ctranslate2: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/service/static/)
     LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
     GET /openapi.json: the API described
@@ -37,6 +37,10 @@ a failure while decoding a 500 (its traceback on stderr), and the server goes on
 and the address come from the config's `serve` section; it listens on 127.0.0.1 (this machine
 only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
 request already received (new ones on open connections get a 503), then exits.
+
+With serve.workers N, this process binds the socket and starts N workers (start_workers), each
+all of the above on that socket with its own engine; it then waits (supervise), passing a
+Ctrl-C or SIGTERM on to each, and stopping all when one dies.
 """
 
 import argparse

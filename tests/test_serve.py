@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,6 +115,7 @@ def test_health_and_info(numbers):
     assert info["serve"]["max_sentences"] == LIMITS["max_sentences"]
     assert set(info["serve"]) == {*CLIENT_SETTINGS, "api_key_needed"}  # no file paths
     assert "path" not in info["checkpoint"] and not info["serve"]["api_key_needed"]
+    assert info["attention"] is True  # the torch engine: the page draws it
 
 
 def test_answers_are_sent_at_once_on_keep_alive_connections(trained_numbers_checkpoint):
@@ -417,7 +419,7 @@ def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attenti
             browser.get(server.url)
             wait = WebDriverWait(browser, HANG)
             heatmap = (By.ID, "heatmap")
-            wait.until(seen.text_to_be_present_in_element(heatmap, "needs the torch engine"))
+            wait.until(seen.text_to_be_present_in_element(heatmap, "needs our torch model"))
             browser.find_element(By.ID, "sentence").send_keys("three is three")
             wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
             assert "ctranslate2" in browser.find_element(By.ID, "model").text
@@ -479,8 +481,9 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
         status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three", ""]})
         assert (status, answer["translations"]) == (200, ["3 la 3", ""])
         status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
-        assert status == 501 and "needs the torch engine" in answer["error"]
+        assert status == 501 and "needs our torch model" in answer["error"]
         info = call(url, "GET", "/info")[1]
+        assert info["attention"] is False  # the page says so instead of drawing it
         assert (info["engine"], info["checkpoint"], info["example"]) == (
             "ctranslate2",
             {},
@@ -536,3 +539,27 @@ def test_workers_answer_on_one_port_and_stop_together(seed_run):
         finally:
             process.kill()
             process.wait()
+
+
+@pytest.mark.slow
+def test_the_default_engine_translates_with_ctranslate2_and_draws_attention(seed_run, tmp_path):
+    """serve without --engine: CTranslate2 on the export cached beside the checkpoint for
+    /translate, our torch model for /attention."""
+    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
+    checkpoint = Path(shutil.copy(seed_run / "best.pt", tmp_path / "best.pt"))
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(checkpoint), "--port", "0"),
+        stderr=subprocess.PIPE, text=True, env=ENV,
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        assert (tmp_path / "best.ct2/model.bin").exists()
+        status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three"]})
+        assert (status, answer["translations"]) == (200, ["3 la 3"])
+        status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
+        assert (status, answer["translation"]) == (200, "3 la 3") and answer["maps"]
+        info = call(url, "GET", "/info")[1]
+        assert info["attention"] is True and info["engine"].startswith("ctranslate2")
+    finally:
+        process.kill()
+        process.wait()

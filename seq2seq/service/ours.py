@@ -79,7 +79,7 @@ class OurApi:
         data = await read_json(Body(request, self.settings), ("text",))
         sentence = sentence_of(data, self.settings)
         if not self.backend.engine.shows_attention:
-            raise HTTPError(501, "/attention needs the torch engine (serve --engine torch)")
+            raise HTTPError(501, "/attention needs our torch model (serve --engine auto or torch)")
         return await self.backend.run_job(request, Job(Texts([sentence]), None))
 
 
@@ -159,6 +159,7 @@ def model_info(engine: Engine, settings: ServeConfig) -> dict:
     vocabs = {"source": engine.src_vocab, "target": engine.tgt_vocab}
     info = engine.facts()  # engine, device, checkpoint (training step, valid scores, example)
     info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
+    info["attention"] = engine.shows_attention  # whether POST /attention answers
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }

@@ -4,7 +4,7 @@
 //     -> {"translation", "warnings", "maps": [{kind, layer, title, queries, keys, weights}]}
 //     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
 //        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
-//   (another engine than torch, as /info says: POST /translate, and no attention to draw)
+//   (an engine without attention, as /info says: POST /translate, and no attention to draw)
 //   on opening: /info's example sentence in the box, translated as if typed
 "use strict";
 
@@ -18,7 +18,8 @@ const VIRIDIS = [
 
 const $ = (id) => document.getElementById(id);
 let attention = null; // the last answer of /attention
-let engine = "torch"; // /info's: only the torch engine answers /attention
+let engine = "torch"; // /info's engine
+let showsAttention = true; // /info's attention: whether the engine answers /attention
 let pending = null; // the AbortController of the request in flight
 let timer = null;
 
@@ -72,7 +73,7 @@ async function update() {
   const controller = (pending = new AbortController());
   $("translation").setAttribute("aria-busy", "true");
   try {
-    if (engine === "torch") {
+    if (showsAttention) {
       attention = await post("/attention", { text: sentence }, controller.signal);
       $("translation").textContent = attention.translation;
       showWarnings(attention.warnings);
@@ -118,9 +119,9 @@ function draw() {
   if (!attention) {
     const hint = cell(
       "p",
-      engine === "torch"
+      showsAttention
         ? "Type a sentence to see its attention."
-        : `The attention needs the torch engine; this service decodes with ${engine}.`,
+        : `The attention needs our torch model; this service decodes with ${engine} alone.`,
     );
     hint.className = "hint";
     box.replaceChildren(hint);
@@ -156,6 +157,7 @@ async function describeModel() {
     const response = await fetch("/info");
     const info = await response.json();
     engine = info.engine;
+    showsAttention = info.attention;
     draw();
     const step = info.checkpoint.step === undefined ? "" : `, step ${info.checkpoint.step}`;
     const size =
