@@ -216,7 +216,7 @@ def markdown(results: dict) -> str:
         f"Machine: {results['machine']['device_name']}, {results['machine']['cpu_count']} "
         f"cores; {results['machine']['date']}. `python benchmarks/serve_latency.py`: "
         f"{results['requests']} one-sentence requests per row, from keep-alive clients in this "
-        "process; servers interleaved.",
+        "process; servers interleaved, in five turns each.",
         "",
         "| server | clients | req/s | p50 ms | p99 ms | server CPU ms/request | sentences/batch "
         "| share of its engine | req/s vs LibreTranslate | p99 vs LibreTranslate |",
@@ -234,8 +234,8 @@ def markdown(results: dict) -> str:
             lines.append(
                 f"| {label} | {clients} | {p['requests_per_s']:,.0f} | {p['p50_ms']:.1f} "
                 f"| {p['p99_ms']:.1f} | {p['server_cpu_ms_per_request']:.2f} "
-                f"| {p.get('sentences_per_batch', float('nan')):.1f} "
-                f"| {p.get('share_of_engine', float('nan')):.2f} | {' | '.join(versus)} |"
+                f"| {shown(p, 'sentences_per_batch', '.1f')} "
+                f"| {shown(p, 'share_of_engine', '.2f')} | {' | '.join(versus)} |"
             )
     lines += ["", "Answers unlike `translate --engine torch` (of all requests), and failures:", ""]
     for label, points in results["servers"].items():
@@ -246,6 +246,11 @@ def markdown(results: dict) -> str:
         lines += ["", "LibreTranslate's settings (its defaults):", ""]
         lines += [f"- {key}: {value}" for key, value in results["peer_settings"].items()]
     return "\n".join(lines) + "\n"
+
+
+def shown(point: dict, key: str, spec: str) -> str:
+    """A figure that only our single-process servers have, or nothing."""
+    return format(point[key], spec) if key in point else ""
 
 
 def main() -> None:
