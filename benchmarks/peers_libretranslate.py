@@ -122,6 +122,7 @@ def answers(url: str) -> bool:
 def running_libretranslate(python: Path, package: Path) -> Iterator[Server]:
     """LibreTranslate on a free port of 127.0.0.1, serving `package` (an .argosmodel) alone, once
     it answers GET /languages; stopped with SIGTERM at the end. `python`: its venv's."""
+    python = python.absolute()  # it runs in its home; not resolve(): that leaves the venv
     with tempfile.TemporaryDirectory(prefix="libretranslate-") as tmp:
         home = Path(tmp)
         env = environment(home)
