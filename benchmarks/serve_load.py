@@ -39,7 +39,8 @@ The server runs with the config's serve section, except for two settings, the sa
 phase: serve.max_connections is the idle connections + the clients + 64 (the poison client,
 re-opened connections the server has not yet seen close, /health), so that uvicorn holds the
 attack rather than answering the clients' requests 503 (with the default, 256, it would:
-that limit keeps a server of small means alive, at the price of those 503s); and
+that limit keeps a server of small means alive, at the price of those 503s), and so is
+serve.max_client_connections, since every connection comes from this machine's address; and
 serve.timeout_s is 2 s instead of 10, so that within a phase of a few seconds the server
 closes the idle connections and they come back, 1,000 accepts at a time: a costlier attack
 than connections left open (with 10 s, few or none close within a phase). The attacker runs on
@@ -372,8 +373,10 @@ def load_check(
     hard = allow_files(needed)  # the server and the attacker inherit it
     if hard is not None:
         sys.exit(f"the load check needs {needed} open files; the hard limit is {hard} (ulimit -Hn)")
+    most = sizes.idle + sizes.clients + 64
     overrides = [
-        f"serve.max_connections={sizes.idle + sizes.clients + 64}",
+        f"serve.max_connections={most}",
+        f"serve.max_client_connections={most}",  # all from 127.0.0.1
         f"serve.timeout_s={TIMEOUT_S}",
     ]
     sentences = source.read_text(encoding="utf-8").splitlines()
@@ -445,10 +448,14 @@ def attack(url: str, idle: int, poison_pause: float) -> None:
     stats: Counter = Counter()
     stop, ready = threading.Event(), threading.Event()
     host, port = urlsplit(url).hostname, urlsplit(url).port
-    holder = threading.Thread(target=hold_idle, args=((host, port), idle, stop, ready, stats))
+    holder = threading.Thread(
+        target=hold_idle, args=((host, port), idle, stop, ready, stats), daemon=True
+    )  # a daemon: should this thread fail, the process still ends
     holder.start()
     ready.wait()
-    _, info = get_json(url, "/info")
+    status, info = get_json(url, "/info")
+    if status != 200:
+        sys.exit(f"the attacker's GET /info was answered {status}: {info}")
     oversized = b'{"text": ["' + b"x" * info["serve"]["max_body_bytes"] + b'"]}'
     poison = [*POISON, ("oversized body", oversized, 413)]
     poisoner = threading.Thread(target=send_poison, args=(url, poison, poison_pause, stop, stats))

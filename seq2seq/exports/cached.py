@@ -12,10 +12,10 @@
                             cached one
 
 The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py): a greedy
-translation is the same tokens in both (tested), about 4-8x faster at batch 1 on a CPU
-(benchmarks/results.md). So Cached sends greedy decoding to CTranslate2, and beam search
-(whose scores CTranslate2 normalises by length otherwise) and the attention pictures to the
-torch engine: every output stays what `--engine torch` gives.
+translation is the same tokens in both (tested), several times sooner at batch 1 on a CPU
+(benchmarks/results.md, serve_latency.md). So Cached sends greedy decoding to CTranslate2,
+and beam search (whose scores CTranslate2 normalises by length otherwise) and the attention
+pictures to the torch engine: every output stays what `--engine torch` gives.
 
 The cache is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
 a new best.pt (training went on, another run) gets a new export, made in a folder beside it
