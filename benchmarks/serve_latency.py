@@ -31,7 +31,6 @@ Results: benchmarks/serve_latency.{json,md} (--out DIR elsewhere).
 import argparse
 import contextlib
 import dataclasses
-import queue
 import statistics
 import sys
 import tempfile
@@ -50,11 +49,14 @@ from serve_load import (
     cpu_seconds,
     get_json,
     libretranslate_shape,
+    numbered_work,
     running_server,
     timed_command,
 )
 
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.exports.argos import export_argos
 from seq2seq.exports.cached import load_engine
 from seq2seq.support.paths import text_files
 
@@ -81,9 +83,6 @@ def ours(label: str, checkpoint: Path, config: str, engine: str, workers: int = 
 
 def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
     """LibreTranslate serving the Argos export of `checkpoint`, made into `folder`."""
-    from seq2seq.checkpoint import load_checkpoint
-    from seq2seq.exports.argos import export_argos
-
     package = folder / "model.argosmodel"
     export_argos(load_checkpoint(checkpoint), package)
 
@@ -148,14 +147,6 @@ def measure(service: Service, ours: bool, clients: int, requests: int, sentences
         after = get_json(service.url, "/health")[1]
         load.batches += after["batches"] - before["batches"]
         load.sentences += after["sentences"] - before["sentences"]
-
-
-def numbered_work(count: int) -> queue.Queue:
-    """The requests' numbers, for the clients to take."""
-    work: queue.Queue[int] = queue.Queue()
-    for i in range(count):
-        work.put(i)
-    return work
 
 
 @cache

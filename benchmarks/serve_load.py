@@ -224,6 +224,14 @@ def get_json(url: str, path: str) -> tuple[int, dict | list | None]:
         return response.status, None
 
 
+def numbered_work(count: int) -> queue.Queue:
+    """The requests' numbers, for the clients to take."""
+    work: queue.Queue[int] = queue.Queue()
+    for i in range(count):
+        work.put(i)
+    return work
+
+
 def client(url, shape: Shape, work: queue.Queue, sentences, expected, deadline, results) -> None:
     """Send requests on one keep-alive connection while there is work and time:
     results get (latency in seconds, answered with 200, the expected translation)."""
@@ -295,9 +303,7 @@ def run_load(service, shape: Shape, sentences, expected, requests: int, sizes: S
     """`requests` requests of one sentence from sizes.clients keep-alive clients, into
     `phase`."""
     url = service.url
-    work: queue.Queue[int] = queue.Queue()
-    for i in range(requests):
-        work.put(i)
+    work = numbered_work(requests)
     results: list = []
     deadline = time.monotonic() + sizes.bound
     args = (url, shape, work, sentences, expected, deadline, results)

@@ -131,6 +131,10 @@ class Server(uvicorn.Server):
 def serve(server: Server) -> None:
     """Answer requests until Ctrl-C or SIGTERM. uvicorn handles the signal (a graceful
     shutdown), then raises it again once done, with the handlers it found: these note it."""
+    logging.getLogger("uvicorn").addHandler(one_line_log())
+    # What is loaded now lives as long as the process: out of sight of the garbage collector,
+    # whose full passes over torch's many objects held every request for ~100 ms now and then
+    gc.freeze()
     signals = []
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda number, frame: signals.append(number))
@@ -178,14 +182,9 @@ def load(config: Config, args: argparse.Namespace) -> Engine:
     overrides), with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    logging.getLogger("uvicorn").addHandler(one_line_log())
-    engine = load_engine(
+    return load_engine(
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
-    # What is loaded now lives as long as the process: out of sight of the garbage collector,
-    # whose full passes over torch's many objects held every request for ~100 ms now and then
-    gc.freeze()
-    return engine
 
 
 def start_workers(sock: socket.socket, config: Config, args) -> list[multiprocessing.Process]:

@@ -93,13 +93,16 @@ class TorchEngine:
     def longest_source(self) -> int:
         return longest_source(self.checkpoint.model)
 
+    @property
+    def device(self) -> str:
+        return str(next(self.checkpoint.model.parameters()).device)
+
     def facts(self) -> dict:
-        model = self.checkpoint.model
         return {
             "engine": self.name,
             "checkpoint": dict(self.checkpoint.info),  # training step, valid scores, example
-            "parameters": model.num_parameters(),
-            "device": str(next(model.parameters()).device),
+            "parameters": self.checkpoint.model.num_parameters(),
+            "device": self.device,
         }
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:

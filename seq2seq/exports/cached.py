@@ -34,6 +34,7 @@ from seq2seq.decoding.engines import (
     TorchEngine,
     Translations,
     ctranslate2_device,
+    import_ctranslate2,
 )
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.device import pick_device
@@ -137,19 +138,16 @@ def load_engine(
             raise
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
-    fast = CTranslate2Engine.load(folder, str(ours.facts()["device"]), compute_type)
+    fast = CTranslate2Engine.load(folder, ours.device, compute_type)
     return fast if engine == "ctranslate2" else Cached(ours, fast, folder)
 
 
 def ctranslate2_runs_on(engine: TorchEngine) -> bool:
     """Whether CTranslate2 is installed and runs on the torch engine's device."""
     try:
-        import ctranslate2
-    except ImportError:
-        return False
-    try:
-        ctranslate2_device(str(engine.facts()["device"]), ctranslate2.get_cuda_device_count())
-    except UserError:  # mps, or a GPU CTranslate2 does not see
+        ctranslate2 = import_ctranslate2()
+        ctranslate2_device(engine.device, ctranslate2.get_cuda_device_count())
+    except UserError:  # not installed; or mps, or a GPU CTranslate2 does not see
         return False
     return True
 
