@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-scale recipes bench-peers bench-serve config-docs docs lint install-sizes clean distclean
+	bench-train bench-scale recipes bench-peers bench-serve config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -100,15 +100,25 @@ bench-quick: data $(DEV)
 gpu-check: $(DEV)
 	$(PYTHON) benchmarks/gpu_check.py
 
+# Training speed on this machine under each CPU lever (precision, threads, batch size, dropout,
+# torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md} (docs/training-speed.md;
+# a few minutes). TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's
+# time goes, torch.profiler's table.
+TRAIN_SPEED_ARGS ?=
+bench-train: $(DEV)
+	$(MAKE) data CONFIG=configs/multi30k_de_en.yaml
+	$(PYTHON) benchmarks/train_speed.py --config configs/multi30k_de_en.yaml $(TRAIN_SPEED_ARGS)
+
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
 bench-scale: $(CORE)
 	$(PYTHON) benchmarks/scale.py $(ARGS)
 
 # The Multi30k recipes run to the end, one after the other, then their results table in
-# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.{py,json}). Hours on a CPU:
-# each recipe's config says how long; RECIPES="configs/xyz.yaml ..." picks others. Not in CI.
-RECIPES ?= configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
+# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.{py,json}). By default the
+# hour recipes (an hour of training each on a CPU); RECIPES="configs/xyz.yaml ..." picks others,
+# such as the full ones (configs/multi30k_de_en.yaml, multi30k_en_de.yaml). Not in CI.
+RECIPES ?= configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
 recipes: $(CORE)
 	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
 	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES)

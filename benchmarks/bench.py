@@ -66,7 +66,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, load_config
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Embedding, Transformer
-from seq2seq.support.device import autocast, autocast_dtype
+from seq2seq.support.device import autocast, autocast_dtype, cpu_computes_bf16
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import METRICS, text_files
@@ -125,7 +125,8 @@ class Treatment:
 
     @classmethod
     def of(cls, config: Config, device) -> "Treatment":
-        dtype = autocast_dtype(config.train.precision, torch.device(device), "train.precision")
+        precision, on = config.train.precision, torch.device(device)
+        dtype = autocast_dtype(precision, on, "train.precision", cpu_computes_bf16())
         return cls(dtype, config.train.compile)
 
     def __str__(self) -> str:

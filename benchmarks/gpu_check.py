@@ -145,10 +145,10 @@ def at_step(step: int, action: Callable[[], None]):
     learning_rate() for the rate of each step before anything else, so wrapping it is a hook."""
     original = train_module.learning_rate
 
-    def rate(current: int, cfg) -> float:
+    def rate(current: int, cfg, elapsed_s: float = 0.0) -> float:
         if current == step:
             action()
-        return original(current, cfg)
+        return original(current, cfg, elapsed_s)
 
     train_module.learning_rate = rate
     try:

@@ -1,14 +1,16 @@
-"""`make recipes`: the Multi30k recipes' results, read from their runs, as docs/corpora.md's table.
+"""`make recipes`: the Multi30k recipes' results, read from their runs, as docs/corpora.md's table
+and one sentence in the README and docs/package.md ("do I need a GPU?").
 
     python benchmarks/recipes.py --collect CONFIG...  # runs/<experiment>/ -> recipes.json, docs
-    python benchmarks/recipes.py --write      # benchmarks/recipes.json -> docs/corpora.md
-    python benchmarks/recipes.py              # check that docs/corpora.md is up to date
+    python benchmarks/recipes.py --write      # benchmarks/recipes.json -> the pages
+    python benchmarks/recipes.py              # check that the pages are up to date
 
 For each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
 eval.json (the test scores, greedy and beam, with sacreBLEU's signatures), metrics.jsonl (the
 steps, the training time, each validation and the average's) and best.pt (its parameters and
 the steps it holds). The table lies in docs/corpora.md between two marker lines, so that no
-figure there is copied by hand; tests/benchmarks/test_recipes.py fails when it is out of date.
+figure there is copied by hand; tests/benchmarks/test_recipes.py fails when it is out of date. The
+sentence lies between its own markers in each of SUMMARY_PAGES.
 """
 
 import argparse
@@ -26,6 +28,11 @@ from seq2seq.support.paths import EVAL, METRICS
 RESULTS = Path("benchmarks/recipes.json")
 DOCS = Path("docs/corpora.md")
 MARKERS = ("<!-- recipes: written by benchmarks/recipes.py -->", "<!-- end of recipes -->")
+SUMMARY_PAGES = [Path("README.md"), Path("docs/package.md")]
+SUMMARY_MARKERS = (
+    "<!-- recipes summary: written by benchmarks/recipes.py -->",
+    "<!-- end of recipes summary -->",
+)
 
 
 def read_run(config_path: str) -> dict:
@@ -111,6 +118,30 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def summary(results: dict) -> str:
+    """One sentence: the machine, the training time and each direction's beam (else greedy)
+    test BLEU."""
+    recipes, info = results["recipes"], results["machine"]
+    scores = ", ".join(
+        f"{r['direction']} {r['test'].get('beam', r['test'])['bleu']:.1f}" for r in recipes
+    )
+    minutes = max(round(r["train_minutes"]) for r in recipes)
+    return (
+        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, these recipes "
+        f"train in {minutes} minutes or less each and score {scores} BLEU (sacreBLEU, "
+        f"{recipes[0]['test_set']}, beam search)."
+    )
+
+
+def pages(results: dict) -> dict[Path, str]:
+    """Each page with the tables or the sentence of `results` in place."""
+    expected = {DOCS: with_table(DOCS.read_text("utf-8"), markdown(results), MARKERS, str(DOCS))}
+    for page in SUMMARY_PAGES:
+        text = page.read_text("utf-8")
+        expected[page] = with_table(text, summary(results), SUMMARY_MARKERS, str(page))
+    return expected
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collect", nargs="+", metavar="CONFIG", help="recipes to read")
@@ -127,13 +158,12 @@ def main(argv: list[str] | None = None) -> None:
         )
     if not RESULTS.exists():
         raise UserError(f"{RESULTS} is missing: run `make recipes`")
-    table = markdown(json.loads(RESULTS.read_text("utf-8")))
-    expected = with_table(DOCS.read_text("utf-8"), table, MARKERS, str(DOCS))
-    if args.write or args.collect:
-        with atomic_write(DOCS) as file:
-            file.write(expected)
-    elif expected != DOCS.read_text("utf-8"):
-        raise UserError(f"{DOCS} is out of date: python benchmarks/recipes.py --write")
+    for page, expected in pages(json.loads(RESULTS.read_text("utf-8"))).items():
+        if args.write or args.collect:
+            with atomic_write(page) as file:
+                file.write(expected)
+        elif expected != page.read_text("utf-8"):
+            raise UserError(f"{page} is out of date: python benchmarks/recipes.py --write")
 
 
 if __name__ == "__main__":

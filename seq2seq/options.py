@@ -171,6 +171,11 @@ class TrainConfig:
     # micro-batches of equal token budgets
     accumulate: Annotated[int, "at least 1"] = 1
     max_steps: Annotated[int, "positive"] = 5000  # training stops here at the latest
+    # A time budget: training also stops once it has run this many minutes (validations
+    # included; a resumed run counts its earlier minutes), and the learning rate's decay is
+    # laid over the budget, reaching min_lr at its end (or at max_steps, if that comes first).
+    # 0: no budget
+    max_minutes: Annotated[float, ">= 0"] = 0.0
     lr: Annotated[float, "positive"] = 0.002  # peak learning rate (AdamW), reached after the warmup
     min_lr: Annotated[float, ">= 0"] = 0.0001  # the cosine decay ends here at max_steps
     warmup_steps: Annotated[int, ">= 0"] = 200  # linear warmup from 0
@@ -191,8 +196,10 @@ class TrainConfig:
     # at the end validate their average, which becomes best.pt if it is better (0: off)
     average_last: Annotated[int, ">= 0"] = 0
     threads: Annotated[int, ">= 0"] = 0  # CPU threads for torch (0: torch's default)
-    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), fp32
-    # elsewhere (seq2seq/support/device.py); fp16 adds a gradient scaler
+    # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), bf16
+    # on a CPU that computes it natively (avx512_bf16, amx_bf16), fp32 elsewhere
+    # (seq2seq/support/device.py); fp16 adds a gradient scaler. Weights, gradients, the
+    # optimizer's state and checkpoints stay fp32
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     compile: bool = False  # torch.compile the model for training (pays off on GPUs)
 

@@ -4,7 +4,8 @@
 
 One step: a batch of about `train.batch_tokens` tokens, teacher-forced cross-entropy with
 label smoothing (padding ignored), gradient clipping, an AdamW update. The learning rate
-rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`.
+rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`, or
+at the end of the time budget `max_minutes` if that comes first: then training stops there.
 
     TokenPairs (memory-mapped ids) -> EpochSampler (batches of lengths) -> Prefetcher (a
     thread collating the next steps) -> the loop below, a step at a time:
@@ -43,7 +44,7 @@ from contextlib import nullcontext
 import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.support.device import autocast
+from seq2seq.support.device import autocast, keep_freed_memory, release_freed_memory
 from seq2seq.support.errors import Interrupted, command_parser, run_cli, warn
 from seq2seq.support.files import append_line
 from seq2seq.support.paths import LAST
@@ -63,9 +64,11 @@ from seq2seq.training.validation import validate
 
 
 def training_loop(run: Run, stop_after: int | None = None) -> dict:
-    """Steps until train.max_steps, train.patience or a signal; the best validation."""
+    """Steps until train.max_steps, train.max_minutes, train.patience or a signal; the best
+    validation."""
     train_cfg, progress = run.train_cfg, run.progress
-    report = Report(train_cfg.max_steps, progress.step, enabled=run.world.main)
+    budget_s = 60 * train_cfg.max_minutes
+    report = Report(train_cfg.max_steps, progress.step, run.world.main, budget_s)
     meter = Throughput(progress.step + 1)  # the steps since the last validation
     started = time.perf_counter() - progress.elapsed_s  # as if trained in one go since then
     batches = Prefetcher(run.sampler, run.data, run.device)
@@ -74,16 +77,18 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
         with StopOnSignal() as stop:
             while not run.finished:
                 # the learning rate of this step, from the schedule
-                lr = learning_rate(progress.step, train_cfg)
+                lr = learning_rate(progress.step, train_cfg, progress.elapsed_s)
                 # micro-steps, clip, AdamW step (train_step, below)
                 micro_batches, progress.sampler = next(batches)
                 loss, tokens = train_step(run, micro_batches, lr)
                 progress.step += 1
+                progress.elapsed_s = time.perf_counter() - started
                 # log: the loss stays on the device until a report reads it
                 meter.add(loss, tokens)
-                report.update(progress.step, loss, lr, meter.tokens_per_s)
-                # evaluate and save: every eval_every steps and at the end; save on a signal
-                end = progress.step == train_cfg.max_steps
+                report.update(progress.step, loss, lr, meter.tokens_per_s, progress.elapsed_s)
+                # evaluate and save: every eval_every steps and at the end (max_steps or
+                # max_minutes); save on a signal
+                end = run.finished
                 validating = progress.step % train_cfg.eval_every == 0 or end
                 stopping = stop_asked(stop, progress.step == stop_after, run.world)
                 if validating or stopping:
@@ -146,6 +151,8 @@ def evaluate_and_save(
     if validating:
         validate_and_keep_best(run, train_loss, meter, lr, report)
     save_last(run)
+    if run.device.type == "cpu":
+        release_freed_memory()  # what the steps and the validation left between their blocks
 
 
 def validate_and_keep_best(
@@ -207,13 +214,26 @@ def announce(run: Run) -> None:
     """What is about to train, on what (rank 0)."""
     if run.world.main:
         processes = f" x {run.world.size} processes" if run.world.distributed else ""
+        minutes = run.train_cfg.max_minutes
+        budget = f" or {minutes:g} minutes" if minutes else ""
         print(
             f"training {run.model.num_parameters():,} parameters on {run.device}{processes} "
             f"({run.autocast_dtype or torch.float32}), {len(run.data):,} training pairs, "
-            f"up to {run.train_cfg.max_steps:,} steps"
+            f"up to {run.train_cfg.max_steps:,} steps{budget}"
         )
         if warning := schedule_warning(run.train_cfg):
             warn(warning)
+
+
+def start_process(config: Config) -> tuple[World, torch.device]:
+    """This process's place among the training processes and its device, with the CPU's
+    threads (train.threads) and allocator set for training."""
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    world, device = distributed.start(config.train.device)
+    if device.type == "cpu":
+        keep_freed_memory()
+    return world, device
 
 
 def train(config: Config, restart: bool = False, stop_after: int | None = None) -> dict:
@@ -221,9 +241,7 @@ def train(config: Config, restart: bool = False, stop_after: int | None = None) 
     validation result. Under torchrun, every process runs this (seq2seq/training/distributed.py).
     `stop_after` stops training after that step as a signal would (last.pt saved, Interrupted
     raised): for tests and benchmarks that stop a run at a known step."""
-    if config.train.threads:
-        torch.set_num_threads(config.train.threads)
-    world, device = distributed.start(config.train.device)
+    world, device = start_process(config)
     try:
         run = set_up(config, world, device)
         if not resume_from_last(run, restart):
@@ -231,8 +249,9 @@ def train(config: Config, restart: bool = False, stop_after: int | None = None) 
         if run.finished:
             if world.main:
                 print(
-                    f"{run.last_path}: training already finished at step {run.progress.step:,}; "
-                    "raise train.max_steps to train on, or pass --restart to start over"
+                    f"{run.last_path}: training already finished at step {run.progress.step:,} "
+                    f"({run.progress.elapsed_s / 60:.1f} minutes); raise train.max_steps (or "
+                    "train.max_minutes) to train on, or pass --restart to start over"
                 )
             return run.progress.best
         announce(run)

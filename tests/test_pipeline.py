@@ -45,6 +45,17 @@ def test_learning_rate_warms_up_then_decays_to_min_lr():
     )
 
 
+def test_with_a_time_budget_the_decay_ends_with_it_or_at_max_steps():
+    """train.max_minutes lays the cosine over the budget; max_steps still ends it if nearer."""
+    cfg = TrainConfig(lr=1e-3, min_lr=1e-5, warmup_steps=10, max_steps=100_000, max_minutes=10)
+    assert learning_rate(5, cfg, elapsed_s=300) == pytest.approx(6e-4)  # warming up: by step
+    assert learning_rate(20, cfg, elapsed_s=300) == pytest.approx((1e-3 + 1e-5) / 2)
+    assert learning_rate(20, cfg, elapsed_s=600) == pytest.approx(1e-5)
+    assert learning_rate(20, cfg, elapsed_s=900) == pytest.approx(1e-5)  # past it: min_lr
+    steps_first = TrainConfig(lr=1e-3, min_lr=1e-5, warmup_steps=10, max_steps=110, max_minutes=10)
+    assert learning_rate(60, steps_first, elapsed_s=1) == pytest.approx((1e-3 + 1e-5) / 2)
+
+
 @pytest.mark.slow
 def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -24,10 +24,10 @@ from helpers import ROOT
 
 
 def seed_preset_run(seed_run: Path, monkeypatch, *overrides: str) -> Run:
-    """A fresh run of the seed preset (nine pairs, a tiny model without dropout) on the CPU,
-    on the corpus the `seed_run` fixture built."""
+    """A fresh run of the seed preset (nine pairs, a tiny model without dropout) on the CPU in
+    fp32 (auto would be bf16 on some CPUs), on the corpus the `seed_run` fixture built."""
     monkeypatch.chdir(seed_run.parent.parent)
-    config = load_config("config.yaml", ["train.device=cpu", *overrides])
+    config = load_config("config.yaml", ["train.device=cpu", "train.precision=fp32", *overrides])
     return set_up(config, World(), torch.device("cpu"))
 
 
@@ -110,6 +110,46 @@ def test_resuming_with_a_gradient_scaler_from_a_run_without_one():
     assert fp16.get_scale() == 1024.0  # a fresh scale
     restore_scaler(fp16, torch.amp.GradScaler("cpu", init_scale=8.0).state_dict())
     assert fp16.get_scale() == 8.0  # an fp16 run's own state is restored
+
+
+def test_a_bf16_step_on_the_cpu_keeps_weights_gradients_and_adamw_in_fp32(seed_run, monkeypatch):
+    """bf16 autocast with every dropout on (the CPU's own masks, on bf16 values): the loss
+    falls on a repeated batch, and what is kept between steps stays fp32."""
+    run = seed_preset_run(
+        seed_run, monkeypatch, "train.precision=bf16", "model.dropout=0.1",
+        "model.activation_dropout=0.1", "model.attention_dropout=0.1",
+    )  # fmt: skip
+    assert run.autocast_dtype is torch.bfloat16
+    step = all_pairs(run)
+    losses = [float(train_step(run, step, lr=0.01)[0]) for _ in range(8)]
+    assert losses[-1] < losses[0] and all(np.isfinite(losses)), losses
+    assert {p.dtype for p in run.model.parameters()} == {torch.float32}
+    assert {p.grad.dtype for p in run.model.parameters()} == {torch.float32}
+    states = [v for state in run.optimizer.state.values() for v in state.values()]
+    assert {v.dtype for v in states if v.dim()} == {torch.float32}
+
+
+def test_a_time_budget_stops_training_validates_and_averages_at_its_end(
+    seed_run, monkeypatch, capsys
+):
+    """train.max_minutes: a run of 100,000 steps at most stops after its 1.5 seconds with a
+    validation, the average of its last ones, last.pt; run again, it says it is done."""
+    monkeypatch.chdir(seed_run.parent.parent)
+    overrides = [
+        "experiment=budget", "train.max_steps=100000", "train.max_minutes=0.025",
+        "train.eval_every=20", "train.average_last=2",
+    ]  # fmt: skip
+    train.main(overrides)
+    log = [json.loads(line) for line in Path("runs/budget/metrics.jsonl").read_text().splitlines()]
+    validations = [entry for entry in log if "averaged_steps" not in entry]
+    end = validations[-1]
+    assert 1.5 <= end["elapsed_s"] < 60 and 20 < end["step"] < 100_000
+    assert "averaged_steps" in log[-1]  # then the average of the last two
+    assert end["lr"] < 0.0015  # decayed over the budget to about min_lr (0.001; lr 0.01)
+    assert read_state(Path("runs/budget/last.pt"))["training"]["progress"]["step"] == end["step"]
+    capsys.readouterr()
+    train.main(overrides)
+    assert "training already finished" in capsys.readouterr().out
 
 
 @pytest.mark.slow

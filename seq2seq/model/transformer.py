@@ -30,6 +30,7 @@ from torch import nn
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.model.cache import DecoderCache, LayerCache
 from seq2seq.model.config import ModelConfig
+from seq2seq.model.dropout import Dropout
 from seq2seq.model.masks import decoder_mask, padding_mask
 
 
@@ -53,7 +54,7 @@ class Embedding(nn.Module):
         nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
         self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), False)
         self.scale = math.sqrt(d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """ids: (B, L) at positions start .. start+L-1 -> (B, L, D)."""
@@ -73,7 +74,7 @@ class FeedForward(nn.Module):
         super().__init__()
         # net.0 and net.2 are the names checkpoints and the exports know the two layers by
         self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
-        self.dropout = nn.Dropout(dropout)  # model.activation_dropout
+        self.dropout = Dropout(dropout)  # model.activation_dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         expand, relu, contract = self.net
@@ -88,7 +89,7 @@ class EncoderLayer(nn.Module):
         )
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """x: (B, S, D); src_mask: (B, 1, 1, S) -> (B, S, D)."""
@@ -107,7 +108,7 @@ class DecoderLayer(nn.Module):
         )
         self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(
         self,

@@ -1,5 +1,6 @@
 """AdamW and its learning-rate schedule: the rate rises linearly for `train.warmup_steps`,
-then follows a cosine down to `train.min_lr` at `train.max_steps`.
+then follows a cosine down to `train.min_lr` at `train.max_steps`, or at the end of the time
+budget `train.max_minutes`, whichever comes first.
 
     train.lr  |   .--.._
               |  /      ``-._
@@ -30,12 +31,15 @@ def make_optimizer(model: Transformer, train_cfg: TrainConfig) -> torch.optim.Ad
     return torch.optim.AdamW(groups, lr=train_cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
 
 
-def learning_rate(step: int, train_cfg: TrainConfig) -> float:
-    """Linear warmup to train.lr, then cosine decay to train.min_lr at train.max_steps."""
+def learning_rate(step: int, train_cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
+    """Linear warmup to train.lr, then cosine decay to train.min_lr at train.max_steps, or
+    at train.max_minutes of training (`elapsed_s` so far), whichever is nearer."""
     lr, min_lr, warmup = train_cfg.lr, train_cfg.min_lr, train_cfg.warmup_steps
     if step < warmup:
         return lr * (step + 1) / warmup
     progress = (step - warmup) / max(1, train_cfg.max_steps - warmup)
+    if train_cfg.max_minutes:
+        progress = max(progress, elapsed_s / (60 * train_cfg.max_minutes))
     return min_lr + 0.5 * (lr - min_lr) * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 

@@ -15,31 +15,38 @@ class Report:
     first step and then one every `every` seconds, instead of a bar redrawn several times a
     second."""
 
-    def __init__(self, total: int, initial: int, enabled: bool, every: float = 30.0):
+    def __init__(
+        self, total: int, initial: int, enabled: bool, budget_s: float = 0.0, every: float = 30.0
+    ):
         self.terminal = enabled and sys.stderr.isatty()
-        self.enabled, self.every, self.total = enabled, every, total
+        self.enabled, self.every, self.total, self.budget_s = enabled, every, total, budget_s
         self.last_line = self.last_postfix = -math.inf  # the first step is shown
         self.bar = tqdm(
             total=total, initial=initial, desc="train", unit="step", mininterval=0.5,
             disable=not self.terminal,
         )  # fmt: skip
 
-    def update(self, step: int, loss: torch.Tensor | float, lr: float, tokens_per_s: float) -> None:
+    def update(
+        self, step: int, loss: torch.Tensor | float, lr: float, tokens_per_s: float,
+        elapsed_s: float = 0.0,
+    ) -> None:  # fmt: skip
         """`loss` may still be computing on the GPU: it is read (waiting for it) only when
-        shown, at most twice a second on a terminal, every `every` seconds elsewhere."""
+        shown, at most twice a second on a terminal, every `every` seconds elsewhere. With a
+        time budget, the time left of it shows too."""
         self.bar.update(1)
         now = time.perf_counter()
+        left = {"left": minutes_seconds(self.budget_s - elapsed_s)} if self.budget_s else {}
         if self.terminal and now - self.last_postfix >= self.bar.mininterval:
             self.last_postfix = now
             self.bar.set_postfix(
-                loss=f"{float(loss):.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}",
+                loss=f"{float(loss):.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", **left,
                 refresh=False,
             )  # fmt: skip
         if self.enabled and not self.terminal and now - self.last_line >= self.every:
             self.last_line = now
             print(
                 f"step {step:,}/{self.total:,}  loss {float(loss):.3f}  lr {lr:.2e}  "
-                f"{tokens_per_s:,.0f} tokens/s",
+                f"{tokens_per_s:,.0f} tokens/s" + (f"  {left['left']} left" if left else ""),
                 file=sys.stderr,
                 flush=True,
             )
@@ -50,6 +57,12 @@ class Report:
 
     def close(self) -> None:
         self.bar.close()
+
+
+def minutes_seconds(seconds: float) -> str:
+    """12:05 for 725 s (0:00 once past)."""
+    minutes, seconds = divmod(max(0, round(seconds)), 60)
+    return f"{minutes}:{seconds:02d}"
 
 
 @dataclass

@@ -18,7 +18,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from seq2seq.config import Config, TrainConfig
 from seq2seq.model.transformer import Transformer
-from seq2seq.support.device import autocast_dtype
+from seq2seq.support.device import autocast_dtype, cpu_computes_bf16
 from seq2seq.support.paths import LAST, METRICS, vocab_files
 from seq2seq.text.batching import EpochSampler
 from seq2seq.text.corpus import load_split
@@ -66,8 +66,9 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        progress = self.progress
-        return progress.stopped_early or progress.step >= self.train_cfg.max_steps
+        progress, train_cfg = self.progress, self.train_cfg
+        out_of_time = train_cfg.max_minutes and progress.elapsed_s >= 60 * train_cfg.max_minutes
+        return progress.stopped_early or progress.step >= train_cfg.max_steps or out_of_time
 
 
 def set_up(config: Config, world: World, device: torch.device) -> Run:
@@ -83,7 +84,7 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
     if world.distributed:
         torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout
     optimizer = make_optimizer(model, train_cfg)
-    dtype = autocast_dtype(train_cfg.precision, device, "train.precision")
+    dtype = autocast_dtype(train_cfg.precision, device, "train.precision", cpu_computes_bf16())
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
     # DistributedDataParallel averages the gradients of all processes during backward()
     wrapped = DistributedDataParallel(model) if world.distributed else model

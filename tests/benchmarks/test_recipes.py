@@ -72,3 +72,16 @@ def test_a_recipe_not_yet_run_is_one_line(tmp_path, monkeypatch):
 def test_a_page_without_the_markers_is_named():
     with pytest.raises(UserError, match=r"docs/corpora.md: no lines <!-- recipes: .*"):
         with_table("no markers\n", "the table", recipes.MARKERS, "docs/corpora.md")
+
+
+def test_the_summary_gives_the_machine_the_minutes_and_each_directions_beam_bleu(
+    seed_recipe, monkeypatch
+):
+    monkeypatch.chdir(seed_recipe)
+    recipe = recipes.read_run("seed.yaml")
+    results = {"machine": {"device_name": "AMD EPYC", "cpu_count": 2, "torch": "2.13.0"},
+               "conditions": "alone", "recipes": [recipe]}  # fmt: skip
+    sentence = recipes.summary(results)
+    assert sentence.startswith("On 2 cores of an AMD EPYC, with no GPU")
+    assert f"en-digits {recipe['test']['beam']['bleu']:.1f} BLEU" in sentence
+    assert f"train in {round(recipe['train_minutes'])} minutes" in sentence

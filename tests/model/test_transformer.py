@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import Config
 from seq2seq.model.config import ModelConfig
+from seq2seq.model.dropout import Dropout
 from seq2seq.model.transformer import FeedForward, Transformer
 from seq2seq.text.special import BOS, PAD
 
@@ -99,14 +100,14 @@ class Vocab:
 
 def test_the_activation_dropout_sits_after_the_relu():
     """FeedForward in training: expand, ReLU, dropout (p = model.activation_dropout), contract;
-    the same random mask as F.dropout draws from the same seed. The names of its two layers
-    (net.0, net.2) stay those of earlier checkpoints and of the exports' tables."""
+    the same random mask as the model's Dropout draws from the same seed. The names of its
+    two layers (net.0, net.2) stay those of earlier checkpoints and of the exports' tables."""
     ff = FeedForward(D, 64, dropout=0.5).train()
     x = torch.randn(2, 3, D)
     torch.manual_seed(1)
     dropped = ff(x)
     expand, _, contract = ff.net
     torch.manual_seed(1)
-    assert torch.equal(dropped, contract(F.dropout(torch.relu(expand(x)), 0.5)))
+    assert torch.equal(dropped, contract(Dropout(0.5).train()(torch.relu(expand(x)))))
     assert not torch.equal(dropped, ff.eval()(x))  # evaluation drops nothing
     assert list(ff.state_dict()) == ["net.0.weight", "net.0.bias", "net.2.weight", "net.2.bias"]

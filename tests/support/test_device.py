@@ -5,7 +5,7 @@ import contextlib
 import pytest
 import torch
 
-from seq2seq.support.device import autocast_dtype, pick_device
+from seq2seq.support.device import autocast_dtype, cpu_computes_bf16, pick_device
 from seq2seq.support.errors import UserError
 from seq2seq.training import distributed
 
@@ -18,6 +18,25 @@ def test_precision_choices_on_the_cpu():
     assert autocast_dtype("bf16", CPU, "train.precision") is torch.bfloat16
     with pytest.raises(UserError, match="decode.precision: fp16 needs a CUDA device"):
         autocast_dtype("fp16", CPU, "decode.precision")
+    # training's auto on a CPU that computes bf16 natively; its fp32 stays fp32
+    assert autocast_dtype("auto", CPU, "train.precision", cpu_bf16=True) is torch.bfloat16
+    assert autocast_dtype("fp32", CPU, "train.precision", cpu_bf16=True) is None
+
+
+@pytest.mark.parametrize(
+    "flags, native",
+    [
+        ({"avx2", "avx512f", "avx512_bf16"}, True),  # AMD Zen 4, Intel Cooper Lake
+        ({"avx2", "avx512f", "amx_bf16", "amx_tile"}, True),  # Intel Sapphire Rapids
+        ({"avx2", "avx512f", "avx512_vnni"}, False),  # Intel Ice Lake: bf16 emulated
+        ({"avx2", "fma"}, False),  # most laptops before 2022
+        (set(), False),  # not Linux, or no flags to read
+    ],
+)
+def test_training_picks_bf16_only_on_a_cpu_that_computes_it(flags, native):
+    assert cpu_computes_bf16(flags) is native
+    expected = torch.bfloat16 if native else None
+    assert autocast_dtype("auto", CPU, "train.precision", cpu_computes_bf16(flags)) is expected
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from helpers import ENV, HANG, command, wait_until
 SMALL = [
     "corpus.train_size=600", "corpus.valid_size=20", "corpus.test_size=20",
     "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
-    "train.warmup_steps=5", "train.threads=1",
+    "train.warmup_steps=5", "train.threads=1", "train.precision=fp32",
     "train.device=cpu",  # gloo between CPU processes, compared to 1e-6; the GPU: make gpu-check
 ]  # fmt: skip
 

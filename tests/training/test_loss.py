@@ -56,3 +56,24 @@ def test_trained_on_it_eos_goes_to_zero_where_a_sentence_does_not_end():
     torchs = trained_eos_probability(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1))
     assert torchs == pytest.approx(0.1 / 12, rel=0.05)
     assert ours < 0.1 * torchs  # 0.0003 after these 500 steps, and falling
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_its_gradient_is_autograds_through_log_softmax(eps):
+    """The gradient written out in SmoothedCrossEntropy.backward against autograd's through
+    the loss as a formula (the smoothed target of the test above)."""
+    logits, targets = example()
+    logits.requires_grad_(True)
+    smoothed_cross_entropy(logits, targets, eps, "mean").backward()
+    ours, logits.grad = logits.grad, None
+    vocab = logits.size(-1)
+    target = torch.full_like(logits, eps / (vocab - 3))
+    target[:, [PAD, BOS, EOS]] = 0.0
+    target[torch.arange(len(targets)), targets] += 1 - eps
+    kept = targets != PAD
+    (-(target * F.log_softmax(logits, -1)).sum(-1)[kept].mean()).backward()
+    assert torch.allclose(ours, logits.grad)
+    few = logits.detach()[:10].clone().requires_grad_()  # 5 PAD rows, 5 others
+    assert torch.autograd.gradcheck(
+        lambda x: smoothed_cross_entropy(x, targets[:10], eps, "sum"), (few,)
+    )

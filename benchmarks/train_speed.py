@@ -1,0 +1,161 @@
+"""`make bench-train`: training tokens per second of a config's model on this machine, under
+each setting (the CPU levers of docs/training-speed.md unless --setting is given), in
+alternating rounds (so a busy moment of the machine falls on all of them alike) ->
+benchmarks/train_speed.{json,md}; --profile: where one setting's step spends its time
+(torch.profiler's table on stdout).
+
+    python benchmarks/train_speed.py --config configs/multi30k_de_en.yaml
+    python benchmarks/train_speed.py --setting fp32 train.precision=fp32 \
+        --setting bf16 train.precision=bf16
+    python benchmarks/train_speed.py --profile --setting bf16 train.precision=bf16
+
+A setting is a name and config overrides. Each round runs every setting for --steps steps
+after --warmup untimed ones (which also compile a compiled model: their time is reported),
+in a process of its own,
+on the same batches (the config's seed), the whole step as training runs it
+(seq2seq/train.py's train_step: forward, backward, clip, AdamW); tokens are source and target
+tokens without padding, as the training log counts them.
+"""
+
+import argparse
+import concurrent.futures
+import multiprocessing
+import statistics
+import time
+from pathlib import Path
+
+from bench import machine
+
+from seq2seq.config import load_config
+from seq2seq.support.errors import run_cli
+from seq2seq.support.files import write_json
+from seq2seq.text.batching import Prefetcher
+from seq2seq.train import start_process, train_step
+from seq2seq.training.run import set_up
+
+OUT = Path("benchmarks/train_speed")
+LEVERS = [  # the first is the base the others are compared with
+    ["fp32", "train.precision=fp32"],
+    ["bf16", "train.precision=bf16"],
+    ["bf16, 1 thread", "train.precision=bf16", "train.threads=1"],
+    ["bf16, batch 2,000", "train.precision=bf16", "train.batch_tokens=2000"],
+    ["bf16, batch 8,000", "train.precision=bf16", "train.batch_tokens=8000"],
+    ["bf16, no activation dropout", "train.precision=bf16", "model.activation_dropout=0"],
+    ["bf16, compiled", "train.precision=bf16", "train.compile=true"],
+]
+
+
+def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int) -> dict:
+    """Tokens/s of `steps` training steps after `warmup` untimed ones, from a fresh run."""
+    config = load_config(config_path, overrides)
+    world, device = start_process(config)
+    run = set_up(config, world, device)
+    batches = Prefetcher(run.sampler, run.data, device)
+    run.model.train()
+    try:
+        start = time.perf_counter()
+        for _ in range(warmup):
+            train_step(run, next(batches)[0], config.train.lr)
+        warmup_s = time.perf_counter() - start
+        tokens, start = 0, time.perf_counter()
+        for _ in range(steps):
+            loss, step_tokens = train_step(run, next(batches)[0], config.train.lr)
+            tokens += step_tokens
+        float(loss)  # wait for the device
+        seconds = time.perf_counter() - start
+    finally:
+        batches.close()
+    return {"tokens_per_s": tokens / seconds, "warmup_s": warmup_s}
+
+
+def in_own_process(function, *args):
+    """function(*args) in a new process: what a setting changes of the process (torch's
+    threads, the allocator, compiled code) ends with it."""
+    spawn = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        return pool.submit(function, *args).result()
+
+
+def profile(config_path: str, overrides: list[str], warmup: int, steps: int) -> None:
+    """torch.profiler's table of `steps` steps after `warmup`, by operator, self CPU time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    config = load_config(config_path, overrides)
+    world, device = start_process(config)
+    run = set_up(config, world, device)
+    batches = Prefetcher(run.sampler, run.data, device)
+    run.model.train()
+    try:
+        for _ in range(warmup):
+            train_step(run, next(batches)[0], config.train.lr)
+        with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(steps):
+                train_step(run, next(batches)[0], config.train.lr)
+    finally:
+        batches.close()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+
+
+def table(results: dict) -> str:
+    settings, info = results["settings"], results["machine"]
+    base = settings[0]["name"]
+    base_speed = statistics.median(settings[0]["tokens_per_s"])
+    lines = [
+        f"| setting | overrides | tokens/s (median of {results['rounds']}) | rounds | "
+        f"x {base} | warm-up s |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in settings:
+        median = statistics.median(s["tokens_per_s"])
+        rounds = ", ".join(f"{x:,.0f}" for x in s["tokens_per_s"])
+        overrides = " ".join(f"`{o}`" for o in s["overrides"]) or "(the config's)"
+        lines.append(
+            f"| {s['name']} | {overrides} | {median:,.0f} | {rounds} | "
+            f"{median / base_speed:.2f} | {max(s['warmup_s']):.0f} |"
+        )
+    return "\n".join(lines) + (
+        f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
+        f"steps a round; {info['device_name']}, {info['cpu_count']} cores, "
+        f"{info['torch_threads']} torch threads, torch {info['torch']}, {info['date'][:10]}.\n"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/multi30k_de_en.yaml")
+    parser.add_argument(
+        "--setting", nargs="+", action="append", metavar=("NAME", "OVERRIDE"),
+        help="a name and its config overrides (repeat for each setting; the first is the base)",
+    )  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--profile", action="store_true", help="profile the first setting")
+    parser.add_argument("--out", type=Path, default=OUT, help="PATH.json and PATH.md")
+    args = parser.parse_args(argv)
+    settings = [
+        {"name": s[0], "overrides": s[1:], "tokens_per_s": [], "warmup_s": []}
+        for s in args.setting or LEVERS
+    ]
+    if args.profile:
+        return profile(args.config, settings[0]["overrides"], args.warmup, args.steps)
+    for _ in range(args.rounds):
+        for s in settings:
+            speed = in_own_process(
+                timed_steps, args.config, s["overrides"], args.warmup, args.steps
+            )
+            s["tokens_per_s"].append(speed["tokens_per_s"])
+            s["warmup_s"].append(speed["warmup_s"])
+            print(f"{s['name']}: {speed['tokens_per_s']:,.0f} tokens/s", flush=True)
+    results = {
+        "config": args.config, "machine": machine(), "rounds": args.rounds,
+        "warmup": args.warmup, "steps": args.steps, "settings": settings,
+    }  # fmt: skip
+    write_json(args.out.with_suffix(".json"), results)
+    args.out.with_suffix(".md").write_text(table(results), "utf-8")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    run_cli(main)
