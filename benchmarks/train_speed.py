@@ -45,26 +45,37 @@ LEVERS = [  # the first is the base the others are compared with
 ]
 
 
-def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int) -> dict:
-    """Tokens/s of `steps` training steps after `warmup` untimed ones, from a fresh run."""
-    config = load_config(config_path, overrides)
-    world, device = start_process(config)
-    run = set_up(config, world, device)
-    batches = Prefetcher(run.sampler, run.data, device)
-    run.model.train()
-    try:
-        start = time.perf_counter()
-        for _ in range(warmup):
-            train_step(run, next(batches)[0], config.train.lr)
-        warmup_s = time.perf_counter() - start
+class Steps:
+    """A fresh run of the config with these overrides, stepping as training does."""
+
+    def __init__(self, config_path: str, overrides: list[str]):
+        config = load_config(config_path, overrides)
+        world, device = start_process(config)
+        self.run = set_up(config, world, device)
+        self.batches = Prefetcher(self.run.sampler, self.run.data, device)
+        self.run.model.train()
+
+    def take(self, count: int) -> tuple[int, float]:
+        """`count` steps; their tokens and seconds."""
         tokens, start = 0, time.perf_counter()
-        for _ in range(steps):
-            loss, step_tokens = train_step(run, next(batches)[0], config.train.lr)
+        for _ in range(count):
+            loss, step_tokens = train_step(self.run, next(self.batches)[0], self.run.train_cfg.lr)
             tokens += step_tokens
         float(loss)  # wait for the device
-        seconds = time.perf_counter() - start
+        return tokens, time.perf_counter() - start
+
+    def close(self) -> None:
+        self.batches.close()
+
+
+def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int) -> dict:
+    """Tokens/s of `steps` training steps after `warmup` untimed ones, from a fresh run."""
+    run = Steps(config_path, overrides)
+    try:
+        _, warmup_s = run.take(warmup)
+        tokens, seconds = run.take(steps)
     finally:
-        batches.close()
+        run.close()
     return {"tokens_per_s": tokens / seconds, "warmup_s": warmup_s}
 
 
@@ -81,19 +92,13 @@ def profile(config_path: str, overrides: list[str], warmup: int, steps: int) -> 
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    config = load_config(config_path, overrides)
-    world, device = start_process(config)
-    run = set_up(config, world, device)
-    batches = Prefetcher(run.sampler, run.data, device)
-    run.model.train()
+    run = Steps(config_path, overrides)
     try:
-        for _ in range(warmup):
-            train_step(run, next(batches)[0], config.train.lr)
+        run.take(warmup)
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
-            for _ in range(steps):
-                train_step(run, next(batches)[0], config.train.lr)
+            run.take(steps)
     finally:
-        batches.close()
+        run.close()
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
