@@ -34,7 +34,7 @@ from peers_measure import ROOT, Scoring, metric_of
 from peers_opennmt import ONMT_PYTHON, opennmt_config, run_opennmt
 from peers_ours import decode_ours, train_ours
 from peers_pieces import detokenizer, write_pieces
-from peers_report import DIFFERENCES, markdown, ratios
+from peers_report import DIFFERENCES, PICTURES, draw_curves, markdown, ratios
 
 from seq2seq.config import Config, load_config
 from seq2seq.support.errors import UserError, run_cli
@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus = config.corpus.name
     stem = "peers" if corpus == "numbers" else f"peers_{corpus}"
     save_results(Path(args.out) / stem, results, markdown(results))
+    draw_curves(results, PICTURES / f"{stem}.png")
 
 
 if __name__ == "__main__":

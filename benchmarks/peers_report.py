@@ -1,7 +1,17 @@
 """The report of `make bench-peers`: each figure of both toolkits and their ratio, the settings
-and the differences that remain between the two setups, as <out>/peers.md."""
+and the differences that remain between the two setups, as <out>/peers.md; and the picture of
+each toolkit's validation score against minutes of training, as docs/benchmarks/<stem>.png.
+
+    python benchmarks/peers_report.py benchmarks/peers_multi30k_de_en.json  # the picture again
+"""
+
+import json
+import sys
+from pathlib import Path
 
 from peers_measure import BATCH_SIZES, TARGETS
+
+PICTURES = Path("docs/benchmarks")
 
 NAMES = {"joeynmt": "JoeyNMT", "opennmt": "OpenNMT-py"}
 METRICS = {"exact_match": "exact match", "bleu": "BLEU"}
@@ -181,3 +191,34 @@ def difference_lines(s: dict) -> list[str]:
         lines += ["", f"## Differences from {NAMES[peer]}", ""]
         lines += [f"* {difference}" for difference in differences]
     return lines
+
+
+def draw_curves(results: dict, path: Path) -> None:
+    """Valid BLEU (or exact match) against minutes of training, ours and each peer's: the
+    picture to look at before choosing a toolkit."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no screen needed
+    import matplotlib.pyplot as plt
+
+    metric = results["settings"]["metric"]
+    curves = {"seq2seq": results["ours"]["curve"]}
+    curves |= {NAMES[peer]: figures["curve"] for peer, figures in results["peers"].items()}
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for name, curve in curves.items():
+        minutes = [point["wall_s"] / 60 for point in curve]
+        axes.plot(minutes, [point[f"valid_{metric}"] for point in curve], marker="o", label=name)
+    info = results["machine"]
+    axes.set_title(f"{info['device_name']}, {info['cpu_count']} cores, torch {info['torch']}")
+    axes.set_xlabel("minutes of training (wall clock, validations included)")
+    axes.set_ylabel(f"valid {METRICS[metric]}")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    source = Path(sys.argv[1])
+    draw_curves(json.loads(source.read_text("utf-8")), PICTURES / source.with_suffix(".png").name)

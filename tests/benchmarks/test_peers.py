@@ -13,7 +13,7 @@ from peers_joeynmt_config import joey_batch_sizes, joey_budget_for_steps, joey_c
 from peers_measure import Scoring, curve_figures, new_lines, score, seconds_to
 from peers_opennmt import opennmt_config
 from peers_pieces import detokenizer, write_pieces
-from peers_report import markdown, ratios, rows, shown
+from peers_report import draw_curves, markdown, ratios, rows, shown
 
 from seq2seq.config import load_config
 from seq2seq.text.vocab import load_vocabs
@@ -152,3 +152,17 @@ def test_report_rows_and_ratios():
         assert [row.split(" | ")[0][2:] for row in table] == [label for _, label, _ in expected]
         assert len(expected) == len({key for key, _, _ in expected})
         assert markdown(results) == (ROOT / f"benchmarks/{stem}.md").read_text()
+
+
+def test_the_curves_are_drawn_from_the_results(tmp_path):
+    """The picture of `make bench-peers`: a PNG of each toolkit's curve, from the JSON alone."""
+    curve = [{"wall_s": 60.0 * m, "valid_bleu": b} for m, b in ((1, 3.0), (2, 15.0), (3, 25.0))]
+    results = {
+        "settings": {"metric": "bleu"},
+        "machine": {"device_name": "AMD EPYC", "cpu_count": 2, "torch": "2.13.0"},
+        "ours": {"curve": curve},
+        "peers": {"opennmt": {"curve": curve[:2]}},
+    }
+    draw_curves(results, tmp_path / "curves.png")
+    picture = (tmp_path / "curves.png").read_bytes()
+    assert picture.startswith(b"\x89PNG\r\n\x1a\n") and len(picture) > 10_000
