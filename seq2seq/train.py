@@ -82,7 +82,11 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
                 micro_batches, progress.sampler = next(batches)
                 loss, tokens = train_step(run, micro_batches, lr)
                 progress.step += 1
-                progress.elapsed_s = time.perf_counter() - started
+                # the clock, and a signal: the same in every process
+                at_stop_step = progress.step == stop_after
+                stopping, progress.elapsed_s = clock_and_stop(
+                    stop, at_stop_step, started, run.world
+                )
                 # log: the loss stays on the device until a report reads it
                 meter.add(loss, tokens)
                 report.update(progress.step, loss, lr, meter.tokens_per_s, progress.elapsed_s)
@@ -90,7 +94,6 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
                 # max_minutes); save on a signal
                 end = run.finished
                 validating = progress.step % train_cfg.eval_every == 0 or end
-                stopping = stop_asked(stop, progress.step == stop_after, run.world)
                 if validating or stopping:
                     evaluate_and_save(run, meter, lr, report, validating, started)
                     meter = Throughput(progress.step + 1)
@@ -147,7 +150,7 @@ def evaluate_and_save(
     diverged step is never saved) and the training time brought up to date; then, if
     `validating`, a validation (best.pt if it is the best); then last.pt."""
     train_loss = checked_loss(run, meter)
-    run.progress.elapsed_s = time.perf_counter() - started
+    _, run.progress.elapsed_s = clock_and_stop(None, False, started, run.world)
     if validating:
         validate_and_keep_best(run, train_loss, meter, lr, report)
     save_last(run)
@@ -190,11 +193,16 @@ def validate_and_keep_best(
     progress.best, progress.validations_without_gain, progress.stopped_early = decisions
 
 
-def stop_asked(stop: StopOnSignal, at_stop_step: bool, world: World) -> bool:
-    """Whether a signal reached any process, or training was asked to stop at this step:
-    then every process stops after it."""
-    asked = stop.received is not None or at_stop_step
-    return bool(distributed.sum_over_processes([float(asked)], world)[0])
+def clock_and_stop(
+    stop: StopOnSignal | None, at_stop_step: bool, started: float, world: World
+) -> tuple[bool, float]:
+    """Whether a signal reached any process, or training was asked to stop at this step (then
+    every process stops after it), and the training time so far: the processes' mean, so that
+    every process sees train.max_minutes run out at the same step. One exchange for both."""
+    asked = (stop is not None and stop.received is not None) or at_stop_step
+    clock = time.perf_counter() - started
+    asked_anywhere, clocks = distributed.sum_over_processes([float(asked), clock], world)
+    return bool(asked_anywhere), clocks / world.size
 
 
 def interrupted(run: Run, stop: StopOnSignal, as_asked: bool) -> Interrupted:

@@ -70,6 +70,21 @@ def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.slow
+def test_with_a_time_budget_every_process_stops_at_the_same_step(workdir):
+    """train.max_minutes under torchrun: the processes share one clock (their mean), so none
+    goes on to a step the others never take (that would hang in the gradient exchange)."""
+    budget = ["train.max_steps=100000", "train.max_minutes=0.03", "train.eval_every=10"]
+    stdout = finish(run(*budget, "experiment=budget", cwd=workdir, processes=2))
+    log = [json.loads(line) for line in (workdir / "runs/budget/metrics.jsonl").open()]
+    assert log[-1]["elapsed_s"] >= 1.8 and log[-1]["step"] < 100_000
+    assert (
+        read_state(workdir / "runs/budget/last.pt")["training"]["progress"]["step"]
+        == log[-1]["step"]
+    )
+    assert "or 0.03 minutes" in stdout
+
+
+@pytest.mark.slow
 def test_two_processes_equal_one_with_matching_accumulation(workdir):
     steps = ["train.max_steps=12", "train.eval_every=6"]
     for accumulate in (1, 2):
