@@ -24,8 +24,9 @@ Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, th
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
 the sampler's position (epoch, steps done in it), the best result so far, and every random
 state (seq2seq/training/resume.py). Running the command again continues from it, exactly: on
-the CPU the parameters end bit-for-bit as if training had never stopped. `--restart` starts
-over.
+the CPU the parameters end bit-for-bit as if training had never stopped (with a time budget,
+train.max_minutes, the learning rate follows the clock instead, and the time stopped does not
+count). `--restart` starts over.
 
 Fine-tuning: with `train.init_from`, a fresh run starts from that checkpoint's weights instead
 of random ones (seq2seq/training/finetune.py), and is an ordinary run from there.
