@@ -85,3 +85,10 @@ def test_the_summary_gives_the_machine_the_minutes_and_each_directions_beam_bleu
     assert sentence.startswith("On 2 cores of an AMD EPYC, with no GPU")
     assert f"en-digits {recipe['test']['beam']['bleu']:.1f} BLEU" in sentence
     assert f"train in {round(recipe['train_minutes'])} minutes" in sentence
+
+
+def test_the_pages_hold_the_committed_results(monkeypatch):
+    """docs/corpora.md's table and the README's and docs/package.md's sentence are those of
+    benchmarks/recipes.json (`python benchmarks/recipes.py --write` after editing a page)."""
+    monkeypatch.chdir(ROOT)
+    recipes.main([])  # a UserError naming the page that is out of date
