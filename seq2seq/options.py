@@ -269,8 +269,9 @@ class ServeConfig:
     # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
     # well under the process's file limit (ulimit -n).
     max_connections: Annotated[int, "at least 1"] = 256
-    # Open connections from one client address at most; more get a quick 503. Behind a
-    # reverse proxy every connection is the proxy's: raise it to max_connections.
+    # Open connections from one client address at most; more get a quick 503. Those from
+    # trusted_proxies count only against max_connections (behind a reverse proxy every
+    # client connects from the proxy's address).
     max_client_connections: Annotated[int, "at least 1"] = 64
     # Seconds a client has to send a request's headers (from connecting, or from its previous
     # answer: idle keep-alive connections close then), and again for its body (408).

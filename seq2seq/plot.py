@@ -16,14 +16,13 @@ validation scores, against the step.
 Needs matplotlib: pip install -e ".[plot]".
 """
 
-import json
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decoding.attention_maps import attention_maps
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
-from seq2seq.support.files import atomic_write
+from seq2seq.support.files import atomic_write, read_log
 from seq2seq.support.paths import METRICS, picture
 
 
@@ -70,7 +69,7 @@ def plot_curves(metrics_path: Path, path: Path, trained_by: str = "`make train`"
     plt = pyplot()
     if not metrics_path.exists():
         raise UserError(f"no training log at {metrics_path}: run {trained_by} first")
-    log = [json.loads(line) for line in metrics_path.read_text(encoding="utf-8").splitlines()]
+    log = read_log(metrics_path)
     if not log:
         raise UserError(f"{metrics_path} is empty: no validation has run yet")
     steps = [entry["step"] for entry in log]

@@ -38,9 +38,9 @@ and the address come from the config's `serve` section; it listens on 127.0.0.1 
 only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
 request already received (new ones on open connections get a 503), then exits.
 
-With serve.workers N, this process binds the socket and starts N workers (start_workers), each
-all of the above on that socket with its own engine; it then waits (supervise), passing a
-Ctrl-C or SIGTERM on to each, and stopping all when one dies.
+With serve.workers N, this process binds the socket and starts N workers (supervise), each
+all of the above on that socket with its own engine; it then watches them, replacing one that
+dies, and passes a Ctrl-C or SIGTERM on to each.
 """
 
 import argparse
@@ -50,17 +50,19 @@ import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.synchronize
 import os
 import signal
 import socket
 import sys
+from typing import NamedTuple
 
 import torch
 
 from seq2seq.config import Config, ServeConfig, add_config_arguments, load_config
 from seq2seq.decoding.engines import Engine
 from seq2seq.exports.cached import add_engine_arguments, load_engine
-from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli
+from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
     import uvicorn
@@ -70,6 +72,11 @@ try:  # the service's dependencies: one line, not a traceback, if they are missi
     from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
 except ImportError as missing:
     sys.exit(f'error: the service needs {missing.name}: pip install -e ".[serve]"')
+
+
+class Worker(NamedTuple):
+    process: multiprocessing.Process
+    ready: multiprocessing.synchronize.Event  # set once its engine is loaded
 
 
 class Server(uvicorn.Server):
@@ -168,13 +175,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     del engine  # each worker loads its own (a cached export is now made: they find it)
     sock = listen(config.serve.host, config.serve.port)
-    workers = start_workers(sock, config, args)
     url = Server.address(sock)
     print(
-        f"serving {path} at {url} with {len(workers)} workers (Ctrl-C to stop)",
+        f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)",
         file=sys.stderr, flush=True,
     )  # fmt: skip
-    supervise(workers)
+    supervise(sock, config, args)
 
 
 def load(config: Config, args: argparse.Namespace) -> Engine:
@@ -187,54 +193,86 @@ def load(config: Config, args: argparse.Namespace) -> Engine:
     )
 
 
-def start_workers(sock: socket.socket, config: Config, args) -> list[multiprocessing.Process]:
-    """serve.workers processes (spawned: each imports afresh, none shares the parent's
-    threads) answering on `sock`, each with its own engine and decoder thread."""
+# A worker that dies this many times in a row before it serves stops the service
+START_TRIES = 3
+
+
+def start_worker(sock: socket.socket, config: Config, args, number: int) -> Worker:
+    """A worker process (spawned: it imports afresh and shares none of the parent's threads)
+    answering on `sock` with its own engine and decoder thread, and the event it sets once
+    its engine is loaded."""
     spawn = multiprocessing.get_context("spawn")
-    workers = [
-        spawn.Process(target=worker, args=(sock, config, args), name=f"worker {number}")
-        for number in range(1, config.serve.workers + 1)
-    ]
-    for process in workers:
-        process.start()
-    return workers
+    ready = spawn.Event()
+    process = spawn.Process(
+        target=worker, args=(sock, config, args, ready), name=f"worker {number}"
+    )  # fmt: skip
+    process.start()
+    return Worker(process, ready)
 
 
-def worker(sock: socket.socket, config: Config, args: argparse.Namespace) -> None:
+def worker(sock: socket.socket, config: Config, args: argparse.Namespace, ready) -> None:
     """One worker process: its own process group, so that a Ctrl-C at the terminal reaches
     the parent alone, which passes it on as one SIGTERM."""
     os.setpgrp()
 
     def run(_) -> None:
+        server = Server(load(config, args), config.serve, sock)
+        ready.set()
         with contextlib.suppress(Interrupted):  # the parent says that it stopped
-            serve(Server(load(config, args), config.serve, sock))
+            serve(server)
 
     run_cli(run)
 
 
-def supervise(workers: list[multiprocessing.Process]) -> None:
-    """Wait for the workers; SIGINT or SIGTERM to this process is a SIGTERM to each (a
-    graceful stop), and a worker that dies stops the others."""
+def supervise(sock: socket.socket, config: Config, args) -> None:
+    """Start serve.workers workers on `sock` and watch them: one that dies is replaced (only
+    the requests it was answering fail), unless it died START_TRIES times in a row before
+    serving: then all stop, with one line. SIGINT or SIGTERM to this process is one SIGTERM
+    to each worker (a graceful stop)."""
+    workers: dict[int, Worker] = {}
     signals: list[int] = []
+    stopped: set[int] = set()  # the workers sent a SIGTERM
 
-    def stop(number: int, frame=None) -> None:
-        signals.append(number)
-        for process in workers:
-            if process.is_alive():
+    def stop_all() -> None:
+        for process, _ in list(workers.values()):
+            if process.is_alive() and process.pid not in stopped:
+                stopped.add(process.pid)
                 os.kill(process.pid, signal.SIGTERM)
 
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, stop)
-    sentinels = [process.sentinel for process in workers]
-    multiprocessing.connection.wait(sentinels)  # the first to end
-    if not signals:
-        stop(0)
-    for process in workers:
+    def on_signal(number: int, frame) -> None:
+        signals.append(number)
+        stop_all()
+
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, on_signal)
+    for number in range(1, config.serve.workers + 1):
+        workers[number] = start_worker(sock, config, args, number)
+    failed_starts = dict.fromkeys(workers, 0)
+    while not signals:
+        by_sentinel = {process.sentinel: number for number, (process, _) in workers.items()}
+        ended = multiprocessing.connection.wait(list(by_sentinel))
+        number = by_sentinel[ended[0]]  # one at a time: the next turn sees any other
+        dead, ready = workers[number]
+        dead.join()
+        failed_starts[number] = 0 if ready.is_set() else failed_starts[number] + 1
+        if signals or failed_starts[number] == START_TRIES:
+            break
+        warn(f"{dead.name} stopped ({ending(dead.exitcode)}): starting another in its place")
+        workers[number] = start_worker(sock, config, args, number)
+    stop_all()  # a worker started as the signal came gets it too
+    for process, _ in workers.values():
         process.join()
-    if signals and signals[0]:
+    if signals:
         raise Interrupted(f"stopped serving ({signal.Signals(signals[0]).name})", signals[0])
-    codes = {process.name: process.exitcode for process in workers if process.exitcode}
-    raise UserError(f"a worker stopped, and with it the others (exit codes: {codes})")
+    last = ending(workers[number].process.exitcode)
+    raise UserError(f"worker {number} stopped {START_TRIES} times while starting (last: {last})")
+
+
+def ending(exit_code: int) -> str:
+    """How a process ended, from its exit code: `exit code 1`, `killed by SIGKILL`."""
+    if exit_code < 0:
+        return f"killed by {signal.Signals(-exit_code).name}"
+    return f"exit code {exit_code}"
 
 
 def one_line_log() -> logging.Handler:

@@ -23,7 +23,8 @@ the end, their average is validated too: best.pt if it is better (training/avera
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
 the sampler's position (epoch, steps done in it), the best result so far, and every random
-state (seq2seq/training/resume.py). Running the command again continues from it, exactly: on
+state (seq2seq/training/resume.py); a validation under way when the signal comes is cut short
+and runs again on resuming. Running the command again continues from it, exactly: on
 the CPU the parameters end bit-for-bit as if training had never stopped (with a time budget,
 train.max_minutes, the learning rate follows the clock instead, and the time stopped does not
 count). `--restart` starts over.
@@ -59,7 +60,7 @@ from seq2seq.training.finetune import start_from_source
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import learning_rate, schedule_warning
 from seq2seq.training.report import Report, Throughput
-from seq2seq.training.resume import StopOnSignal
+from seq2seq.training.resume import CutShort, StopOnSignal
 from seq2seq.training.run import Run, set_up
 from seq2seq.training.validation import validate
 
@@ -76,6 +77,10 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
     run.model.train()
     try:
         with StopOnSignal() as stop:
+            if progress.cut_validation:  # a signal cut it short before: it runs again first
+                evaluate_and_save(run, meter, 0.0, report, True, started, stop)
+                if progress.cut_validation:
+                    raise interrupted(run, stop, as_asked=False)
             while not run.finished:
                 # the learning rate of this step, from the schedule
                 lr = learning_rate(progress.step, train_cfg, progress.elapsed_s)
@@ -92,13 +97,13 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
                 meter.add(loss, tokens)
                 report.update(progress.step, loss, lr, meter.tokens_per_s, progress.elapsed_s)
                 # evaluate and save: every eval_every steps and at the end (max_steps or
-                # max_minutes); save on a signal
+                # max_minutes); save on a signal (which cuts a validation short)
                 end = run.finished
                 validating = progress.step % train_cfg.eval_every == 0 or end
                 if validating or stopping:
-                    evaluate_and_save(run, meter, lr, report, validating, started)
+                    evaluate_and_save(run, meter, lr, report, validating, started, stop)
                     meter = Throughput(progress.step + 1)
-                if stopping and not run.finished:
+                if (stopping or progress.cut_validation) and not run.finished:
                     raise interrupted(run, stop, as_asked=progress.step == stop_after)
     finally:
         batches.close()
@@ -145,53 +150,75 @@ def micro_steps(run: Run, micro_batches: list[tuple]) -> tuple[torch.Tensor, int
 
 
 def evaluate_and_save(
-    run: Run, meter: Throughput, lr: float, report: Report, validating: bool, started: float
+    run: Run,
+    meter: Throughput,
+    lr: float,
+    report: Report,
+    validating: bool,
+    started: float,
+    stop: StopOnSignal,
 ) -> None:
     """Every save goes through here: first the losses since the last save are checked (a
     diverged step is never saved) and the training time brought up to date; then, if
-    `validating`, a validation (best.pt if it is the best); then last.pt."""
+    `validating`, a validation (best.pt if it is the best; a signal cuts it short); then
+    last.pt."""
     train_loss = checked_loss(run, meter)
     _, run.progress.elapsed_s = clock_and_stop(None, False, started, run.world)
     if validating:
-        validate_and_keep_best(run, train_loss, meter, lr, report)
+        figures = {"train_loss": train_loss, "lr": lr, "tokens_per_s": meter.tokens_per_s}
+        validate_and_keep_best(run, run.progress.cut_validation or figures, report, stop)
     save_last(run)
     if run.device.type == "cpu":
         release_freed_memory()  # what the steps and the validation left between their blocks
 
 
-def validate_and_keep_best(
-    run: Run, train_loss: float, meter: Throughput, lr: float, report: Report
-) -> None:
+# What rank 0 decides at a validation and every process follows (Progress's fields)
+DECISIONS = ("best", "validations_without_gain", "stopped_early", "cut_validation")
+
+
+def validate_and_keep_best(run: Run, figures: dict, report: Report, stop: StopOnSignal) -> None:
     """Rank 0 validates, keeps the best checkpoint (and the recent ones, to average at the
-    end) and logs; every process takes its decisions (best, patience), so that all stop
-    together."""
-    progress, train_cfg = run.progress, run.train_cfg
+    end) and logs; a signal cuts it short, its decisions undone and the step's `figures`
+    (train_loss, lr, tokens_per_s) kept for the resumed run to validate again. Every process
+    takes the decisions (best, patience, cut short), so that all stop together."""
+    progress = run.progress
+    progress.cut_validation = None
+    before = {key: getattr(progress, key) for key in DECISIONS}
     if run.world.main:
-        result = {
-            "step": progress.step,
-            "epoch": run.sampler.epoch,
-            "train_loss": train_loss,
-            "lr": lr,
-            "tokens_per_s": meter.tokens_per_s,
-            **validate(run.model, run.config, run.vocabs, run.valid, run.device),
-            "elapsed_s": progress.elapsed_s,
-        }
-        improved = keep_if_best(run, result)
-        keep_recent(run, {**result, "example": run.example})  # step-<N>.pt (average_last)
-        report.write(
-            f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
-            f"exact match {result['valid_exact_match']:.4f}  "
-            f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
-        )
-        if train_cfg.patience and progress.validations_without_gain >= train_cfg.patience:
-            report.write(f"no gain in {train_cfg.patience} validations: stopping early")
-            progress.stopped_early = True
-        append_line(run.log_path, json.dumps(result))
-        if run.finished and (verdict := average_at_end(run, result)):
-            report.write(verdict)
-    decisions = (progress.best, progress.validations_without_gain, progress.stopped_early)
-    decisions = distributed.from_main(decisions, run.world)
-    progress.best, progress.validations_without_gain, progress.stopped_early = decisions
+        try:
+            with stop.at_once():
+                validate_and_log(run, figures, report)
+        except CutShort:
+            vars(progress).update(before, cut_validation=figures)
+            report.write(f"step {progress.step:>6}  validation stopped: it runs again on resuming")
+    decided = distributed.from_main({key: getattr(progress, key) for key in DECISIONS}, run.world)
+    vars(progress).update(decided)
+
+
+def validate_and_log(run: Run, figures: dict, report: Report) -> None:
+    """This step's validation (rank 0): best.pt if it is the best, step-<N>.pt to average,
+    the report's line and metrics.jsonl's; at the end, the average's."""
+    progress, train_cfg = run.progress, run.train_cfg
+    result = {
+        "step": progress.step,
+        "epoch": run.sampler.epoch,
+        **figures,
+        **validate(run.model, run.config, run.vocabs, run.valid, run.device),
+        "elapsed_s": progress.elapsed_s,
+    }
+    improved = keep_if_best(run, result)
+    keep_recent(run, {**result, "example": run.example})  # step-<N>.pt (average_last)
+    report.write(
+        f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
+        f"exact match {result['valid_exact_match']:.4f}  "
+        f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
+    )
+    if train_cfg.patience and progress.validations_without_gain >= train_cfg.patience:
+        report.write(f"no gain in {train_cfg.patience} validations: stopping early")
+        progress.stopped_early = True
+    append_line(run.log_path, json.dumps(result))
+    if run.finished and (verdict := average_at_end(run, result)):
+        report.write(verdict)
 
 
 def clock_and_stop(

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -507,38 +508,95 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def spawned_workers(pid: int) -> set[int]:
+    """The worker processes of the service `pid` (spawned by multiprocessing)."""
+    return {p for p in children(pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
+
+
+def start_workers(seed_run: Path) -> tuple[subprocess.Popen, str]:
+    """The service with serve.workers=2, started; and its URL."""
+    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
+    process = subprocess.Popen(
+        command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
+    )  # fmt: skip
+    return process, read_address(process)
+
+
+def sending(url: str, outcomes: list, until: threading.Event) -> None:
+    """One client's requests, one after another until `until`: each outcome, 200 or the
+    exception it met."""
+    while not until.is_set():
+        try:
+            status, answer, _ = call(url, "POST", "/translate", {"text": ["nine is nine"]})
+            outcomes.append(status if answer.get("translations") == ["9 la 9"] else answer)
+        except OSError as error:
+            outcomes.append(error)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_workers_answer_on_one_port_and_stop_together(seed_run):
-    """serve.workers=2: two processes answer on the address printed; SIGTERM stops both and
-    the command says so once; a worker that dies takes the other down, and the exit says so."""
-    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
-    for ending in (signal.SIGTERM, signal.SIGKILL):
-        process = subprocess.Popen(
-            command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
-        )
-        try:
-            url = read_address(process)
-            for sentence, expected in [("one is one", "1 la 1"), ("nine is nine", "9 la 9")] * 4:
-                status, answer, _ = call(url, "POST", "/translate", {"text": [sentence]})
-                assert (status, answer["translations"]) == (200, [expected])
-            workers = [p for p in children(process.pid) if b"spawn_main" in
-                       Path(f"/proc/{p}/cmdline").read_bytes()]  # fmt: skip
-            assert len(workers) == 2
-            if ending == signal.SIGTERM:
-                process.send_signal(signal.SIGTERM)
-            else:
-                os.kill(workers[0], signal.SIGKILL)
-            assert process.wait(timeout=HANG) == (128 + 15 if ending == signal.SIGTERM else 1)
-            rest = process.stderr.read()
-            if ending == signal.SIGTERM:
-                assert rest == "stopped serving (SIGTERM)\n"
-            else:
-                assert rest.startswith("error: a worker stopped") and "-9" in rest, rest
-            assert not any(Path(f"/proc/{p}").exists() for p in workers)
-        finally:
-            process.kill()
-            process.wait()
+def test_a_dead_worker_is_replaced_while_the_other_serves_and_sigterm_stops_all(seed_run):
+    """serve.workers=2 under one client's load: `kill -9` of a worker fails at most the one
+    request it was answering; another worker takes its place (said in one line), the service
+    answering all along; SIGTERM then stops every worker, and the command says so once."""
+    process, url = start_workers(seed_run)
+    try:
+        for sentence, expected in [("one is one", "1 la 1"), ("nine is nine", "9 la 9")] * 4:
+            status, answer, _ = call(url, "POST", "/translate", {"text": [sentence]})
+            assert (status, answer["translations"]) == (200, [expected])
+        first = spawned_workers(process.pid)
+        assert len(first) == 2
+        outcomes, done = [], threading.Event()
+        client = threading.Thread(target=sending, args=(url, outcomes, done))
+        client.start()
+        wait_until(lambda: len(outcomes) >= 20, "answers before the kill")
+        killed = min(first)
+        os.kill(killed, signal.SIGKILL)
+        line = process.stderr.readline()
+        assert re.fullmatch(r"warning: worker \d stopped \(killed by SIGKILL\): starting "
+                            r"another in its place\n", line), line  # fmt: skip
+        wait_until(lambda: len(spawned_workers(process.pid) - first) == 1, "a new worker")
+        at_kill = len(outcomes)
+        wait_until(lambda: len(outcomes) >= at_kill + 20, "answers after the kill")
+        done.set()
+        client.join()
+        failed = [outcome for outcome in outcomes if outcome != 200]
+        assert len(failed) <= 1, failed  # the one request in flight, if the dead one had it
+        workers = spawned_workers(process.pid)
+        assert len(workers) == 2 and killed not in workers
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
+        assert process.stderr.read() == "stopped serving (SIGTERM)\n"
+        assert not any(Path(f"/proc/{p}").exists() for p in workers)
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_worker_dying_as_it_starts_again_and_again_stops_the_service(seed_run):
+    """Every worker killed as soon as it appears, before it has loaded its model (as a worker
+    failing at start-up ends): replaced each time until one of them has died START_TRIES
+    times in a row; then the service stops with one line, the other worker too."""
+    process, _ = start_workers(seed_run)
+    try:
+        killed: set[int] = set()
+        while process.poll() is None:
+            for new in spawned_workers(process.pid) - killed:
+                os.kill(new, signal.SIGKILL)  # a spawned Python, still importing
+                killed.add(new)
+            time.sleep(0.01)
+        assert process.returncode == 1
+        assert serve.START_TRIES <= len(killed) <= 2 * serve.START_TRIES
+        last = process.stderr.read().splitlines()[-1]
+        assert re.fullmatch(
+            rf"error: worker \d stopped {serve.START_TRIES} times while starting \(last: killed "
+            r"by SIGKILL\)", last
+        ), last  # fmt: skip
+    finally:
+        process.kill()
+        process.wait()
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ from seq2seq.exports.ctranslate2 import save_spec, transformer_spec
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
-from seq2seq.support.files import atomic_write
+from seq2seq.support.files import atomic_write, remove_leftovers, stand_in
 from seq2seq.text.special import non_output_logits
 from seq2seq.text.vocab import self_normalizing_model
 
@@ -140,7 +140,8 @@ def export_argos(
     version = PACKAGE_VERSION.replace(".", "_")
     name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
     out_file.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=f".{out_file.name}.") as staging:
+    remove_leftovers(out_file.parent, out_file.name)  # of an export killed before its end
+    with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=stand_in(out_file)) as staging:
         folder = Path(staging) / name
         folder.mkdir()
         save_spec(argos_spec(checkpoint), folder / "model", quantization)

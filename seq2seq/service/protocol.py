@@ -5,14 +5,16 @@
       serve.max_connections + SPARE_FILES, or one line saying why it cannot be
     uvicorn (HTTP/1.1 parsed by h11, strictly), one Connection a client connection:
       a request's headers must arrive within serve.timeout_s; over serve.max_client_connections
-      from one address -> 503; over serve.max_connections, a connection waiting for its
-      request is closed (none: 503); a request that is not HTTP/1.1 -> a JSON 400
+      from one address (not one of serve.trusted_proxies) -> 503; over serve.max_connections,
+      a connection waiting for its request is closed (none: 503); a request that is not
+      HTTP/1.1 -> a JSON 400
     OutOfFiles: the event loop's error handler, should the files run out all the same
 
 Nothing here knows the routes (app.py) or the engine.
 """
 
 import asyncio
+import ipaddress
 import json
 import math
 import resource
@@ -39,6 +41,7 @@ class Connection(H11Protocol):
 
     deadline: asyncio.TimerHandle | None = None  # set while waiting for a request's headers
     most, most_per_client = 256, 64  # serve.max_connections, max_client_connections
+    proxies: tuple = ()  # serve.trusted_proxies: their connections count only against `most`
 
     @classmethod
     def limited(cls, settings: ServeConfig) -> type["Connection"]:
@@ -46,13 +49,16 @@ class Connection(H11Protocol):
         limits = {
             "most": settings.max_connections,
             "most_per_client": settings.max_client_connections,
+            "proxies": tuple(
+                ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies
+            ),
         }
         return type(cls.__name__, (cls,), limits)
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         mine = [c for c in self.connections if c.address == self.address]
-        if len(mine) > self.most_per_client:
+        if len(mine) > self.most_per_client and not self.from_proxy():
             self.refuse("too many connections from your address (serve.max_client_connections)")
         elif len(self.connections) > self.most and not self.make_room():
             self.refuse("too many connections: try again in a moment")
@@ -62,6 +68,15 @@ class Connection(H11Protocol):
     @property
     def address(self) -> str:
         return self.client[0] if self.client else ""
+
+    def from_proxy(self) -> bool:
+        """Whether the connection comes from serve.trusted_proxies: every client behind a
+        reverse proxy connects from its address."""
+        try:
+            address = ipaddress.ip_address(self.address)
+        except ValueError:
+            return False
+        return any(address in network for network in self.proxies)
 
     def make_room(self) -> bool:
         """Over serve.max_connections: close a connection still waiting for its request, of

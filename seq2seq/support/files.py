@@ -4,12 +4,15 @@ Everything the pipeline produces (corpus files, vocabularies, checkpoints, metri
 through `atomic_write`: the bytes go to a temporary file in the same directory, are flushed
 and fsynced, and only then renamed over the destination. A crash or Ctrl-C at any moment
 leaves no truncated file behind. A whole folder (an exported model) is written the same way
-by `replacing_folder`: built beside its destination, then renamed into place.
+by `replacing_folder`: built beside its destination, then renamed into place. A process killed
+meanwhile leaves its stand-in (.<name>.<its id>.<random>[.tmp]): the next write of the same
+file or folder removes it (`remove_leftovers`).
 """
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from seq2seq.support.errors import UserError
+from seq2seq.support.errors import UserError, warn
 
 
 def _current_umask() -> int:
@@ -37,7 +40,8 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        remove_leftovers(path.parent, path.name)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=stand_in(path), suffix=".tmp")
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(path)) from None
     try:
@@ -85,7 +89,8 @@ def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
         raise UserError(f"{out_dir} exists and is not an earlier export: choose another folder")
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+        remove_leftovers(out_dir.parent, out_dir.name)
+        staging = Path(tempfile.mkdtemp(prefix=stand_in(out_dir), dir=out_dir.parent))
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(out_dir)) from None
     try:
@@ -110,10 +115,43 @@ def replacing_folder(out_dir: Path, marker: str) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def remove_stale_temporaries(directory: str | Path) -> None:
-    """Delete the temporary files a killed process left in `directory` (never the real ones)."""
-    for leftover in Path(directory).glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
+def stand_in(target: Path) -> str:
+    """The name's beginning of a temporary file or folder that stands in for `target` while
+    it is written (tempfile adds 8 random characters): .<its name>.<this process's id>."""
+    return f".{target.name}.{os.getpid()}."
+
+
+# A stand-in, and an earlier folder set aside (.old) while replacing_folder renames
+STAND_IN = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[a-z0-9_]{8}(?P<end>\.tmp|\.old)?")
+
+
+def remove_leftovers(directory: str | Path, name: str | None = None) -> None:
+    """Delete the stand-ins that processes killed while writing left in `directory` (of the
+    file or folder `name` alone, if given): those named by stand_in whose process no longer
+    runs, never anything else. An earlier folder set aside (.old) for a new one that never
+    took its place is put back."""
+    directory = Path(directory)
+    for path in directory.glob(".*"):
+        found = STAND_IN.fullmatch(path.name)
+        if not found or (name and found["name"] != name) or running(int(found["pid"])):
+            continue
+        target = directory / found["name"]
+        if found["end"] == ".old" and not target.exists():
+            path.rename(target)
+        elif path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal: whether there is such a process
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def write_lines(path: str | Path, lines: list[str]) -> None:
@@ -128,6 +166,24 @@ def append_line(path: str | Path, line: str) -> None:
             file.write(line + "\n")
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(path)) from None
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """The records of a log that append_line wrote (metrics.jsonl), one JSON object a line.
+    A line that is not one (a write cut short by a kill, a full disk or a power cut) is left
+    out with a warning that names it: the records before it are good."""
+    path, records = Path(path), []
+    lines = path.read_text("utf-8", errors="replace").splitlines() if path.exists() else []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            records.append(record)
+        else:
+            warn(f"{path}, line {number}: not a whole record (a write cut short?); left out")
+    return records
 
 
 def write_json(path: str | Path, data: dict) -> None:

@@ -5,33 +5,39 @@
             yes: used as it is, no request
             no:  url (its origin replaced by the mirror) --streamed, a progress bar-->
                  raw/<name>.part (a stopped download resumes there: an HTTP Range request)
-                 --whole, its SHA-256 the expected one--> raw/<name>, and in raw/manifest.json:
-                 {name: {url, size, sha256}}
+                 --whole, its SHA-256 the expected one, an archive (.gz, .zip) opening to
+                 its end--> raw/<name>, and in raw/manifest.json:
+                 {name: {url, size, sha256, and for an archive opens: true}}
 
 So a second `make data` whose files are all in the manifest, present and intact, makes no
 request at all, and one that downloads again (a file deleted, a new machine) gets exactly the
 bytes of the first or an error. The expected sum is the caller's pinned one (Multi30k's) or
 else the manifest's; a file without either is recorded as it comes. A download that stops
-early keeps its .part, to be resumed by the next run; one whose sum is wrong keeps nothing.
+early keeps its .part, to be resumed by the next run; one whose sum is wrong, or an archive
+that does not open (a server that sent a cut file and said its cut length), keeps nothing.
 file:// URLs work the same (without resuming). `keep` records a file made here (a sacreBLEU
 test set's text) like a download.
 """
 
+import gzip
 import http.client
 import json
 import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
+import zlib
 from pathlib import Path
 
 from tqdm import tqdm
 
-from seq2seq.support.errors import UserError
+from seq2seq.support.errors import UserError, warn
 from seq2seq.support.files import atomic_write, file_hash, write_json
 
 MANIFEST = "manifest.json"
 BLOCK = 1 << 16  # bytes read at a time
+ARCHIVES = {".gz": "gzip", ".zip": "zip"}  # opened to their end before they are recorded
 
 
 class DownloadError(UserError):
@@ -66,14 +72,27 @@ class Downloads:
         return f"{self.mirror.rstrip('/')}{parts.path}{query}"
 
     def cached(self, name: str, sha256: str | None = None) -> Path | None:
-        """raw/<name> if it is there and its size and SHA-256 are the expected ones."""
+        """raw/<name> if it is there, its size and SHA-256 are the expected ones, and, for
+        an archive, it opens (an archive recorded before downloads were opened is opened once:
+        one that does not is deleted, with a warning, to be downloaded again)."""
         path, expected = self.raw_dir / name, self._expected(name, sha256)
         entry = self.manifest.get(name, {})
         if not path.is_file() or expected is None:
             return None
         if "size" in entry and path.stat().st_size != entry["size"]:
             return None
-        return path if file_hash(path) == expected else None
+        if file_hash(path) != expected:
+            return None
+        if name.endswith(tuple(ARCHIVES)) and not entry.get("opens"):
+            if problem := unreadable(path):
+                warn(f"{path}: {problem}; downloading it again")
+                path.unlink()
+                self.manifest.pop(name, None)
+                self._write_manifest()
+                return None
+            if entry:
+                self._record(name, entry["url"], path, expected)
+        return path
 
     def _expected(self, name: str, sha256: str | None) -> str | None:
         return sha256 or self.manifest.get(name, {}).get("sha256")
@@ -93,6 +112,12 @@ class Downloads:
             raise DownloadError(
                 f"{source}: SHA-256 {digest} does not match {where} {expected}; nothing was "
                 "kept (a corrupt download, or the file changed at its source)"
+            )
+        if problem := unreadable(part, name):
+            part.unlink()
+            raise DownloadError(
+                f"{source}: {problem}; nothing was kept (the server sent a cut or damaged "
+                "file): run `make data` again to download it again"
             )
         path = self.raw_dir / name
         part.replace(path)
@@ -115,7 +140,12 @@ class Downloads:
         return path
 
     def _record(self, name: str, url: str, path: Path, digest: str) -> None:
-        self.manifest[name] = {"url": url, "size": path.stat().st_size, "sha256": digest}
+        entry = {"url": url, "size": path.stat().st_size, "sha256": digest}
+        archive = name.endswith(tuple(ARCHIVES))
+        self.manifest[name] = {**entry, "opens": True} if archive else entry
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
         write_json(self.manifest_path, dict(sorted(self.manifest.items())))
 
     def read_json(self, url: str):
@@ -165,6 +195,25 @@ class Downloads:
                 f"{url}: the download stopped at {size:,} of {total:,} bytes; run `make data` "
                 f"again to resume it ({part} is kept)"
             )
+
+
+def unreadable(path: Path, name: str = "") -> str | None:
+    """What is wrong with the archive `path` (named `name`, else as itself), read to its end:
+    a gzip stream cut short or a zip member whose checksum fails; None if it is whole or not
+    an archive."""
+    name = name or path.name
+    try:
+        if name.endswith(".gz"):
+            with gzip.open(path, "rb") as stream:
+                while stream.read(BLOCK):
+                    pass
+        elif name.endswith(".zip"):
+            with zipfile.ZipFile(path) as archive:
+                if bad := archive.testzip():
+                    return f"not a whole zip file ({bad} is damaged)"
+    except (OSError, EOFError, zlib.error, zipfile.BadZipFile) as error:
+        return f"not a whole {ARCHIVES['.' + name.rpartition('.')[2]]} file ({error})"
+    return None
 
 
 def describe(error: Exception) -> str:

@@ -6,7 +6,8 @@
                                 Progress and every process's random states (resume.py)
 
     each validation   checked_loss -> keep_if_best (best.pt) -> save_last (last.pt)
-    Ctrl-C / SIGTERM  checked_loss -> save_last
+    Ctrl-C / SIGTERM  checked_loss -> save_last (a validation under way is cut short at once,
+                      and runs again when training resumes: Progress.cut_validation)
     starting          resume_from_last: last.pt -> check_resumable -> everything put back;
                       without last.pt, a fine-tuning run starts from train.init_from (finetune.py)
 
@@ -23,7 +24,7 @@ from dataclasses import asdict
 
 from seq2seq.checkpoint import non_finite, read_state, save_checkpoint
 from seq2seq.support.errors import UserError
-from seq2seq.support.files import remove_stale_temporaries, write_lines
+from seq2seq.support.files import read_log, remove_leftovers, write_lines
 from seq2seq.training import distributed
 from seq2seq.training.averaging import forget_kept_after
 from seq2seq.training.report import Throughput
@@ -77,7 +78,7 @@ def resume_from_last(run: Run, restart: bool) -> bool:
     world, last_path = run.world, run.last_path
     if world.main:
         run.config.run_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(run.config.run_dir)  # from a process killed while writing
+        remove_leftovers(run.config.run_dir)  # of a process killed while writing
         if restart:
             last_path.unlink(missing_ok=True)
     if not distributed.from_main(last_path.exists(), world):
@@ -100,11 +101,11 @@ def resume_from_last(run: Run, restart: bool) -> bool:
     run.progress = Progress(**training["progress"])
     run.saved_at = run.progress.step
     run.sampler.load_state_dict(run.progress.sampler)
+    cut = run.progress.cut_validation  # then its step's lines are done again too
     if world.main and not run.finished:  # drop what was logged after the state was saved
-        log = run.log_path
-        logged = log.read_text("utf-8").splitlines() if log.exists() else []
-        kept = [line for line in logged if json.loads(line)["step"] <= run.progress.step]
-        write_lines(log, kept)
+        logged, step = read_log(run.log_path), run.progress.step
+        done = [r for r in logged if r["step"] < step or (r["step"] == step and not cut)]
+        write_lines(run.log_path, [json.dumps(record) for record in done])
         forget_kept_after(run.config.run_dir, run.progress.step)
         print(f"resuming {last_path} at step {run.progress.step:,} (--restart to start over)")
     return True

@@ -14,6 +14,8 @@ On the CPU a resumed run ends bit for bit where an uninterrupted one would
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -32,6 +34,9 @@ class Progress:
     validations_without_gain: int = 0
     stopped_early: bool = False  # by train.patience
     elapsed_s: float = 0.0  # training time before this run
+    # a validation that a signal cut short: its log line's figures known before it
+    # (train_loss, lr, tokens_per_s); the resumed run validates this step first
+    cut_validation: dict | None = None
 
 
 def random_states(device: torch.device) -> dict:
@@ -127,12 +132,19 @@ def restore_scaler(scaler: torch.amp.GradScaler, state: dict) -> None:
         scaler.load_state_dict(state)
 
 
+class CutShort(Exception):
+    """A signal during work that StopOnSignal.at_once lets it cut short (a validation)."""
+
+
 class StopOnSignal:
-    """SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, save and exit.
-    A second Ctrl-C stops at once; no file is harmed, since every file is written atomically."""
+    """SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, save and exit;
+    inside `at_once` (a validation: a minute or more on a real corpus) they stop the work at
+    once. A second Ctrl-C stops at once; no file is harmed, since every file is written
+    atomically."""
 
     def __enter__(self):
         self.received: int | None = None
+        self.urgent = False
         self.previous = {}
         if threading.current_thread() is threading.main_thread():  # signals need the main one
             for number in (signal.SIGINT, signal.SIGTERM):
@@ -143,6 +155,20 @@ class StopOnSignal:
         if self.received is not None:
             raise KeyboardInterrupt
         self.received = number
+        if self.urgent:
+            raise CutShort
+
+    @contextmanager
+    def at_once(self) -> Iterator[None]:
+        """Within, a signal (or one already received) raises CutShort at once, between two
+        of torch's operations, instead of waiting for the end of the step."""
+        if self.received is not None:
+            raise CutShort
+        self.urgent = True
+        try:
+            yield
+        finally:
+            self.urgent = False
 
     def __exit__(self, *exc) -> None:
         for number, handler in self.previous.items():

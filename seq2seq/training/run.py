@@ -68,7 +68,8 @@ class Run:
     def finished(self) -> bool:
         progress, train_cfg = self.progress, self.train_cfg
         out_of_time = train_cfg.max_minutes and progress.elapsed_s >= 60 * train_cfg.max_minutes
-        return progress.stopped_early or progress.step >= train_cfg.max_steps or out_of_time
+        ended = progress.stopped_early or progress.step >= train_cfg.max_steps or out_of_time
+        return ended and not progress.cut_validation  # the last validation is done too
 
 
 def set_up(config: Config, world: World, device: torch.device) -> Run:

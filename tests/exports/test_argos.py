@@ -3,6 +3,7 @@ we do (greedy: as our PyTorch decoding; beam 4: as our CTranslate2 engine at Arg
 and what a package cannot represent is refused."""
 
 import json
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -17,7 +18,15 @@ from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 
-from helpers import ROOT, assert_same_or_tied, greedy_ids, length_limits
+from helpers import (
+    ENV,
+    ROOT,
+    assert_same_or_tied,
+    command,
+    greedy_ids,
+    length_limits,
+    wait_until,
+)
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
 
@@ -183,3 +192,29 @@ def test_export_defaults_to_the_runs_best_checkpoint_and_a_package_beside_it(
     with pytest.raises(SystemExit):
         export.main(["huggingface", "--checkpoint", "runs/mine/best.pt", "--quantization", "int8"])
     assert "the huggingface export is float32" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_what_a_killed_export_left_is_removed_by_the_next_export(
+    trained_joint_numbers_checkpoint, tmp_path
+):
+    """kill -9 while the package is being written leaves its staging folder beside it; the
+    next export of the same package removes it."""
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    parts = (checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, {"step": 1})
+    save_checkpoint(tmp_path / "best.pt", checkpoint.config, *parts)
+    package = tmp_path / "mine.argosmodel"
+    process = subprocess.Popen(
+        command("seq2seq.export", "argos", "--checkpoint", str(tmp_path / "best.pt"), str(package)),
+        env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    def left() -> list[str]:
+        return [p.name for p in tmp_path.iterdir() if p.name.startswith(".mine.argosmodel.")]
+
+    wait_until(lambda: left(), "the export's staging folder", process)
+    process.kill()
+    process.wait()
+    assert left() and not package.exists()
+    export_argos(checkpoint, package)
+    assert left() == [] and zipfile.is_zipfile(package)

@@ -160,6 +160,20 @@ def test_one_client_cannot_hold_more_than_its_share_of_connections(seed_model):
             connection.close()
 
 
+def test_a_trusted_proxy_is_not_one_client_for_the_connection_cap(seed_model):
+    """Behind a reverse proxy every client connects from the proxy's address: from
+    serve.trusted_proxies, only serve.max_connections counts."""
+    settings = {"max_connections": 8, "max_client_connections": 2}
+    with running(seed_model, **settings, trusted_proxies=["127.0.0.3"]) as server:
+        held = [raw_from(server.url, "127.0.0.3", b"") for _ in range(6)]
+        assert answer_of(raw_from(server.url, "127.0.0.3", HEALTH))[0] == 200
+        assert answer_of(raw_from(server.url, "127.0.0.4", HEALTH))[0] == 200
+        held += [raw_from(server.url, "127.0.0.4", b"") for _ in range(2)]
+        assert answer_of(raw_from(server.url, "127.0.0.4", b""))[0] == 503  # not a proxy
+        for connection in held:
+            connection.close()
+
+
 def test_silent_and_trickling_connections_are_closed_after_the_timeout(seed_model):
     """A byte every 40 s once kept a connection open for ever."""
     with running(seed_model, timeout_s=1.0) as server:

@@ -270,6 +270,53 @@ def test_a_stopped_download_resumes_with_a_range_request(served, tmp_path):
     assert load_split(config, "train") == [("my own", "le mien"), ("mine too", "à moi aussi")]
 
 
+def test_a_cut_archive_whose_server_says_its_cut_length_is_not_kept(served, tmp_path):
+    config = sources_config(served, [{"url": "https://example.org/own.tsv.gz"}])
+    whole = served.files["/own.tsv.gz"]
+    served.files["/own.tsv.gz"] = whole[: len(whole) // 2]  # Content-Length: the cut one
+    message = one_line_error(config)
+    assert message.startswith(f"{served.url}/own.tsv.gz: not a whole gzip file (")
+    assert message.endswith("run `make data` again to download it again")
+    assert_nothing_written(tmp_path)
+    raw = tmp_path / "data/en_fr/raw"
+    manifest = raw / "manifest.json"
+    assert not list(raw.glob("*own*")) and (
+        not manifest.exists() or "own" not in manifest.read_text()
+    )
+
+    served.files["/own.tsv.gz"] = whole  # the good file back on the server
+    build_corpus(config)
+    assert load_split(config, "train") == [("my own", "le mien"), ("mine too", "à moi aussi")]
+
+
+def test_a_cut_archive_recorded_by_an_older_version_is_downloaded_again(served, tmp_path, capsys):
+    """Before downloads were opened, a cut .gz whose server said the cut length was recorded
+    in the manifest as good, and every later `make data` failed on it without a request."""
+    config = sources_config(served, [{"url": "https://example.org/own.tsv.gz"}])
+    build_corpus(config)
+    raw = tmp_path / "data/en_fr/raw"
+    (own,) = raw.glob("url-*-own.tsv.gz")
+    cut = own.read_bytes()[: own.stat().st_size // 2]
+    own.write_bytes(cut)
+    manifest = json.loads((raw / "manifest.json").read_text())
+    manifest[own.name] = {
+        "url": "https://example.org/own.tsv.gz", "size": len(cut),
+        "sha256": hashlib.sha256(cut).hexdigest(),
+    }  # fmt: skip
+    (raw / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "data/en_fr/train.src").unlink()
+    served.requests.clear()
+    capsys.readouterr()
+
+    build_corpus(config)
+    assert (
+        f"warning: {own.relative_to(tmp_path)}: not a whole gzip file (" in capsys.readouterr().err
+    )
+    assert ("/own.tsv.gz", None) in served.requests
+    assert load_split(config, "train") == [("my own", "le mien"), ("mine too", "à moi aussi")]
+    assert json.loads((raw / "manifest.json").read_text())[own.name]["opens"] is True
+
+
 def test_a_file_that_changed_at_its_source_is_refused_and_not_kept(served, tmp_path):
     config = sources_config(served, [{"url": "https://example.org/own.tsv.gz"}])
     build_corpus(config)

@@ -1,6 +1,7 @@
 """Resuming and interruptions: a stopped training continues exactly where it was."""
 
 import json
+import os
 import random
 import re
 import signal
@@ -17,6 +18,7 @@ from seq2seq import data
 from seq2seq.checkpoint import load_checkpoint, read_state
 from seq2seq.config import VocabConfig, load_config
 from seq2seq.support.errors import Interrupted, UserError
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import vocab_files
 from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import build_ids
@@ -94,6 +96,41 @@ def test_finished_training_is_not_redone_and_restart_starts_over(workdir, capsys
     train(config(), restart=True)
     assert [e["step"] for e in log("numbers")] == [15, 30, 40, 40]
     assert_same_parameters(parameters("runs/numbers/best.pt"), first)
+
+
+CUT_SHORT = "not a whole record (a write cut short?); left out"
+
+
+def test_a_log_cut_at_any_byte_of_its_last_line_keeps_the_lines_before(tmp_path, capsys):
+    """A kill, a full disk or a power cut during metrics.jsonl's append leaves its last line
+    cut anywhere, in a UTF-8 character too: the whole lines before it are read, the cut one is
+    named in a warning; a line missing only its newline is whole."""
+    records = [{"step": 15, "valid_bleu": 1.5}, {"step": 30, "example": "zwölf -> 12"}]
+    whole = [json.dumps(record, ensure_ascii=False).encode() + b"\n" for record in records]
+    log = tmp_path / "metrics.jsonl"
+    for cut in range(len(whole[1]) + 1):
+        log.write_bytes(whole[0] + whole[1][:cut])
+        read = read_log(log)
+        warning = capsys.readouterr().err
+        if cut >= len(whole[1]) - 1:
+            assert (read, warning) == (records, "")
+        elif cut == 0:
+            assert (read, warning) == (records[:1], "")
+        else:
+            assert read == records[:1]
+            assert warning == f"warning: {log}, line 2: {CUT_SHORT}\n"
+
+
+def test_a_torn_log_line_does_not_stop_a_resume(workdir, capsys):
+    with pytest.raises(Interrupted):
+        train(config(), stop_after=20)
+    log_path = Path("runs/numbers/metrics.jsonl")
+    whole = log_path.read_bytes()
+    log_path.write_bytes(whole + whole[: len(whole) // 2])  # the next append, cut short
+    capsys.readouterr()
+    train(config())
+    assert f"metrics.jsonl, line 2: {CUT_SHORT}" in capsys.readouterr().err
+    assert [e["step"] for e in log("numbers")] == [15, 30, 40, 40]
 
 
 def test_resuming_another_model_or_vocabulary_is_refused(workdir):
@@ -183,6 +220,42 @@ def test_a_damaged_last_checkpoint_is_not_blamed_on_the_learning_rate(workdir):
     damaged = r"^runs/numbers/last.pt is damaged: its contents do not match their checksum"
     with pytest.raises(UserError, match=damaged + r" .*; pass --restart to train from scratch$"):
         train(config("train.max_steps=30"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cut", [2, 3])  # the validation of step 30; the last one, of step 40
+def test_a_signal_cuts_a_validation_short_and_the_resume_validates_again(workdir, monkeypatch, cut):
+    """SIGTERM arrives as validation number `cut` begins, which would then take 20 s: it stops
+    at once, last.pt holds its step, and the resumed run validates that step again and ends
+    as a run never stopped ends (the average of the last validations included)."""
+    straight = train(config("experiment=straight"))
+    validate, calls, slept = train_module.validate, [], []
+
+    def signalled(*args):
+        calls.append(1)
+        if len(calls) == cut:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(2000):  # a validation of 20 s, unless cut short
+                time.sleep(0.01)
+            slept.append("all of it")
+        return validate(*args)
+
+    monkeypatch.setattr(train_module, "validate", signalled)
+    step = (15, 30, 40)[cut - 1]
+    with pytest.raises(Interrupted, match=f"stopped at step {step} \\(SIGTERM\\)"):
+        train(config())
+    assert slept == []
+    assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == step
+    assert [e["step"] for e in log("numbers")] == [15, 30, 40][: cut - 1]
+    monkeypatch.setattr(train_module, "validate", validate)
+
+    resumed = train(config())
+    assert_same_parameters(parameters("runs/numbers/best.pt"), parameters("runs/straight/best.pt"))
+    keys = ("step", "train_loss", "valid_loss", "valid_bleu")
+    assert [resumed[k] for k in keys] == same_figures([straight[k] for k in keys])
+    assert [e[k] for e in log("numbers") for k in keys] == same_figures(
+        [e[k] for e in log("straight") for k in keys]
+    )
 
 
 def start_training(*overrides: str) -> subprocess.Popen:
