@@ -98,6 +98,10 @@ DIFFERENCES = {
         "decoding reuses keys and values between steps, as ours",
         "dropout: OpenNMT-py has one rate for embeddings, sublayer outputs and the feed-forward "
         "layer's ReLU (model.dropout), and model.attention_dropout on attention weights",
+        "precision: ours as train.precision says (auto: bf16 autocast on a CPU that computes "
+        "bf16 natively, fp32 weights and optimizer state; fp32 on other CPUs); OpenNMT-py fp32, "
+        "its one choice on a CPU (model_dtype fp16 autocasts with torch.cuda.amp: GPUs only); "
+        "both with torch's default threads, one per core",
     ],
 }
 
