@@ -74,7 +74,7 @@ eval: $(CORE)
 # data, train (which averages its last checkpoints: train.average_last), eval, then the package
 # runs/<experiment>/<from>_<to>.argosmodel with the test scores in its card. Nothing is redone
 # that is done: a finished run is not trained again. PACKAGE_ARGS="--quantization int8": int8
-# matrices, a quarter of their size.
+# matrices, a quarter of their size, in <from>_<to>.int8.argosmodel.
 PACKAGE_ARGS ?=
 package: data train eval $(STAMP)-export
 	$(PYTHON) -m seq2seq.export argos --config $(CONFIG) $(PACKAGE_ARGS) $(ARGS)

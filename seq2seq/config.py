@@ -18,15 +18,18 @@ that file first, and the file's own keys override the base's, section by section
 may have a base too. configs/numbers_gpu.yaml, for example, holds only what the GPU recipe
 changes in config.yaml.
 
-Other paths in the config are relative to the directory the commands run from (the repository
-root when you use `make`). The config names the two folders every stage works in,
-data/<corpus.name>/ and runs/<experiment>/; seq2seq/support/paths.py names the files in them.
+Every path in a config file is relative to that file, `base:` as the others (anchor_paths);
+on the command line (`train.init_from=...`), to the working directory. The two folders every
+stage works in, data/<corpus.name>/ and runs/<experiment>/, are in the directory the commands
+run from (the repository root when you use `make`); seq2seq/support/paths.py names the files
+in them.
 """
 
 import argparse
 import dataclasses
 import ipaddress
 import itertools
+import os
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,6 +87,7 @@ def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     raw = read_mapping(path)
     base = raw.pop("base", None)
     build(Config, raw, str(path))
+    anchor_paths(raw, path.parent)
     if base is None:
         return raw
     if not isinstance(base, str) or not base.strip():
@@ -95,6 +99,24 @@ def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     if not base_path.is_file():
         raise ConfigError(f"{path}: the base config file {base_path} is not found")
     return merge(read_config_file(base_path, chain), raw)
+
+
+def anchor_paths(raw: dict, folder: Path) -> None:
+    """Make the relative paths of one config file's mapping (its files, its checkpoint, its
+    keys file) relative to the working directory, where the commands open them: joined to
+    `folder`, the file's own."""
+    corpus, train, serve = (raw.get(section) or {} for section in ("corpus", "train", "serve"))
+    named = [(train, "init_from")]
+    for split in ("train", "valid", "test"):  # corpus.type parallel
+        named += [(corpus.get(split), side) for side in ("src", "tgt", "tsv")]
+    sources = [*(corpus.get("train_sources") or []), corpus.get("valid_source")]
+    named += [(source, "file") for source in (*sources, corpus.get("test_source"))]
+    if not str(serve.get("api_keys", "")).startswith("env:"):
+        named.append((serve, "api_keys"))
+    for mapping, key in named:
+        value = mapping.get(key) if isinstance(mapping, dict) else None
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            mapping[key] = os.path.normpath(folder / value)  # configs/../x.tsv: x.tsv
 
 
 def config_from_dict(raw: dict, source: str = "config") -> Config:

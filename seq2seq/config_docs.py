@@ -38,9 +38,10 @@ YAML_HEADER = """\
 # The default experiment: English number words to digits ("twenty one is five" -> "2 1 la 5").
 # Every command reads this file; override any value on the command line, e.g.
 #   python -m seq2seq.train train.max_steps=200 model.d_model=64
-# Relative paths are relative to the directory the commands run from (the repository root).
-# Another config may start from this one: `base: ../config.yaml` (a path relative to that
-# file) takes every key from here, and its own keys override them, section by section.
+# A relative path in a config file is relative to that file (on the command line, to the
+# working directory); data/ and runs/ are in the directory the commands run from.
+# Another config may start from this one: `base: ../config.yaml` takes every key from here,
+# and its own keys override them, section by section.
 # Written by `make config-docs` from the comments in seq2seq/options.py: edit them there.
 """
 
@@ -153,8 +154,11 @@ def render_reference() -> str:
         " them, saying which options it takes). An unknown key, a value of the wrong type, out of"
         " range or not finite is an error that names it and the file or override it is in."
         " `experiment` and `corpus.name` are folder names, not paths. A config may start from"
-        " another with `base: other.yaml`. Written by `make config-docs` from the comments in"
-        " `seq2seq/options.py` (the model's: `seq2seq/model/config.py`).",
+        " another with `base: other.yaml`. A relative path in a config file (`base:`, a corpus's"
+        " files, `train.init_from`, `serve.api_keys`) is relative to the folder of that file;"
+        " in an override on the command line, to the working directory; `data/` and `runs/`"
+        " are in the directory the commands run from. Written by `make config-docs` from the"
+        " comments in `seq2seq/options.py` (the model's: `seq2seq/model/config.py`).",
     ]
     experiment = options(Config)[0]
     lines += ["", f"`{experiment.name}` ({experiment.type}, default `{defaults.experiment}`):"]

@@ -35,7 +35,10 @@ def main(argv: list[str] | None = None) -> None:
     else:
         state = "trained" if build_vocabs(config) else "up to date"
     src_vocab, tgt_vocab = load_vocabs(config)
-    print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
+    if config.vocab.joint:
+        print(f"one vocabulary for both languages {state}: {len(src_vocab)} pieces")
+    else:
+        print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
     if source:
         print(coverage_line(config, (src_vocab, tgt_vocab)))
     encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), vocab_files(config.data_dir))

@@ -1,6 +1,6 @@
 """`make eval`: decode the test split with the best checkpoint and score it.
 
-    python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt]
+    python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt] [--again]
 
 Greedy decoding always; beam search too when decode.beam_size > 1. Writes the translations to
 runs/<experiment>/test.hyp (and test.beam.hyp; line N answers line N of the test source) and
@@ -10,16 +10,23 @@ signatures beside its figures), and prints a few lines:
     greedy     exact match 98.6%  BLEU 99.76  chrF 99.89  (1,000 sentences, 2,140/s)
     beam 4     exact match 98.9%  BLEU 99.81  chrF 99.92  (1,000 sentences, 310/s)
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
+
+eval.json keeps what its scores follow from (`inputs`: the checkpoint's and the test split's
+SHA-256, the decode settings): run again with the same ones, the command prints the scores it
+has and decodes nothing (`--again` decodes anyway), so that `make package` twice does nothing
+the second time.
 """
 
 import dataclasses
+import json
 import time
+from pathlib import Path
 
-from seq2seq.config import DecodeConfig, add_config_arguments, load_config
+from seq2seq.config import Config, DecodeConfig, add_config_arguments, load_config
 from seq2seq.exports.cached import load_engine
 from seq2seq.support.errors import command_parser, run_cli
-from seq2seq.support.files import write_json, write_lines
-from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES
+from seq2seq.support.files import file_hash, write_json, write_lines
+from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
 from seq2seq.text.corpora import corpus_type
 from seq2seq.text.corpus import load_split
 from seq2seq.training.metrics import score
@@ -29,8 +36,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.evaluate", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument("--checkpoint", help="model to evaluate (default: the config's best)")
+    parser.add_argument(
+        "--again", action="store_true", help="decode even if eval.json has these inputs' scores"
+    )
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
+    checkpoint = Path(args.checkpoint or config.checkpoint_path)
+    inputs = inputs_of(config, checkpoint)
+    if not args.again and (done := scored_before(config, inputs)):
+        print(f"{config.run_dir / EVAL} is up to date (--again to decode anyway):")
+        print_summary(done)
+        return
     test = load_split(config, "test")
     engine = load_engine(config, args.checkpoint, "torch", device=config.train.device)
     sources, references = [s for s, _ in test], [t for _, t in test]
@@ -46,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
 
     result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)
     result.update(
-        checkpoint=str(args.checkpoint or config.checkpoint_path),
+        checkpoint=str(checkpoint),
         checkpoint_step=engine.facts()["checkpoint"].get("step"),
         no_repeat_ngram=config.decode.no_repeat_ngram,  # greedy's and beam search's
     )
@@ -56,13 +72,44 @@ def main(argv: list[str] | None = None) -> None:
             "length_penalty": config.decode.length_penalty,
             **evaluate(config.decode, BEAM_HYPOTHESES),
         }
-    write_json(config.run_dir / EVAL, result)
-    print(summary_line("greedy", result))
+    write_json(config.run_dir / EVAL, {**result, "inputs": inputs})
+    print_summary(result)
     files = [config.run_dir / HYPOTHESES]
     if "beam" in result:
-        print(summary_line(f"beam {result['beam']['beam_size']}", result["beam"]))
         files.append(config.run_dir / BEAM_HYPOTHESES)
     print(f"wrote {', '.join(map(str, files))} and {config.run_dir / EVAL}")
+
+
+def inputs_of(config: Config, checkpoint: Path) -> dict | None:
+    """What the scores follow from: the checkpoint's and the test split's bytes, and the
+    decode settings (as JSON gives them back); None without them (the loading says so)."""
+    test = text_files(config.data_dir, "test")
+    if not all(path.is_file() for path in (checkpoint, *test)):
+        return None
+    return {
+        "checkpoint_sha256": file_hash(checkpoint),
+        "test_sha256": [file_hash(path) for path in test],
+        "decode": json.loads(json.dumps(dataclasses.asdict(config.decode))),
+    }
+
+
+def scored_before(config: Config, inputs: dict | None) -> dict | None:
+    """eval.json's scores if they follow from `inputs` and its hypotheses are there."""
+    path, files = config.run_dir / EVAL, [config.run_dir / HYPOTHESES]
+    try:
+        done = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if "beam" in done:
+        files.append(config.run_dir / BEAM_HYPOTHESES)
+    fresh = inputs is not None and done.get("inputs") == inputs
+    return done if fresh and all(file.exists() for file in files) else None
+
+
+def print_summary(result: dict) -> None:
+    print(summary_line("greedy", result))
+    if "beam" in result:
+        print(summary_line(f"beam {result['beam']['beam_size']}", result["beam"]))
 
 
 def summary_line(decoding: str, scores: dict) -> str:

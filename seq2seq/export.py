@@ -5,10 +5,11 @@
     huggingface   OUT a folder that transformers loads (huggingface.py)
 
 Without --checkpoint, the best.pt of the run of --config (with its overrides); without OUT,
-beside that checkpoint: <from>_<to>.argosmodel, ctranslate2/ or huggingface/. The CTranslate2
-weights (ctranslate2, argos) are float32, or int8 with --quantization int8: the matrices a
-quarter of their size, faster on a CPU, the outputs slightly different. Each format's module
-says what it holds and what differs from our own decoding.
+beside that checkpoint: <from>_<to>.argosmodel (<from>_<to>.int8.argosmodel with int8),
+ctranslate2/ or huggingface/. The CTranslate2 weights (ctranslate2, argos) are float32, or
+int8 with --quantization int8: the matrices a quarter of their size, faster on a CPU, the
+outputs slightly different. Each format's module says what it holds and what differs from
+our own decoding.
 """
 
 from pathlib import Path
@@ -50,21 +51,25 @@ def parse_arguments(argv: list[str] | None):
     return args
 
 
-def default_out(checkpoint: Checkpoint, path: Path, format: str) -> Path:
-    """Beside the checkpoint: <from>_<to>.argosmodel, ctranslate2/ or huggingface/."""
+def default_out(checkpoint: Checkpoint, path: Path, format: str, quantization: str) -> Path:
+    """Beside the checkpoint: <from>_<to>.argosmodel (<from>_<to>.int8.argosmodel: never the
+    float32 package's name), ctranslate2/ or huggingface/."""
     if format != "argos":
         return path.parent / format
     source, target = languages(checkpoint.config, checkpoint.config.serve)
-    return path.parent / f"{source.code}_{target.code}.argosmodel"
+    kind = "" if quantization == "float32" else f".{quantization}"
+    return path.parent / f"{source.code}_{target.code}{kind}.argosmodel"
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     path = Path(args.checkpoint or load_config(args.config, args.overrides).checkpoint_path)
     checkpoint = load_checkpoint(path)
-    out = args.out or default_out(checkpoint, path, args.format)
+    out = args.out or default_out(checkpoint, path, args.format, args.quantization)
     if args.format == "argos":
-        export_argos(checkpoint, out, path, args.quantization)
+        if not export_argos(checkpoint, out, path, args.quantization):
+            print(f"{out} is up to date (made from {path}, with the same card)")
+            return
         what = f"an Argos Translate package, {args.quantization}"
     elif args.format == "huggingface":
         export_huggingface(checkpoint, out, path)

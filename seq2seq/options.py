@@ -72,7 +72,8 @@ class CorpusConfig:
     preset: Literal["default", "seed"] = "default"
     train_size: int = 20000  # numbers: sentence pairs in the training split
     # numbers: sentence pairs in the validation split; other types: the pairs split off the
-    # training data, at random, when the corpus gives no validation split (parallel: no valid)
+    # training data, at random, when the corpus gives no validation split (parallel: no
+    # valid; sources: no valid_source)
     valid_size: int = 500
     test_size: int = 1000  # the test split's, as valid_size
     same_prob: Annotated[float, "in [0, 1]"] = 0.5  # numbers: probability that <b> repeats <a>
@@ -100,8 +101,10 @@ class CorpusConfig:
     # sources: the training split, from these sources together, each
     # {opus: NAME} | {sacrebleu: NAME} | {url: URL} | {file: PATH}, with its weight and max_pairs
     train_sources: list[Source] = field(default_factory=list)
-    valid_source: Source | None = None  # sources: the validation split, one source as above
-    test_source: Source | None = None  # sources: the test split, one source as above
+    # sources: the validation split, one source as above; null: valid_size pairs split off
+    # the training sources
+    valid_source: Source | None = None
+    test_source: Source | None = None  # sources: the test split, as valid_source (test_size)
     # sources: a base URL that replaces the scheme and host of every URL they download (the
     # OPUS API's, its corpora's, sacreBLEU's test sets' and url sources'), keeping the path:
     # with http://mirror.lan/opus, https://opus.nlpl.eu/opusapi/ is http://mirror.lan/opus/opusapi/

@@ -191,6 +191,42 @@ def test_a_config_file_overrides_its_base_section_by_section(tmp_path):
     assert config.train.warmup_steps == Config().train.warmup_steps  # set by no file
 
 
+def test_a_config_files_paths_are_relative_to_it_and_an_overrides_to_the_working_directory(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "pairs").mkdir()
+    (tmp_path / "shared/base.yaml").write_text(
+        "train: {init_from: ../runs/other/best.pt}\nserve: {api_keys: keys.txt}\n"
+    )
+    (tmp_path / "pairs/mine.yaml").write_text(
+        "base: ../shared/base.yaml\n"
+        "corpus:\n  type: sources\n  name: mine\n  src_lang: de\n  tgt_lang: en\n"
+        "  train_sources: [{file: mine.tsv}, {file: /data/big.tsv}, {opus: Tatoeba}]\n"
+        "  test_source: {file: 'test.{lang}'}\n"
+    )
+    config = load_config("pairs/mine.yaml")
+    corpus = config.corpus
+    assert [s.file for s in corpus.train_sources] == ["pairs/mine.tsv", "/data/big.tsv", None]
+    assert corpus.test_source.file == "pairs/test.{lang}" and corpus.valid_source is None
+    assert config.train.init_from == "runs/other/best.pt"
+    assert config.serve.api_keys == "shared/keys.txt"
+    config = load_config("pairs/mine.yaml", ["train.init_from=here.pt", "serve.api_keys=env:K"])
+    assert (config.train.init_from, config.serve.api_keys) == ("here.pt", "env:K")
+    parallel = tmp_path / "pairs/parallel.yaml"
+    parallel.write_text(
+        "corpus:\n  type: parallel\n  name: p\n  train: {src: a.de, tgt: a.en}\n"
+        "  valid: {tsv: v.tsv}\n"
+    )
+    corpus = load_config(parallel).corpus
+    assert (corpus.train.src, corpus.train.tgt) == (
+        f"{tmp_path}/pairs/a.de",
+        f"{tmp_path}/pairs/a.en",
+    )
+    assert corpus.valid.tsv == f"{tmp_path}/pairs/v.tsv"
+
+
 def test_the_gpu_recipes_change_only_training_and_decoding_of_their_base():
     for gpu, cpu in [("numbers_gpu", "../config"), ("multi30k_de_en_gpu", "multi30k_de_en")]:
         gpu_config = load_config(ROOT / f"configs/{gpu}.yaml").to_dict()

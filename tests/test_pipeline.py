@@ -87,6 +87,13 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert result["chrf"] == pytest.approx(100.0)  # (BLEU is 0: no 4-grams in 3 tokens)
     assert set(result) >= {"token_accuracy", "bleu", "bleu_signature", "decode_seconds"}
     assert (tmp_path / "runs/seed/test.hyp").read_text().splitlines()[6] == "7 la 7"
+    written = (tmp_path / "runs/seed/eval.json").stat().st_mtime_ns
+    evaluate.main(["decode.beam_size=3"])  # the same checkpoint, test split and decoding
+    again = capsys.readouterr().out.splitlines()
+    assert again == ["runs/seed/eval.json is up to date (--again to decode anyway):", *printed[:2]]
+    assert (tmp_path / "runs/seed/eval.json").stat().st_mtime_ns == written
+    evaluate.main(["decode.beam_size=2"])  # other settings: decoded
+    assert capsys.readouterr().out.splitlines()[1].startswith("beam 2 ")
 
     capsys.readouterr()
     translate.main(["three is three", "nine is nine"])

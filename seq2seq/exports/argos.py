@@ -9,6 +9,7 @@ An .argosmodel file is a zip archive holding one folder:
         model/                 the CTranslate2 model (ctranslate2.py's, three changes below)
         sentencepiece.model    ONE model that splits the source and joins the output
         README.md              the data, sizes and test scores (seq2seq/exports/model_card.py)
+        checkpoint.sha256      the checksum of the checkpoint it was made from
 
 Argos Translate reads a sentence like this (argostranslate/translate.py, version 1.11):
 
@@ -52,6 +53,7 @@ from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, remove_leftovers, stand_in
+from seq2seq.support.paths import EXPORT_SOURCE
 from seq2seq.text.special import non_output_logits
 from seq2seq.text.vocab import self_normalizing_model
 
@@ -129,16 +131,23 @@ def readme(
 def export_argos(
     checkpoint: Checkpoint, out_file: Path, checkpoint_path: Path | None = None,
     quantization: str = "float32",
-) -> None:  # fmt: skip
+) -> bool:  # fmt: skip
     """Write the package to out_file (.argosmodel), atomically: an earlier file there is
     replaced only by a complete one. `checkpoint_path`: for the test scores beside it;
-    `quantization`: the CTranslate2 weights' type (ctranslate2.QUANTIZATIONS)."""
+    `quantization`: the CTranslate2 weights' type (ctranslate2.QUANTIZATIONS). Returns False,
+    writing nothing, if out_file is already this package: made from the same checkpoint
+    (its checksum, in the package as checkpoint.sha256) with the same card (the settings and
+    scores)."""
     check_exportable(checkpoint)
     if out_file.suffix != ".argosmodel":
         raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
     about = metadata(checkpoint)
     version = PACKAGE_VERSION.replace(".", "_")
     name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
+    card = readme(checkpoint, checkpoint_path, about, out_file.name, quantization)
+    made_of = {f"{name}/{EXPORT_SOURCE}": checkpoint.sha256, f"{name}/README.md": card}
+    if packaged(out_file) == made_of:
+        return False
     out_file.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(out_file.parent, out_file.name)  # of an export killed before its end
     with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=stand_in(out_file)) as staging:
@@ -147,8 +156,22 @@ def export_argos(
         save_spec(argos_spec(checkpoint), folder / "model", quantization)
         (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
         (folder / "metadata.json").write_text(json.dumps(about, indent=2) + "\n")
-        card = readme(checkpoint, checkpoint_path, about, out_file.name, quantization)
         (folder / "README.md").write_text(card)
+        (folder / EXPORT_SOURCE).write_text(checkpoint.sha256)
         with atomic_write(out_file, "wb") as file, zipfile.ZipFile(file, "w") as archive:
             for path in sorted(folder.rglob("*")):
                 archive.write(path, path.relative_to(staging), zipfile.ZIP_DEFLATED)
+    return True
+
+
+def packaged(out_file: Path) -> dict[str, str]:
+    """The checkpoint's checksum and the card in the package at out_file, by their names in
+    it ({} if there is none, or it cannot be read)."""
+    try:
+        with zipfile.ZipFile(out_file) as archive:
+            names = [
+                n for n in archive.namelist() if n.endswith(("/README.md", f"/{EXPORT_SOURCE}"))
+            ]
+            return {n: archive.read(n).decode("utf-8") for n in names}
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError):
+        return {}

@@ -6,8 +6,8 @@
             no:  url (its origin replaced by the mirror) --streamed, a progress bar-->
                  raw/<name>.part (a stopped download resumes there: an HTTP Range request)
                  --whole, its SHA-256 the expected one, an archive (.gz, .zip) opening to
-                 its end--> raw/<name>, and in raw/manifest.json:
-                 {name: {url, size, sha256, and for an archive opens: true}}
+                 its end--> raw/<name>, and in raw/manifest.json: {name: {url, the
+                 mirror's mirror_url, size, sha256, and for an archive opens: true}}
 
 So a second `make data` whose files are all in the manifest, present and intact, makes no
 request at all, and one that downloads again (a file deleted, a new machine) gets exactly the
@@ -91,7 +91,7 @@ class Downloads:
                 self._write_manifest()
                 return None
             if entry:
-                self._record(name, entry["url"], path, expected)
+                self._record(name, entry["url"], path, expected, entry.get("mirror_url", ""))
         return path
 
     def _expected(self, name: str, sha256: str | None) -> str | None:
@@ -104,6 +104,8 @@ class Downloads:
         part = self.raw_dir / f"{name}.part"
         self.raw_dir.mkdir(parents=True, exist_ok=True)
         source = self.mirrored(url)
+        if source != url:
+            print(f"{name}: from {source}, the mirror of {url}")
         self._download(source, part, name)
         digest, expected = file_hash(part), self._expected(name, sha256)
         if expected is not None and digest != expected:
@@ -121,7 +123,7 @@ class Downloads:
             )
         path = self.raw_dir / name
         part.replace(path)
-        self._record(name, url, path, digest)
+        self._record(name, url, path, digest, source)
         return path
 
     def keep(self, name: str, made_from: Path, origin: str) -> Path:
@@ -139,8 +141,11 @@ class Downloads:
         self._record(name, origin, path, digest)
         return path
 
-    def _record(self, name: str, url: str, path: Path, digest: str) -> None:
-        entry = {"url": url, "size": path.stat().st_size, "sha256": digest}
+    def _record(self, name: str, url: str, path: Path, digest: str, source: str = "") -> None:
+        """The manifest's entry of `name`: its URL (and the mirror's, `source`, if it came
+        from one), size and SHA-256."""
+        mirror = {"mirror_url": source} if source and source != url else {}
+        entry = {"url": url, **mirror, "size": path.stat().st_size, "sha256": digest}
         archive = name.endswith(tuple(ARCHIVES))
         self.manifest[name] = {**entry, "opens": True} if archive else entry
         self._write_manifest()

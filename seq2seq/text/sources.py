@@ -76,6 +76,7 @@ def splits(config: Config) -> dict[str, Mixed]:
     return {
         split: Mixed([part(key, source, corpus, downloads) for key, source in sources.items()])
         for split, sources in chosen.items()
+        if None not in sources.values()  # no valid_source or test_source: split off train
     }
 
 
@@ -250,8 +251,7 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
         yield from source_problems(source, f"corpus.train_sources[{i}]")
     for split in ("valid", "test"):
         source = getattr(corpus, f"{split}_source")
-        if source is None:
-            yield f"'corpus.{split}_source' is needed with corpus.type: sources"
+        if source is None:  # split off the training sources (corpus.valid_size, test_size)
             continue
         yield from source_problems(source, f"corpus.{split}_source")
         if source.weight != 1:
@@ -294,4 +294,5 @@ def description(corpus: CorpusConfig) -> str:
         for kind in KINDS
         if getattr(s, kind)
     ]
-    return f"{corpus.src_lang}-{corpus.tgt_lang} pairs from {', '.join(names)}"
+    mirror = f" (downloaded from the mirror {corpus.mirror})" if corpus.mirror else ""
+    return f"{corpus.src_lang}-{corpus.tgt_lang} pairs from {', '.join(names)}{mirror}"

@@ -184,11 +184,19 @@ def test_export_defaults_to_the_runs_best_checkpoint_and_a_package_beside_it(
     save_checkpoint(Path("runs/mine/best.pt"), checkpoint.config, *parts)
     config = str(ROOT / "config.yaml")
     export.main(["argos", "--config", config, "experiment=mine", "--quantization", "int8"])
-    package = Path("runs/mine/en_digits.argosmodel")
+    package = Path("runs/mine/en_digits.int8.argosmodel")  # not the float32 one's name
     assert f"exported runs/mine/best.pt to {package}" in capsys.readouterr().out
     with zipfile.ZipFile(package) as archive:
         card = archive.read("translate-en_digits-1_0/README.md").decode()
     assert "its CTranslate2 weights int8" in card
+    written = package.stat().st_mtime_ns
+    export.main(["argos", "--config", config, "experiment=mine", "--quantization", "int8"])
+    assert capsys.readouterr().out == (
+        f"{package} is up to date (made from runs/mine/best.pt, with the same card)\n"
+    )
+    assert package.stat().st_mtime_ns == written
+    export.main(["argos", "--config", config, "experiment=mine"])  # float32: its own file
+    assert zipfile.is_zipfile("runs/mine/en_digits.argosmodel")
     with pytest.raises(SystemExit):
         export.main(["huggingface", "--checkpoint", "runs/mine/best.pt", "--quantization", "int8"])
     assert "the huggingface export is float32" in capsys.readouterr().err

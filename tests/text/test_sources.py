@@ -22,6 +22,7 @@ from seq2seq.support.errors import UserError
 from seq2seq.text.corpora import build_corpus
 from seq2seq.text.corpus import load_split
 from seq2seq.text.download import Downloads
+from seq2seq.text.sources import description
 
 EN = [f"sentence number {i}" for i in range(10)]
 FR = [f"phrase numéro {i}" for i in range(10)]
@@ -207,11 +208,14 @@ def test_sources_by_name_url_and_file_mixed_then_again_offline(served, tmp_path,
         "train_sources[0] (opus Tatoeba): 8 pairs read, 4 in_other_split removed, 4 kept" in report
     )
     assert "train_sources[2] (mine.tsv): 1 pairs read, none removed, 1 kept, 2 copies" in report
+    origin = f"https://object.pouta.csc.fi{OPUS_FILE}"
+    name = "opus-Tatoeba-latest-en-fr.txt.zip"
+    assert f"{name}: from {served.url}{OPUS_FILE}, the mirror of {origin}\n" in report
 
     raw = tmp_path / "data/en_fr/raw"
     manifest = json.loads((raw / "manifest.json").read_text())
-    opus = manifest["opus-Tatoeba-latest-en-fr.txt.zip"]
-    assert opus["url"] == f"https://object.pouta.csc.fi{OPUS_FILE}"  # the origin's, not the mirror
+    opus = manifest[name]
+    assert (opus["url"], opus["mirror_url"]) == (origin, f"{served.url}{OPUS_FILE}")
     assert opus["sha256"] == hashlib.sha256(served.files[OPUS_FILE]).hexdigest()
     assert opus["size"] == len(served.files[OPUS_FILE])
     assert manifest["sacrebleu-wmt14.en-fr.fr"]["url"] == "sacrebleu:wmt14"
@@ -250,6 +254,26 @@ def test_each_source_is_cleaned_before_its_max_pairs_and_weight(served, tmp_path
     assert (train["read"], train["kept"], train["copies"]) == (5, 3, 2)
     assert train["removed"]["duplicate"] == 1 and train["removed"]["in_other_split"] == 1
     assert report["test"]["sources"]["test_source (https://example.org/test.tsv.gz)"]["kept"] == 2
+
+
+def test_without_valid_and_test_sources_both_are_split_off_the_training_sources(served, tmp_path):
+    """A pair with one corpus (often so for a small language) names no valid or test source:
+    corpus.valid_size and test_size pairs are split off the training data, as for a parallel
+    corpus, and counted in the report."""
+    config = config_from_dict(
+        {
+            "corpus": {
+                "type": "sources", "name": "en_fr", "src_lang": "en", "tgt_lang": "fr",
+                "mirror": served.url, "train_sources": [{"opus": "Tatoeba"}],
+                "valid_size": 2, "test_size": 3,
+            }
+        }
+    )  # fmt: skip
+    assert build_corpus(config) == {"train": 5, "valid": 2, "test": 3}
+    splits = {split: load_split(config, split) for split in ("train", "valid", "test")}
+    assert sorted(sum(splits.values(), [])) == sorted(zip(EN, FR, strict=True))
+    report = json.loads((tmp_path / "data/en_fr/report.json").read_text())
+    assert [report[split]["kept"] for split in ("train", "valid", "test")] == [5, 2, 3]
 
 
 def test_a_stopped_download_resumes_with_a_range_request(served, tmp_path):
@@ -423,3 +447,11 @@ def test_the_sources_keys_belong_to_their_type():
         config_from_dict({"corpus": {"type": "numbers", "train_sources": [{"file": "a.tsv"}]}})
     with pytest.raises(ConfigError, match=r"'corpus.src_lang' is 'fr'; Multi30k has"):
         config_from_dict({"corpus": {"type": "multi30k", "src_lang": "fr"}})
+
+
+def test_a_model_card_names_the_mirror_its_data_came_from(server):
+    config = sources_config(server, [{"opus": "Tatoeba"}, {"url": "https://example.org/a.tsv.gz"}])
+    assert description(config.corpus) == (
+        "en-fr pairs from opus Tatoeba, url https://example.org/a.tsv.gz (downloaded from the "
+        f"mirror {server.url})"
+    )

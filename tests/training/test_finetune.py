@@ -78,9 +78,9 @@ def test_fine_tuning_starts_from_the_checkpoint_and_learns_the_new_data(
     source_vocabs = vocab_files(source.parent.parent.parent / "data/plain")
     for copied, original in zip(vocab_files(Path("data/round")), source_vocabs, strict=True):
         assert copied.read_bytes() == original.read_bytes()
-    assert "vocabularies copied from" in capsys.readouterr().out
+    assert "one vocabulary for both languages copied from" in capsys.readouterr().out
     data.main(tuning(source))
-    assert "vocabularies up to date (copied)" in capsys.readouterr().out
+    assert "one vocabulary for both languages up to date (copied)" in capsys.readouterr().out
 
     # step 0: the source's weights exactly, and its loss on the new valid split
     config = load_config("config.yaml", tuning(source))
