@@ -31,6 +31,8 @@ from seq2seq.text.corpora import corpus_type
 from seq2seq.text.corpus import load_split
 from seq2seq.training.metrics import score
 
+WARM_UP = 8  # sentences decoded once before the timed decoding
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.evaluate", __doc__.splitlines()[0])
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
+        engine.translate(sources[:WARM_UP], decoding)  # untimed: a GPU loads its kernels here
         start = time.perf_counter()
         hypotheses = engine.translate(sources, decoding).outputs
         seconds = time.perf_counter() - start

@@ -18,5 +18,6 @@ def non_output_logits(like, vocab_size: int):
     0 everywhere but -inf at PAD and BOS, on the device and of the dtype of tensor `like`.
     Made once per decoding: each step adds it to its (..., V) logits."""
     row = like.new_zeros(vocab_size)
-    row[PAD] = row[BOS] = float("-inf")
+    for banned in (PAD, BOS):  # fill_: on a GPU, `row[i] = x` would wait for a host copy
+        row[banned].fill_(float("-inf"))
     return row
