@@ -103,7 +103,8 @@ gpu-check: $(DEV)
 # Training speed on this machine under each CPU lever (precision, threads, batch size, dropout,
 # torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md} (docs/training-speed.md;
 # a few minutes). TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's
-# time goes, torch.profiler's table.
+# time goes, torch.profiler's table; TRAIN_SPEED_ARGS="--bleu-steps 1000": each lever that changes
+# the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/train_bleu.{json,md} (~40 min).
 TRAIN_SPEED_ARGS ?=
 bench-train: $(DEV)
 	$(MAKE) data CONFIG=configs/multi30k_de_en.yaml
@@ -115,13 +116,16 @@ bench-scale: $(CORE)
 	$(PYTHON) benchmarks/scale.py $(ARGS)
 
 # The Multi30k recipes run to the end, one after the other, then their results table in
-# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.{py,json}). By default the
-# hour recipes (an hour of training each on a CPU); RECIPES="configs/xyz.yaml ..." picks others,
-# such as the full ones (configs/multi30k_de_en.yaml, multi30k_en_de.yaml). Not in CI.
-RECIPES ?= configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
+# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.py). RECIPE_SET=hour (the
+# default: an hour of training each on a CPU) or full (configs/multi30k_de_en.yaml and
+# multi30k_en_de.yaml); RECIPES="configs/xyz.yaml ..." picks the set's configs. Not in CI.
+RECIPE_SET ?= hour
+FULL_RECIPES := configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
+HOUR_RECIPES := configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
+RECIPES ?= $(if $(filter full,$(RECIPE_SET)),$(FULL_RECIPES),$(HOUR_RECIPES))
 recipes: $(CORE)
 	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
-	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES)
+	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES) --set $(RECIPE_SET)
 
 # Against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1: the same data, vocabulary, model size and time
 # budget, one after the other -> benchmarks/peers.{json,md}, or peers_<corpus>.{json,md} for another

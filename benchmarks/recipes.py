@@ -1,16 +1,19 @@
-"""`make recipes`: the Multi30k recipes' results, read from their runs, as docs/corpora.md's table
-and one sentence in the README and docs/package.md ("do I need a GPU?").
+"""`make recipes`: the Multi30k recipes' results, read from their runs, as docs/corpora.md's
+tables, and for the hour recipes one sentence in the README and docs/package.md ("do I need a
+GPU?").
 
-    python benchmarks/recipes.py --collect CONFIG...  # runs/<experiment>/ -> recipes.json, docs
-    python benchmarks/recipes.py --write      # benchmarks/recipes.json -> the pages
+    python benchmarks/recipes.py --collect CONFIG... [--set full]  # runs/ -> JSON, docs
+    python benchmarks/recipes.py --write      # benchmarks/recipes*.json -> the pages
     python benchmarks/recipes.py              # check that the pages are up to date
 
-For each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
+Two sets of recipes, each with its results file and its table: the hour recipes
+(benchmarks/recipes.json) and the full ones (`--set full`: benchmarks/recipes_full.json). For
+each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
 eval.json (the test scores, greedy and beam, with sacreBLEU's signatures), metrics.jsonl (the
 steps, the training time, each validation and the average's) and best.pt (its parameters and
-the steps it holds). The table lies in docs/corpora.md between two marker lines, so that no
-figure there is copied by hand; tests/benchmarks/test_recipes.py fails when it is out of date. The
-sentence lies between its own markers in each of SUMMARY_PAGES.
+the steps it holds). Each table lies in docs/corpora.md between two marker lines, so that no
+figure there is copied by hand; tests/benchmarks/test_recipes.py fails when one is out of date.
+The sentence lies between its own markers in each of SUMMARY_PAGES.
 """
 
 import argparse
@@ -25,14 +28,29 @@ from seq2seq.support.errors import UserError, run_cli
 from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import EVAL, METRICS
 
-RESULTS = Path("benchmarks/recipes.json")
 DOCS = Path("docs/corpora.md")
-MARKERS = ("<!-- recipes: written by benchmarks/recipes.py -->", "<!-- end of recipes -->")
+SETS = ["hour", "full"]  # each its table in DOCS; the hour recipes' also the pages' sentence
 SUMMARY_PAGES = [Path("README.md"), Path("docs/package.md")]
 SUMMARY_MARKERS = (
     "<!-- recipes summary: written by benchmarks/recipes.py -->",
     "<!-- end of recipes summary -->",
 )
+
+
+def results_file(recipe_set: str) -> Path:
+    return Path(
+        "benchmarks/recipes.json"
+        if recipe_set == "hour"
+        else f"benchmarks/recipes_{recipe_set}.json"
+    )
+
+
+def markers(recipe_set: str) -> tuple[str, str]:
+    name = "recipes" if recipe_set == "hour" else f"recipes {recipe_set}"
+    return f"<!-- {name}: written by benchmarks/recipes.py -->", f"<!-- end of {name} -->"
+
+
+MARKERS = markers("hour")
 
 
 def read_run(config_path: str) -> dict:
@@ -133,18 +151,24 @@ def summary(results: dict) -> str:
     )
 
 
-def pages(results: dict) -> dict[Path, str]:
-    """Each page with the tables or the sentence of `results` in place."""
-    expected = {DOCS: with_table(DOCS.read_text("utf-8"), markdown(results), MARKERS, str(DOCS))}
-    for page in SUMMARY_PAGES:
-        text = page.read_text("utf-8")
-        expected[page] = with_table(text, summary(results), SUMMARY_MARKERS, str(page))
-    return expected
+def pages(results: dict, recipe_set: str, expected: dict[Path, str]) -> None:
+    """Put the tables (and for the hour recipes the sentence) of `results` into each page of
+    `expected` (path -> text, read from the page the first time)."""
+
+    def put(page: Path, table: str, page_markers: tuple[str, str]) -> None:
+        text = expected.get(page) or page.read_text("utf-8")
+        expected[page] = with_table(text, table, page_markers, str(page))
+
+    put(DOCS, markdown(results), markers(recipe_set))
+    if recipe_set == "hour":
+        for page in SUMMARY_PAGES:
+            put(page, summary(results), SUMMARY_MARKERS)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collect", nargs="+", metavar="CONFIG", help="recipes to read")
+    parser.add_argument("--set", choices=SETS, default="hour", help="which table --collect writes")
     parser.add_argument(
         "--conditions", default="each trained alone with train.threads 0 (both cores)",
         help="how the runs shared the machine, for the line above the tables",
@@ -154,15 +178,20 @@ def main(argv: list[str] | None = None) -> None:
     if args.collect:
         recipes = [read_run(path) for path in args.collect]
         write_json(
-            RESULTS, {"machine": machine(), "conditions": args.conditions, "recipes": recipes}
+            results_file(args.set),
+            {"machine": machine(), "conditions": args.conditions, "recipes": recipes},
         )
-    if not RESULTS.exists():
-        raise UserError(f"{RESULTS} is missing: run `make recipes`")
-    for page, expected in pages(json.loads(RESULTS.read_text("utf-8"))).items():
+    expected: dict[Path, str] = {}
+    for recipe_set in SETS:
+        results = results_file(recipe_set)
+        if not results.exists():
+            raise UserError(f"{results} is missing: run `make recipes RECIPE_SET={recipe_set}`")
+        pages(json.loads(results.read_text("utf-8")), recipe_set, expected)
+    for page, expected_text in expected.items():
         if args.write or args.collect:
             with atomic_write(page) as file:
-                file.write(expected)
-        elif expected != page.read_text("utf-8"):
+                file.write(expected_text)
+        elif expected_text != page.read_text("utf-8"):
             raise UserError(f"{page} is out of date: python benchmarks/recipes.py --write")
 
 

@@ -1,13 +1,15 @@
 """`make bench-train`: training tokens per second of a config's model on this machine, under
 each setting (the CPU levers of docs/training-speed.md unless --setting is given), in
 alternating rounds (so a busy moment of the machine falls on all of them alike) ->
-benchmarks/train_speed.{json,md}; --profile: where one setting's step spends its time
-(torch.profiler's table on stdout).
+benchmarks/train_speed.{json,md}; --bleu-steps N: what each setting does to the model, each
+trained N steps from scratch (the same seed) to its valid BLEU -> benchmarks/train_bleu.{json,md};
+--profile: where one setting's step spends its time (torch.profiler's table on stdout).
 
     python benchmarks/train_speed.py --config configs/multi30k_de_en.yaml
     python benchmarks/train_speed.py --setting fp32 train.precision=fp32 \
         --setting bf16 train.precision=bf16
     python benchmarks/train_speed.py --profile --setting bf16 train.precision=bf16
+    python benchmarks/train_speed.py --bleu-steps 1000 --setting fp32 train.precision=fp32 ...
 
 A setting is a name and config overrides. Each round runs every setting for --steps steps
 after --warmup untimed ones (which also compile a compiled model: their time is reported),
@@ -28,12 +30,14 @@ from bench import machine
 
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
-from seq2seq.support.files import write_json
+from seq2seq.support.files import read_log, write_json
+from seq2seq.support.paths import METRICS
 from seq2seq.text.batching import Prefetcher
 from seq2seq.train import start_process, train_step
 from seq2seq.training.run import set_up
 
 OUT = Path("benchmarks/train_speed")
+BLEU_OUT = Path("benchmarks/train_bleu")
 LEVERS = [  # the first is the base the others are compared with
     ["fp32", "train.precision=fp32"],
     ["bf16", "train.precision=bf16"],
@@ -43,6 +47,7 @@ LEVERS = [  # the first is the base the others are compared with
     ["bf16, no activation dropout", "train.precision=bf16", "model.activation_dropout=0"],
     ["bf16, compiled", "train.precision=bf16", "train.compile=true"],
 ]
+SPEED_ONLY = {"bf16, 1 thread", "bf16, compiled"}  # the same arithmetic: --bleu-steps skips them
 
 
 class Steps:
@@ -102,6 +107,46 @@ def profile(config_path: str, overrides: list[str], warmup: int, steps: int) -> 
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
+def trained(config_path: str, overrides: list[str], steps: int, experiment: str) -> dict:
+    """Train the config with `overrides` for `steps` steps from scratch (runs/<experiment>/) ->
+    the validation at its end and the training minutes."""
+    from seq2seq.train import train  # (in the process of its own)
+
+    run = [f"experiment={experiment}", f"train.max_steps={steps}", f"train.eval_every={steps}",
+           "train.average_last=0", "train.max_minutes=0"]  # fmt: skip
+    config = load_config(config_path, [*overrides, *run])
+    train(config, restart=True)
+    last = read_log(config.run_dir / METRICS)[-1]
+    return {
+        "valid_bleu": last["valid_bleu"],
+        "valid_loss": last["valid_loss"],
+        "minutes": last["elapsed_s"] / 60,
+    }
+
+
+def named(setting: dict) -> str:
+    """A table row's first two cells: the setting's name and its overrides."""
+    overrides = " ".join(f"`{o}`" for o in setting["overrides"]) or "(the config's)"
+    return f"| {setting['name']} | {overrides} |"
+
+
+def bleu_table(results: dict) -> str:
+    info, steps = results["machine"], results["steps"]
+    lines = [
+        f"| setting | overrides | valid BLEU at step {steps:,} | valid loss | training minutes |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in results["settings"]:
+        lines.append(
+            f"{named(s)} {s['valid_bleu']:.2f} | {s['valid_loss']:.3f} | {s['minutes']:.1f} |"
+        )
+    return "\n".join(lines) + (
+        f"\n\n`{results['config']}` trained {steps:,} steps from scratch under each setting (the "
+        f"same seed, the schedule laid over those steps, no averaging); {info['device_name']}, "
+        f"{info['cpu_count']} cores, torch {info['torch']}, {info['date'][:10]}.\n"
+    )
+
+
 def table(results: dict) -> str:
     settings, info = results["settings"], results["machine"]
     base = settings[0]["name"]
@@ -114,10 +159,9 @@ def table(results: dict) -> str:
     for s in settings:
         median = statistics.median(s["tokens_per_s"])
         rounds = ", ".join(f"{x:,.0f}" for x in s["tokens_per_s"])
-        overrides = " ".join(f"`{o}`" for o in s["overrides"]) or "(the config's)"
         lines.append(
-            f"| {s['name']} | {overrides} | {median:,.0f} | {rounds} | "
-            f"{median / base_speed:.2f} | {max(s['warmup_s']):.0f} |"
+            f"{named(s)} {median:,.0f} | {rounds} | {median / base_speed:.2f} | "
+            f"{max(s['warmup_s']):.0f} |"
         )
     return "\n".join(lines) + (
         f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
@@ -137,14 +181,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--profile", action="store_true", help="profile the first setting")
-    parser.add_argument("--out", type=Path, default=OUT, help="PATH.json and PATH.md")
+    parser.add_argument("--bleu-steps", type=int, help="train each setting so long: its BLEU")
+    parser.add_argument("--out", type=Path, help=f"PATH.json and PATH.md (default {OUT}, "
+                        f"{BLEU_OUT} with --bleu-steps)")  # fmt: skip
     args = parser.parse_args(argv)
     settings = [
         {"name": s[0], "overrides": s[1:], "tokens_per_s": [], "warmup_s": []}
         for s in args.setting or LEVERS
+        if args.setting or not (args.bleu_steps and s[0] in SPEED_ONLY)
     ]
     if args.profile:
         return profile(args.config, settings[0]["overrides"], args.warmup, args.steps)
+    if args.bleu_steps:
+        return bleu(args.config, settings, args.bleu_steps, args.out or BLEU_OUT)
+    out = args.out or OUT
     for _ in range(args.rounds):
         for s in settings:
             speed = in_own_process(
@@ -157,9 +207,26 @@ def main(argv: list[str] | None = None) -> None:
         "config": args.config, "machine": machine(), "rounds": args.rounds,
         "warmup": args.warmup, "steps": args.steps, "settings": settings,
     }  # fmt: skip
-    write_json(args.out.with_suffix(".json"), results)
-    args.out.with_suffix(".md").write_text(table(results), "utf-8")
+    write_json(out.with_suffix(".json"), results)
+    out.with_suffix(".md").write_text(table(results), "utf-8")
     print(table(results))
+
+
+def bleu(config_path: str, settings: list[dict], steps: int, out: Path) -> None:
+    for number, s in enumerate(settings):
+        figures = in_own_process(
+            trained, config_path, s["overrides"], steps, f"bench-train-bleu-{number}"
+        )
+        s.update(figures)
+        print(f"{s['name']}: valid BLEU {figures['valid_bleu']:.2f}", flush=True)
+    results = {"config": config_path, "machine": machine(), "steps": steps}
+    results["settings"] = [
+        {k: s[k] for k in ("name", "overrides", "valid_bleu", "valid_loss", "minutes")}
+        for s in settings
+    ]
+    write_json(out.with_suffix(".json"), results)
+    out.with_suffix(".md").write_text(bleu_table(results), "utf-8")
+    print(bleu_table(results))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """The commands of the docs, run as a user types them: offline, in an empty home.
 
-A page's command lines are those of its fenced blocks without a language, in a section; a
-line ending in `# with the internet` needs it and is left out, and so are `pip install` lines
-(tests/test_setup.py installs the extras). Every other line runs with bash, in a folder that
-holds what the page's earlier steps made, with HOME an empty folder and every HTTP request sent
-to a closed port, so that a command that downloads fails here as it would offline."""
+A page's command lines are those of its fenced blocks without a language, in a section; a line
+ending in `# with the internet` needs it and is left out (in Python, with its block), and so are
+`pip install` lines (tests/test_setup.py installs the extras). Every other line runs with bash,
+in a folder that holds what the page's earlier steps made, with HOME an empty folder and every
+HTTP request sent to a closed port, so that a command that downloads fails here as it would
+offline; a section's Python blocks run after its command lines. A transcript (`$ command` lines,
+each followed by what it prints) must print what the page shows."""
 
 import os
-import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +23,68 @@ from helpers import HANG, ROOT
 ONLINE = "# with the internet"
 
 
-def commands(page: str, section: str) -> list[str]:
-    """The command lines of the fenced blocks of `section` (a `## ` heading) in `page`."""
+def section_text(page: str, section: str | None) -> str:
+    """The text of `section` (a `## ` heading) in `page`; None: the text above the first."""
     text = (ROOT / page).read_text("utf-8")
-    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```\n(.*?)^```", body, re.MULTILINE | re.DOTALL)
+    if section is not None:
+        text = text.split(f"\n## {section}\n", 1)[1]
+    return text.split("\n## ", 1)[0]
+
+
+def fenced_blocks(page: str, section: str | None) -> list[tuple[str, str]]:
+    """The fenced blocks of `section` (a `## ` heading) in `page`: (language, text)."""
+    blocks, language, lines = [], None, []
+    for line in section_text(page, section).splitlines():
+        if not line.startswith("```"):
+            lines.append(line)
+        elif language is None:  # a block opens
+            language, lines = line[3:].strip(), []
+        else:
+            blocks.append((language, "\n".join(lines)))
+            language = None
+    return blocks
+
+
+def commands(page: str, section: str | None) -> list[str]:
+    """The command lines of the blocks without a language of `section` in `page`."""
+    blocks = [text for language, text in fenced_blocks(page, section) if not language]
     lines = [line for block in blocks for line in block.splitlines() if line.strip()]
-    return [line for line in lines if not line.endswith(ONLINE) and not line.startswith("pip ")]
+    return [line for line in lines if not is_online(line) and not line.startswith("pip ")]
+
+
+def code_blocks(page: str, section: str) -> list[str]:
+    """The Python blocks (```python) of `section` in `page` but those that need the internet
+    (a line ending in `# with the internet`)."""
+    blocks = [text for language, text in fenced_blocks(page, section) if language == "python"]
+    return [text for text in blocks if not any(map(is_online, text.splitlines()))]
+
+
+def is_online(line: str) -> bool:
+    return line.endswith(ONLINE)
+
+
+def transcript(page: str, section: str | None) -> list[tuple[str, list[str]]]:
+    """The `$ command` lines of the transcripts (blocks without a language whose lines begin
+    with one) of `section` in `page`, each with the lines the page shows it printing."""
+    shown: list[tuple[str, list[str]]] = []
+    for language, text in fenced_blocks(page, section):
+        if language or not text.startswith("$ "):
+            continue
+        for line in filter(str.strip, text.splitlines()):
+            if line.startswith("$ "):
+                shown.append((line[2:], []))
+            else:
+                shown[-1][1].append(line)
+    return shown
+
+
+def fresh_clone(folder: Path) -> Path:
+    """The project's files as a fresh clone has them (git's tracked files), in `folder`."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, folder / name)
+    return folder
 
 
 def offline(home: Path) -> dict[str, str]:
@@ -42,21 +99,84 @@ def offline(home: Path) -> dict[str, str]:
     }  # fmt: skip
 
 
+EXPORTS = [  # export.md's sections: the package each needs, and its command lines
+    ("CTranslate2", "ctranslate2", 3),
+    ("Argos Translate and LibreTranslate", "argostranslate", 4),
+    ("Hugging Face", "transformers", 1),
+]
+
+
 @pytest.mark.slow
-def test_the_argos_commands_of_the_export_page_run_offline(
-    trained_joint_numbers_checkpoint, tmp_path
+@pytest.mark.parametrize("section, package, count", EXPORTS)
+def test_the_commands_of_the_export_page_run_offline(
+    trained_joint_numbers_checkpoint, tmp_path, section, package, count
 ):
-    pytest.importorskip("argostranslate", reason="Argos Translate is an optional extra")
+    pytest.importorskip(package, reason="an optional extra (.[dev] has it)")
     checkpoint = trained_joint_numbers_checkpoint[0]
     parts = (checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, {"step": 1})
     save_checkpoint(tmp_path / "runs/numbers/best.pt", checkpoint.config, *parts)
+    (tmp_path / "input.txt").write_text("three is three\nfive is five\n")  # the user's text
     (tmp_path / "home").mkdir()
-    lines = commands("docs/export.md", "Argos Translate and LibreTranslate")
-    assert len(lines) == 4 and lines[-1].startswith("ARGOS_CHUNK_TYPE=SPACY argos-translate")
-    for line in lines:
+    lines = commands("docs/export.md", section)
+    assert len(lines) == count
+    programs = [["bash", "-c", line] for line in lines]
+    programs += [[sys.executable, "-c", code] for code in code_blocks("docs/export.md", section)]
+    for program in programs:
         done = subprocess.run(
-            ["bash", "-c", line], cwd=tmp_path, env=offline(tmp_path / "home"),
+            program, cwd=tmp_path, env=offline(tmp_path / "home"),
             capture_output=True, text=True, timeout=HANG,
         )  # fmt: skip
-        assert done.returncode == 0, (line, done.stderr[-2000:])
-    assert done.stdout.strip() and "Traceback" not in done.stderr
+        assert done.returncode == 0, (program, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr
+    assert done.stdout.strip()  # the last one translates
+
+
+def test_the_mistakes_on_the_getting_started_page_end_as_it_shows(tmp_path):
+    project = fresh_clone(tmp_path / "project")
+    (tmp_path / "home").mkdir()
+    shown = transcript("docs/getting-started.md", "Configs and errors")
+    assert len(shown) == 3
+    for command, printed in shown:
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=project, env=offline(tmp_path / "home"),
+            capture_output=True, text=True, timeout=HANG,
+        )  # fmt: skip
+        assert done.returncode != 0, command
+        assert (done.stdout + done.stderr).splitlines() == printed, command
+
+
+SHORT = [  # make's ARGS, from the environment: the default experiment, small and short
+    "corpus.train_size=2000", "corpus.valid_size=50", "corpus.test_size=50",
+    "model.d_model=32", "model.d_ff=64", "train.max_steps=20", "train.eval_every=20",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_readme_runs_as_written_in_a_fresh_clone(tmp_path):
+    """`make all`, then the transcript in the shell it activates; the model is a short run's,
+    so its translations are checked for their count, not their digits. (`make test` is the
+    suite that runs this.)"""
+    venv = Path(sys.executable).parent.parent
+    if not (venv / "bin/activate").exists():
+        pytest.skip("the tests run outside a virtual environment: nothing to activate")
+    project = fresh_clone(tmp_path / "project")
+    (project / ".venv").symlink_to(venv)  # the environment `make all` made
+    (project / ".installed-core").touch()  # installed: make's PYTHON below is that venv's
+    (tmp_path / "home").mkdir()
+    env = offline(tmp_path / "home") | {"ARGS": " ".join(SHORT), "PYTHON": sys.executable}
+    lines = [line for line in commands("README.md", None) if not line.startswith("$ ")]
+    assert lines[0].startswith("make all") and lines[1].startswith("make test")
+    done = subprocess.run(
+        ["bash", "-c", lines[0]], cwd=project, env=env, capture_output=True, text=True,
+        timeout=HANG,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    shown = transcript("README.md", None)
+    script = "set -e\n" + "\n".join(f"{command}\necho ---" for command, _ in shown)
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True,
+        timeout=HANG,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = [part.splitlines() for part in done.stdout.split("---\n")[:-1]]
+    assert [len(lines) for lines in printed] == [len(lines) for _, lines in shown]

@@ -92,3 +92,17 @@ def test_the_pages_hold_the_committed_results(monkeypatch):
     benchmarks/recipes.json (`python benchmarks/recipes.py --write` after editing a page)."""
     monkeypatch.chdir(ROOT)
     recipes.main([])  # a UserError naming the page that is out of date
+
+
+def test_the_full_recipes_have_a_table_of_their_own_and_no_sentence(seed_recipe, monkeypatch):
+    monkeypatch.chdir(seed_recipe)
+    results = {"machine": {"device_name": "a CPU", "cpu_count": 2, "torch": "2.13.0"},
+               "conditions": "alone", "recipes": [recipes.read_run("seed.yaml")]}  # fmt: skip
+    monkeypatch.chdir(ROOT)
+    expected = {}
+    recipes.pages(results, "full", expected)
+    assert list(expected) == [recipes.DOCS]  # the README's sentence is the hour recipes'
+    start, end = recipes.markers("full")
+    assert f"{start}\n{recipes.markdown(results)}\n{end}" in expected[recipes.DOCS]
+    hour = expected[recipes.DOCS].split(recipes.MARKERS[0])[1]  # the hour table: untouched
+    assert hour == recipes.DOCS.read_text("utf-8").split(recipes.MARKERS[0])[1]

@@ -1,5 +1,5 @@
 """benchmarks/train_speed.py on the seed preset: each setting timed in every round, the table
-relative to the first, and the profile's table of operators."""
+relative to the first, the profile's table of operators, and each setting's BLEU."""
 
 import json
 import shutil
@@ -30,3 +30,24 @@ def test_settings_are_timed_in_alternating_rounds(tmp_path, monkeypatch, capsys)
     train_speed.main(["--config", "seed.yaml", "--profile", "--warmup", "1", "--steps", "2",
                       "--setting", "fp32", "train.precision=fp32"])  # fmt: skip
     assert "aten::mm" in capsys.readouterr().out  # the matrix products, by name
+
+
+def test_each_settings_bleu_after_the_same_steps(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(ROOT / "configs/seed.yaml", "seed.yaml")
+    data.main(["--config", "seed.yaml"])
+    train_speed.main([
+        "--config", "seed.yaml", "--bleu-steps", "20", "--out", "bleu",
+        "--setting", "fp32", "train.precision=fp32",
+        "--setting", "slower", "train.precision=fp32", "train.lr=0.001", "train.min_lr=0.0001",
+    ])  # fmt: skip
+    results = json.loads((tmp_path / "bleu.json").read_text())
+    first, second = results["settings"]
+    assert results["steps"] == 20 and [first["name"], second["name"]] == ["fp32", "slower"]
+    for number in (0, 1):  # each trained to step 20 and validated there
+        log = (tmp_path / f"runs/bench-train-bleu-{number}/metrics.jsonl").read_text()
+        assert json.loads(log.splitlines()[-1])["step"] == 20
+    assert 0 <= first["valid_bleu"] <= 100 and first["minutes"] > 0
+    assert first["valid_loss"] != second["valid_loss"]  # another model
+    table = (tmp_path / "bleu.md").read_text()
+    assert f"| fp32 | `train.precision=fp32` | {first['valid_bleu']:.2f} |" in table
