@@ -104,7 +104,7 @@ gpu-check: $(DEV)
 # torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md} (docs/training-speed.md;
 # a few minutes). TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's
 # time goes, torch.profiler's table; TRAIN_SPEED_ARGS="--bleu-steps 1000": each lever that changes
-# the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/train_bleu.{json,md} (~40 min).
+# the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/train_bleu.{json,md} (~30 min).
 TRAIN_SPEED_ARGS ?=
 bench-train: $(DEV)
 	$(MAKE) data CONFIG=configs/multi30k_de_en.yaml
