@@ -235,11 +235,13 @@ def deterministic():
     """torch's deterministic kernels where it has them (a warning where it has none), so that
     two runs can be compared: atomic additions on a GPU make sums differ in their last bits,
     and 200 steps amplify that. (cuBLAS also needs CUBLAS_WORKSPACE_CONFIG, set by main.)"""
+    before = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(False)
+        torch.use_deterministic_algorithms(before, warn_only=warn_only)
 
 
 def check_resume(setup: Setup) -> tuple[dict, list[str]]:

@@ -33,7 +33,7 @@ from seq2seq.support.errors import run_cli
 from seq2seq.support.files import read_log, write_json
 from seq2seq.support.paths import METRICS
 from seq2seq.text.batching import Prefetcher
-from seq2seq.train import start_process, train_step
+from seq2seq.train import start_process, train, train_step
 from seq2seq.training.run import set_up
 
 OUT = Path("benchmarks/train_speed")
@@ -110,8 +110,6 @@ def profile(config_path: str, overrides: list[str], warmup: int, steps: int) -> 
 def trained(config_path: str, overrides: list[str], steps: int, experiment: str) -> dict:
     """Train the config with `overrides` for `steps` steps from scratch (runs/<experiment>/) ->
     the validation at its end and the training minutes."""
-    from seq2seq.train import train  # (in the process of its own)
-
     run = [f"experiment={experiment}", f"train.max_steps={steps}", f"train.eval_every={steps}",
            "train.average_last=0", "train.max_minutes=0"]  # fmt: skip
     config = load_config(config_path, [*overrides, *run])
