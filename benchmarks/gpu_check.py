@@ -7,7 +7,9 @@ Without a CUDA device it says so in one line and exits 0. Otherwise it builds th
 corpus in a scratch folder (--work, default runs/gpu-check/) and runs the checks below on
 configs/numbers_gpu.yaml, one after the other. Each is recorded as pass, fail or skip (with the
 reason) with its figures in <out>/gpu.json and <out>/gpu.md; the exit status is 1 when any
-check failed, after both files are written.
+check failed, after both files are written. A check left out with --skip keeps the result
+that <out>/gpu.json already holds for it from a full run on the same GPU model, marked with
+that run's date (so a short device loan can measure what is missing and keep the rest).
 
     environment          torch, CUDA and cuDNN versions, the GPU, whether it has real bf16
     train_<tokens>_<mode>
@@ -496,6 +498,21 @@ def skip_it() -> tuple[dict, list[str]]:
     raise Skip("skipped by --skip")
 
 
+def earlier_results(path: Path, device_name: str) -> dict:
+    """The checks that an earlier run on the same kind of GPU recorded in <out>/gpu.json (pass
+    or fail, each marked with its run's date): what a check skipped by --skip keeps."""
+    if not path.exists():
+        return {}
+    earlier = json.loads(path.read_text())
+    if earlier.get("mode") != "full" or earlier["machine"]["device_name"] != device_name:
+        return {}
+    return {
+        name: {**result, "date": result.get("date", earlier["machine"]["date"])}
+        for name, result in earlier["checks"].items()
+        if result["status"] != "skip"
+    }
+
+
 def run_check(name: str, check: Callable) -> dict:
     """pass (no problems), fail (problems, or an exception: its message) or skip, with the
     check's figures and seconds."""
@@ -523,7 +540,7 @@ def markdown(results: dict) -> str:
         "",
         f"{info['device_name']} ({info['checked_device']}), torch {info['torch']}, "
         f"CUDA {info.get('cuda')}, Python {info['python']}, {info['date']}, mode: "
-        f"{results['mode']}, {results['seconds']:.0f} s in all. Produced by `make gpu-check` "
+        f"{results['mode']}, {results['seconds']:.0f} s this run. Produced by `make gpu-check` "
         "(`python benchmarks/gpu_check.py`); docs/gpu.md says what each figure means.",
         "",
         "| check | status | seconds | figures |",
@@ -536,6 +553,8 @@ def markdown(results: dict) -> str:
             for key, value in figures.items()
         )
         note = f" ({result['reason']})" if "reason" in result else ""
+        if "date" in result:  # kept from an earlier run (--skip)
+            note += f" (run of {result['date'][:16].replace('T', ' ')})"
         lines.append(f"| `{name}` | {result['status']}{note} | {result['seconds']:.1f} | {shown} |")
     return "\n".join(lines) + "\n"
 
@@ -570,9 +589,14 @@ def main() -> None:
     data.main(["--config", str(RECIPE), *setup.overrides()])
     results = {"mode": "quick" if args.quick else "full", "machine": environment(setup)}
     results["checks"] = {}
+    device_name = results["machine"]["device_name"]
+    earlier = {} if args.quick else earlier_results(out / "gpu.json", device_name)
     for name, check in planned:
-        skipped = name in args.skip
-        results["checks"][name] = run_check(name, skip_it if skipped else check)
+        if name in args.skip and name in earlier:
+            print(f"gpu-check: {name}: skipped, keeps its result of {earlier[name]['date']}")
+            results["checks"][name] = earlier[name]
+        else:
+            results["checks"][name] = run_check(name, skip_it if name in args.skip else check)
         results["seconds"] = time.perf_counter() - start
         results["failed"] = [n for n, r in results["checks"].items() if r["status"] == "fail"]
         save_results(out / "gpu", results, markdown(results))  # after each: none lost if cut

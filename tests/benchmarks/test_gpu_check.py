@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import gpu_check
 import pytest
 
 from seq2seq.support.device import cpu_computes_bf16
@@ -11,6 +12,8 @@ from seq2seq.support.device import cpu_computes_bf16
 from helpers import ENV, HANG, ROOT
 
 SCRIPT = str(ROOT / "benchmarks/gpu_check.py")
+MACHINE = {"device_name": "NVIDIA H200", "checked_device": "cuda", "torch": "2.11.0",
+           "python": "3.12.3", "date": "2026-11-26T04:43:29+00:00"}  # fmt: skip
 
 
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
@@ -75,3 +78,25 @@ def test_skip_names_a_check_that_exists(tmp_path):
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].endswith("--skip: no check named tests")
     assert not (tmp_path / "runs").exists()  # nothing ran
+
+
+def test_a_skipped_check_keeps_an_earlier_full_run_on_the_same_gpu(tmp_path):
+    earlier = {
+        "mode": "full",
+        "machine": {"device_name": "NVIDIA H200", "date": "2026-11-26T01:54:47+00:00"},
+        "checks": {
+            "resume": {"status": "fail", "reason": "differ", "seconds": 3.0},
+            "serve": {"status": "skip", "reason": "not run", "seconds": 0.0},
+            "eval": {"status": "pass", "figures": {}, "seconds": 9.0, "date": "2026-11-25T10:00"},
+        },
+    }
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(earlier))
+    kept = gpu_check.earlier_results(path, "NVIDIA H200")
+    assert set(kept) == {"resume", "eval"}  # a skip has nothing to keep
+    assert kept["resume"]["date"] == "2026-11-26T01:54:47+00:00"  # the run's date
+    assert kept["eval"]["date"] == "2026-11-25T10:00"  # kept once already: its own date
+    assert gpu_check.earlier_results(path, "NVIDIA A100") == {}  # another GPU's figures
+    assert gpu_check.earlier_results(tmp_path / "none.json", "NVIDIA H200") == {}
+    row = gpu_check.markdown({**earlier, "machine": MACHINE, "seconds": 1.0, "checks": kept})
+    assert "| `resume` | fail (differ) (run of 2026-11-26 01:54) | 3.0 |" in row
