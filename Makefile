@@ -101,14 +101,14 @@ gpu-check: $(DEV)
 	$(PYTHON) benchmarks/gpu_check.py
 
 # Training speed on this machine under each CPU lever (precision, threads, batch size, dropout,
-# torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md} (docs/training-speed.md;
-# a few minutes). TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's
-# time goes, torch.profiler's table; TRAIN_SPEED_ARGS="--bleu-steps 1000": each lever that changes
+# vocabulary size, torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md}
+# (docs/training-speed.md; a few minutes; each setting's data is built first, with ARGS).
+# TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's time goes,
+# torch.profiler's table; TRAIN_SPEED_ARGS="--bleu-steps 1000": each lever that changes
 # the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/train_bleu.{json,md} (~30 min).
 TRAIN_SPEED_ARGS ?=
 bench-train: $(DEV)
-	$(MAKE) data CONFIG=configs/multi30k_de_en.yaml
-	$(PYTHON) benchmarks/train_speed.py --config configs/multi30k_de_en.yaml $(TRAIN_SPEED_ARGS)
+	$(PYTHON) benchmarks/train_speed.py --config configs/multi30k_de_en.yaml --data-args "$(ARGS)" $(TRAIN_SPEED_ARGS)
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
@@ -117,12 +117,14 @@ bench-scale: $(CORE)
 
 # The Multi30k recipes run to the end, one after the other, then their results table in
 # docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.py). RECIPE_SET=hour (the
-# default: an hour of training each on a CPU) or full (configs/multi30k_de_en.yaml and
-# multi30k_en_de.yaml); RECIPES="configs/xyz.yaml ..." picks the set's configs. Not in CI.
+# default: an hour of training each on a CPU), full (configs/multi30k_de_en.yaml and
+# multi30k_en_de.yaml) or try (ten minutes); RECIPES="configs/xyz.yaml ..." picks the set's
+# configs. Not in CI.
 RECIPE_SET ?= hour
-FULL_RECIPES := configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
-HOUR_RECIPES := configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
-RECIPES ?= $(if $(filter full,$(RECIPE_SET)),$(FULL_RECIPES),$(HOUR_RECIPES))
+RECIPES_hour := configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
+RECIPES_full := configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
+RECIPES_try := configs/multi30k_de_en_try.yaml
+RECIPES ?= $(RECIPES_$(RECIPE_SET))
 recipes: $(CORE)
 	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
 	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES) --set $(RECIPE_SET)

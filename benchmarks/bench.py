@@ -71,8 +71,8 @@ from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import METRICS, text_files
 from seq2seq.text.batching import source_tensor, token_batches
-from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.parallel import load_split
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
 from seq2seq.training.loss import batch_loss

@@ -31,13 +31,14 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DecodeConfig, languages
-from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
+from seq2seq.config import DecodeConfig, translation_pair
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.argos import check_exportable, export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import UserError
-from seq2seq.text.corpus import load_split
+from seq2seq.text.parallel import load_split
 
 # Argos Translate runs in a child process, because importing it creates its folders under the
 # home directory and reads its settings once. Its sentence splitter (MiniSBD) downloads a model
@@ -161,7 +162,9 @@ def argos_figures(checkpoint: Checkpoint, sentences: list[str], folder: Path) ->
         print(f"Argos Translate skipped: {reason}", flush=True)
         return {}
     export_argos(checkpoint, folder / "model.argosmodel")
-    codes = [language.code for language in languages(checkpoint.config, checkpoint.config.serve)]
+    codes = [
+        language.code for language in translation_pair(checkpoint.config, checkpoint.config.serve)
+    ]
     done = run_argos(folder / "model.argosmodel", codes, sentences, folder / "argos-home")
     return {"outputs": done["1"], "per_s": len(sentences) / done["seconds"]["1"]}
 

@@ -6,14 +6,16 @@ GPU?").
     python benchmarks/recipes.py --write      # benchmarks/recipes*.json -> the pages
     python benchmarks/recipes.py              # check that the pages are up to date
 
-Two sets of recipes, each with its results file and its table: the hour recipes
-(benchmarks/recipes.json) and the full ones (`--set full`: benchmarks/recipes_full.json). For
+Three sets of recipes, each with its results file and its table: the hour recipes
+(benchmarks/recipes.json), the full ones (`--set full`: benchmarks/recipes_full.json) and the
+first try of ten minutes (`--set try`: benchmarks/recipes_try.json). For
 each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
 eval.json (the test scores, greedy and beam, with sacreBLEU's signatures), metrics.jsonl (the
 steps, the training time, each validation and the average's) and best.pt (its parameters and
 the steps it holds). Each table lies in docs/corpora.md between two marker lines, so that no
 figure there is copied by hand; tests/benchmarks/test_recipes.py fails when one is out of date.
-The sentence lies between its own markers in each of SUMMARY_PAGES.
+The hour and try sets also have a sentence, between its own markers in each of its SUMMARIES
+pages.
 """
 
 import argparse
@@ -23,18 +25,25 @@ from pathlib import Path
 from bench import machine, with_table
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import languages, load_config
+from seq2seq.config import load_config, translation_pair
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import EVAL, METRICS
 
 DOCS = Path("docs/corpora.md")
-SETS = ["hour", "full"]  # each its table in DOCS; the hour recipes' also the pages' sentence
-SUMMARY_PAGES = [Path("README.md"), Path("docs/package.md")]
-SUMMARY_MARKERS = (
-    "<!-- recipes summary: written by benchmarks/recipes.py -->",
-    "<!-- end of recipes summary -->",
-)
+SETS = ["hour", "full", "try"]  # each its table in DOCS
+SUMMARIES = {  # the sets with a sentence: the pages that hold it, between these markers
+    "hour": (
+        [Path("README.md"), Path("docs/package.md")],
+        ("<!-- recipes summary: written by benchmarks/recipes.py -->",
+         "<!-- end of recipes summary -->"),
+    ),
+    "try": (
+        [Path("docs/package.md")],
+        ("<!-- first try summary: written by benchmarks/recipes.py -->",
+         "<!-- end of first try summary -->"),
+    ),
+}  # fmt: skip
 
 
 def results_file(recipe_set: str) -> Path:
@@ -68,7 +77,7 @@ def read_run(config_path: str) -> dict:
     checkpoint = load_checkpoint(config.checkpoint_path)
     return {
         "config": config_path,
-        "direction": "-".join(side.code for side in languages(config, config.serve)),
+        "direction": "-".join(side.code for side in translation_pair(config, config.serve)),
         "test_set": config.corpus.test_set,
         "parameters": sum(p.numel() for p in checkpoint.model.parameters()),
         "steps": validations[-1]["step"],
@@ -144,15 +153,17 @@ def summary(results: dict) -> str:
         f"{r['direction']} {r['test'].get('beam', r['test'])['bleu']:.1f}" for r in recipes
     )
     minutes = max(round(r["train_minutes"]) for r in recipes)
+    trains = "these recipes train" if len(recipes) > 1 else "this recipe trains"
     return (
-        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, these recipes "
-        f"train in {minutes} minutes or less each and score {scores} BLEU (sacreBLEU, "
+        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, {trains} "
+        f"in {minutes} minutes or less{' each' if len(recipes) > 1 else ''} and score"
+        f"{'' if len(recipes) > 1 else 's'} {scores} BLEU (sacreBLEU, "
         f"{recipes[0]['test_set']}, beam search)."
     )
 
 
 def pages(results: dict, recipe_set: str, expected: dict[Path, str]) -> None:
-    """Put the tables (and for the hour recipes the sentence) of `results` into each page of
+    """Put the table (and for a set in SUMMARIES the sentence) of `results` into each page of
     `expected` (path -> text, read from the page the first time)."""
 
     def put(page: Path, table: str, page_markers: tuple[str, str]) -> None:
@@ -160,9 +171,9 @@ def pages(results: dict, recipe_set: str, expected: dict[Path, str]) -> None:
         expected[page] = with_table(text, table, page_markers, str(page))
 
     put(DOCS, markdown(results), markers(recipe_set))
-    if recipe_set == "hour":
-        for page in SUMMARY_PAGES:
-            put(page, summary(results), SUMMARY_MARKERS)
+    summary_pages, summary_markers = SUMMARIES.get(recipe_set, ([], ()))
+    for page in summary_pages:
+        put(page, summary(results), summary_markers)
 
 
 def main(argv: list[str] | None = None) -> None:

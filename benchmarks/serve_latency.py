@@ -56,8 +56,8 @@ from serve_load import (
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.exports.argos import export_argos
-from seq2seq.exports.cached import load_engine
 from seq2seq.support.paths import text_files
 
 CLIENTS = (1, 4, 16, 32, 64)
@@ -151,7 +151,7 @@ def measure(service: Service, ours: bool, clients: int, requests: int, sentences
 
 @cache
 def loaded(checkpoint: Path, engine: str):
-    return load_engine(checkpoint=checkpoint, engine=engine, device="cpu")
+    return load_engine(checkpoint=checkpoint, choice=engine, device="cpu")
 
 
 def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int) -> float:

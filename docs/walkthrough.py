@@ -56,7 +56,8 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import DecodeConfig, ModelConfig, TrainConfig, VocabConfig
-from seq2seq.decoding.greedy import greedy_decode_cached, max_lengths, strip, translate_sentences
+from seq2seq.decoding.batches import translate_sentences
+from seq2seq.decoding.greedy import greedy_decode_cached, max_lengths, strip
 from seq2seq.model.attention import MultiHeadAttention, scaled_dot_product_attention
 from seq2seq.model.cache import DecoderCache
 from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
@@ -581,8 +582,8 @@ with torch.no_grad():
         print(f"step {ys.size(1) - 1}:", tgt_vocab.pieces(ys[2].tolist()))  # "three is three"
 
 step_by_step = strip(ys[:, 1:])  # each cut at its EOS
-print("all nine:", tgt_vocab.decode(step_by_step))
-assert tgt_vocab.decode(step_by_step) == targets
+print("all nine:", tgt_vocab.detokenize(step_by_step))
+assert tgt_vocab.detokenize(step_by_step) == targets
 
 # %% [markdown]
 # Step t of that loop runs the decoder over all t tokens of the prefix again, although the

@@ -11,7 +11,7 @@ docs/configuration.md are written from them: seq2seq/config_docs.py, `make confi
 `train.max_steps=200`, and returns a `Config`. Anything unknown, of the wrong type or out of
 range is a `ConfigError` that names the file and the key (and the nearest valid key for a
 typo). A corpus type's own rules (a parallel corpus needs its files) are its entry's in
-seq2seq/text/corpora.py.
+seq2seq/text/corpus_types.py.
 
 A config file may start from another: `base: other.yaml` (a path relative to the file) reads
 that file first, and the file's own keys override the base's, section by section; the base
@@ -47,15 +47,14 @@ from seq2seq.options import (
     VocabConfig,
 )
 from seq2seq.support.dataclass_yaml import ConfigError, build, merge, read_mapping, set_key
-from seq2seq.text.corpora import corpus_problems, corpus_type, is_language
-from seq2seq.text.corpora import languages as corpus_languages
+from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_type, is_language
 
 # The config's whole interface, the options' dataclasses included: `from seq2seq.config import
 # Config, TrainConfig` wherever the layers allow (seq2seq/text/ imports seq2seq/options.py).
 __all__ = [
     "DEFAULT_CONFIG", "Config", "ConfigError", "CorpusConfig", "DecodeConfig", "Language",
     "ModelConfig", "ServeConfig", "SplitFiles", "TrainConfig", "VocabConfig",
-    "add_config_arguments", "config_from_dict", "is_override", "languages", "load_config",
+    "add_config_arguments", "config_from_dict", "is_override", "load_config", "translation_pair",
 ]  # fmt: skip
 
 
@@ -193,7 +192,7 @@ def value_problems(config: Config, keys: list[str]) -> Iterator[str]:
 
 def problems(config: Config) -> Iterator[str]:
     """Each option's own value (value_problems), then the rules that involve several, section
-    by section (the corpus's are its type's: seq2seq/text/corpora.py)."""
+    by section (the corpus's are its type's: seq2seq/text/corpus_types.py)."""
     return itertools.chain(
         value_problems(config, [*ranges(), *FOLDER_NAMES]),
         corpus_problems(config.corpus),
@@ -276,7 +275,7 @@ def is_network(text: str) -> bool:
     return True
 
 
-def languages(config: Config, settings: ServeConfig) -> tuple[Language, Language]:
+def translation_pair(config: Config, settings: ServeConfig) -> tuple[Language, Language]:
     """What the model translates from and to, as LibreTranslate's API, an Argos package and a
     Hugging Face model card name them: serve's settings, else its corpus type's."""
     source, target = corpus_languages(config.corpus, settings)

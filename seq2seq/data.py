@@ -11,9 +11,9 @@ text they know: a word they lack reaches the model as UNK.
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.paths import SIDES, text_files, vocab_files
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import iter_lines
+from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.dataset import build_ids
+from seq2seq.text.parallel import iter_lines
 from seq2seq.text.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
 from seq2seq.training.finetune import read_source
 

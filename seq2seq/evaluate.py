@@ -23,12 +23,14 @@ import time
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, add_config_arguments, load_config
-from seq2seq.exports.cached import load_engine
+from seq2seq.decoding.engine_choice import load_engine
+from seq2seq.decoding.engines import translate_texts
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
-from seq2seq.text.corpora import corpus_type
-from seq2seq.text.corpus import load_split
+from seq2seq.text.corpus_types import corpus_type
+from seq2seq.text.parallel import load_split
+from seq2seq.text.sentences import Texts
 from seq2seq.training.metrics import score
 
 WARM_UP = 8  # sentences decoded once before the timed decoding
@@ -55,9 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
-        engine.translate(sources[:WARM_UP], decoding)  # untimed: a GPU loads its kernels here
+        translate_texts(engine, Texts(sources[:WARM_UP]), decoding)  # untimed: GPU warm-up
         start = time.perf_counter()
-        hypotheses = engine.translate(sources, decoding).outputs
+        hypotheses = translate_texts(engine, Texts(sources), decoding).translations
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}

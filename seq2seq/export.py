@@ -15,7 +15,7 @@ our own decoding.
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, languages, load_config
+from seq2seq.config import DEFAULT_CONFIG, load_config, translation_pair
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import QUANTIZATIONS, export_ctranslate2
 from seq2seq.exports.huggingface import export_huggingface
@@ -56,7 +56,7 @@ def default_out(checkpoint: Checkpoint, path: Path, format: str, quantization: s
     float32 package's name), ctranslate2/ or huggingface/."""
     if format != "argos":
         return path.parent / format
-    source, target = languages(checkpoint.config, checkpoint.config.serve)
+    source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     kind = "" if quantization == "float32" else f".{quantization}"
     return path.parent / f"{source.code}_{target.code}{kind}.argosmodel"
 

@@ -3,7 +3,7 @@ its default, its range (`Annotated[int, "at least 1"]`: seq2seq/config.py checks
 the comment that describes it, once.
 
     Config        experiment (the runs/<experiment>/ folder) and the sections:
-      corpus      CorpusConfig   the parallel text (seq2seq/text/corpora.py: its types)
+      corpus      CorpusConfig   the parallel text (seq2seq/text/corpus_types.py: its types)
       clean       CleanConfig    which pairs `make data` drops (seq2seq/text/cleaning.py)
       vocab       VocabConfig    the sentencepiece vocabularies
       model       ModelConfig    the Transformer (seq2seq/model/config.py, beside the model)

@@ -24,7 +24,7 @@ A request's way through the server (seq2seq/service/, each step its module):
       read once as it streams in (api.py: over serve.max_body_bytes -> 413, the rest
       discarded by uvicorn; slower than serve.timeout_s -> 408; ours: Content-Type
       application/json, else 415), the key (access.py, 403), the JSON and its fields (4xx)
-      -> Job(sentences, options) -> Backend.run_job (backend.py) -> Batcher.submit
+      -> Job(texts, options) -> Backend.run_job (backend.py) -> Batcher.submit
          (batcher.py; its queue full -> 503 with Retry-After), then waits for the job's
          future or the client's hang-up (which cancels the job: it is dropped unless its
          batch has started)
@@ -44,7 +44,6 @@ dies, and passes a Ctrl-C or SIGTERM on to each.
 """
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import logging
@@ -59,80 +58,22 @@ from typing import NamedTuple
 
 import torch
 
-from seq2seq.config import Config, ServeConfig, add_config_arguments, load_config
+from seq2seq.config import Config, add_config_arguments, load_config
+from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine
 from seq2seq.decoding.engines import Engine
-from seq2seq.exports.cached import add_engine_arguments, load_engine
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
-    import uvicorn
-
-    from seq2seq.service.app import build_app
-    from seq2seq.service.batcher import Batcher
-    from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
+    from seq2seq.service.protocol import listen
+    from seq2seq.service.server import Server
 except ImportError as missing:
-    sys.exit(f'error: the service needs {missing.name}: pip install -e ".[serve]"')
+    package = (missing.name or "").partition(".")[0]  # uvicorn, not uvicorn.protocols
+    sys.exit(f'error: the service needs {package}: pip install -e ".[serve]"')
 
 
 class Worker(NamedTuple):
     process: multiprocessing.Process
     ready: multiprocessing.synchronize.Event  # set once its engine is loaded
-
-
-class Server(uvicorn.Server):
-    """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
-    decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
-    waiting serve.drain_s later."""
-
-    def __init__(self, engine: Engine, settings: ServeConfig, sock: socket.socket | None = None):
-        allow_connections(settings)
-        self.socket = sock or listen(settings.host, settings.port)
-        self.settings = settings
-        self.batcher = Batcher(engine, settings)
-        app = build_app(engine, settings, self.batcher)
-        super().__init__(
-            uvicorn.Config(
-                app,
-                http=Connection.limited(settings),  # h11, strict
-                loop="asyncio",
-                lifespan="off",
-                # uvicorn's own 503 comes at this many connections: one more than
-                # Connection ever keeps, so that it is Connection's rules that apply
-                limit_concurrency=settings.max_connections + 1,
-                proxy_headers=bool(settings.trusted_proxies),  # X-Forwarded-For, from these only
-                forwarded_allow_ips=settings.trusted_proxies,
-                timeout_keep_alive=settings.timeout_s,
-                log_config=None,  # uvicorn's warnings: one line each on stderr
-                access_log=False,
-                server_header=False,
-            )
-        )
-
-    @property
-    def url(self) -> str:
-        return self.address(self.socket)
-
-    @staticmethod
-    def address(sock: socket.socket) -> str:
-        """The URL of the service on `sock`."""
-        host, port = sock.getsockname()[:2]
-        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
-
-    def serve_forever(self) -> None:
-        """Until should_exit is set, or SIGINT or SIGTERM comes (in the main thread)."""
-        self.run(sockets=[self.socket])
-
-    async def startup(self, sockets=None) -> None:
-        asyncio.get_running_loop().set_exception_handler(OutOfFiles())
-        await super().startup(sockets)
-
-    async def shutdown(self, sockets=None) -> None:
-        self.batcher.drain(within_s=self.settings.drain_s)
-        await super().shutdown(sockets)
-
-    def close(self) -> None:
-        self.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
-        self.socket.close()
 
 
 def serve(server: Server) -> None:

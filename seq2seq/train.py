@@ -34,7 +34,7 @@ of random ones (seq2seq/training/finetune.py), and is an ordinary run from there
 
 Progress shows on stderr (seq2seq/training/report.py). What the loop leans on is in
 seq2seq/training/: run.py the parts of a run, optimizer.py AdamW and the schedule, loss.py the
-loss of a batch, validation.py, checkpoints.py best.pt, last.pt and the divergence check,
+loss of a batch, validation.py, best_and_last.py best.pt, last.pt and the divergence check,
 finetune.py the start of a fine-tuning run.
 """
 
@@ -54,7 +54,7 @@ from seq2seq.text.batching import Prefetcher
 from seq2seq.text.special import PAD
 from seq2seq.training import distributed
 from seq2seq.training.averaging import average_at_end, keep_recent
-from seq2seq.training.checkpoints import checked_loss, keep_if_best, resume_from_last, save_last
+from seq2seq.training.best_and_last import checked_loss, keep_if_best, resume_from_last, save_last
 from seq2seq.training.distributed import World
 from seq2seq.training.finetune import start_from_source
 from seq2seq.training.loss import batch_loss

@@ -28,7 +28,7 @@ of at least N.
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
 given with --checkpoint, which carries its own vocabularies and settings. Where CTranslate2 is
 installed, greedy decoding runs in it, on an export of the checkpoint cached beside it (made
-the first time): the same outputs, sooner (seq2seq/exports/cached.py; `--engine torch`: our
+the first time): the same outputs, sooner (seq2seq/decoding/engine_choice.py; `--engine torch`: our
 code alone). With `--engine ctranslate2 --model DIR` a model exported by `python -m
 seq2seq.export` decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
 """
@@ -38,13 +38,13 @@ import sys
 from collections.abc import Iterator
 from functools import partial
 
-from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, languages, load_config
+from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config, translation_pair
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.engines import Engine, one_line
-from seq2seq.decoding.greedy import numbered
-from seq2seq.exports.cached import add_engine_arguments, load_engine
+from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine
+from seq2seq.decoding.engines import Engine, one_line, translate_texts
+from seq2seq.decoding.warnings import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
-from seq2seq.text.corpus import decode_stream
+from seq2seq.text.parallel import utf8_lines
 from seq2seq.text.sentences import Texts
 
 
@@ -55,7 +55,7 @@ def read_input_lines(stream) -> Iterator[str]:
     def replaced(number: int, error: UnicodeDecodeError) -> None:
         warn(f"line {number}: invalid UTF-8 ({error.reason}) replaced by U+FFFD")
 
-    return decode_stream(stream, "stdin", on_invalid=replaced)
+    return utf8_lines(stream, "stdin", on_invalid=replaced)
 
 
 def chunks(lines: Iterator[str], size: int) -> Iterator[tuple[int, list[str]]]:
@@ -76,20 +76,19 @@ def translate_lines(
     """The output lines for the input `lines`: one translation each, or `nbest` lines each.
     Each line is split into its sentences by the rules of `language` (None: translated
     whole), and the sentences of all lines are translated together."""
-    decoding, texts = engine.config.decode, Texts(lines, language)
-    if nbest is None:
-        outputs, warnings = engine.translate(texts.sentences, decoding)
-        output = [one_line(text) for text in texts.joined(outputs)]
+    texts = Texts(lines, language)
+    translations, warnings = translate_texts(engine, texts, engine.config.decode, nbest)
+    if nbest is None:  # a line out for a line in, whatever white space joined its sentences
+        translations = [one_line(text) for text in translations]
     else:
-        outputs, warnings = engine.translate_nbest(texts.sentences, decoding)
-        output = [
+        translations = [
             f"{number} ||| {one_line(text)} ||| {score:.4f}"
-            for number, hypotheses in enumerate(texts.nbest(outputs), first_line - 1)
-            for score, text in hypotheses[:nbest]
+            for number, hypotheses in enumerate(translations, first_line - 1)
+            for score, text in hypotheses
         ]
-    for message in numbered(texts.warnings(warnings), first_line):
+    for message in numbered(warnings, first_line):
         warn(message)
-    return output
+    return translations
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -99,7 +98,9 @@ def main(argv: list[str] | None = None) -> None:
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
     set_decoding(engine.config.decode, args)
-    language = None if args.no_split else languages(engine.config, engine.config.serve)[0].code
+    language = (
+        None if args.no_split else translation_pair(engine.config, engine.config.serve)[0].code
+    )
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
     if args.sentences:
         print("\n".join(translated(args.sentences)))

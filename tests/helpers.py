@@ -27,7 +27,8 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config
-from seq2seq.decoding.greedy import decode_sources, longest_source, max_lengths
+from seq2seq.decoding.batches import longest_source, search_sources
+from seq2seq.decoding.greedy import max_lengths
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import pick_device
@@ -147,7 +148,7 @@ def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[l
     otherwise; no BOS or EOS), in their order."""
     decoding = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
     decoding = dataclasses.replace(decoding, **decode)
-    return decode_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
+    return search_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
 
 
 def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:
@@ -213,17 +214,17 @@ def next_token_log_probs(
     return torch.log_softmax(logits, dim=-1)
 
 
-# The translation service (tests/test_serve*.py).
+# The translation service (tests/service/).
 
 
 @contextmanager
 def running(model, **settings) -> Iterator:
-    """A seq2seq.serve.Server on a free port of 127.0.0.1, answering from a thread of this
-    process."""
-    from seq2seq import serve
+    """A seq2seq.service.server.Server on a free port of 127.0.0.1, answering from a thread of
+    this process."""
     from seq2seq.config import ServeConfig
+    from seq2seq.service.server import Server
 
-    server = serve.Server(model, ServeConfig(port=0, **settings))
+    server = Server(model, ServeConfig(port=0, **settings))
     thread = threading.Thread(target=server.serve_forever)
     thread.start()
     try:

@@ -59,10 +59,28 @@ def test_the_architecture_page_draws_the_contracts_layers_and_names_real_files()
     (layers,) = [contract["layers"] for contract in contracts() if contract["type"] == "layers"]
     assert drawn == [{name.strip() for name in layer.split("|")} for layer in layers]
     modules = {path.name for path in PACKAGE.rglob("*.py")}
-    for word in page.replace("`", " ").replace(",", " ").replace(":", " ").split():
+    for word in page.translate(str.maketrans("`,:()", "     ")).split():
         if "/" in word.rstrip("/"):  # a path: it exists, in the package or the repository
             assert (PACKAGE / word).exists() or (ROOT / word).exists(), word
         elif word.endswith(".py"):  # a module named alone: it exists somewhere in the package
             assert word in modules, word
         elif word.endswith("/") and word != "/":  # a folder: a chapter of the package
             assert (PACKAGE / word).is_dir() or (ROOT / word).is_dir(), word
+
+
+def test_the_services_route_names_real_stops_in_order_and_at_most_twelve():
+    """docs/architecture.md's route of a /translate request: numbered stops 1..N (N <= 12),
+    each a file of the package and a function or class (Class.method) defined in it."""
+    page = (ROOT / "docs/architecture.md").read_text()
+    block = page.split("<!-- route:start -->")[1].split("<!-- route:end -->")[0]
+    stops = [line.split()[:3] for line in block.splitlines() if line[:3].strip().isdigit()]
+    assert [int(number) for number, _, _ in stops] == list(range(1, len(stops) + 1))
+    assert 8 <= len(stops) <= 12
+    for _, path, name in stops:
+        tree = ast.parse((PACKAGE / path).read_text())
+        scope, *inner = name.split(".")
+        found = [n for n in tree.body if getattr(n, "name", None) == scope]
+        assert found, (path, name)
+        for part in inner:
+            found = [n for n in found[0].body if getattr(n, "name", None) == part]
+            assert found, (path, name)

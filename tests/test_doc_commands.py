@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from seq2seq.checkpoint import save_checkpoint
 
@@ -180,3 +181,66 @@ def test_the_readme_runs_as_written_in_a_fresh_clone(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     printed = [part.splitlines() for part in done.stdout.split("---\n")[:-1]]
     assert [len(lines) for lines in printed] == [len(lines) for _, lines in shown]
+
+
+def small_default_config(project: Path) -> None:
+    """The clone's config.yaml made small and short (the numbers experiment still): what the
+    page's commands train takes seconds, not minutes."""
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["corpus"].update(train_size=2000, valid_size=50, test_size=50)
+    config["model"].update(d_model=32, d_ff=64)
+    config["train"].update(max_steps=60, eval_every=20, warmup_steps=20)
+    (project / "config.yaml").write_text(yaml.safe_dump(config))
+
+
+def fine_tuning_corpus(project: Path) -> None:
+    """The Fine-tuning section's configs/mine.yaml (its YAML block) and the pairs beside it
+    (the user's own: here, lines of the numbers corpus)."""
+    [config] = [text for language, text in fenced_blocks(GETTING_STARTED, "Training")
+                if language == "yaml"]  # fmt: skip
+    (project / "configs/mine.yaml").write_text(config)
+    src = (project / "data/numbers/train.src").read_text().splitlines()
+    tgt = (project / "data/numbers/train.tgt").read_text().splitlines()
+    for split, lines in (("train", range(0, 300)), ("valid", range(300, 330)),
+                         ("test", range(330, 360))):  # fmt: skip
+        rows = "".join(f"{src[i]}\t{tgt[i]}\n" for i in lines)
+        (project / f"configs/mine.{split}.tsv").write_text(rows)
+
+
+GETTING_STARTED = "docs/getting-started.md"
+USAGE_PRINTS = [2, 2, 1, 1, 3, 1, 0, 1, 1]  # output lines of the Usage block's translations
+
+
+@pytest.mark.slow
+def test_the_getting_started_commands_run_as_written_in_a_fresh_clone(tmp_path):
+    """The Usage and Training sections' command lines, one after the other in a fresh clone
+    whose config.yaml is made small; each ends well, and each translation prints a line per
+    sentence (or per n-best entry)."""
+    venv = Path(sys.executable).parent.parent
+    project = fresh_clone(tmp_path / "project")
+    (project / ".venv").symlink_to(venv)
+    (project / ".installed-core").touch()
+    small_default_config(project)
+    (tmp_path / "home").mkdir()
+    env = offline(tmp_path / "home") | {"PYTHON": sys.executable}
+    usage, training = commands(GETTING_STARTED, "Usage"), commands(GETTING_STARTED, "Training")
+    assert len(usage) == 16 and len(training) == 3
+    printed = []
+    for number, line in enumerate(usage + training):
+        if number == len(usage):
+            fine_tuning_corpus(project)
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=project, env=env, stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=HANG,
+        )  # fmt: skip
+        assert done.returncode == 0, (line, done.stderr[-2000:])
+        assert "Traceback" not in done.stderr, line
+        if (
+            line.startswith("python -m seq2seq.translate")
+            or "| python -m seq2seq.translate" in line
+        ):
+            printed.append(len(done.stdout.splitlines()))
+    assert printed == USAGE_PRINTS
+    assert (project / "avg.pt").exists() and (project / "runs/mine/eval.json").exists()
+    for picture in ("attention.png", "curves.png"):
+        assert (project / "runs/numbers" / picture).stat().st_size > 0

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.text.corpus import CorpusError, decode_stream, read_lines, read_parallel
+from seq2seq.text.parallel import CorpusError, read_lines, read_parallel, utf8_lines
 from seq2seq.translate import read_input_lines, translate_lines
 
 from helpers import ENV, HANG, command
@@ -221,7 +221,7 @@ def test_fuzz_any_text_is_translated_with_nbest_lists(checkpoint, sentences, nbe
 @given(st.binary(max_size=200))
 def test_fuzz_the_line_reader_gives_lines_or_an_error_naming_the_line(data_bytes):
     try:
-        lines = list(decode_stream(io.BytesIO(data_bytes), "corpus.txt"))
+        lines = list(utf8_lines(io.BytesIO(data_bytes), "corpus.txt"))
     except CorpusError as error:
         assert str(error).startswith("corpus.txt, line ") and "invalid UTF-8" in str(error)
         return

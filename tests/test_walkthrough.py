@@ -31,7 +31,7 @@ def test_the_walkthrough_reproduces_the_z_table_and_translates_the_nine_pairs(
     )
     assert torch.equal(done["z"].mul(10_000).round().div(10_000), expected)
     targets = [target for _, target in numbers.SEED_PAIRS]
-    assert done["tgt_vocab"].decode(done["step_by_step"]) == targets
+    assert done["tgt_vocab"].detokenize(done["step_by_step"]) == targets
     assert done["translations"] == targets
     printed = capsys.readouterr().out
     assert "z2 0.4568  0.5432  0.0000" in printed and "nine is nine    -> 9 la 9" in printed

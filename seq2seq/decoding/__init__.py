@@ -1,13 +1,17 @@
 """Chapter 4, decoding: from a trained model to translations.
 
-    greedy.py          greedy decoding (with and without the key/value cache), and whole
-                       sentences in, translations out
+    greedy.py          greedy search, with and without the key/value cache: one batch
     beam.py            batched beam search with a length penalty
     repeats.py         no runaway outputs: the tokens that would repeat an n-gram
+    batches.py         many sentences: batches of similar length, greedy or beam search
+    warnings.py        what to tell the user of a sentence: unknown words, a cut to fit
     attention_maps.py  the attention weights of one translation, for plots and the page
-    engines.py         the one interface every translating command and the service use: our
-                       torch engine, or CTranslate2 on an export
+    engines.py         the one interface every translating command and the service use, our
+                       torch engine, and translate_texts: texts in, translations out
+    ctranslate2.py     the CTranslate2 engine, on an export (seq2seq/exports/ctranslate2.py)
+    engine_choice.py   which engine decodes (--engine): by default CTranslate2 on an export
+                       cached beside the checkpoint for greedy search, ours for the rest
 
-May import: the checkpoint, the model, text, the config, support. Never training, serving or
-exports.
+May import: the checkpoint, exports, the model, text, the config, support. Never training or
+serving.
 """

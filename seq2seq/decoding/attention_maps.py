@@ -1,6 +1,6 @@
 """The attention weights of one translation: every layer and head, with the tokens they relate.
 
-    sentence -> source ids (cut to fit)          -> its translation (greedy, decode_batch)
+    sentence -> source ids (cut to fit)          -> its translation (greedy, search_batch)
     the model once more on (source, BOS + translation), each MultiHeadAttention recording
     its weights (1, H, Tq, Tk)
       -> [AttentionMap(kind, layer, weights (H, Tq, Tk), query tokens, key tokens)]
@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.decoding.greedy import decode_batch, longest_source, numbered, source_warnings
+from seq2seq.decoding.batches import longest_source, search_batch
+from seq2seq.decoding.warnings import numbered, source_warnings
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.support.errors import UserError
 from seq2seq.text.batching import source_tensor
@@ -58,7 +59,7 @@ def attention_maps(checkpoint: Checkpoint, sentence: str) -> Attention:
         raise UserError("nothing to show: the sentence is empty")
     device = next(model.parameters()).device
     src = source_tensor([src_ids]).to(device)  # (1, S)
-    out_ids = decode_batch(model, src, checkpoint.config.decode)[0]
+    out_ids = search_batch(model, src, checkpoint.config.decode)[0]
     source = src_vocab.pieces(src_ids) + ["</s>"]  # the tokens the model saw
     output = ["<s>"] + tgt_vocab.pieces(out_ids)
 
@@ -80,4 +81,4 @@ def attention_maps(checkpoint: Checkpoint, sentence: str) -> Attention:
     for i, layer in enumerate(model.decoder, 1):
         maps.append(AttentionMap("decoder self", i, recorded(layer.self_attn), output, output))
         maps.append(AttentionMap("cross", i, recorded(layer.cross_attn), output, source))
-    return Attention(tgt_vocab.decode([out_ids])[0], maps, warnings)
+    return Attention(tgt_vocab.detokenize([out_ids])[0], maps, warnings)

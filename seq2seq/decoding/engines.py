@@ -1,7 +1,14 @@
-"""The engines that translate with a trained model: one interface, two implementations.
+"""The engines that translate with a trained model: one interface, and the one path from texts
+to translations that every command and the service take.
 
-Everything that translates (the translate and evaluate commands, the service, the benchmarks)
-holds an engine and asks it the same things:
+    translate_texts(engine, texts, decoding, nbest)    texts (seq2seq/text/sentences.py: each
+      -> engine.translate(texts.sentences, decoding)   split into its sentences, or whole)
+         or engine.translate_nbest(...)                -> one translation per sentence
+      -> each on one line, joined text by text         -> Translated: a translation (or the
+         (the n-best: the Nth of each sentence)           n best) and the warnings of each text
+
+Every engine has these members (a new engine is a class with them; nothing that holds one
+asks which one it has):
 
     engine.config                     the experiment config the model was trained with; its
                                       `decode` section is the default decoding
@@ -16,33 +23,23 @@ holds an engine and asks it the same things:
     engine.attention(sentence)        the attention weights of one translation (torch only:
                                       engine.shows_attention says whether it can)
 
-    TorchEngine(checkpoint)           our PyTorch model (greedy.py, beam.py)
+    TorchEngine(checkpoint)           our PyTorch model (batches.py: greedy.py, beam.py)
     CTranslate2Engine.load(folder)    a model exported by `python -m seq2seq.export
-                                      ctranslate2`, decoded by CTranslate2 (optional extra)
+                                      ctranslate2`, decoded by CTranslate2 (ctranslate2.py)
 
 Which one a command gets (`--engine auto`, the fastest whose outputs are ours, by default) is
-chosen in seq2seq/exports/cached.py. A new engine is a class with these members; nothing that
-holds one asks which one it has.
+chosen in engine_choice.py.
 """
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple, Protocol
 
-import torch
-
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config, DecodeConfig, config_from_dict
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.attention_maps import Attention, attention_maps
-from seq2seq.decoding.greedy import (
-    decode_sources,
-    longest_source,
-    nbest_of_sources,
-    source_warnings,
-)
-from seq2seq.support.errors import UserError
-from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+from seq2seq.decoding.batches import longest_source, nbest_of_sources, search_sources
+from seq2seq.decoding.warnings import source_warnings
+from seq2seq.text.sentences import Texts
 from seq2seq.text.vocab import Vocab
 
 
@@ -55,7 +52,7 @@ class Translations(NamedTuple):
     """What an engine answers for a list of sentences, each list in their order."""
 
     outputs: list  # a text each (translate), or (score, text) pairs best first (translate_nbest)
-    warnings: list[list[str]]  # each sentence's, unnumbered: seq2seq.decoding.greedy.numbered
+    warnings: list[list[str]]  # each sentence's, unnumbered (warnings.numbered)
 
 
 def encoded(engine, sentences: list[str]) -> tuple[list[list[int]], list[list[str]]]:
@@ -74,7 +71,6 @@ class TorchEngine:
     """A checkpoint decoded by our own code (greedy.py, beam.py)."""
 
     checkpoint: Checkpoint
-    name = "torch"
     shows_attention = True
 
     @property
@@ -99,7 +95,7 @@ class TorchEngine:
 
     def facts(self) -> dict:
         return {
-            "engine": self.name,
+            "engine": "torch",
             "checkpoint": dict(self.checkpoint.info),  # training step, valid scores, example
             "parameters": self.checkpoint.model.num_parameters(),
             "device": self.device,
@@ -107,167 +103,22 @@ class TorchEngine:
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
-        outputs = decode_sources(self.checkpoint.model, sources, decoding)
-        return Translations(self.tgt_vocab.decode(outputs), warnings)
+        outputs = search_sources(self.checkpoint.model, sources, decoding)
+        return Translations(self.tgt_vocab.detokenize(outputs), warnings)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         nbest = nbest_of_sources(self.checkpoint.model, sources, decoding)
-        texts = [[(score, self.tgt_vocab.decode([ids])[0]) for score, ids in n] for n in nbest]
+        texts = [[(score, self.tgt_vocab.detokenize([ids])[0]) for score, ids in n] for n in nbest]
         return Translations(texts, warnings)
 
     def attention(self, sentence: str) -> Attention:
         return attention_maps(self.checkpoint, sentence)
 
 
-def import_ctranslate2():
-    try:
-        import ctranslate2
-    except ImportError:
-        raise UserError(
-            'CTranslate2 is not installed: pip install -e ".[export]" (or pip install ctranslate2)'
-        ) from None
-    return ctranslate2
-
-
-def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
-    """Our device names -> CTranslate2's (device, device_index), given how many CUDA devices
-    CTranslate2 sees: 'auto' is the first GPU if there is one, 'cuda:1' is ("cuda", 1)."""
-    if name == "auto":
-        return ("cuda", 0) if cuda_devices else ("cpu", 0)
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        device = None
-    if device is None or device.type not in ("cpu", "cuda"):
-        raise UserError(f"device {name!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
-    index = device.index or 0
-    if device.type == "cuda" and index >= cuda_devices:
-        raise UserError(f"device {name!r} requested but CTranslate2 sees {cuda_devices} GPU(s)")
-    return device.type, index
-
-
-class Found(NamedTuple):
-    """CTranslate2's answer for one sentence: its hypotheses (pieces), best first."""
-
-    hypotheses: list[list[str]]
-    scores: list[float]  # each hypothesis's (only when asked for: nbest)
-
-
-@dataclass
-class CTranslate2Engine:
-    """A model exported by seq2seq/exports/ctranslate2.py, decoded by CTranslate2."""
-
-    config: Config
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-    translator: object  # ctranslate2.Translator
-    name = "ctranslate2"
-    shows_attention = False
-
-    @classmethod
-    def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
-        """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
-        as saved, float32)."""
-        ct2, directory = import_ctranslate2(), Path(directory)
-        if not (directory / EXPORT_CONFIG).exists():
-            raise UserError(
-                f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
-                "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
-            )
-        saved = directory / EXPORT_CONFIG
-        config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
-        src_path, tgt_path = vocab_files(directory)
-        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
-        tgt_vocab = Vocab(tgt_path.read_bytes())
-        # One thread: on models this small, more threads only wait on each other (and on
-        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
-        # Creating the translator sets the OpenMP thread count of this thread, which torch
-        # shares, to 1: torch's count is put back after it.
-        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
-        torch_threads = torch.get_num_threads()
-        try:
-            translator = ct2.Translator(
-                str(directory), device, device_index=index, compute_type=compute_type,
-                intra_threads=1,
-            )  # fmt: skip
-        except (RuntimeError, ValueError) as error:
-            raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
-        finally:
-            torch.set_num_threads(torch_threads)
-        return cls(config, src_vocab, tgt_vocab, translator)
-
-    @property
-    def longest_source(self) -> int:
-        """Source pieces the model takes, EOS not counted (as greedy.longest_source)."""
-        return self.config.model.max_positions - 1
-
-    def facts(self) -> dict:
-        return {"engine": self.name, "checkpoint": {}, "device": self.translator.device}
-
-    def search(
-        self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
-    ) -> list[Found | None]:
-        """CTranslate2's results for the non-empty sources (None for the empty ones).
-
-        CTranslate2 takes one length limit per call: the longest of the sentences' own
-        (greedy.max_lengths). A greedy output is the same tokens whatever the limit, up to
-        it, so each is cut to its own limit: what greedy.py outputs, beside any other
-        sentences."""
-        tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
-        longest = self.config.model.max_positions - 1
-        limits = [
-            max(1, min(int(len(t) * decoding.max_len_a + decoding.max_len_b), longest))
-            for t in tokens
-        ]
-        results = self.translator.translate_batch(
-            tokens,
-            max_batch_size=decoding.batch_size,
-            beam_size=decoding.beam_size,
-            num_hypotheses=nbest,
-            length_penalty=decoding.length_penalty,
-            no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
-            max_decoding_length=max(limits, default=1),
-            min_decoding_length=0,
-            suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
-            return_scores=nbest > 1,
-        )
-        greedy = decoding.beam_size == 1
-        found = iter(
-            Found([h[:limit] if greedy else h for h in r.hypotheses], r.scores)
-            for r, limit in zip(results, limits, strict=True)
-        )
-        return [next(found) if ids else None for ids in sources]
-
-    def detokenize(self, hypothesis: list[str]) -> str:
-        return self.tgt_vocab.decode([[self.tgt_vocab.sp.piece_to_id(p) for p in hypothesis]])[0]
-
-    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        sources, warnings = encoded(self, sentences)
-        results = self.search(sources, decoding, 1)
-        return Translations(
-            [self.detokenize(r.hypotheses[0]) if r else "" for r in results], warnings
-        )
-
-    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        sources, warnings = encoded(self, sentences)
-        results = self.search(sources, decoding, decoding.beam_size)
-        nbest = [
-            list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
-            if r
-            else [(0.0, "")]
-            for r in results
-        ]
-        return Translations(nbest, warnings)
-
-    def attention(self, sentence: str) -> Attention:
-        raise UserError("attention maps need the torch engine (--engine torch)")
-
-
 class Engine(Protocol):
     """What every engine has: the members in the table above."""
 
-    name: str
     shows_attention: bool
     config: Config
     src_vocab: Vocab
@@ -278,3 +129,26 @@ class Engine(Protocol):
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
     def attention(self, sentence: str) -> Attention: ...
+
+
+class Translated(NamedTuple):
+    """What translate_texts answers, for each text in order."""
+
+    translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
+    warnings: list[list[str]]  # each text's, its sentences' in order, unnumbered
+
+
+def translate_texts(
+    engine: Engine, texts: Texts, decoding: DecodeConfig, nbest: int | None = None
+) -> Translated:
+    """Texts -> each one's translation (its sentences' joined in the white space that stood
+    between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
+    sentences of all the texts are decoded together; no translated sentence spans two lines."""
+    if nbest is None:
+        outputs, warnings = engine.translate(texts.sentences, decoding)
+        translations = texts.joined([one_line(text) for text in outputs])
+    else:
+        ranked, warnings = engine.translate_nbest(texts.sentences, decoding)
+        lines = [[(score, one_line(text)) for score, text in best] for best in ranked]
+        translations = [best[:nbest] for best in texts.nbest(lines)]
+    return Translated(translations, texts.warnings(warnings))

@@ -20,29 +20,19 @@ Two implementations give the same tokens:
   once half of it has finished, so they stop costing work. This is the default
   (`decode.cache: true`).
 
-Beam search (beam.py) is chosen with `decode.beam_size` > 1. `decode_sources` runs them
-over many encoded sentences: it sorts them by length so that each batch has little padding, and
-returns the outputs in the original order; an empty sentence gives an empty output.
-`nbest_of_sources` returns the beam_size best outputs of each, with their scores, and
-`translate_sentences` goes from raw text to raw text (validation during training). The
-engines (engines.py) wrap these for everyone else, with each sentence's `source_warnings`.
+Both take one batch of encoded sentences; batches.py runs them (or beam.py's beam search) over
+many sentences.
 """
 
-from contextlib import contextmanager
-from functools import partial
 from math import inf
 
 import torch
 
 from seq2seq.config import DecodeConfig
-from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.cache import DecoderCache
 from seq2seq.model.transformer import Transformer
-from seq2seq.support.device import autocast, autocast_dtype
-from seq2seq.text.batching import source_tensor
-from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
-from seq2seq.text.vocab import Vocab
+from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 
 
 def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:
@@ -134,99 +124,3 @@ def greedy_decode_cached(
             cache.select(keep)
         token = new[:, None]
     return strip(outputs)
-
-
-def decode_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[list[int]]:
-    """src: (B, S) padded source ids -> B lists of output ids: greedy (with or without the
-    cache) or, with decoding.beam_size > 1, the best hypothesis of beam search."""
-    limits, no_repeat = max_lengths(model, src, decoding), decoding.no_repeat_ngram
-    if decoding.beam_size > 1:
-        beams, alpha = decoding.beam_size, decoding.length_penalty
-        nbest = beam_search(model, src, limits, beams, alpha, no_repeat)
-        return [hypotheses[0][1] for hypotheses in nbest]
-    greedy = greedy_decode_cached if decoding.cache else greedy_decode_recompute
-    return greedy(model, src, limits, no_repeat)
-
-
-def longest_source(model: Transformer) -> int:
-    """The most source pieces the model takes: its positions, less one for EOS."""
-    return model.cfg.max_positions - 1
-
-
-def source_warnings(src_vocab: Vocab, longest: int, sentence: str, ids: list[int]) -> list[str]:
-    """What to tell the user about one source sentence, encoded as `ids`: the words the source
-    vocabulary lacks, and whether it is longer than `longest` pieces (it is cut to fit)."""
-    messages = []
-    if UNK in ids:
-        words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
-        messages.append(f"not in the vocabulary, translated as unknown: {words}")
-    if len(ids) > longest:
-        messages.append(f"{len(ids)} pieces, cut to the model's {longest}")
-    return messages
-
-
-def numbered(warnings: list[list[str]], first_line: int = 1) -> list[str]:
-    """Each sentence's warnings -> one list, each naming its line, counted from `first_line`."""
-    return [f"line {n}: {m}" for n, messages in enumerate(warnings, first_line) for m in messages]
-
-
-def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
-    """Run decode(src (B, S)) -> B results over batches of similar source length; return
-    the results in the order of `sources`. An empty source is not decoded: its result is
-    `empty` (an empty line in, an empty line out). A source longer than the model's positions
-    is cut to fit."""
-    device = next(model.parameters()).device
-    sources = [ids[: longest_source(model)] for ids in sources]  # cut to fit the positions
-    order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))
-    results: list = [empty] * len(sources)
-    for start in range(0, len(order), batch_size):
-        indices = order[start : start + batch_size]
-        src = source_tensor([sources[i] for i in indices]).to(device)
-        for i, result in zip(indices, decode(src), strict=True):
-            results[i] = result
-    return results
-
-
-@contextmanager
-def evaluating(model: Transformer, precision: str):
-    """Eval mode (no dropout) and autocast to `precision` (decode.precision) inside; the
-    model's own mode again after."""
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with autocast(device, autocast_dtype(precision, device, "decode.precision")):
-            yield
-    finally:
-        model.train(was_training)
-
-
-def decode_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
-    """Source id lists -> the output id list of each (greedy, or beam search's best)."""
-    with evaluating(model, decoding.precision):
-        search = partial(decode_batch, model, decoding=decoding)  # src (B, S) -> B id lists
-        return in_length_order(model, sources, decoding.batch_size, search, [])
-
-
-def nbest_of_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
-    """Source id lists -> for each, the decoding.beam_size best outputs of beam search as
-    (length-normalised log-probability, output ids), best first."""
-
-    def search(src: torch.Tensor) -> list:
-        limits = max_lengths(model, src, decoding)
-        beams, alpha = decoding.beam_size, decoding.length_penalty
-        return beam_search(model, src, limits, beams, alpha, decoding.no_repeat_ngram)
-
-    with evaluating(model, decoding.precision):
-        return in_length_order(model, sources, decoding.batch_size, search, [(0.0, [])])
-
-
-def translate_sentences(
-    model: Transformer,
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
-    sentences: list[str],
-    decoding: DecodeConfig,
-) -> list[str]:
-    """Raw source sentences -> detokenized translations, in the same order."""
-    return tgt_vocab.decode(decode_sources(model, src_vocab.encode(sentences), decoding))

@@ -47,7 +47,7 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import languages
+from seq2seq.config import translation_pair
 from seq2seq.exports.ctranslate2 import save_spec, transformer_spec
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import sinusoidal_positions
@@ -85,8 +85,8 @@ def argos_spec(checkpoint: Checkpoint):
 
 
 def metadata(checkpoint: Checkpoint) -> dict:
-    """metadata.json: the versions, and the languages' codes and names (config.languages)."""
-    source, target = languages(checkpoint.config, checkpoint.config.serve)
+    """metadata.json: the versions, and the languages' codes and names (config.translation_pair)."""
+    source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     return {
         "package_version": PACKAGE_VERSION,
         "argos_version": ARGOS_VERSION,

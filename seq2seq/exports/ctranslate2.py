@@ -1,4 +1,4 @@
-"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/engines.py).
+"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/ctranslate2.py).
 
     python -m seq2seq.export ctranslate2 --checkpoint runs/numbers/best.pt OUT_DIR
     python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR "three is three"
@@ -38,9 +38,19 @@ import json
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.decoding.engines import import_ctranslate2
+from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
+
+
+def import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError:
+        raise UserError(
+            'CTranslate2 is not installed: pip install -e ".[export]" (or pip install ctranslate2)'
+        ) from None
+    return ctranslate2
 
 
 def transformer_spec(checkpoint: Checkpoint):

@@ -65,13 +65,13 @@ from pathlib import Path
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import languages
+from seq2seq.config import translation_pair
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG
-from seq2seq.text.corpora import is_language
+from seq2seq.text.corpus_types import is_language
 from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.text.vocab import Vocab, self_normalizing_model
 
@@ -267,10 +267,14 @@ def export_huggingface(
 
 def hub_languages(checkpoint: Checkpoint) -> list[str]:
     """The model's languages as the Hub tags them (ISO 639 codes): those the service names
-    (seq2seq.config.languages), but the stand-ins for a side that is no language (the numbers
+    (seq2seq.config.translation_pair), but the stand-ins for a side that is no language (the numbers
     corpus's digits, a parallel corpus's src and tgt)."""
     config = checkpoint.config
-    return [language.code for language in languages(config, config.serve) if is_language(language)]
+    return [
+        language.code
+        for language in translation_pair(config, config.serve)
+        if is_language(language)
+    ]
 
 
 def model_card(checkpoint: Checkpoint, out_dir: Path, checkpoint_path: Path | None) -> str:

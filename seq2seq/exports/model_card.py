@@ -10,7 +10,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.support.paths import EVAL
-from seq2seq.text.corpora import corpus_type
+from seq2seq.text.corpus_types import corpus_type
 
 
 def scores_section(checkpoint_path: Path | None, step: int | None) -> str:

@@ -10,6 +10,8 @@
     app.py             the routes of both, the guards before them, every error as JSON
     protocol.py        below the routes: HTTP/1.1 connections and their limits, the socket,
                        the open-file limit
+    server.py          uvicorn on a bound socket, with the batcher beside it, drained first
+                       at shutdown (the command, seq2seq/serve.py, runs it)
     markup.py          HTML in, HTML out (format=html)
     static/            the page
 

@@ -55,7 +55,7 @@ def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starle
         Route("/info", ours.info, methods=["GET"]),
         Route("/translate", post_translate, methods=["POST"]),
         Route("/attention", ours.attention, methods=["POST"]),
-        Route("/languages", libretranslate.languages, methods=["GET"]),
+        Route("/languages", libretranslate.list_languages, methods=["GET"]),
         Route("/detect", libretranslate.detect, methods=["POST"]),
         openapi.route(settings, *languages, bool(keys)),
     ]

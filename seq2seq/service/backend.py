@@ -7,19 +7,18 @@ API keys; and a job's way from a route to the decoder thread and back.
          with Retry-After; the service stopping -> 503, Connection: close), then waits for
          the job's future or the client's hang-up (which cancels the job: it is dropped
          unless its batch has started)
-      <- 200, the job's answer as JSON
+      <- the job's result (batcher.py), which the route makes its JSON answer
 """
 
 import asyncio
 import dataclasses
 
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.requests import ClientDisconnect, Request
 
-from seq2seq.config import ServeConfig, languages
+from seq2seq.config import ServeConfig, translation_pair
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.access import ApiKeys
-from seq2seq.service.api import HTTPError, client_gone, json_response
+from seq2seq.service.api import HTTPError
 from seq2seq.service.batcher import Batcher, Job, QueueFull, Stopping
 from seq2seq.text.sentences import Texts
 
@@ -38,7 +37,7 @@ class Backend:
         """A request's texts, each split into its sentences by the source language's rules
         (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
         all are the client's mistake, answered with `status`."""
-        source = languages(self.engine.config, self.settings)[0]
+        source = translation_pair(self.engine.config, self.settings)[0]
         split = Texts(texts, source.code if self.settings.split_sentences else None)
         count, most = len(split.sentences), self.settings.max_sentences
         if count > most:
@@ -48,9 +47,10 @@ class Backend:
             )
         return split
 
-    async def run_job(self, request: Request, job: Job) -> Response:
-        """The job's answer from the decoder thread; if the client hangs up first, the job is
-        cancelled (dropped unless its batch has started) and nobody reads the answer."""
+    async def run_job(self, request: Request, job: Job):
+        """The job's result from the decoder thread (batcher.py); if the client hangs up
+        first, the job is cancelled (dropped unless its batch has started) and ClientDisconnect
+        ends the request (app.py: nobody reads its answer)."""
         job.client = request.client.host if request.client else ""  # its line in the queue
         try:
             answer = asyncio.wrap_future(self.batcher.submit(job))
@@ -65,12 +65,12 @@ class Backend:
         except asyncio.CancelledError:
             if not gone.done() or gone.cancelled():  # this request itself is cancelled
                 raise
-            return client_gone()
+            raise ClientDisconnect() from None
         except Stopping as error:  # still waiting at serve.drain_s
             raise HTTPError(503, str(error), {"Connection": "close"}) from None
         finally:
             gone.cancel()
-        return json_response(result)
+        return result
 
 
 async def hang_up(request: Request) -> None:

@@ -13,16 +13,17 @@
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group of
          all its jobs' sentences (a group that fails is decoded again job by job: only a
          failing job gets the error)
-      -> each job's future gets its own answer, its sentences' translations joined text by
-         text, or its exception
+      -> each job's future gets its own result (engines.py's Translated: its texts'
+         translations, or n-best, and warnings; the Attention of an attention job), or its
+         exception: each route makes its own JSON of it
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
 
-Each answer is what `python -m seq2seq.translate` gives for the job's texts: translations
-(each sentence's on one line, joined in the white space between the text's sentences, line
-breaks kept) or the n-best with their scores, and translate's warnings, "line N" being the
-job's Nth text. Nothing here knows HTTP: tests/service/test_batcher.py drives it directly.
+A job's result is what `python -m seq2seq.translate` gets for the job's texts, from the same
+translate_texts: translations (each sentence's on one line, joined in the white space between
+the text's sentences, line breaks kept) or the n-best with their scores, and the warnings of
+each text. Nothing here knows HTTP or JSON: tests/service/test_batcher.py drives it directly.
 """
 
 import dataclasses
@@ -32,8 +33,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future
 
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.engines import Engine, one_line
-from seq2seq.decoding.greedy import numbered
+from seq2seq.decoding.engines import Engine, Translated, translate_texts
 from seq2seq.text.sentences import Texts
 
 
@@ -218,47 +218,17 @@ class Batcher:
         for job, answer in zip(jobs, answers, strict=True):
             job.future.set_result(answer)
 
-    def answers(self, options: Options | None, jobs: list[Job]) -> list[dict]:
+    def answers(self, options: Options | None, jobs: list[Job]) -> list:
+        """Each job's Translated (its texts' translations or n-best, and their warnings), or
+        for an attention job (options None) its sentence's Attention."""
         if options is None:
-            return [self.attention(job.sentences[0]) for job in jobs]
-        sentences = [sentence for job in jobs for sentence in job.sentences]
+            return [self.engine.attention(job.sentences[0]) for job in jobs]
         decoding = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
-        if options.nbest is None:  # outputs: each sentence's translation, or its n best
-            translated, warnings = self.engine.translate(sentences, decoding)
-            outputs = [one_line(text) for text in translated]
-        else:
-            ranked, warnings = self.engine.translate_nbest(sentences, decoding)
-            outputs = [[(score, one_line(text)) for score, text in best] for best in ranked]
+        together = Texts.together([job.texts for job in jobs])  # one decoding for all
+        translated = translate_texts(self.engine, together, decoding, options.nbest)
         answers, start = [], 0
         for job in jobs:
-            end = start + len(job.sentences)
-            answers.append(answer(job.texts, options, outputs[start:end], warnings[start:end]))
+            end = start + len(job.texts)
+            answers.append(Translated(*(part[start:end] for part in translated)))
             start = end
         return answers
-
-    def attention(self, sentence: str) -> dict:
-        """(The torch engine only: the HTTP layer sends no attention job to another.)"""
-        attention = self.engine.attention(sentence)
-        maps = [
-            {
-                "kind": m.kind,
-                "layer": m.layer,
-                "title": m.title,
-                "queries": m.queries,
-                "keys": m.keys,
-                "weights": m.weights.double().round(decimals=4).tolist(),  # [head][query][key]
-            }
-            for m in attention.maps
-        ]
-        return {"translation": attention.translation, "warnings": attention.warnings, "maps": maps}
-
-
-def answer(texts: Texts, options: Options, outputs: list, warnings: list[list[str]]) -> dict:
-    """A job's answer from what its sentences got: its texts' translations (or n-best), and
-    their warnings."""
-    if options.nbest is None:
-        translations = texts.joined(outputs)
-    else:
-        nbest = (best[: options.nbest] for best in texts.nbest(outputs))
-        translations = [[{"translation": t, "score": score} for score, t in best] for best in nbest]
-    return {"translations": translations, "warnings": numbered(texts.warnings(warnings))}

@@ -17,8 +17,8 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
       that names the one it does), its key (access.py, 403)
     -> a Job of its texts (format html: its text nodes; the markup is kept: markup.py), each
        split into its sentences (Backend.split, as ours: translated in one batch, joined in
-       the text's spacing) -> Backend.run_job (backend.py), as for ours; the job's Reshaped
-       future turns the decoder's answer into LibreTranslate's shape
+       the text's spacing) -> Backend.run_job (backend.py), as for ours
+    <- the job's Translated -> libretranslate_answer: LibreTranslate's shape
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are the config's serve.source_language and target_language, or the corpus's
@@ -27,16 +27,13 @@ share of the text's words its source vocabulary knows (0 to 100, as LibreTransla
 """
 
 import json
-from collections.abc import Callable
-from concurrent.futures import Future
-from functools import partial
 from urllib.parse import parse_qsl
 
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
 
-from seq2seq.config import ServeConfig, languages
+from seq2seq.config import ServeConfig, translation_pair
 from seq2seq.decoding.beam import beams_for
 from seq2seq.service import markup
 from seq2seq.service.api import (
@@ -61,10 +58,10 @@ class LibreTranslate:
 
     def __init__(self, backend: Backend):
         self.backend, self.settings, self.keys = backend, backend.settings, backend.keys
-        self.source, self.target = languages(backend.engine.config, backend.settings)
+        self.source, self.target = translation_pair(backend.engine.config, backend.settings)
         self.vocab = backend.engine.src_vocab
 
-    async def languages(self, request: Request) -> Response:
+    async def list_languages(self, request: Request) -> Response:
         source, target = self.source, self.target
         return json_response(
             [
@@ -107,7 +104,7 @@ class LibreTranslate:
     async def post_translate(self, request: Request, fields: dict) -> Response:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
         self.keys.check(request, api_key(fields))
-        texts = texts_of(fields.get("q"), self.settings)
+        texts = q_texts(fields.get("q"), self.settings)
         source, target = text_field(fields, "source"), text_field(fields, "target")
         self.check_pair(source, target)
         text_format = fields.get("format", "text")
@@ -120,16 +117,17 @@ class LibreTranslate:
             raise HTTPError(400, too_many(len(to_translate), html_format, self.settings))
         nbest = alternatives + 1 if alternatives and not html_format else None
         beam_size = beams_for(self.backend.engine.config.decode.beam_size, nbest)
-        reshape = partial(
-            libretranslate_answer,
+        split = self.backend.split(to_translate, 400)
+        translated = await self.backend.run_job(request, Job(split, Options(beam_size, nbest)))
+        answer = libretranslate_answer(
+            translated.translations,
+            ranked=nbest is not None,
             texts=texts if html_format else None,
             alternatives=alternatives,
             detected=[self.detected(text) for text in texts] if source == "auto" else None,
             one=isinstance(fields["q"], str),
         )
-        split = self.backend.split(to_translate, 400)
-        job = Job(split, Options(beam_size, nbest), future=Reshaped(reshape))
-        return await self.backend.run_job(request, job)
+        return json_response(answer)
 
     def check_pair(self, source: str, target: str) -> None:
         if source not in ("auto", self.source.code) or target != self.target.code:
@@ -151,38 +149,27 @@ class LibreTranslate:
         raise HTTPError(400, f"'alternatives' must be an integer {limit}, got {json.dumps(value)}")
 
 
-class Reshaped(Future):
-    """A job's future that turns the decoder's answer into LibreTranslate's as it is set (in
-    the decoder thread): Backend.run_job then sends it as it is."""
-
-    def __init__(self, reshape: Callable[[dict], dict]):
-        super().__init__()
-        self.reshape = reshape
-
-    def set_result(self, result: dict) -> None:
-        try:
-            result = self.reshape(result)
-        except Exception as error:  # this request's 500, not the decoder thread's end
-            super().set_exception(error)
-            return
-        super().set_result(result)
-
-
 def libretranslate_answer(
-    answer: dict, texts: list[str] | None, alternatives: int, detected: list | None, one: bool
+    translations: list,
+    ranked: bool,
+    texts: list[str] | None,
+    alternatives: int,
+    detected: list | None,
+    one: bool,
 ) -> dict:
-    """The decoder's answer as LibreTranslate's: `texts`, format html's texts (None: format
-    text, a translation each); `one`: q was a string, not a list."""
-    outputs = answer["translations"]
-    others = [[] for _ in outputs]
-    if outputs and isinstance(outputs[0], list):  # n-best: {"translation", "score"}, best first
-        others = [[h["translation"] for h in best[1:]] for best in outputs]
-        outputs = [best[0]["translation"] for best in outputs]
+    """The job's translations as LibreTranslate's answer. `ranked`: each is its n best
+    (score, text), best first; `texts`: format html's texts (None: format text, a translation
+    each); `alternatives`: how many were asked for; `detected`: source auto's languages;
+    `one`: q was a string, not a list."""
+    others = [[] for _ in translations]
+    if ranked:
+        others = [[text for _, text in best[1:]] for best in translations]
+        translations = [best[0][1] for best in translations]
     if texts is not None:  # html: its alternatives are not given
-        translations = iter(outputs)
-        outputs = [markup.put_back(text, translations) for text in texts]
+        pieces = iter(translations)
+        translations = [markup.put_back(text, pieces) for text in texts]
         others = [[] for _ in texts]
-    shaped = {"translatedText": outputs}
+    shaped = {"translatedText": translations}
     if alternatives:
         shaped["alternatives"] = others
     if detected is not None:
@@ -256,7 +243,7 @@ def text_field(fields: dict, key: str) -> str:
     return value
 
 
-def texts_of(q, settings: ServeConfig) -> list[str]:
+def q_texts(q, settings: ServeConfig) -> list[str]:
     """q: a text, or a non-empty list of texts, within the limits."""
     if not q:
         raise HTTPError(400, "Invalid request: missing q parameter")

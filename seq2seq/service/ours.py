@@ -13,7 +13,8 @@ A request's way (app.py hands /translate's here unless it is LibreTranslate's):
       Body: read once, 413, 408) as a JSON object of our fields, each checked (4xx)
     -> the texts split into their sentences (Backend.split; too many in all: 413)
     -> Job(texts, Options(beam_size, nbest)), or Job(one sentence, None) for the attention
-    -> Backend.run_job (backend.py) <- 200 {"translations": ..., "warnings": ...}
+    -> Backend.run_job (backend.py) <- the job's Translated (or Attention)
+    <- 200 {"translations": ..., "warnings": ...}: translate_answer (attention_answer)
 """
 
 import json
@@ -25,8 +26,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
+from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.engines import Engine
+from seq2seq.decoding.engines import Engine, Translated
+from seq2seq.decoding.warnings import numbered
 from seq2seq.service.api import JSON, Body, HTTPError, check_names, check_sentence, json_response
 from seq2seq.service.backend import Backend
 from seq2seq.service.batcher import Job, Options
@@ -66,21 +69,52 @@ class OurApi:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         self.backend.keys.check(request)
         data = await read_json(body, ("text", "beam_size", "nbest"))
-        texts = texts_of(data, self.settings)
+        texts = text_list(data, self.settings)
         beam_size = beam_field(data, "beam_size", self.settings)
         nbest = beam_field(data, "nbest", self.settings)
         default = self.backend.engine.config.decode.beam_size
         options = Options(beams_for(beam_size or default, nbest), nbest)
         job = Job(self.backend.split(texts, 413), options)
-        return await self.backend.run_job(request, job)
+        translated = await self.backend.run_job(request, job)
+        return json_response(translate_answer(translated, ranked=nbest is not None))
 
     async def attention(self, request: Request) -> Response:
         self.backend.keys.check(request)
         data = await read_json(Body(request, self.settings), ("text",))
-        sentence = sentence_of(data, self.settings)
+        sentence = one_sentence(data, self.settings)
         if not self.backend.engine.shows_attention:
             raise HTTPError(501, "/attention needs our torch model (serve --engine auto or torch)")
-        return await self.backend.run_job(request, Job(Texts([sentence]), None))
+        attention = await self.backend.run_job(request, Job(Texts([sentence]), None))
+        return json_response(attention_answer(attention))
+
+
+# The answers: what the decoder thread gave, as our JSON.
+
+
+def translate_answer(translated: Translated, ranked: bool) -> dict:
+    """/translate's answer: each text's translation (or, `ranked`, its n best, each with its
+    score), and the warnings of all, "line N" naming the Nth text."""
+    translations = translated.translations
+    if ranked:
+        translations = [[{"translation": t, "score": s} for s, t in best] for best in translations]
+    return {"translations": translations, "warnings": numbered(translated.warnings)}
+
+
+def attention_answer(attention: Attention) -> dict:
+    """/attention's answer: the translation, its warnings, and each map with its weights
+    rounded to 4 decimals ([head][query][key])."""
+    maps = [
+        {
+            "kind": m.kind,
+            "layer": m.layer,
+            "title": m.title,
+            "queries": m.queries,
+            "keys": m.keys,
+            "weights": m.weights.double().round(decimals=4).tolist(),
+        }
+        for m in attention.maps
+    ]
+    return {"translation": attention.translation, "warnings": attention.warnings, "maps": maps}
 
 
 # The checks of a request's JSON: each raises an HTTPError naming the mistake.
@@ -99,9 +133,9 @@ async def read_json(body: Body, fields: tuple[str, ...]) -> dict:
     return data
 
 
-def texts_of(request: dict, settings: ServeConfig) -> list[str]:
+def text_list(data: dict, settings: ServeConfig) -> list[str]:
     """/translate's "text": a list of texts, a sentence or several each."""
-    text = request["text"]
+    text = data["text"]
     if not isinstance(text, list) or not all(isinstance(sentence, str) for sentence in text):
         raise HTTPError(400, "'text' must be a list of strings (sentences)")
     if len(text) > settings.max_sentences:
@@ -115,18 +149,18 @@ def texts_of(request: dict, settings: ServeConfig) -> list[str]:
     return text
 
 
-def sentence_of(request: dict, settings: ServeConfig) -> str:
+def one_sentence(data: dict, settings: ServeConfig) -> str:
     """/attention's "text": one sentence."""
-    text = request["text"]
+    text = data["text"]
     if not isinstance(text, str):
         raise HTTPError(400, "'text' must be a string (one sentence)")
     check_sentence(text, "'text'", settings)
     return text
 
 
-def beam_field(request: dict, key: str, settings: ServeConfig) -> int | None:
+def beam_field(data: dict, key: str, settings: ServeConfig) -> int | None:
     """beam_size or nbest: absent (None) or a number of beams within the limit."""
-    value, most = request.get(key), settings.max_beam_size
+    value, most = data.get(key), settings.max_beam_size
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:

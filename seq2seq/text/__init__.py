@@ -1,7 +1,7 @@
 """Chapter 1, text: from parallel text to batches of token ids.
 
-    corpora.py                           the corpus types, one entry each, and build_corpus
-    numbers.py, multi30k.py, corpus.py   the corpora: generated, downloaded, or your own files
+    corpus_types.py                           the corpus types, one entry each, and build_corpus
+    numbers.py, multi30k.py, parallel.py   the corpora: generated, downloaded, or your own files
     sources.py                           corpora by name (OPUS, sacreBLEU), URLs and files, mixed
     download.py                          downloads: resumed, checked, in raw/manifest.json
     cleaning.py                          the pairs make data drops, counted; valid/test split off

@@ -38,7 +38,7 @@ from seq2seq.options import Config
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.support.paths import REPORT, text_files
-from seq2seq.text.corpus import SPLITS, CorpusError, iter_parallel, write_pairs
+from seq2seq.text.parallel import SPLITS, CorpusError, iter_parallel, write_pairs
 
 Pair = tuple[str, str]
 Rule = Callable[[str, str], bool]  # True: drop the pair

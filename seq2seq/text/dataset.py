@@ -32,7 +32,7 @@ from tqdm import tqdm
 from seq2seq.support.files import atomic_write, file_hash, write_json
 from seq2seq.support.paths import IDS_STAMP, SIDES, id_files, text_files
 from seq2seq.text.batching import pair_tensors
-from seq2seq.text.corpus import SPLITS, CorpusError, iter_lines
+from seq2seq.text.parallel import SPLITS, CorpusError, iter_lines
 from seq2seq.text.vocab import Vocab
 
 CHUNK = 10_000  # sentences encoded at a time

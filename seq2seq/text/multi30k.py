@@ -16,8 +16,8 @@ from pathlib import Path
 
 from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.paths import RAW
-from seq2seq.text.corpus import iter_parallel
 from seq2seq.text.download import Downloads
+from seq2seq.text.parallel import iter_parallel
 
 SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",

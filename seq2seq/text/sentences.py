@@ -76,6 +76,18 @@ class Texts:
         ]
         self.sentences = [sentence for one in self.splits for sentence in one.sentences]
 
+    @classmethod
+    def together(cls, parts: list["Texts"]) -> "Texts":
+        """The texts of several lists as one list, in order (to translate them in one batch)."""
+        joined = cls([])
+        joined.splits = [one for part in parts for one in part.splits]
+        joined.sentences = [sentence for part in parts for sentence in part.sentences]
+        return joined
+
+    def __len__(self) -> int:
+        """How many texts."""
+        return len(self.splits)
+
     def per_text(self, values: list) -> Iterator[tuple[Split, list]]:
         """A list of one value per sentence -> each text, with its sentences' values."""
         start = 0

@@ -38,16 +38,15 @@ from sacrebleu import DATASETS
 from seq2seq.options import Config, CorpusConfig, Source
 from seq2seq.support.paths import RAW
 from seq2seq.text.cleaning import Mixed, Part
-from seq2seq.text.corpus import (
+from seq2seq.text.download import DownloadError, Downloads
+from seq2seq.text.parallel import (
     CorpusError,
-    decode_stream,
+    PairStream,
     iter_parallel,
     iter_tsv,
+    utf8_lines,
     zip_parallel,
 )
-from seq2seq.text.download import DownloadError, Downloads
-
-Pairs = Iterator[tuple[str, str]]
 
 OPUS_API = "https://opus.nlpl.eu/opusapi/"
 KINDS = ("opus", "sacrebleu", "url", "file")
@@ -60,7 +59,7 @@ class Fetched:
     """A source whose files are at hand: what it is, and how to read its pairs."""
 
     label: str
-    read: Callable[[], Pairs]
+    read: Callable[[], PairStream]
 
 
 def splits(config: Config) -> dict[str, Mixed]:
@@ -102,7 +101,7 @@ def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched
     return Fetched(f"({source.file})", pair_reader(local_files(source.file, corpus), corpus))
 
 
-def pair_reader(files: Path | tuple[Path, Path], corpus: CorpusConfig) -> Callable[[], Pairs]:
+def pair_reader(files: Path | tuple[Path, Path], corpus: CorpusConfig) -> Callable[[], PairStream]:
     """How to read a source's files: a Moses pair, a zip holding one, or a TSV file."""
     if isinstance(files, tuple):
         return lambda: iter_parallel(*files)
@@ -155,7 +154,7 @@ def moses_members(path: Path, corpus: CorpusConfig) -> tuple[str, str]:
     return found[0], found[1]
 
 
-def read_zip(path: Path, members: tuple[str, str]) -> Pairs:
+def read_zip(path: Path, members: tuple[str, str]) -> PairStream:
     """The pairs of a Moses pair inside a zip, streamed from it."""
     names = [f"{path}:{member}" for member in members]
     try:
@@ -164,9 +163,7 @@ def read_zip(path: Path, members: tuple[str, str]) -> Pairs:
             archive.open(members[0]) as src,
             archive.open(members[1]) as tgt,
         ):
-            yield from zip_parallel(
-                decode_stream(src, names[0]), decode_stream(tgt, names[1]), *names
-            )
+            yield from zip_parallel(utf8_lines(src, names[0]), utf8_lines(tgt, names[1]), *names)
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise CorpusError(f"{path}: not a readable zip file ({error})") from None
 

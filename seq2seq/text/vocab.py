@@ -32,25 +32,25 @@ import sentencepiece as spm
 from seq2seq.options import Config, VocabConfig
 from seq2seq.support.files import atomic_write, file_hash, write_json
 from seq2seq.support.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
-from seq2seq.text.corpus import CorpusError, iter_lines
+from seq2seq.text.parallel import CorpusError, iter_lines
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 
 IN_THREADS_FROM = 256  # sentences: from this many, sentencepiece's threads pay (Vocab.encode)
 
 
-def normalize_source(text: str, settings: VocabConfig) -> str:
-    if settings.hyphens_as_spaces:
+def normalize_source(text: str, vocab_config: VocabConfig) -> str:
+    if vocab_config.hyphens_as_spaces:
         text = text.replace("-", " ")
-    return text.lower() if settings.lowercase else text
+    return text.lower() if vocab_config.lowercase else text
 
 
 class Vocab:
     """A sentencepiece model: text <-> piece ids, with the special ids above. A source
-    vocabulary also normalises the text it encodes (`settings`, see normalize_source)."""
+    vocabulary also normalises the text it encodes (`normalization`, see normalize_source)."""
 
-    def __init__(self, model_bytes: bytes, settings: VocabConfig | None = None):
+    def __init__(self, model_bytes: bytes, normalization: VocabConfig | None = None):
         self.model_bytes = model_bytes
-        self.settings = settings
+        self.normalization = normalization
         self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
         assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
             PAD,
@@ -63,7 +63,7 @@ class Vocab:
         return self.sp.get_piece_size()
 
     def normalize(self, sentence: str) -> str:
-        return normalize_source(sentence, self.settings) if self.settings else sentence
+        return normalize_source(sentence, self.normalization) if self.normalization else sentence
 
     # sentencepiece's calls on a list start a pool of threads each time, ~70 us, while one
     # sentence takes ~3 us: a few sentences (a request to the service) go one at a time.
@@ -73,7 +73,8 @@ class Vocab:
             return self.sp.encode(normalized)
         return [self.sp.encode(s) for s in normalized]
 
-    def decode(self, ids: list[list[int]]) -> list[str]:
+    def detokenize(self, ids: list[list[int]]) -> list[str]:
+        """Id lists -> the texts they stand for (sentencepiece's decode)."""
         if len(ids) >= IN_THREADS_FROM:
             return self.sp.decode(ids)
         return [self.sp.decode(one) for one in ids]
@@ -107,7 +108,8 @@ def self_normalizing_model(vocab: Vocab) -> bytes:
     writes a capital sigma at the end of a word as ς, a rule per character cannot see the end
     of a word, and it writes σ. Needs protobuf (the model file format).
     """
-    if not vocab.settings or not (vocab.settings.lowercase or vocab.settings.hyphens_as_spaces):
+    rules = vocab.normalization
+    if not rules or not (rules.lowercase or rules.hyphens_as_spaces):
         return vocab.model_bytes
     from sentencepiece import sentencepiece_model_pb2  # needs protobuf
 
@@ -129,20 +131,20 @@ def self_normalizing_model(vocab: Vocab) -> bytes:
     return model.SerializeToString()
 
 
-def train_vocab(sentences: Iterable[str], size: int, settings: VocabConfig) -> Vocab:
+def train_vocab(sentences: Iterable[str], size: int, vocab_config: VocabConfig) -> Vocab:
     """A sentencepiece model of at most `size` pieces, learnt from a random sample of at most
-    settings.sample_size of the sentences (read one at a time: any number of them)."""
+    vocab_config.sample_size of the sentences (read one at a time: any number of them)."""
     model = io.BytesIO()
     spm.set_random_generator_seed(0)  # the same sample, and so the same model, every time
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
-        input_sentence_size=settings.sample_size,
+        input_sentence_size=vocab_config.sample_size,
         shuffle_input_sentence=True,
         model_writer=model,
-        model_type=settings.model_type,
+        model_type=vocab_config.model_type,
         vocab_size=size,
         hard_vocab_limit=False,  # a small corpus gets fewer pieces instead of an error
-        character_coverage=settings.character_coverage,
+        character_coverage=vocab_config.character_coverage,
         split_digits=True,
         pad_id=PAD,
         unk_id=UNK,

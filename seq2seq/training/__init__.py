@@ -4,7 +4,7 @@
     optimizer.py    AdamW and its learning-rate schedule (warmup, cosine decay)
     loss.py         the loss of a batch: cross-entropy with label smoothing
     validation.py   the valid split's loss, exact match and BLEU; which result is best
-    checkpoints.py  best.pt and last.pt: keeping the best, saving, resuming; divergence
+    best_and_last.py  best.pt and last.pt: keeping the best, saving, resuming; divergence
     averaging.py    the last validations' checkpoints (step-<N>.pt) and their average
     finetune.py     a run that starts from a trained checkpoint's weights and vocabularies
     resume.py       what last.pt holds besides the weights; stopping on a signal

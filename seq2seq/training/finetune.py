@@ -5,7 +5,7 @@ vocabularies kept, instead of from random weights: a released model made better 
                  are the config's -> its vocabularies copied to data/<corpus.name>/
                  (text/vocab.py: copy_vocabs): the new corpus is encoded with them
     make train   set_up (run.py): the parts of a fresh run, a fresh optimizer among them
-                 -> resume_from_last: the run's own last.pt, if it has one (checkpoints.py)
+                 -> resume_from_last: the run's own last.pt, if it has one (best_and_last.py)
                  -> else start_from_source: the checkpoint's weights, on its vocabularies
 
 Step 0 of the new run is the checkpoint's model exactly; from there it is an ordinary run in

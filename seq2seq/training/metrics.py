@@ -40,7 +40,7 @@ def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:
-    """Every metric of this module (a corpus type adds its own: seq2seq/text/corpora.py)."""
+    """Every metric of this module (a corpus type adds its own: seq2seq/text/corpus_types.py)."""
     return {
         "exact_match": exact_match(hypotheses, references),
         "token_accuracy": token_accuracy(hypotheses, references),

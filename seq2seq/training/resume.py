@@ -4,7 +4,7 @@ that a checkpoint may be resumed with the config at hand.
     Ctrl-C / SIGTERM -> StopOnSignal: training stops after the current step
       -> last.pt: weights, optimizer, gradient scaler, Progress (step, the sampler's position,
          the best validation, patience), every process's random states, the data's hash and
-         the batch settings (seq2seq/training/checkpoints.py: save_last)
+         the batch settings (seq2seq/training/best_and_last.py: save_last)
     the same command again -> check_resumable -> everything put back (resume_from_last)
       -> the same run goes on
 

@@ -7,7 +7,7 @@
            -> sampler: this process's micro-batches of each step        text/batching.py
            -> progress: the step, the best validation, patience                resume.py
 
-Resuming (checkpoints.py) then puts back what last.pt holds into these same parts.
+Resuming (best_and_last.py) then puts back what last.pt holds into these same parts.
 """
 
 from dataclasses import dataclass, field
@@ -21,8 +21,8 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16
 from seq2seq.support.paths import LAST, METRICS, vocab_files
 from seq2seq.text.batching import EpochSampler
-from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.parallel import load_split
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
 from seq2seq.training.distributed import World

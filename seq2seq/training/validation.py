@@ -2,7 +2,7 @@
 validation is the best so far.
 
     valid ids (TokenPairs)  -> batches -> loss per target token (no label smoothing)
-    valid text (pairs)      -> decoding/greedy.py (or beams) -> exact match, BLEU
+    valid text (pairs)      -> decoding/batches.py (greedy, or beams) -> exact match, BLEU
 
 The figures are those `make eval` gives on the test split (training/metrics.py).
 """
@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from seq2seq.config import Config
-from seq2seq.decoding.greedy import evaluating, translate_sentences
+from seq2seq.decoding.batches import evaluating, translate_sentences
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.batching import token_batches
 from seq2seq.text.dataset import TokenPairs

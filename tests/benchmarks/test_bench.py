@@ -68,7 +68,6 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
     assert figures["serve_torch_libretranslate_mismatched"] == 0
     for phase in ("", "_attack"):  # each output cut to its own length limit, as ours
         assert figures[f"serve_ctranslate2{phase}_mismatched"] == 0
-    assert figures["serve_torch_attack_idle_reopened"] >= 0  # once serve.timeout_s has passed
     for form in ("ctranslate2_float32", "transformers_float32", "argos"):
         assert 0 < figures[f"{form}_same_outputs_as_ours"] <= 1, form
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]

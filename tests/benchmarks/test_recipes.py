@@ -84,7 +84,9 @@ def test_the_summary_gives_the_machine_the_minutes_and_each_directions_beam_bleu
     sentence = recipes.summary(results)
     assert sentence.startswith("On 2 cores of an AMD EPYC, with no GPU")
     assert f"en-digits {recipe['test']['beam']['bleu']:.1f} BLEU" in sentence
-    assert f"train in {round(recipe['train_minutes'])} minutes" in sentence
+    assert f"this recipe trains in {round(recipe['train_minutes'])} minutes" in sentence
+    two = recipes.summary({**results, "recipes": [recipe, recipe]})
+    assert "these recipes train in" in two and "minutes or less each and score" in two
 
 
 def test_the_pages_hold_the_committed_results(monkeypatch):
@@ -94,15 +96,29 @@ def test_the_pages_hold_the_committed_results(monkeypatch):
     recipes.main([])  # a UserError naming the page that is out of date
 
 
-def test_the_full_recipes_have_a_table_of_their_own_and_no_sentence(seed_recipe, monkeypatch):
+def seed_pages(seed_recipe: Path, monkeypatch, recipe_set: str) -> tuple[dict, dict]:
+    """The seed recipe's run as the results of `recipe_set`, and the pages they would write."""
     monkeypatch.chdir(seed_recipe)
     results = {"machine": {"device_name": "a CPU", "cpu_count": 2, "torch": "2.13.0"},
                "conditions": "alone", "recipes": [recipes.read_run("seed.yaml")]}  # fmt: skip
     monkeypatch.chdir(ROOT)
     expected = {}
-    recipes.pages(results, "full", expected)
+    recipes.pages(results, recipe_set, expected)
+    return results, expected
+
+
+def test_the_full_recipes_have_a_table_of_their_own_and_no_sentence(seed_recipe, monkeypatch):
+    results, expected = seed_pages(seed_recipe, monkeypatch, "full")
     assert list(expected) == [recipes.DOCS]  # the README's sentence is the hour recipes'
     start, end = recipes.markers("full")
     assert f"{start}\n{recipes.markdown(results)}\n{end}" in expected[recipes.DOCS]
     hour = expected[recipes.DOCS].split(recipes.MARKERS[0])[1]  # the hour table: untouched
     assert hour == recipes.DOCS.read_text("utf-8").split(recipes.MARKERS[0])[1]
+
+
+def test_the_first_try_has_its_table_and_its_sentence_in_the_package_page(seed_recipe, monkeypatch):
+    results, expected = seed_pages(seed_recipe, monkeypatch, "try")
+    package = Path("docs/package.md")
+    assert list(expected) == [recipes.DOCS, package]  # not the README: its is the hour's
+    start, end = recipes.SUMMARIES["try"][1]
+    assert f"{start}\n{recipes.summary(results)}\n{end}" in expected[package]

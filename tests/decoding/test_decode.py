@@ -7,15 +7,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seq2seq.config import config_from_dict
+from seq2seq.decoding.batches import nbest_of_sources, search_sources, translate_sentences
 from seq2seq.decoding.beam import beam_search
-from seq2seq.decoding.greedy import (
-    decode_sources,
-    greedy_decode_cached,
-    greedy_decode_recompute,
-    max_lengths,
-    nbest_of_sources,
-    translate_sentences,
-)
+from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.batching import source_tensor
 from seq2seq.text.special import BOS, EOS, PAD
@@ -66,7 +60,7 @@ def test_cached_equals_recompute_on_the_numbers_test_split(trained_numbers_check
     cached = greedy_ids(checkpoint, sources, cache=True)
     assert_same_or_tied(checkpoint, sources, cached, greedy_ids(checkpoint, sources, cache=False))
     assert len(cached) == 1000
-    texts = checkpoint.tgt_vocab.decode(cached)
+    texts = checkpoint.tgt_vocab.detokenize(cached)
     assert len(set(texts)) > 100, "the outputs should vary"
     assert len({len(t.split()) for t in texts}) > 5, "and so should their lengths"
 
@@ -93,7 +87,7 @@ def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
     beam = dataclasses.replace(cfg, beam_size=3, length_penalty=1.0)
     ids = src_vocab.encode(sources)
     nbest = nbest_of_sources(model, ids, beam)
-    assert [hyps[0][1] for hyps in nbest] == decode_sources(model, ids, beam)
+    assert [hyps[0][1] for hyps in nbest] == search_sources(model, ids, beam)
     assert nbest[-1] == [(0.0, [])]
     for hyps in nbest[:-1]:
         scores = [score for score, _ in hyps]

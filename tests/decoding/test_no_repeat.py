@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from seq2seq.config import CorpusConfig, DecodeConfig, config_from_dict
+from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.beam import beam_search
-from seq2seq.decoding.greedy import decode_sources, greedy_decode_cached, greedy_decode_recompute
+from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
 from seq2seq.text import numbers
@@ -98,8 +99,8 @@ def test_beam_search_keeps_no_hypothesis_that_repeats():
 def test_the_default_reaches_decoding_and_zero_turns_it_off():
     model, default = looping_model(), DecodeConfig(precision="fp32")
     assert default.no_repeat_ngram == 7
-    on = decode_sources(model, SOURCES, default)
-    off = decode_sources(model, SOURCES, dataclasses.replace(default, no_repeat_ngram=0))
+    on = search_sources(model, SOURCES, default)
+    off = search_sources(model, SOURCES, dataclasses.replace(default, no_repeat_ngram=0))
     assert all(first_repeat(ids, 7) is None for ids in on)
     assert any(first_repeat(ids, 7) is not None for ids in off)
 

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from seq2seq.decoding.engines import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG
@@ -31,7 +31,7 @@ def exported(trained_numbers_checkpoint, tmp_path_factory):
     sources = [s for s, _ in test]
     ids = greedy_ids(checkpoint, sources)
     greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
-    return out_dir, sources, ids, checkpoint.tgt_vocab.decode(ids), greedy
+    return out_dir, sources, ids, checkpoint.tgt_vocab.detokenize(ids), greedy
 
 
 def ctranslate2_ids(out_dir, sources: list[str], greedy) -> list[list[int]]:

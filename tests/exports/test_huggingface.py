@@ -17,8 +17,8 @@ from seq2seq.decoding.greedy import strip
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import UserError
 from seq2seq.text.batching import pair_tensors
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import load_split
+from seq2seq.text.corpus_types import build_corpus
+from seq2seq.text.parallel import load_split
 from seq2seq.text.special import EOS, non_output_logits
 
 from helpers import ROOT, assert_same_or_tied, briefly_trained, greedy_ids, length_limits
@@ -69,12 +69,12 @@ def assert_same_ids_and_outputs(checkpoint, out_dir: Path, sources: list[str]) -
     expected = [ids + [EOS] for ids in checkpoint.src_vocab.encode(sources)]
     assert tokenizer(sources)["input_ids"] == expected
     outputs, limits = greedy_ids(checkpoint, sources), length_limits(checkpoint, sources)
-    assert len(set(checkpoint.tgt_vocab.decode(outputs))) > 100, "the outputs should vary"
+    assert len(set(checkpoint.tgt_vocab.detokenize(outputs))) > 100, "the outputs should vary"
     generated = generate(out_dir, sources, limits)
     theirs = [ids[:limit] for ids, limit in zip(generated, limits, strict=True)]
     assert_same_or_tied(checkpoint, sources, outputs, theirs)
     # MarianTokenizer strips the spaces that pieces of "▁" alone leave at either end
-    stripped = [translation.strip() for translation in checkpoint.tgt_vocab.decode(theirs)]
+    stripped = [translation.strip() for translation in checkpoint.tgt_vocab.detokenize(theirs)]
     assert tokenizer.batch_decode(theirs, skip_special_tokens=True) == stripped
 
 

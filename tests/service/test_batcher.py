@@ -44,7 +44,7 @@ def test_jobs_within_the_window_share_one_decoding_and_each_gets_its_slice():
     jobs = [Job(Texts(["a"]), GREEDY), Job(Texts(["b", "c"]), GREEDY), Job(Texts(["d"]), GREEDY)]
     running = batcher(model, max_batch_sentences=4)  # the 4th sentence closes the batch
     futures = [running.submit(job) for job in jobs]
-    assert [f.result(HANG)["translations"] for f in futures] == [["A"], ["B", "C"], ["D"]]
+    assert [f.result(HANG).translations for f in futures] == [["A"], ["B", "C"], ["D"]]
     assert model.calls == [["a", "b", "c", "d"]]
     running.stop()
 
@@ -54,7 +54,7 @@ def test_the_sentences_of_a_jobs_texts_are_decoded_together_and_joined_text_by_t
     running = batcher(model, batch_window_ms=0.0)
     texts = Texts(["one is one.  two is two!\nthree?", "four", ""], "en")
     answer = running.submit(Job(texts, GREEDY)).result(HANG)
-    assert answer["translations"] == ["ONE IS ONE.  TWO IS TWO!\nTHREE?", "FOUR", ""]
+    assert answer.translations == ["ONE IS ONE.  TWO IS TWO!\nTHREE?", "FOUR", ""]
     assert model.calls == [["one is one.", "two is two!", "three?", "four", ""]]
     running.stop()
 
@@ -63,8 +63,8 @@ def test_a_failing_job_fails_alone_and_its_batch_mates_get_their_answers():
     model = Shouting()
     running = batcher(model, max_batch_sentences=3)
     futures = [running.submit(Job(Texts([s]), GREEDY)) for s in ("a", "boom", "c")]
-    assert futures[0].result(HANG)["translations"] == ["A"]
-    assert futures[2].result(HANG)["translations"] == ["C"]
+    assert futures[0].result(HANG).translations == ["A"]
+    assert futures[2].result(HANG).translations == ["C"]
     with pytest.raises(RuntimeError, match="boom"):
         futures[1].result(HANG)
     assert model.calls == [["a", "boom", "c"], ["a"], ["boom"], ["c"]]  # then each alone
@@ -85,8 +85,8 @@ def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
     assert abandoned.cancel()  # its client went away
     assert running.queued_sentences() == 1
     model.gate.set()
-    assert first.result(HANG)["translations"] == ["FIRST"]
-    assert waiting.result(HANG)["translations"] == ["W"]
+    assert first.result(HANG).translations == ["FIRST"]
+    assert waiting.result(HANG).translations == ["W"]
     assert model.calls == [["first"], ["w"]]  # x, y and z never decoded
     running.stop()
 
@@ -101,10 +101,8 @@ def test_clients_take_turns_so_one_backlog_does_not_hold_another_client():
     backlog = [running.submit(Job(Texts([f"a{n}"]), GREEDY, client="A")) for n in range(1, 6)]
     other = running.submit(Job(Texts(["b"]), GREEDY, client="B"))
     model.gate.set()
-    assert other.result(HANG)["translations"] == ["B"]
-    assert [f.result(HANG)["translations"] for f in [first, *backlog]] == [
-        [f"A{n}"] for n in range(6)
-    ]
+    assert other.result(HANG).translations == ["B"]
+    assert [f.result(HANG).translations for f in [first, *backlog]] == [[f"A{n}"] for n in range(6)]
     assert model.calls == [["a0"], ["a1"], ["b"], ["a2"], ["a3"], ["a4"], ["a5"]]
     running.stop()
 
@@ -114,7 +112,7 @@ def test_drain_answers_what_waits_without_the_window_and_refuses_new_jobs():
     running = batcher(model)  # a window of HANG seconds: only drain ends it
     waiting = running.submit(Job(Texts(["a"]), GREEDY))
     running.drain()
-    assert waiting.result(HANG)["translations"] == ["A"]
+    assert waiting.result(HANG).translations == ["A"]
     with pytest.raises(Stopping, match="shutting down"):
         running.submit(Job(Texts(["b"]), GREEDY))
     running.stop()

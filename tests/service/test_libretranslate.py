@@ -15,9 +15,9 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 from urllib3 import encode_multipart_formdata
 
-from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, languages
+from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, translation_pair
+from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.decoding.greedy import translate_sentences
 from seq2seq.service import access, markup
 from seq2seq.support.errors import UserError
 
@@ -333,7 +333,7 @@ def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
         }  # fmt: skip
     same = ServeConfig(source_language=Language("digits", "Digits"))
     with pytest.raises(UserError, match="are both 'digits': they must differ"):
-        languages(model.config, same)
+        translation_pair(model.config, same)
 
 
 @pytest.mark.slow

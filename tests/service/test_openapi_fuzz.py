@@ -10,14 +10,16 @@ from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
 from test_serve import call, running
 
-from seq2seq.config import Config, ServeConfig, languages
+from seq2seq.config import Config, ServeConfig, translation_pair
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.openapi import description
 
 # Small limits keep each decoding short; the description's bounds follow them.
 LIMITS = {"max_sentences": 4, "max_chars": 60, "max_beam_size": 3}
 CASES = 100  # per route: about 300 in all (a GET without parameters has one)
-DESCRIPTION = description(ServeConfig(**LIMITS), *languages(Config(), ServeConfig()), keys=False)
+DESCRIPTION = description(
+    ServeConfig(**LIMITS), *translation_pair(Config(), ServeConfig()), keys=False
+)
 SCHEMA = schemathesis.openapi.from_dict(DESCRIPTION)
 SCHEMA.config.generation.update(
     modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=CASES
@@ -26,7 +28,7 @@ rejected = SCHEMA.config.checks.negative_data_rejection  # what an invalid reque
 rejected.expected_statuses = [*rejected.expected_statuses, "413"]  # too large: a valid "no"
 # Not checked: that each valid request gets a 2xx. JSON Schema's integers include 1.0, which
 # the server refuses (400: "must be an integer"); the other valid requests are answered as
-# tests/test_serve.py and test_libretranslate.py check.
+# test_serve.py and test_libretranslate.py check.
 SCHEMA.config.checks.update(excluded_check_names=["positive_data_acceptance"])
 
 

@@ -8,8 +8,8 @@ import pytest
 from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.support.errors import UserError
 from seq2seq.text.cleaning import Tally, clean, language_rule, rules, sample
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import CorpusError, load_split
+from seq2seq.text.corpus_types import build_corpus
+from seq2seq.text.parallel import CorpusError, load_split
 
 
 def kept(pairs, split="train", **options):

@@ -12,12 +12,12 @@ from seq2seq.config import (
     CorpusConfig,
     ServeConfig,
     config_from_dict,
-    languages,
+    translation_pair,
 )
 from seq2seq.exports.huggingface import hub_languages
 from seq2seq.exports.model_card import facts
-from seq2seq.text.corpora import CORPORA, build_corpus, corpus_type
-from seq2seq.text.corpus import CorpusError, iter_tsv, load_split, read_lines, read_parallel
+from seq2seq.text.corpus_types import CORPORA, build_corpus, corpus_type
+from seq2seq.text.parallel import CorpusError, iter_tsv, load_split, read_lines, read_parallel
 
 
 def write(path, data: bytes):
@@ -125,12 +125,12 @@ TYPES = {  # a config of each corpus type, and the languages the service gives i
 def test_the_languages_agree_for_the_service_the_argos_package_and_the_hub(kind):
     corpus, codes, hub = TYPES[kind]
     config = config_from_dict({"corpus": {"type": kind, **corpus}})
-    assert tuple(language.code for language in languages(config, config.serve)) == codes
+    assert tuple(language.code for language in translation_pair(config, config.serve)) == codes
     assert hub_languages(types.SimpleNamespace(config=config)) == hub
     french = config_from_dict({"corpus": {"type": kind, **corpus}, "serve": {
         "source_language": {"code": "fr", "name": "French"}}})  # fmt: skip
     assert hub_languages(types.SimpleNamespace(config=french)) == ["fr", *hub[1:]]
-    assert languages(french, ServeConfig())[0] == languages(config, config.serve)[0]
+    assert translation_pair(french, ServeConfig())[0] == translation_pair(config, config.serve)[0]
 
 
 @pytest.mark.parametrize("kind", TYPES)

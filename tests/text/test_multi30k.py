@@ -12,8 +12,8 @@ import sacrebleu
 from seq2seq import data, evaluate, train, translate
 from seq2seq.config import config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import load_split, read_lines
+from seq2seq.text.corpus_types import build_corpus
+from seq2seq.text.parallel import load_split, read_lines
 
 from helpers import ROOT
 

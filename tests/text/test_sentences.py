@@ -50,6 +50,14 @@ def test_texts_are_one_list_of_sentences_and_their_answers_regroup_text_by_text(
     assert Texts(["one is one. two is two."]).sentences == ["one is one. two is two."]  # whole
 
 
+def test_texts_together_are_each_lists_texts_in_order():
+    first, second = Texts(["one is one. two is two."], "en"), Texts(["six is six", ""])
+    together = Texts.together([first, second])
+    assert len(together) == 3 and len(first) == 1 and len(second) == 2
+    assert together.sentences == ["one is one.", "two is two.", "six is six", ""]
+    assert together.joined(["A.", "B.", "C", ""]) == ["A. B.", "C", ""]
+
+
 def test_a_texts_nbest_joins_the_nth_of_each_sentence_and_sums_their_scores():
     texts = Texts(["One. Two.", "Six"], "en")
     nbest = [

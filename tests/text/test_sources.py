@@ -19,9 +19,9 @@ from sacrebleu import DATASETS
 
 from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import load_split
+from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.download import Downloads
+from seq2seq.text.parallel import load_split
 from seq2seq.text.sources import description
 
 EN = [f"sentence number {i}" for i in range(10)]

@@ -10,9 +10,9 @@ import sentencepiece as spm
 from seq2seq import data
 from seq2seq.config import config_from_dict, load_config
 from seq2seq.text.batching import EpochSampler, token_batches
-from seq2seq.text.corpora import build_corpus
-from seq2seq.text.corpus import load_split
+from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.parallel import load_split
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 from seq2seq.text.vocab import Vocab, build_vocabs, load_vocabs, self_normalizing_model, train_vocab
 from seq2seq.training.distributed import World
@@ -27,7 +27,7 @@ def test_special_ids_and_split_digits():
     assert (sp.pad_id(), sp.unk_id(), sp.bos_id(), sp.eos_id()) == (PAD, UNK, BOS, EOS)
     pieces = [p for p in vocab.pieces(vocab.encode(["a 9876 b"])[0]) if p != "▁"]
     assert [p for p in pieces if p.strip("▁").isdigit()] == ["9", "8", "7", "6"]
-    assert vocab.decode(vocab.encode(["a 9876 b"])) == ["a 9876 b"]
+    assert vocab.detokenize(vocab.encode(["a 9876 b"])) == ["a 9876 b"]
 
 
 def test_unseen_numbers_round_trip_through_the_target_vocabulary(tmp_path, monkeypatch):
@@ -38,7 +38,7 @@ def test_unseen_numbers_round_trip_through_the_target_vocabulary(tmp_path, monke
     _, tgt = load_vocabs(config)
     sentence = "9 8 7 6 5 4 la 1 0 2"
     assert UNK not in tgt.encode([sentence])[0]
-    assert tgt.decode(tgt.encode([sentence])) == [sentence]
+    assert tgt.detokenize(tgt.encode([sentence])) == [sentence]
 
 
 def test_a_self_normalizing_model_encodes_as_our_python_normalisation():

@@ -12,7 +12,7 @@ import seq2seq.train as train_module
 from seq2seq.checkpoint import read_state
 from seq2seq.config import load_config
 from seq2seq.text.batching import shard_steps
-from seq2seq.text.corpus import read_lines
+from seq2seq.text.parallel import read_lines
 
 from helpers import ENV, HANG, command, wait_until
 

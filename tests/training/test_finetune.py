@@ -16,7 +16,7 @@ from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.paths import vocab_files
 from seq2seq.train import train
 from seq2seq.training import distributed
-from seq2seq.training.checkpoints import resume_from_last
+from seq2seq.training.best_and_last import resume_from_last
 from seq2seq.training.finetune import start_from_source
 from seq2seq.training.run import set_up
 from seq2seq.training.validation import validate

@@ -20,8 +20,8 @@ from seq2seq.config import VocabConfig, load_config
 from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import vocab_files
-from seq2seq.text.corpus import load_split
 from seq2seq.text.dataset import build_ids
+from seq2seq.text.parallel import load_split
 from seq2seq.text.vocab import load_vocabs, train_vocab
 from seq2seq.train import train
 

@@ -24,8 +24,9 @@ from starlette.requests import Request
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
-from seq2seq.decoding.greedy import translate_sentences
+from seq2seq.decoding.batches import translate_sentences
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.service.api import Body
 from seq2seq.service.ours import CLIENT_SETTINGS
@@ -106,8 +107,12 @@ def test_attention_weights_come_with_their_tokens(numbers):
 
 def test_health_and_info(numbers):
     url, model, _ = numbers
-    status, health, _ = call(url, "GET", "/health")
-    assert status == 200 and health["status"] == "ok" and health["batches"] >= 0
+    status, before, _ = call(url, "GET", "/health")
+    assert status == 200 and before["status"] == "ok" and before["queued"] == 0
+    assert call(url, "POST", "/translate", {"text": ["one is one", "two is two"]})[0] == 200
+    after = call(url, "GET", "/health")[1]  # one request more, its two sentences in one batch
+    counts = ("requests", "batches", "sentences")
+    assert [after[key] - before[key] for key in counts] == [1, 1, 2] and after["queued"] == 0
     status, info, _ = call(url, "GET", "/info")
     assert status == 200 and info["parameters"] == model.checkpoint.model.num_parameters()
     source = info["vocab"]["source"]

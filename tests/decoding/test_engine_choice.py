@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from seq2seq.decoding.engines import CTranslate2Engine, TorchEngine
-from seq2seq.exports.cached import Cached, cache_folder, load_engine
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.engine_choice import Cached, cache_folder, load_engine
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.support.paths import EXPORT_SOURCE
 
 from helpers import ENV, HANG, command
@@ -33,7 +34,7 @@ def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
     folder = cache_folder(checkpoint)
     assert engine.folder == folder and folder.name == "best.ct2"
     assert (folder / EXPORT_SOURCE).read_text() == engine.torch.checkpoint.sha256 != ""
-    ours = load_engine(checkpoint=checkpoint, engine="torch")
+    ours = load_engine(checkpoint=checkpoint, choice="torch")
     assert isinstance(ours, TorchEngine)
     greedy = dataclasses.replace(ours.config.decode, beam_size=1)
     beams = dataclasses.replace(greedy, beam_size=3)
@@ -67,7 +68,7 @@ def test_a_cache_that_cannot_be_written_leaves_the_torch_engine_with_a_warning(c
 
 
 def test_engine_ctranslate2_without_a_model_decodes_the_cached_export(checkpoint):
-    engine = load_engine(checkpoint=checkpoint, engine="ctranslate2")
+    engine = load_engine(checkpoint=checkpoint, choice="ctranslate2")
     assert isinstance(engine, CTranslate2Engine)
     assert engine.translate(["two is two"], engine.config.decode).outputs == ["2 la 2"]
 
@@ -75,8 +76,8 @@ def test_engine_ctranslate2_without_a_model_decodes_the_cached_export(checkpoint
 def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(checkpoint):
     """CTranslate2 takes one limit per call, the longest sentence's: each output is cut to its
     own, as greedy.py does, whatever else is in the batch."""
-    ours = load_engine(checkpoint=checkpoint, engine="torch")
-    fast = load_engine(checkpoint=checkpoint, engine="ctranslate2")
+    ours = load_engine(checkpoint=checkpoint, choice="torch")
+    fast = load_engine(checkpoint=checkpoint, choice="ctranslate2")
     short = dataclasses.replace(ours.config.decode, beam_size=1, max_len_a=0.5, max_len_b=0)
     batch = ["one is one", "one is one one is one one is one"]
     expected = ours.translate(batch, short).outputs

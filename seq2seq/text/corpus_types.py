@@ -1,13 +1,13 @@
 """The corpus types, one entry each: what `corpus.type` in the config chooses.
 
     CORPORA["numbers"]    generated: English number words -> digits    text/numbers.py
-    CORPORA["parallel"]   your own files, one pair a line              text/corpus.py
+    CORPORA["parallel"]   your own files, one pair a line              text/parallel.py
     CORPORA["multi30k"]   downloaded: Multi30k task 1, de <-> en       text/multi30k.py
     CORPORA["sources"]    corpora by name, URLs and files, mixed       text/sources.py
 
 An entry says once everything that differs between corpus types: how `make data` gets each
 split's sentence pairs, the languages it translates (LibreTranslate's API, the Argos package
-and the Hugging Face model card all ask `seq2seq.config.languages`, which asks here), how a
+and the Hugging Face model card all ask `seq2seq.config.translation_pair`, which asks here), how a
 model card describes it, the rules its config section must meet beyond each option's own
 range (checked with the config), and the scores `make eval` adds for it. Adding a corpus type
 is one entry here and its name in CorpusConfig.type (seq2seq/options.py; a test keeps the
@@ -24,12 +24,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from seq2seq.options import Config, CorpusConfig, Language, ServeConfig
-from seq2seq.text import corpus as parallel
-from seq2seq.text import multi30k, numbers, sources
+from seq2seq.text import multi30k, numbers, parallel, sources
 from seq2seq.text.cleaning import Mixed, Tally, clean_corpus, write_report
-from seq2seq.text.corpus import SPLITS, write_pairs
-
-Pairs = Iterable[tuple[str, str]]
+from seq2seq.text.parallel import SPLITS, PairStream, write_pairs
 
 # Stand-ins for a side that is no language: LibreTranslate's API needs a code and a name for
 # each side, where the Hugging Face Hub's language tags leave them out (is_language).
@@ -41,8 +38,8 @@ SOURCE, TARGET = Language("src", "Source"), Language("tgt", "Target")
 class CorpusType:
     # `make data`: each split's sentence pairs; a type that gives no valid or test split has
     # it split off train
-    splits: Callable[[Config], dict[str, Pairs | Mixed]]
-    languages: Callable[[CorpusConfig], tuple[Language, Language]]  # from, to
+    splits: Callable[[Config], dict[str, PairStream | Mixed]]
+    default_languages: Callable[[CorpusConfig], tuple[Language, Language]]  # from, to
     description: Callable[[CorpusConfig], str]  # a model card's "Trained with seq2seq on ..."
     # what its config section must meet besides each option's range, as error messages
     problems: Callable[[CorpusConfig], Iterable[str]] = lambda corpus: ()
@@ -55,7 +52,7 @@ class CorpusType:
 CORPORA = {
     "numbers": CorpusType(
         splits=numbers.splits,
-        languages=lambda corpus: (Language("en", "English"), DIGITS),
+        default_languages=lambda corpus: (Language("en", "English"), DIGITS),
         description=lambda corpus: (
             f"the generated numbers corpus (English number words to digits, preset "
             f"{corpus.preset}, {corpus.train_size:,} training pairs, seed {corpus.seed})"
@@ -69,14 +66,14 @@ CORPORA = {
     ),
     "parallel": CorpusType(
         splits=parallel.splits,
-        languages=lambda corpus: (SOURCE, TARGET),
+        default_languages=lambda corpus: (SOURCE, TARGET),
         description=lambda corpus: f"the parallel corpus {corpus.name}",
         problems=parallel.problems,
         reads_files=True,
     ),
     "multi30k": CorpusType(
         splits=multi30k.splits,
-        languages=lambda corpus: tuple(
+        default_languages=lambda corpus: tuple(
             Language(code, multi30k.LANGUAGE_NAMES[code])
             for code in (corpus.src_lang, corpus.tgt_lang)
         ),
@@ -88,7 +85,7 @@ CORPORA = {
     "sources": CorpusType(
         splits=sources.splits,
         # a code as its own name: serve.source_language and target_language give names
-        languages=lambda corpus: tuple(
+        default_languages=lambda corpus: tuple(
             Language(code, code) for code in (corpus.src_lang, corpus.tgt_lang)
         ),
         description=sources.description,
@@ -115,9 +112,9 @@ def corpus_problems(corpus: CorpusConfig) -> Iterator[str]:
     yield from corpus_type(corpus).problems(corpus)
 
 
-def languages(corpus: CorpusConfig, settings: ServeConfig) -> tuple[Language, Language]:
+def corpus_languages(corpus: CorpusConfig, settings: ServeConfig) -> tuple[Language, Language]:
     """What the model translates from and to: serve's settings, else the corpus type's."""
-    source, target = corpus_type(corpus).languages(corpus)
+    source, target = corpus_type(corpus).default_languages(corpus)
     return settings.source_language or source, settings.target_language or target
 
 
@@ -132,7 +129,7 @@ def build_corpus(config: Config) -> dict[str, int]:
     kind = corpus_type(config.corpus)
     splits = kind.splits(config)
     if kind.cleaned:
-        codes = tuple(language.code for language in languages(config.corpus, config.serve))
+        codes = tuple(language.code for language in corpus_languages(config.corpus, config.serve))
         tallies = clean_corpus(config, splits, codes)
     else:
         tallies = {split: uncleaned(config, split, pairs) for split, pairs in splits.items()}
@@ -140,6 +137,6 @@ def build_corpus(config: Config) -> dict[str, int]:
     return {split: tally.pairs for split, tally in tallies.items()}
 
 
-def uncleaned(config: Config, split: str, pairs: Pairs) -> Tally:
+def uncleaned(config: Config, split: str, pairs: PairStream) -> Tally:
     count = write_pairs(config.data_dir, split, pairs)
     return Tally(read=count, kept=count)

@@ -4,7 +4,7 @@ A corpus lives in data/<corpus.name>/ as plain parallel text files, one sentence
 UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N of a .tgt
 file translates line N of the .src file.
 
-seq2seq/text/corpora.py makes those files, with `write_pairs`, from each corpus type's pairs;
+seq2seq/text/corpus_types.py makes those files, with `write_pairs`, from each corpus type's pairs;
 this module reads the user's own parallel text for corpus.type: parallel (`splits`: two files
 per split, or one TSV file, plain or gzip), checking it. `read_lines` is the one reader for
 all of them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
@@ -26,7 +26,8 @@ from seq2seq.support.paths import text_files
 
 SPLITS = ("train", "valid", "test")
 
-Pairs = list[tuple[str, str]]
+Pairs = list[tuple[str, str]]  # a split, in memory
+PairStream = Iterable[tuple[str, str]]  # pairs as they are read (a file, a generator)
 
 
 class CorpusError(UserError):
@@ -41,7 +42,7 @@ def iter_lines(path: str | Path) -> Iterator[str]:
     gz = path.suffix == ".gz"
     try:
         with gzip.open(path, "rb") if gz else path.open("rb") as file:
-            yield from decode_stream(file, str(path))
+            yield from utf8_lines(file, str(path))
     except FileNotFoundError:
         raise CorpusError(f"{path} not found") from None
     except (OSError, EOFError, zlib.error) as error:  # a truncated or non-gzip .gz file
@@ -54,7 +55,7 @@ def read_lines(path: str | Path) -> list[str]:
     return list(iter_lines(path))
 
 
-def decode_stream(
+def utf8_lines(
     raw_lines: Iterable[bytes],
     name: str,
     on_invalid: Callable[[int, UnicodeDecodeError], None] | None = None,

@@ -28,15 +28,9 @@ from pathlib import Path
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.attention_maps import Attention
-from seq2seq.decoding.engines import (
-    CTranslate2Engine,
-    Engine,
-    TorchEngine,
-    Translations,
-    ctranslate2_device,
-    import_ctranslate2,
-)
-from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.engines import Engine, TorchEngine, Translations
+from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn
 from seq2seq.support.paths import EXPORT_SOURCE
@@ -53,7 +47,6 @@ class Cached:
     torch: TorchEngine
     fast: CTranslate2Engine
     folder: Path  # the cached export
-    name = "ctranslate2"
     shows_attention = True
 
     @property
@@ -115,31 +108,31 @@ def made_from(folder: Path) -> str | None:
 def load_engine(
     config: Config | None = None,
     checkpoint: str | Path | None = None,
-    engine: str = "auto",
+    choice: str = "auto",
     model: str | Path | None = None,
     device: str = "auto",
     compute_type: str = "default",
 ) -> Engine:
     """The engine these settings name (the table above): `checkpoint` (default: the best
-    checkpoint of `config`), or for engine="ctranslate2" the export in the folder `model`."""
+    checkpoint of `config`), or for choice="ctranslate2" the export in the folder `model`."""
     if model:
-        if engine == "torch":
+        if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
         return CTranslate2Engine.load(model, device, compute_type)
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
     ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
-    if engine == "torch" or (engine == "auto" and not ctranslate2_runs_on(ours)):
+    if choice == "torch" or (choice == "auto" and not ctranslate2_runs_on(ours)):
         return ours
     try:
         folder = cached_export(ours.checkpoint, path)
     except (OSError, UserError) as error:
-        if engine == "ctranslate2":
+        if choice == "ctranslate2":
             raise
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
     fast = CTranslate2Engine.load(folder, ours.device, compute_type)
-    return fast if engine == "ctranslate2" else Cached(ours, fast, folder)
+    return fast if choice == "ctranslate2" else Cached(ours, fast, folder)
 
 
 def ctranslate2_runs_on(engine: TorchEngine) -> bool:

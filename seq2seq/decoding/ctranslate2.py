@@ -1,0 +1,162 @@
+"""CTranslate2 as an engine: a model exported by seq2seq/exports/ctranslate2.py (our weights in
+its format), decoded by CTranslate2's C++ (an optional extra), with the members of every
+engine (engines.py).
+
+    CTranslate2Engine.load(folder, device, compute_type)
+      -> translate(sentences, decoding): each sentence encoded once (engines.encoded), the
+         non-empty ones searched in one call (greedy, or beam search), detokenized
+
+CTranslate2 takes one length limit per call, and its beam search normalises scores by
+length ** length_penalty (ours: ((5 + length) / 6) ** length_penalty), so its beam outputs
+may differ from ours; its greedy outputs are ours (tested), and seq2seq/decoding/engine_choice.py
+sends it only greedy decoding by default.
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+from seq2seq.config import Config, DecodeConfig, config_from_dict
+from seq2seq.decoding.attention_maps import Attention
+from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.exports.ctranslate2 import import_ctranslate2
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+from seq2seq.text.vocab import Vocab
+
+
+def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
+    """Our device names -> CTranslate2's (device, device_index), given how many CUDA devices
+    CTranslate2 sees: 'auto' is the first GPU if there is one, 'cuda:1' is ("cuda", 1)."""
+    if name == "auto":
+        return ("cuda", 0) if cuda_devices else ("cpu", 0)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        raise UserError(f"device {name!r}: CTranslate2 runs on auto, cpu, cuda or cuda:N")
+    index = device.index or 0
+    if device.type == "cuda" and index >= cuda_devices:
+        raise UserError(f"device {name!r} requested but CTranslate2 sees {cuda_devices} GPU(s)")
+    return device.type, index
+
+
+class Found(NamedTuple):
+    """CTranslate2's answer for one sentence: its hypotheses (pieces), best first."""
+
+    hypotheses: list[list[str]]
+    scores: list[float]  # each hypothesis's (only when asked for: nbest)
+
+
+@dataclass
+class CTranslate2Engine:
+    """A model exported by seq2seq/exports/ctranslate2.py, decoded by CTranslate2."""
+
+    config: Config
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    translator: object  # ctranslate2.Translator
+    shows_attention = False
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
+        """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
+        as saved, float32)."""
+        ct2, directory = import_ctranslate2(), Path(directory)
+        if not (directory / EXPORT_CONFIG).exists():
+            raise UserError(
+                f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
+                "run `python -m seq2seq.export ctranslate2 --checkpoint ... OUT_DIR` first"
+            )
+        saved = directory / EXPORT_CONFIG
+        config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
+        src_path, tgt_path = vocab_files(directory)
+        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
+        tgt_vocab = Vocab(tgt_path.read_bytes())
+        # One thread: on models this small, more threads only wait on each other (and on
+        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
+        # Creating the translator sets the OpenMP thread count of this thread, which torch
+        # shares, to 1: torch's count is put back after it.
+        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
+        torch_threads = torch.get_num_threads()
+        try:
+            translator = ct2.Translator(
+                str(directory), device, device_index=index, compute_type=compute_type,
+                intra_threads=1,
+            )  # fmt: skip
+        except (RuntimeError, ValueError) as error:
+            raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+        finally:
+            torch.set_num_threads(torch_threads)
+        return cls(config, src_vocab, tgt_vocab, translator)
+
+    @property
+    def longest_source(self) -> int:
+        """Source pieces the model takes, EOS not counted (as batches.longest_source)."""
+        return self.config.model.max_positions - 1
+
+    def facts(self) -> dict:
+        return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device}
+
+    def search(
+        self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
+    ) -> list[Found | None]:
+        """CTranslate2's results for the non-empty sources (None for the empty ones).
+
+        CTranslate2 takes one length limit per call: the longest of the sentences' own
+        (greedy.py's max_lengths). A greedy output is the same tokens whatever the limit, up to
+        it, so each is cut to its own limit: what greedy.py outputs, beside any other
+        sentences."""
+        tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
+        longest = self.config.model.max_positions - 1
+        limits = [
+            max(1, min(int(len(t) * decoding.max_len_a + decoding.max_len_b), longest))
+            for t in tokens
+        ]
+        results = self.translator.translate_batch(
+            tokens,
+            max_batch_size=decoding.batch_size,
+            beam_size=decoding.beam_size,
+            num_hypotheses=nbest,
+            length_penalty=decoding.length_penalty,
+            no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
+            max_decoding_length=max(limits, default=1),
+            min_decoding_length=0,
+            suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
+            return_scores=nbest > 1,
+        )
+        greedy = decoding.beam_size == 1
+        found = iter(
+            Found([h[:limit] if greedy else h for h in r.hypotheses], r.scores)
+            for r, limit in zip(results, limits, strict=True)
+        )
+        return [next(found) if ids else None for ids in sources]
+
+    def detokenize(self, hypothesis: list[str]) -> str:
+        ids = [self.tgt_vocab.sp.piece_to_id(piece) for piece in hypothesis]
+        return self.tgt_vocab.detokenize([ids])[0]
+
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        results = self.search(sources, decoding, 1)
+        return Translations(
+            [self.detokenize(r.hypotheses[0]) if r else "" for r in results], warnings
+        )
+
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        sources, warnings = encoded(self, sentences)
+        results = self.search(sources, decoding, decoding.beam_size)
+        nbest = [
+            list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
+            if r
+            else [(0.0, "")]
+            for r in results
+        ]
+        return Translations(nbest, warnings)
+
+    def attention(self, sentence: str) -> Attention:
+        raise UserError("attention maps need the torch engine (--engine torch)")

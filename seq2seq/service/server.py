@@ -1,0 +1,78 @@
+"""The service's server: uvicorn serving the app (app.py) on a socket bound beforehand, with
+the decoder thread (batcher.py) beside it, and a shutdown that drains that thread first.
+
+    Server(engine, settings[, socket])   the socket (protocol.py's listen), the batcher and the
+                                          app; Connection's limits on every connection
+    server.serve_forever()               until should_exit, or SIGINT / SIGTERM
+    server.close()                       the batcher stopped, the socket closed
+
+seq2seq/serve.py (the command) runs one in this process, or one per worker process; the
+tests run one in a thread (tests/helpers.py's `running`).
+"""
+
+import asyncio
+import socket
+
+import uvicorn
+
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.engines import Engine
+from seq2seq.service.app import build_app
+from seq2seq.service.batcher import Batcher
+from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
+
+
+class Server(uvicorn.Server):
+    """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
+    decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
+    waiting serve.drain_s later."""
+
+    def __init__(self, engine: Engine, settings: ServeConfig, sock: socket.socket | None = None):
+        allow_connections(settings)
+        self.socket = sock or listen(settings.host, settings.port)
+        self.settings = settings
+        self.batcher = Batcher(engine, settings)
+        app = build_app(engine, settings, self.batcher)
+        super().__init__(
+            uvicorn.Config(
+                app,
+                http=Connection.limited(settings),  # h11, strict
+                loop="asyncio",
+                lifespan="off",
+                # uvicorn's own 503 comes at this many connections: one more than
+                # Connection ever keeps, so that it is Connection's rules that apply
+                limit_concurrency=settings.max_connections + 1,
+                proxy_headers=bool(settings.trusted_proxies),  # X-Forwarded-For, from these only
+                forwarded_allow_ips=settings.trusted_proxies,
+                timeout_keep_alive=settings.timeout_s,
+                log_config=None,  # uvicorn's warnings: one line each on stderr
+                access_log=False,
+                server_header=False,
+            )
+        )
+
+    @property
+    def url(self) -> str:
+        return self.address(self.socket)
+
+    @staticmethod
+    def address(sock: socket.socket) -> str:
+        """The URL of the service on `sock`."""
+        host, port = sock.getsockname()[:2]
+        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+    def serve_forever(self) -> None:
+        """Until should_exit is set, or SIGINT or SIGTERM comes (in the main thread)."""
+        self.run(sockets=[self.socket])
+
+    async def startup(self, sockets=None) -> None:
+        asyncio.get_running_loop().set_exception_handler(OutOfFiles())
+        await super().startup(sockets)
+
+    async def shutdown(self, sockets=None) -> None:
+        self.batcher.drain(within_s=self.settings.drain_s)
+        await super().shutdown(sockets)
+
+    def close(self) -> None:
+        self.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
+        self.socket.close()

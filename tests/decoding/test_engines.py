@@ -1,0 +1,37 @@
+"""translate_texts, the one path from texts to translations (translate, evaluate and the
+service's batcher call it): each text's sentences translated together, joined again in their
+white space, n-best lists cut, warnings gathered text by text."""
+
+import dataclasses
+
+from seq2seq.decoding.engines import TorchEngine, translate_texts
+from seq2seq.text.sentences import Texts
+
+
+def test_each_text_is_its_sentences_translations_joined_with_their_warnings(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])  # its vocabulary has no "."
+    decoding = engine.config.decode
+    alone = engine.translate(["one is one.", "two is two.", "six is six", ""], decoding)
+    texts = Texts(["one is one.  two is two.", "six is six", ""], "en")
+    translated = translate_texts(engine, texts, decoding)
+    first, second, third, empty = alone.outputs
+    assert empty == "" and first and second
+    assert translated.translations == [f"{first}  {second}", third, ""]
+    unknown = "not in the vocabulary, translated as unknown: "
+    assert translated.warnings == [[f"{unknown}'one.'", f"{unknown}'two.'"], [], []]
+
+
+def test_nbest_gives_each_text_at_most_n_scored_translations_best_first(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])
+    decoding = dataclasses.replace(engine.config.decode, beam_size=4)
+    texts = Texts(["one is one.", "seven is seven"], "en")
+    ranked = translate_texts(engine, texts, decoding, nbest=2).translations
+    best = translate_texts(engine, texts, decoding).translations
+    assert [len(hypotheses) for hypotheses in ranked] == [2, 2]
+    assert [hypotheses[0][1] for hypotheses in ranked] == best  # the first is the best
+    for hypotheses in ranked:
+        assert hypotheses[0][0] >= hypotheses[1][0]
