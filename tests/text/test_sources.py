@@ -9,10 +9,7 @@ import hashlib
 import io
 import json
 import tarfile
-import threading
-import urllib.parse
-import zipfile
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 from sacrebleu import DATASETS
@@ -24,22 +21,12 @@ from seq2seq.text.download import Downloads
 from seq2seq.text.parallel import load_split
 from seq2seq.text.sources import description
 
+from helpers import MirrorHandler, mirror, moses_zip
+
 EN = [f"sentence number {i}" for i in range(10)]
 FR = [f"phrase numéro {i}" for i in range(10)]
 OPUS_FILE = "/OPUS-Tatoeba/v2023-04-12/moses/en-fr.txt.zip"  # the path of its real URL
 WMT14 = "/wmt14/test-filtered.tgz"  # sacreBLEU's wmt14: https://statmt.org/wmt14/test-filtered.tgz
-
-
-def moses_zip(pairs, name="Tatoeba.en-fr", langs=("en", "fr")) -> bytes:
-    """A zip in the layout of OPUS's Moses files: the two sides, README, LICENSE and ids."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for side, lang in enumerate(langs):
-            archive.writestr(f"{name}.{lang}", "".join(p[side] + "\n" for p in pairs))
-        archive.writestr(f"{name}.ids", "".join("a\tb\t1\t1\n" for _ in pairs))
-        archive.writestr("README", "Tatoeba, a fixture\n")
-        archive.writestr("LICENSE", "CC-BY 2.0 FR\n")
-    return buffer.getvalue()
 
 
 def wmt14_tarball() -> bytes:
@@ -75,45 +62,10 @@ def opus_api(query: dict) -> dict:
     return {"corpora": [entry]}
 
 
-class Handler(BaseHTTPRequestHandler):
-    """Serves server.files by path (with Range requests), the OPUS API at /opusapi/, and
-    cuts off the paths in server.truncate after that many bytes."""
-
-    def do_GET(self):
-        server = self.server
-        server.requests.append((self.path, self.headers.get("Range")))
-        parts = urllib.parse.urlsplit(self.path)
-        if parts.path == "/opusapi/":
-            body = json.dumps(opus_api(dict(urllib.parse.parse_qsl(parts.query)))).encode()
-            return self.send_body(200, body, len(body))
-        if self.path not in server.files:
-            return self.send_error(404)
-        body = server.files[self.path]
-        start = int(self.headers["Range"][6:-1]) if self.headers.get("Range") else 0
-        status = 206 if start else 200
-        self.send_body(status, body[start:], len(body) - start, server.truncate.get(self.path))
-
-    def send_body(self, status, body, length, cut=None):
-        self.send_response(status)
-        self.send_header("Content-Length", str(length))
-        self.end_headers()
-        self.wfile.write(body[:cut])
-        self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.files, httpd.truncate, httpd.requests = {}, {}, []
-    httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with mirror(opus_api) as httpd:
+        yield httpd
 
 
 @pytest.fixture
@@ -170,14 +122,14 @@ def served(server, sacrebleu_cache, tmp_path, monkeypatch):
     pairs = list(zip(EN, FR, strict=True))
     server.files.update(
         {
-            OPUS_FILE: moses_zip(pairs),
+            OPUS_FILE: moses_zip(pairs, "Tatoeba.en-fr", ("en", "fr")),
             WMT14: sacrebleu_cache,
             "/own.tsv.gz": gz_tsv([("my own", "le mien"), ("mine too", "à moi aussi")]),
             "/valid.tsv.gz": gz_tsv(pairs[8:]),
             "/test.tsv.gz": gz_tsv(pairs[6:8]),
             "/pair/train.en.gz": gzip.compress(b"a\nb\nc\n"),
             "/pair/train.fr.gz": gzip.compress(b"x\ny\n"),
-            "/no-fr.zip": moses_zip(pairs, langs=("en", "de")),
+            "/no-fr.zip": moses_zip(pairs, "Tatoeba.en-fr", ("en", "de")),
         }
     )
     return server
@@ -404,7 +356,7 @@ def test_an_unknown_pair_on_opus(served, tmp_path):
 
 def test_an_unreachable_mirror_is_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    closed = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    closed = ThreadingHTTPServer(("127.0.0.1", 0), MirrorHandler)
     closed.url = f"http://127.0.0.1:{closed.server_address[1]}"
     closed.server_close()  # nothing listens there
     message = one_line_error(sources_config(closed, [{"opus": "Tatoeba"}]))
