@@ -11,7 +11,8 @@
     LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
     GET /openapi.json: the API described
 
-A request's way through the server (seq2seq/service/, each step its module):
+What each step of a request's way answers (the stops themselves, file and function:
+docs/architecture.md, checked against the code by tests/test_architecture.py):
 
     uvicorn (HTTP/1.1 parsed by h11, strictly)   protocol.py's Connection: a request's headers
       must arrive within serve.timeout_s; over serve.max_client_connections from one address
@@ -28,7 +29,7 @@ A request's way through the server (seq2seq/service/, each step its module):
          (batcher.py; its queue full -> 503 with Retry-After), then waits for the job's
          future or the client's hang-up (which cancels the job: it is dropped unless its
          batch has started)
-    <- 200 {"translations": ..., "warnings": ...}
+    <- the job's result, as the route's JSON: 200 {"translations": ..., "warnings": ...}
 
 So concurrent small requests share a batch, and each gets what `python -m seq2seq.translate`
 gives for its sentences. Every answer is JSON, errors too ({"error": "..."} naming the
