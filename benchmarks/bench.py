@@ -44,13 +44,8 @@ times each figure briefly. Results go to <out>/results.json and <out>/results.md
 
 import argparse
 import dataclasses
-import datetime
 import json
-import os
-import platform
 import random
-import re
-import subprocess
 import sys
 import time
 import warnings
@@ -58,6 +53,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from common import (
+    cuda_peak_mib,
+    machine,
+    machine_speed,
+    matmul_peak_flops,
+    reset_cuda_peak,
+    run_and_measure,
+    save_results,
+    synchronize,
+)
 from exports import exports_decoding
 from serve_load import load_check
 from torch import nn
@@ -67,8 +72,6 @@ from seq2seq.config import Config, DecodeConfig, ModelConfig, config_from_dict, 
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Embedding, Transformer
 from seq2seq.support.device import autocast, autocast_dtype, cpu_computes_bf16
-from seq2seq.support.errors import UserError
-from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import METRICS, text_files
 from seq2seq.text.batching import source_tensor, token_batches
 from seq2seq.text.dataset import TokenPairs
@@ -164,23 +167,6 @@ def time_training(
     return time.perf_counter() - start, cuda_peak_mib(device)
 
 
-def synchronize(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def reset_cuda_peak(device) -> None:
-    if torch.device(device).type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def cuda_peak_mib(device) -> float | None:
-    """The CUDA allocator's peak memory since reset_cuda_peak(device), in MiB (None off CUDA)."""
-    if torch.device(device).type != "cuda":
-        return None
-    return torch.cuda.max_memory_allocated(device) / 2**20
-
-
 def real_tokens(batches) -> int:
     return sum(int((src != PAD).sum() + (tgt_out != PAD).sum()) for src, _, tgt_out in batches)
 
@@ -237,19 +223,6 @@ def training_flops(cfg: ModelConfig, batch: tuple, tgt_vocab_size: int) -> float
     )
     output = b * t * 2 * d * tgt_vocab_size
     return 3.0 * (encoder + decoder + output)
-
-
-def matmul_peak_flops(device, seconds: float) -> float:
-    a = torch.randn(2048, 2048, device=device)
-    b = torch.randn(2048, 2048, device=device)
-    a @ b
-    synchronize(device)
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        a @ b
-        count += 1
-    synchronize(device)
-    return count * 2 * 2048**3 / (time.perf_counter() - start)
 
 
 def flops_fraction(config: Config, n_batches: int, device) -> dict:
@@ -334,17 +307,6 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
     return result
 
 
-def run_and_measure(command: list[str]) -> tuple[float, float]:
-    """Run a command; return its wall seconds and its peak resident memory in MiB."""
-    start = time.perf_counter()
-    quiet = dict(os.environ, TQDM_DISABLE="1")  # no progress bars in the benchmark's output
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=quiet)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"benchmark step failed: {' '.join(command)}")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024  # Linux reports KiB
-
-
 def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tuple[dict, Path]:
     """Train the config (as `make train` would) in a subprocess, validating every 100 steps."""
     experiment = "bench-quick" if quick else "bench"
@@ -379,62 +341,6 @@ def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str
     )  # fmt: skip
     _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
-
-
-def import_torch_seconds(runs: int = 3) -> float:
-    """Wall seconds of `python -c "import torch"`: the fastest of `runs`, files in the cache."""
-    return min(run_and_measure([sys.executable, "-c", "import torch"])[0] for _ in range(runs))
-
-
-def machine_speed(device) -> dict:
-    """Two figures anyone can measure in seconds, to relate these results to their machine."""
-    return {
-        "matmul_2048_gflops": round(matmul_peak_flops(device, seconds=2.0) / 1e9, 1),
-        "import_torch_seconds": round(import_torch_seconds(), 2),
-    }
-
-
-def machine() -> dict:
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    name = torch.cuda.get_device_name() if device == "cuda" else cpu_name()
-    return {
-        "device": device,
-        "device_name": name,
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def save_results(stem: Path, results: dict, text: str) -> None:
-    """<stem>.json and <stem>.md (the table, printed too)."""
-    write_json(stem.with_suffix(".json"), results)
-    with atomic_write(stem.with_suffix(".md")) as file:
-        file.write(text)
-    print(text)
-
-
-def with_table(page: str, text: str, markers: tuple[str, str], name: str = "the page") -> str:
-    """`page` (the text of the file `name`) with `text` in place of what stands between its
-    two marker lines; a UserError when it lacks them."""
-    start, end = map(re.escape, markers)
-    pattern = re.compile(f"{start}\n.*?{end}", re.DOTALL)
-    if not pattern.search(page):
-        raise UserError(f"{name}: no lines {markers[0]} ... {markers[1]}")
-    return pattern.sub(lambda _: f"{markers[0]}\n{text}\n{markers[1]}", page)
 
 
 def markdown(results: dict) -> str:

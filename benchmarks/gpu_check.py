@@ -55,15 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from bench import (
-    Treatment,
-    compare_training,
-    cpu_name,
-    cuda_peak_mib,
-    machine,
-    reset_cuda_peak,
-    save_results,
-)
+from bench import Treatment, compare_training
+from common import cpu_name, cuda_peak_mib, machine, reset_cuda_peak, save_results
 from serve_load import load_check, timed_command
 from torch._dynamo.utils import counters
 

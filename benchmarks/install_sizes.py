@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import machine, save_results, with_table
+from common import machine, save_results, with_table
 
 ROOT = Path(__file__).resolve().parent.parent
 

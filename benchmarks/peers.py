@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 import torch
-from bench import machine, machine_speed, save_results
+from common import machine, machine_speed, save_results
 from peers_joeynmt import JOEY_PYTHON, decode_joey, train_joey
 from peers_joeynmt_config import (
     batch_settings,

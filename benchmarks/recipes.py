@@ -22,7 +22,7 @@ import argparse
 import json
 from pathlib import Path
 
-from bench import machine, with_table
+from common import machine, with_table
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config, translation_pair

@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import machine, run_and_measure, save_results
+from common import machine, run_and_measure, save_results
 
 from seq2seq.support.paths import LAST, METRICS
 

@@ -39,7 +39,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from bench import machine, save_results
+from common import machine, save_results
 from peers_libretranslate import PYTHON as LIBRETRANSLATE_PYTHON
 from peers_libretranslate import SETTINGS, running_libretranslate
 from serve_load import (

@@ -27,7 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
-from bench import machine
+from common import machine
 
 from seq2seq import data
 from seq2seq.config import load_config

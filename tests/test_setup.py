@@ -130,7 +130,7 @@ def test_each_set_is_installed_again_only_when_the_dependencies_change(project):
 def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
     """benchmarks/install_sizes.py measures the sets the Makefile installs, and the tables of
     the README and docs/getting-started.md are its last measurement's (`make install-sizes`)."""
-    from bench import with_table
+    from common import with_table
     from install_sizes import MARKERS, PAGES, SETS, table
 
     for name, targets in SETS.items():

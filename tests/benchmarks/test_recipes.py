@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import recipes
 import yaml
-from bench import with_table
+from common import with_table
 
 from seq2seq import data, evaluate, train
 from seq2seq.support.errors import UserError
