@@ -153,12 +153,13 @@ def summary(results: dict) -> str:
         f"{r['direction']} {r['test'].get('beam', r['test'])['bleu']:.1f}" for r in recipes
     )
     minutes = max(round(r["train_minutes"]) for r in recipes)
-    trains = "these recipes train" if len(recipes) > 1 else "this recipe trains"
+    if len(recipes) > 1:
+        trained = f"these recipes train in {minutes} minutes or less each and score"
+    else:
+        trained = f"this recipe trains in {minutes} minutes or less and scores"
     return (
-        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, {trains} "
-        f"in {minutes} minutes or less{' each' if len(recipes) > 1 else ''} and score"
-        f"{'' if len(recipes) > 1 else 's'} {scores} BLEU (sacreBLEU, "
-        f"{recipes[0]['test_set']}, beam search)."
+        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, {trained} "
+        f"{scores} BLEU (sacreBLEU, {recipes[0]['test_set']}, beam search)."
     )
 
 

@@ -27,12 +27,12 @@ import statistics
 import time
 from pathlib import Path
 
-from common import machine
+from common import machine, save_results
 
 from seq2seq import data
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
-from seq2seq.support.files import read_log, write_json
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS
 from seq2seq.text.batching import Prefetcher
 from seq2seq.train import start_process, train, train_step
@@ -213,9 +213,7 @@ def main(argv: list[str] | None = None) -> None:
         "config": args.config, "machine": machine(), "rounds": args.rounds,
         "warmup": args.warmup, "steps": args.steps, "settings": settings,
     }  # fmt: skip
-    write_json(out.with_suffix(".json"), results)
-    out.with_suffix(".md").write_text(table(results), "utf-8")
-    print(table(results))
+    save_results(out, results, table(results))
 
 
 def build_data(config_path: str, settings: list[dict], data_args: list[str]) -> None:
@@ -241,9 +239,7 @@ def bleu(config_path: str, settings: list[dict], steps: int, out: Path) -> None:
         {k: s[k] for k in ("name", "overrides", "valid_bleu", "valid_loss", "minutes")}
         for s in settings
     ]
-    write_json(out.with_suffix(".json"), results)
-    out.with_suffix(".md").write_text(bleu_table(results), "utf-8")
-    print(bleu_table(results))
+    save_results(out, results, bleu_table(results))
 
 
 if __name__ == "__main__":

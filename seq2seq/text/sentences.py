@@ -71,17 +71,19 @@ class Texts:
 
     def __init__(self, texts: list[str], language: str | None = None):
         """`language`: the code whose rules split them (None: each text whole, as one)."""
-        self.splits = [
-            Split([text], []) if language is None else split(text, language) for text in texts
-        ]
-        self.sentences = [sentence for one in self.splits for sentence in one.sentences]
+        self.hold(
+            [Split([text], []) if language is None else split(text, language) for text in texts]
+        )
+
+    def hold(self, splits: list[Split]) -> None:
+        self.splits = splits
+        self.sentences = [sentence for one in splits for sentence in one.sentences]
 
     @classmethod
     def together(cls, parts: list["Texts"]) -> "Texts":
         """The texts of several lists as one list, in order (to translate them in one batch)."""
         joined = cls([])
-        joined.splits = [one for part in parts for one in part.splits]
-        joined.sentences = [sentence for part in parts for sentence in part.sentences]
+        joined.hold([one for part in parts for one in part.splits])
         return joined
 
     def __len__(self) -> int:
