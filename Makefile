@@ -86,37 +86,37 @@ serve: $(STAMP)-serve
 test: $(DEV)
 	$(PYTHON) -m pytest -q
 
-# Speed figures against baselines measured in the same run -> benchmarks/results.{json,md}.
+# Speed figures against baselines measured in the same run -> benchmarks/results/bench.{json,md}.
 # The full mode trains the config to 99% valid exact match (minutes); the quick one takes seconds.
 bench: data $(DEV)
-	$(PYTHON) benchmarks/bench.py --config $(CONFIG) $(ARGS)
+	$(PYTHON) -m benchmarks.speed.bench --config $(CONFIG) $(ARGS)
 
 bench-quick: data $(DEV)
-	$(PYTHON) benchmarks/bench.py --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
+	$(PYTHON) -m benchmarks.speed.bench --quick --config $(CONFIG) --out runs/bench-quick $(ARGS)
 
-# The whole CUDA path on this machine's GPU -> benchmarks/gpu.{json,md}: training at three batch
+# The whole CUDA path on this machine's GPU -> benchmarks/results/gpu.{json,md}: training at three batch
 # sizes in bf16, fp16 and compiled, resuming, torchrun, eval, the service, CTranslate2 and the
 # tests (planned for under 10 minutes on one H200; docs/gpu.md). Without a GPU: one line, exit 0.
 gpu-check: $(DEV)
-	$(PYTHON) benchmarks/gpu_check.py
+	$(PYTHON) -m benchmarks.checks.gpu_check
 
 # Training speed on this machine under each CPU lever (precision, threads, batch size, dropout,
-# vocabulary size, torch.compile), in alternating rounds -> benchmarks/train_speed.{json,md}
+# vocabulary size, torch.compile), in alternating rounds -> benchmarks/results/train_speed.{json,md}
 # (docs/training-speed.md; a few minutes; each setting's data is built first, with ARGS).
 # TRAIN_SPEED_ARGS="--profile --setting bf16 train.precision=bf16": where a step's time goes,
 # torch.profiler's table; TRAIN_SPEED_ARGS="--bleu-steps 1000": each lever that changes
-# the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/train_bleu.{json,md} (~30 min).
+# the arithmetic, trained 1,000 steps, its valid BLEU -> benchmarks/results/train_bleu.{json,md} (~30 min).
 TRAIN_SPEED_ARGS ?=
 bench-train: $(DEV)
-	$(PYTHON) benchmarks/train_speed.py --config configs/multi30k_de_en.yaml --data-args "$(ARGS)" $(TRAIN_SPEED_ARGS)
+	$(PYTHON) -m benchmarks.speed.train_speed --config configs/multi30k_de_en.yaml --data-args "$(ARGS)" $(TRAIN_SPEED_ARGS)
 
-# The data path from 20,000 to 5,000,000 training pairs -> benchmarks/scale.{json,md}
+# The data path from 20,000 to 5,000,000 training pairs -> benchmarks/results/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
 bench-scale: $(CORE)
-	$(PYTHON) benchmarks/scale.py $(ARGS)
+	$(PYTHON) -m benchmarks.speed.scale $(ARGS)
 
 # The Multi30k recipes run to the end, one after the other, then their results table in
-# docs/corpora.md, read from runs/<experiment>/ (benchmarks/recipes.py). RECIPE_SET=hour (the
+# docs/corpora.md, read from runs/<experiment>/ (benchmarks/checks/recipes.py). RECIPE_SET=hour (the
 # default: an hour of training each on a CPU), full (configs/multi30k_de_en.yaml and
 # multi30k_en_de.yaml) or try (ten minutes); RECIPES="configs/xyz.yaml ..." picks the set's
 # configs. Not in CI.
@@ -127,10 +127,10 @@ RECIPES_try := configs/multi30k_de_en_try.yaml
 RECIPES ?= $(RECIPES_$(RECIPE_SET))
 recipes: $(CORE)
 	for recipe in $(RECIPES); do $(MAKE) data train eval CONFIG=$$recipe || exit 1; done
-	$(PYTHON) benchmarks/recipes.py --collect $(RECIPES) --set $(RECIPE_SET)
+	$(PYTHON) -m benchmarks.checks.recipes --collect $(RECIPES) --set $(RECIPE_SET)
 
 # Against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1: the same data, vocabulary, model size and time
-# budget, one after the other -> benchmarks/peers.{json,md}, or peers_<corpus>.{json,md} for another
+# budget, one after the other -> benchmarks/results/peers.{json,md}, or peers_<corpus>.{json,md} for another
 # CONFIG (about 20 minutes; PEERS_ARGS="--quick": 3, "--budget 600", "--peers opennmt").
 # Not in CI: the first run installs each peer from the package index into its own venv, with our
 # torch pin. ARGS are config overrides, as for the other targets.
@@ -138,7 +138,7 @@ JOEYNMT_VENV := benchmarks/.venv-joeynmt
 OPENNMT_VENV := benchmarks/.venv-opennmt
 PEERS_ARGS ?=
 bench-peers: data $(JOEYNMT_VENV)/.installed $(OPENNMT_VENV)/.installed
-	$(PYTHON) benchmarks/peers.py --config $(CONFIG) --joeynmt-python $(JOEYNMT_VENV)/bin/python \
+	$(PYTHON) -m benchmarks.peers.compare --config $(CONFIG) --joeynmt-python $(JOEYNMT_VENV)/bin/python \
 		--opennmt-python $(OPENNMT_VENV)/bin/python $(PEERS_ARGS) $(ARGS)
 
 # JoeyNMT needs importlib-metadata but does not declare it.
@@ -158,7 +158,7 @@ $(OPENNMT_VENV)/.installed: constraints.txt
 	$(OPENNMT_VENV)/bin/python -m pip install --quiet --no-deps OpenNMT-py==3.5.1
 	@touch $@
 
-# LibreTranslate 1.9.6 for the load benchmark (benchmarks/peers_libretranslate.py), with our torch
+# LibreTranslate 1.9.6 for the load benchmark (benchmarks/service/libretranslate_peer.py), with our torch
 # pin (it needs no torch: it runs argos-translate-lt, CTranslate2 and MiniSBD on onnxruntime).
 # spaCy too: MiniSBD, its sentence splitter, downloads a model at the first translation, while
 # spaCy's rule-based sentencizer needs none (the module says how it is switched).
@@ -170,11 +170,11 @@ $(LIBRETRANSLATE_VENV)/.installed: constraints.txt
 	@touch $@
 
 # The service from 1 to 64 clients, with each engine and 2 workers, against LibreTranslate 1.9.6
-# serving our Argos export of the same model (after make train) -> benchmarks/serve_latency.{json,md}
+# serving our Argos export of the same model (after make train) -> benchmarks/results/serve_latency.{json,md}
 # (a few minutes; SERVE_ARGS="--quick": seconds). Not in CI: the first run installs LibreTranslate.
 SERVE_ARGS ?=
 bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
-	$(PYTHON) benchmarks/serve_latency.py --config $(CONFIG) \
+	$(PYTHON) -m benchmarks.service.latency --config $(CONFIG) \
 		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)
 
 # config.yaml and docs/configuration.md from the comments beside the options in
@@ -192,10 +192,10 @@ lint: $(DEV)
 	$(PYTHON) -m ruff format --check seq2seq tests benchmarks examples docs
 
 # What each target installs: the packages, size on disk and install time of each set, each in
-# a new venv -> benchmarks/install.{json,md} and the tables of README.md and
+# a new venv -> benchmarks/results/install.{json,md} and the tables of README.md and
 # docs/getting-started.md (a few minutes).
 install-sizes: $(CORE)
-	$(PYTHON) benchmarks/install_sizes.py --python $(BASE_PYTHON)
+	$(PYTHON) -m benchmarks.checks.install_sizes --python $(BASE_PYTHON)
 
 # clean: what the pipeline wrote; distclean: the installed environments too.
 clean:

@@ -8,6 +8,7 @@ page between two marker lines).
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
+    ROOT, RESULTS                 the repository's root; benchmarks/results/, where figures go
 """
 
 import datetime
@@ -23,6 +24,9 @@ import torch
 
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks/results"  # every script's default --out
 
 
 def machine() -> dict:

@@ -2,6 +2,7 @@
 pyproject.toml), every module placed in a layer, every folder saying what it holds."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,16 @@ def contracts() -> list[dict]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 
 
+def layers(package: str) -> list[str]:
+    """The layers contract of `package` (seq2seq or benchmarks): its lines, top first."""
+    (found,) = [
+        contract["layers"]
+        for contract in contracts()
+        if contract["type"] == "layers" and contract["layers"][0].startswith(package + ".")
+    ]
+    return found
+
+
 def test_the_import_contracts_hold():
     lint = Path(sys.executable).with_name("lint-imports")
     done = subprocess.run(
@@ -29,8 +40,7 @@ def test_the_import_contracts_hold():
 
 
 def test_every_module_and_folder_of_the_package_is_in_a_layer():
-    (layers,) = [contract["layers"] for contract in contracts() if contract["type"] == "layers"]
-    named = {name.strip() for layer in layers for name in layer.split("|")}
+    named = {name.strip() for layer in layers("seq2seq") for name in layer.split("|")}
     top = {
         f"seq2seq.{path.stem}" if path.suffix == ".py" else f"seq2seq.{path.name}"
         for path in PACKAGE.iterdir()
@@ -39,8 +49,24 @@ def test_every_module_and_folder_of_the_package_is_in_a_layer():
     assert top == named
 
 
+def test_every_benchmark_room_is_in_a_layer_and_names_its_scripts():
+    """benchmarks/: common.py and each room (a folder) are the lines of its layers contract, and
+    each room's docstring names every script in it."""
+    benchmarks = ROOT / "benchmarks"
+    inits = list(benchmarks.glob("*/__init__.py"))
+    named = {name.strip() for layer in layers("benchmarks") for name in layer.split("|")}
+    assert named == {f"benchmarks.{init.parent.name}" for init in inits} | {"benchmarks.common"}
+    assert sorted(path.name for path in benchmarks.glob("*.py")) == ["__init__.py", "common.py"]
+    for init in inits:
+        listed = set(re.findall(r"[\w]+\.py", ast.get_docstring(ast.parse(init.read_text()))))
+        scripts = {path.name for path in init.parent.glob("*.py") if path.stem != "__init__"}
+        assert scripts == listed, (init, scripts ^ listed)
+
+
 def test_every_folder_says_what_it_holds_and_what_it_may_import():
-    for init in PACKAGE.glob("*/__init__.py"):
+    inits = list(PACKAGE.glob("*/__init__.py"))
+    assert len(inits) >= 6  # model, text, training, decoding, service, exports, support
+    for init in inits:
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and "May import" in doc, init
         listed = {word.strip(",") for line in doc.splitlines() for word in line.split()}
@@ -56,8 +82,7 @@ def test_the_architecture_page_draws_the_contracts_layers_and_names_real_files()
         names = [word for word in line.split() if word.endswith((".py", "/"))]
         if names:
             drawn.append({"seq2seq." + name.removesuffix(".py").rstrip("/") for name in names})
-    (layers,) = [contract["layers"] for contract in contracts() if contract["type"] == "layers"]
-    assert drawn == [{name.strip() for name in layer.split("|")} for layer in layers]
+    assert drawn == [{name.strip() for name in layer.split("|")} for layer in layers("seq2seq")]
     modules = {path.name for path in PACKAGE.rglob("*.py")}
     for word in page.translate(str.maketrans("`,:()", "     ")).split():
         if "/" in word.rstrip("/"):  # a path: it exists, in the package or the repository

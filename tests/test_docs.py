@@ -35,7 +35,7 @@ def docs_copy(tmp_path):
     shutil.copytree(ROOT / "docs", copy / "docs")
     shutil.copy(ROOT / "mkdocs.yml", copy)
     shutil.copy(README, copy)
-    for included in [*ROOT.glob("benchmarks/*.md"), *ROOT.glob("examples/results/*.md")]:
+    for included in [*ROOT.glob("benchmarks/**/*.md"), *ROOT.glob("examples/results/*.md")]:
         target = copy / included.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(included, target)

@@ -28,9 +28,8 @@ def test_recorded_attention_weights_are_those_the_model_uses(seed_run):
         assert torch.allclose(m.weights.sum(-1), torch.ones(m.weights.shape[:-1]))
     assert (maps[1].weights.triu(1) == 0).all()  # decoder self: no peeking at later outputs
     assert maps[0].queries == ["▁three", "▁is", "▁three", "</s>"]
-    assert all(
-        not module.record for module in checkpoint.model.modules() if hasattr(module, "record")
-    )
+    recording = [module for module in checkpoint.model.modules() if hasattr(module, "record")]
+    assert recording and all(not module.record for module in recording)
 
 
 def test_attention_and_curves_pngs(seed_run, tmp_path):

@@ -128,15 +128,15 @@ def test_each_set_is_installed_again_only_when_the_dependencies_change(project):
 
 
 def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
-    """benchmarks/install_sizes.py measures the sets the Makefile installs, and the tables of
-    the README and docs/getting-started.md are its last measurement's (`make install-sizes`)."""
-    from common import with_table
-    from install_sizes import MARKERS, PAGES, SETS, table
+    """benchmarks/checks/install_sizes.py measures the sets the Makefile installs, and the tables
+    of the README and docs/getting-started.md are its last measurement's (make install-sizes)."""
+    from benchmarks.checks.install_sizes import MARKERS, PAGES, SETS, table
+    from benchmarks.common import with_table
 
     for name, targets in SETS.items():
         for target in targets:
             assert installs(project, target) == ["." if name == "core" else f".[{name}]"], target
-    measured = table(json.loads((ROOT / "benchmarks/install.json").read_text()))
+    measured = table(json.loads((ROOT / "benchmarks/results/install.json").read_text()))
     for page in PAGES:
         text = page.read_text()
         assert with_table(text, measured, MARKERS) == text, f"{page.name}: run make install-sizes"

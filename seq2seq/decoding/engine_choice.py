@@ -13,7 +13,7 @@
 
 The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py): a greedy
 translation is the same tokens in both (tested), several times sooner at batch 1 on a CPU
-(benchmarks/results.md, serve_latency.md). So Cached sends greedy decoding to CTranslate2,
+(benchmarks/results/bench.md, serve_latency.md). So Cached sends greedy decoding to CTranslate2,
 and beam search (whose scores CTranslate2 normalises by length otherwise) and the attention
 pictures to the torch engine: every output stays what `--engine torch` gives.
 

@@ -23,8 +23,8 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
 
     run(*command("seq2seq.data", *SMALL))
-    run(sys.executable, str(ROOT / "benchmarks/bench.py"), "--quick", "--out", "out", *SMALL)
-    results = json.loads((tmp_path / "out/results.json").read_text())
+    run(sys.executable, "-m", "benchmarks.speed.bench", "--quick", "--out", "out", *SMALL)
+    results = json.loads((tmp_path / "out/bench.json").read_text())
     figures = results["figures"]
     assert results["mode"] == "quick" and results["machine"]["torch"]
     assert results["machine"]["matmul_2048_gflops"] > 0  # to relate the figures to a machine
@@ -72,4 +72,4 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
         assert 0 < figures[f"{form}_same_outputs_as_ours"] <= 1, form
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]
     assert "seconds_to_99_exact_match" in figures  # None: a quick run stops before 99%
-    assert "| `train_speed_vs_nn_transformer` |" in (tmp_path / "out/results.md").read_text()
+    assert "| `train_speed_vs_nn_transformer` |" in (tmp_path / "out/bench.md").read_text()

@@ -4,14 +4,14 @@ import json
 import subprocess
 import sys
 
-import gpu_check
 import pytest
 
+from benchmarks.checks import gpu_check
 from seq2seq.support.device import cpu_computes_bf16
 
-from helpers import ENV, HANG, ROOT
+from helpers import ENV, HANG
 
-SCRIPT = str(ROOT / "benchmarks/gpu_check.py")
+SCRIPT = ["-m", "benchmarks.checks.gpu_check"]
 MACHINE = {"device_name": "NVIDIA H200", "checked_device": "cuda", "torch": "2.11.0",
            "python": "3.12.3", "date": "2026-11-26T04:43:29+00:00"}  # fmt: skip
 
@@ -19,7 +19,7 @@ MACHINE = {"device_name": "NVIDIA H200", "checked_device": "cuda", "torch": "2.1
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
     hidden = dict(ENV, CUDA_VISIBLE_DEVICES="")  # whatever this machine has
     done = subprocess.run(
-        [sys.executable, SCRIPT, "--out", "out"],
+        [sys.executable, *SCRIPT, "--out", "out"],
         cwd=tmp_path, env=hidden, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -32,7 +32,7 @@ def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
 @pytest.mark.slow
 def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
     done = subprocess.run(
-        [sys.executable, SCRIPT, "--device", "cpu", "--quick", "--out", "out", "--work", "work"],
+        [sys.executable, *SCRIPT, "--device", "cpu", "--quick", "--out", "out", "--work", "work"],
         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
@@ -72,7 +72,7 @@ def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
 
 def test_skip_names_a_check_that_exists(tmp_path):
     done = subprocess.run(
-        [sys.executable, SCRIPT, "--device", "cpu", "--quick", "--skip", "pytest", "tests"],
+        [sys.executable, *SCRIPT, "--device", "cpu", "--quick", "--skip", "pytest", "tests"],
         cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
     assert done.returncode == 2

@@ -1,4 +1,4 @@
-"""The pure parts of `make bench-peers` (benchmarks/peers.py and its peers_*.py modules), without
+"""The pure parts of `make bench-peers` (benchmarks/peers/), without
 JoeyNMT or OpenNMT-py installed: the pieces every peer reads, the simulation of JoeyNMT's token
 batches, the peers' configs written from ours, reading the validations, scoring, and the
 report's rows and ratios."""
@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 import yaml
-from peers_joeynmt import joey_validation
-from peers_joeynmt_config import joey_batch_sizes, joey_budget_for_steps, joey_config
-from peers_measure import Scoring, curve_figures, new_lines, score, seconds_to
-from peers_opennmt import opennmt_config
-from peers_pieces import detokenizer, write_pieces
-from peers_report import draw_curves, markdown, ratios, rows, shown
 
+from benchmarks.peers.joeynmt_config import joey_batch_sizes, joey_budget_for_steps, joey_config
+from benchmarks.peers.joeynmt_peer import joey_validation
+from benchmarks.peers.measure import Scoring, curve_figures, new_lines, score, seconds_to
+from benchmarks.peers.opennmt_peer import opennmt_config
+from benchmarks.peers.pieces import detokenizer, write_pieces
+from benchmarks.peers.report import draw_curves, markdown, ratios, rows, shown
 from seq2seq.config import load_config
 from seq2seq.text.vocab import load_vocabs
 
@@ -143,15 +143,15 @@ def test_report_rows_and_ratios():
     assert ratios(ours, theirs) == {"seconds_to_99": 0.5, "parameters": 2.5}  # numbers, not 0
     shown_values = [shown(v) for v in (None, 1234, 0.5, 12.34, 12345.6)]
     assert shown_values == ["not reached", "1,234", "0.500", "12.3", "12,346"]
-    committed = sorted((ROOT / "benchmarks").glob("peers*.json"))  # the committed runs
-    assert ROOT / "benchmarks/peers.json" in committed
+    committed = sorted((ROOT / "benchmarks/results").glob("peers*.json"))  # the committed runs
+    assert ROOT / "benchmarks/results/peers.json" in committed
     for path in committed:
         results, stem = json.loads(path.read_text()), path.stem
         expected = rows(results["settings"]["metric"])
         table = [line for line in markdown(results).splitlines() if line.startswith("| ")][2:]
         assert [row.split(" | ")[0][2:] for row in table] == [label for _, label, _ in expected]
         assert len(expected) == len({key for key, _, _ in expected})
-        assert markdown(results) == (ROOT / f"benchmarks/{stem}.md").read_text()
+        assert markdown(results) == (ROOT / f"benchmarks/results/{stem}.md").read_text()
 
 
 def test_the_curves_are_drawn_from_the_results(tmp_path):

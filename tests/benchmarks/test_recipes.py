@@ -1,4 +1,4 @@
-"""benchmarks/recipes.py: a recipe's figures read from its run folder, and the table between
+"""benchmarks/checks/recipes.py: a recipe's figures read from its run folder, and the table between
 docs/corpora.md's markers. The recipe here is the seed preset (nine pairs, seconds), trained
 with checkpoint averaging and evaluated with beam search, as the Multi30k recipes are."""
 
@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-import recipes
 import yaml
-from common import with_table
 
+from benchmarks.checks import recipes
+from benchmarks.common import with_table
 from seq2seq import data, evaluate, train
 from seq2seq.support.errors import UserError
 
@@ -91,7 +91,8 @@ def test_the_summary_gives_the_machine_the_minutes_and_each_directions_beam_bleu
 
 def test_the_pages_hold_the_committed_results(monkeypatch):
     """docs/corpora.md's table and the README's and docs/package.md's sentence are those of
-    benchmarks/recipes.json (`python benchmarks/recipes.py --write` after editing a page)."""
+    benchmarks/results/recipes.json (`python -m benchmarks.checks.recipes --write` after editing
+    a page)."""
     monkeypatch.chdir(ROOT)
     recipes.main([])  # a UserError naming the page that is out of date
 

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from helpers import ENV, HANG, ROOT
+from helpers import ENV, HANG
 
 
 @pytest.mark.slow
 def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, tmp_path):
     work = seed_run.parent.parent  # the folder of the seed run's config.yaml and data/
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/serve_latency.py"), "--quick",
+        [sys.executable, "-m", "benchmarks.service.latency", "--quick",
          "--no-libretranslate", "--out", str(tmp_path)],
         cwd=work, env=ENV, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip

@@ -1,11 +1,10 @@
-"""benchmarks/train_speed.py on the seed preset: each setting timed in every round, the table
+"""benchmarks/speed/train_speed.py on the seed preset: each setting timed in every round, the table
 relative to the first, the profile's table of operators, and each setting's BLEU."""
 
 import json
 import shutil
 
-import train_speed
-
+from benchmarks.speed import train_speed
 from seq2seq import data
 
 from helpers import ROOT

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import ctranslate2
 import pytest
-from exports import run_argos  # benchmarks/exports.py: Argos Translate in a child process
 
+from benchmarks.speed.exports import run_argos  # Argos Translate in a child process
 from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine

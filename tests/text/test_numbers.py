@@ -99,6 +99,7 @@ def test_sizes_and_sentences_read_back(corpus):
 def test_held_out_numbers_never_occur_in_training(corpus):
     train_numbers = {n for pair in numbers_of(corpus["train"]) for n in pair}
     held_out = [a for split in ("valid", "test") for a, _ in numbers_of(corpus[split])]
+    assert held_out, "the valid and test splits hold numbers"
     assert len(set(held_out)) == len(held_out), "held-out first numbers repeat"
     assert not train_numbers & set(held_out)
     assert all(100 <= a <= 999_999 for a in held_out), "held-out numbers have 3 to 6 digits"

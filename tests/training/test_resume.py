@@ -339,6 +339,8 @@ def test_kill_9_at_random_moments_never_leaves_an_unreadable_file(workdir):
         process.communicate()
         assert checkpoint_step(last) >= seen, "a kill never takes a checkpoint back"
         assert_every_file_is_readable(run)
-    for path in (workdir / "data/numbers").iterdir():
+    files = list((workdir / "data/numbers").iterdir())
+    assert files
+    for path in files:
         assert path.stat().st_size > 0, path
     assert len(load_split(config(), "train")) == 1500

@@ -1,0 +1,100 @@
+"""Running JoeyNMT 2.3.0 in its own Python and reading its outputs (benchmarks/README.md has
+the workarounds): `python -m joeynmt train` for the time budget, its validations scored from the
+<step>.hyps files they write, then `python -m joeynmt translate` and joeynmt_driver.py
+with the best checkpoint."""
+
+import json
+import shutil
+import signal
+from pathlib import Path
+
+from benchmarks.peers import measure
+from seq2seq.support.errors import UserError
+
+JOEY_PYTHON = measure.ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
+DRIVER = Path(__file__).with_name("joeynmt_driver.py")  # run by JoeyNMT's Python
+
+
+# ---------------------------------------------------------------- training
+
+
+def train_joey(args, model_dir: Path, config_path: Path, scoring) -> dict:
+    """`python -m joeynmt train` for the budget (SIGINT: it saves and exits), validations
+    timed by when their <step>.hyps file appears. `scoring`: peers.Scoring of the valid split."""
+    log = config_path.parent / "logs/joeynmt-train.log"
+    command = [args.joeynmt_python, "-m", "joeynmt", "train", str(config_path), "--skip-test"]
+    appeared: dict[int, float] = {}  # step -> wall seconds
+
+    def poll(elapsed: float) -> None:
+        for path in model_dir.glob("*.hyps") if model_dir.is_dir() else ():
+            appeared.setdefault(int(path.stem), elapsed)
+
+    shutil.rmtree(model_dir, ignore_errors=True)  # no <step>.hyps of an earlier run
+    wall, peak, code = measure.run_watched(
+        command, log, budget=args.budget, stop=signal.SIGINT, on_poll=poll
+    )
+    measure.check_exit(code, (0, 128 + signal.SIGINT), "JoeyNMT training", log)
+    curve = [joey_validation(model_dir, step, appeared[step], scoring) for step in sorted(appeared)]
+    curve = [v for v in curve if v is not None]
+    figures = measure.curve_figures(curve, wall, peak, scoring.metric)
+    step = figures["best_step"] if curve else last_joey_step(model_dir, log)
+    keep_only_checkpoint(model_dir, step)
+    return {**figures, "decoded_step": step, "curve": curve}
+
+
+def last_joey_step(model_dir: Path, log: Path) -> int:
+    """The step of the checkpoint JoeyNMT saved when stopped (for a run too short to validate;
+    its outputs are then decoded only to time them)."""
+    latest = model_dir / "latest.ckpt"
+    if not latest.is_symlink():
+        raise UserError(f"JoeyNMT saved no checkpoint (see {log})")
+    print(f"warning: JoeyNMT did not validate in time; decoding its {latest.resolve().name}")
+    return int(latest.resolve().stem)
+
+
+def joey_validation(model_dir: Path, step: int, wall: float, scoring) -> dict | None:
+    """One validation of JoeyNMT: our score of its <step>.hyps (None if cut short), with its
+    own sequence_accuracy, loss and learning rate from validations.txt."""
+    hyps = (model_dir / f"{step}.hyps").read_text("utf-8").splitlines()
+    if len(hyps) != len(scoring.refs):
+        return None
+    result = {"wall_s": wall, "step": step, f"valid_{scoring.metric}": scoring.score(hyps)}
+    for line in (model_dir / "validations.txt").read_text("utf-8").splitlines():
+        fields = dict(field.split(": ", 1) for field in line.split("\t") if ": " in field)
+        if int(fields["Steps"]) == step:
+            result["joeynmt_sequence_accuracy"] = float(fields["sequence_accuracy"]) / 100
+            result["valid_loss"], result["lr"] = float(fields["loss"]), float(fields["LR"])
+    return result
+
+
+def keep_only_checkpoint(model_dir: Path, step: int) -> None:
+    """Delete every <N>.ckpt but <step>.ckpt (about 11 MB each)."""
+    for path in model_dir.glob("*.ckpt"):
+        if path.stem.isdigit() and int(path.stem) != step:
+            path.unlink()
+
+
+# ---------------------------------------------------------------- decoding
+
+
+def decode_joey(args, joey_dir: Path, scoring) -> dict:
+    """`joeynmt translate` on the test pieces at each batch size (a translate-batch<N>.yaml each),
+    then joeynmt_driver.py, which times JoeyNMT's predict() alone after a warm-up."""
+    figures: dict = {}
+    logs = joey_dir / "logs"
+    for size in measure.BATCH_SIZES:
+        command = [args.joeynmt_python, "-m", "joeynmt", "translate"]
+        command.append(str(joey_dir / f"translate-batch{size}.yaml"))
+        figures[size] = scoring.command_figures(command, logs / f"joeynmt-batch{size}")
+    sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
+    command = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
+    command += [str(scoring.source), str(measure.WARMUP_SENTENCES), sizes]
+    log, out = logs / "joeynmt-driver.log", logs / "joeynmt-driver.json"
+    _, _, code = measure.run_watched(command, log, out=out)
+    measure.check_exit(code, (0,), "the JoeyNMT decoding driver", log)
+    timed = json.loads(out.read_text("utf-8"))
+    for size in measure.BATCH_SIZES:
+        run = timed[str(size)]
+        figures[size].update(scoring.inprocess_figures(run["seconds"], run["hypotheses"]))
+    sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
+    return {**measure.flatten_batches(figures), **sizes_info}

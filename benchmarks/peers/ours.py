@@ -1,0 +1,83 @@
+"""Our side of `make bench-peers` (benchmarks/README.md): `python -m seq2seq.train` for the
+time budget, then greedy decoding with its best checkpoint, by the translate command and in
+process."""
+
+import json
+import signal
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from benchmarks.peers import measure
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
+from seq2seq.config import Config
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import METRICS
+
+
+def train_ours(args, config: Config, run: Path, metric: str) -> dict:
+    """`python -m seq2seq.train` for the budget (SIGTERM: it saves and exits), validations
+    timed by when their line appears in metrics.jsonl."""
+    log, metrics, curve = run / "logs/ours-train.log", config.run_dir / METRICS, []
+    command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", args.config]
+    command += [*args.overrides, f"experiment={config.experiment}"]
+    command += [f"train.eval_every={args.eval_every}"]
+
+    def poll(elapsed: float) -> None:
+        for line in measure.new_lines(metrics, len(curve)):
+            entry = json.loads(line)
+            keys = ("step", f"valid_{metric}", "valid_loss", "lr", "elapsed_s")
+            curve.append({"wall_s": elapsed, **{key: entry[key] for key in keys}})
+
+    metrics.unlink(missing_ok=True)  # and best.pt: nothing of an earlier run
+    config.checkpoint_path.unlink(missing_ok=True)
+    wall, peak, code = measure.run_watched(command, log, budget=args.budget, on_poll=poll)
+    measure.check_exit(code, (0, 128 + signal.SIGTERM), "our training", log)
+    if not curve:
+        raise UserError(f"our training did not validate within {args.budget:.0f} s (see {log})")
+    own = {
+        f"own_clock_seconds_to_{n}": measure.seconds_to(curve, t, metric, "elapsed_s")
+        for n, t in measure.TARGETS[metric].items()
+    }
+    figures = measure.curve_figures(curve, wall, peak, metric)
+    return {**figures, **own, "decoded_step": figures["best_step"], "curve": curve}
+
+
+def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
+    """A copy of best.pt that decodes greedily `batch_size` sentences at a time (translate
+    reads both from the checkpoint's config; it takes no overrides)."""
+    checkpoint = load_checkpoint(best)
+    checkpoint.config.decode.batch_size, checkpoint.config.decode.beam_size = batch_size, 1
+    path = best.with_name(f"best.batch{batch_size}.pt")
+    parts = (checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, checkpoint.info)
+    save_checkpoint(path, checkpoint.config, *parts)
+    return path
+
+
+def decode_ours(best: Path, scoring: measure.Scoring, logs: Path) -> dict:
+    """The translate command on the test source at each batch size (each line whole, --no-split, as
+    the peers decode them), then the engine's translate (what the command runs) timed alone on
+    the loaded model, after a warm-up."""
+    figures: dict = {}
+    for size in measure.BATCH_SIZES:
+        command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--engine", "torch"]
+        command.append("--checkpoint")
+        command.append(str(checkpoint_with_batch_size(best, size)))
+        figures[size] = scoring.command_figures(command, logs / f"ours-batch{size}")
+    checkpoint = load_checkpoint(best)
+    engine = TorchEngine(checkpoint)
+    sentences = scoring.source.read_text("utf-8").splitlines()
+    for size in measure.BATCH_SIZES:
+        decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
+        engine.translate(sentences[: measure.WARMUP_SENTENCES], decoding)
+        start = time.perf_counter()
+        hyps = engine.translate(sentences, decoding).outputs
+        figures[size].update(scoring.inprocess_figures(time.perf_counter() - start, hyps))
+    return {
+        **measure.flatten_batches(figures),
+        "parameters": checkpoint.model.num_parameters(),
+        "src_vocab_size": len(checkpoint.src_vocab),
+        "tgt_vocab_size": len(checkpoint.tgt_vocab),
+    }

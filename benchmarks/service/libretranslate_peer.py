@@ -1,0 +1,199 @@
+"""LibreTranslate 1.9.6, the real server from PyPI, serving one of our Argos packages offline
+on 127.0.0.1, for the load benchmark (make installs its venv: $(LIBRETRANSLATE_VENV)/.installed).
+
+    python -m benchmarks.service.libretranslate_peer --package numbers.argosmodel  # 20 requests
+
+LibreTranslate 1.9.6 runs on argos-translate-lt 1.12.1 (LibreTranslate's fork of Argos
+Translate, imported as argostranslate), which would download at start-up and at the first
+translation. Each setting below stops one download and changes nothing else:
+
+* A private home (HOME, XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_CACHE_HOME, TMPDIR): packages,
+  settings, caches and uploads go to a temporary folder, which holds only our package, installed
+  by Argos's own install_from_path. Inherited ARGOS_* and LT_* variables are dropped.
+* ARGOS_PACKAGE_INDEX, a file:// folder whose index.json is []: with fewer than two packages
+  installed, LibreTranslate updates the package index at start-up (libretranslate/init.py:19-22);
+  from the remote index that fails offline, and argostranslate/package.py:398-400 then retries
+  by recursion until Python's recursion limit (~1,000 tries). The local empty index "updates".
+* --load-only SOURCE,TARGET: with the index empty, our codes are "unavailable", so init.py:36-40
+  stops the update with an error that it prints and ignores (init.py:14-15), before
+  init.py:74 downloads MiniSBD's 82 sentence models (offline: 10 tries of the first, 511 s of
+  back-off, then the same error: minisbd/models.py:114-128).
+* ARGOS_CHUNK_TYPE=SPACY and a blank spaCy pipeline: the default splitter, MiniSBD
+  (argostranslate/translate.py:166-167), downloads its model at the first /translate and answers
+  500 offline; STANZA needs Stanza (torch) and downloads its model; NONE is not implemented
+  (translate.py:175-179: the pair is dropped, and /translate answers 400). SPACY loads a spaCy
+  pipeline and adds spaCy's rule-based "sentencizer" (argostranslate/sbd.py:53-75), so
+  spacy.blank("xx"), which needs no download, splits at ., ! and ?. It is saved where Argos
+  caches its multilingual spaCy model, with the folder whose presence tells Argos that the cache
+  is filled (argostranslate/networking.py:84-106; without it, importing sbd.py runs
+  `spacy download`). Our test sentences are one sentence each: the splitter changes nothing.
+
+Everything else is LibreTranslate's default (SETTINGS).
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from benchmarks.common import ROOT
+
+PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's LIBRETRANSLATE_VENV
+START_S = 180  # seconds for it to answer GET /languages: imports, boot, the model's languages
+STOP_S = 30  # seconds for it to exit after SIGTERM
+
+# How LibreTranslate 1.9.6 decodes with its defaults (files in its venv's site-packages).
+SETTINGS = {
+    "version": "LibreTranslate 1.9.6, argos-translate-lt 1.12.1, CTranslate2 4.8.5",
+    "beam_size": 4,  # ARGOS_BEAM_SIZE (argostranslate/settings.py:171); translate.py:467 passes
+    # max(num_hypotheses, 4), and LibreTranslate asks 1 + its alternatives (default 0)
+    "length_penalty": 0.2,  # argostranslate/translate.py:469
+    "compute_type": "the model's own (float32 for our default export)",  # ARGOS_COMPUTE_TYPE is
+    # "auto" (settings.py:170), which the fork does not pass on (translate.py:190-191), so
+    # CTranslate2 keeps the type the weights were saved in ("default"); it does not quantize
+    "device": "cpu",  # ARGOS_DEVICE_TYPE (settings.py:164)
+    "ctranslate2_threads": "inter_threads 1 (one batch at a time), intra_threads 0: "
+    "OMP_NUM_THREADS or min(4, cores)",  # settings.py:167-168, CTranslate2's src/utils.cc
+    "max_batch_size": "32 tokens",  # ARGOS_BATCH_SIZE (settings.py:169), batch_type "tokens"
+    "server": "waitress, 4 threads (--threads), one process",  # libretranslate/main.py:286-297
+    "sentence_splitter": "spaCy's rule-based sentencizer (MiniSBD, the default, downloads)",
+}
+
+INSTALL = """
+import sys
+import argostranslate.package, argostranslate.settings, spacy
+
+spacy_cache = argostranslate.settings.cache_dir / "spacy"  # before argostranslate.sbd's import
+spacy.blank("xx").to_disk(spacy_cache)
+(spacy_cache / "senter" / "model").mkdir(parents=True)
+argostranslate.package.install_from_path(sys.argv[1])
+(package,) = argostranslate.package.get_installed_packages()
+print(package.from_code, package.to_code)
+"""
+
+
+class Server(NamedTuple):
+    url: str
+    pid: int
+
+
+def environment(home: Path) -> dict[str, str]:
+    """The variables of LibreTranslate's processes (the module's docstring says why), their
+    folders made under `home`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOS_", "LT_"))}
+    env["HOME"] = str(home)
+    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "TMPDIR"):
+        (home / name.lower()).mkdir()
+        env[name] = str(home / name.lower())
+    index = home / "index"
+    index.mkdir()
+    (index / "index.json").write_text("[]")
+    env["ARGOS_PACKAGE_INDEX"] = index.as_uri() + "/"  # Argos appends "index.json"
+    env["ARGOS_CHUNK_TYPE"] = "SPACY"
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return False
+
+
+@contextlib.contextmanager
+def running_libretranslate(python: Path, package: Path) -> Iterator[Server]:
+    """LibreTranslate on a free port of 127.0.0.1, serving `package` (an .argosmodel) alone, once
+    it answers GET /languages; stopped with SIGTERM at the end. `python`: its venv's."""
+    python = python.absolute()  # it runs in its home; not resolve(): that leaves the venv
+    with tempfile.TemporaryDirectory(prefix="libretranslate-") as tmp:
+        home = Path(tmp)
+        env = environment(home)
+        installed = subprocess.run([python, "-c", INSTALL, package.resolve()], env=env,
+                                   cwd=home, capture_output=True, text=True)  # fmt: skip
+        if installed.returncode != 0:
+            sys.exit(f"installing {package} for LibreTranslate failed:\n{installed.stderr}")
+        source, target = installed.stdout.split()
+        port = free_port()
+        log_path = home / "libretranslate.log"
+        with log_path.open("wb") as log:
+            server = subprocess.Popen(
+                [python.parent / "libretranslate", "--host", "127.0.0.1", "--port", str(port),
+                 "--load-only", f"{source},{target}"],
+                env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + START_S
+            while not answers(url + "/languages"):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    why = "exited" if server.poll() is not None else f"hung for {START_S} s"
+                    sys.exit(f"LibreTranslate {why}:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.2)
+            yield Server(url, server.pid)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def translate(url: str, sentence: str, source: str, target: str) -> tuple[int, dict]:
+    form = urllib.parse.urlencode({"q": sentence, "source": source, "target": target}).encode()
+    try:
+        with urllib.request.urlopen(url + "/translate", data=form, timeout=60) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, {"error": error.read().decode(errors="replace")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser.add_argument("--python", type=Path, default=PYTHON, help="LibreTranslate's venv's")
+    parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
+    parser.add_argument(
+        "--data", type=Path, default=ROOT / "data/numbers", help="sends test.src's first 20 lines"
+    )
+    args = parser.parse_args()
+    sentences = (args.data / "test.src").read_text().splitlines()[:20]
+    references = (args.data / "test.tgt").read_text().splitlines()[:20]
+    with running_libretranslate(args.python, args.package) as server:
+        with urllib.request.urlopen(server.url + "/languages") as response:
+            languages = json.load(response)
+        print("GET /languages:", json.dumps(languages))
+        # the pair: each language is also listed as a target of itself
+        pair = next(
+            (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
+        )
+        failed = same = 0
+        for sentence, reference in zip(sentences, references, strict=True):
+            status, answer = translate(server.url, sentence, *pair)
+            failed += status != 200
+            same += answer.get("translatedText") == reference
+            print(status, repr(sentence), "->", answer.get("translatedText", answer))
+    print(f"{len(sentences) - failed} of {len(sentences)} answered 200, {same} as test.tgt")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""`make bench`: how fast seq2seq trains and decodes, against baselines measured in the same run.
+
+    python -m benchmarks.speed.bench [--quick] [--config config.yaml] [--out DIR] [key=value ...]
+    python -m benchmarks.speed.bench --machine    # only this machine's speed, in a few seconds
+    python -m benchmarks.speed.bench --decoding runs/numbers/best.pt   # only the decoding figures
+
+Figures (every speed is reported with its baseline and their ratio, since absolute times on a
+shared machine are noisy):
+
+* train_tokens_per_s of our model and of torch.nn.Transformer with identical sizes, the same
+  embeddings, output layer, batches and optimizer, both trained the way seq2seq/train.py trains
+  on this device (train.precision's autocast, train.compile; train_comparison_mode says which:
+  fp32 eager with the default config on a CPU, bf16 autocast on most GPUs); ratio
+  train_speed_vs_nn_transformer; on CUDA, the allocator's peak memory of each
+  (train_cuda_peak_memory_mib, nn_transformer_train_cuda_peak_memory_mib);
+* greedy decoding of the numbers test split, sentences per second, with the key/value cache
+  against the recompute-every-step loop, at batch 1 and batch 64; ratio
+  decode_speedup_cached_vs_recompute (batch 64); the same on long outputs (a random-weight
+  model decoding up to 64 tokens), where the cache matters most;
+* seconds_to_99_exact_match: wall time of the config's training run to reach 99% greedy exact
+  match on the valid split (validating every 100 steps; the trajectory is the same as with
+  the config's own eval_every);
+* train_flops_fraction_of_matmul_peak: achieved training GFLOP/s of a d_model=256 model
+  against a 2048x2048 fp32 matmul on the same machine, in the same run;
+* our translate() of the raw test sentences against the same model through each exported form
+  (benchmarks/speed/exports.py: CTranslate2 float32 and int8, transformers' generate, Argos
+  Translate), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
+  outputs identical to ours;
+* the translation service under load (benchmarks/service/load.py): 2,000 one-sentence requests
+  from 32 concurrent clients on loopback, with the torch and the CTranslate2 engine, calm and
+  while 1,000 idle connections and a client sending poison are attached: requests/s, p50 and
+  p99 latency, failed and mismatched answers, p99 under attack / calm, CTranslate2 / torch,
+  against the translate command on the same file (serve_*);
+* peak memory: resident set size of a training process and of an evaluation process, and of
+  a process that only imports torch, for scale (on CUDA, see the comparison's allocator peaks).
+
+To relate the figures to another machine, bench.json also records this machine's speed:
+a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
+measures just these two, so that anyone can compare their machine with the one in bench.md.
+
+--quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes 100 sentences and
+times each figure briefly. Results go to <out>/bench.json and <out>/bench.md.
+"""
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import (
+    RESULTS,
+    machine,
+    machine_speed,
+    run_and_measure,
+    save_results,
+    synchronize,
+)
+from benchmarks.service.load import load_check
+from benchmarks.speed.exports import exports_decoding
+from benchmarks.speed.training import Treatment, compare_training, flops_fraction
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import Config, DecodeConfig, load_config
+from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
+from seq2seq.model.transformer import Transformer
+from seq2seq.support.paths import METRICS, text_files
+from seq2seq.text.batching import source_tensor
+from seq2seq.text.parallel import load_split
+from seq2seq.text.special import PAD
+
+
+def decode_speed(
+    model: Transformer,
+    sources: list[list[int]],
+    batch_size: int,
+    decode_cfg: DecodeConfig,
+    cached: bool,
+    limits_override: int | None = None,
+    rounds: int = 3,
+) -> tuple[float, float]:
+    """Sentences per second (the best of `rounds` passes: other work on a shared machine only
+    ever slows a pass down) and mean output length, decoding `sources` in length-sorted
+    batches."""
+    device = next(model.parameters()).device
+    greedy = greedy_decode_cached if cached else greedy_decode_recompute
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    tensors = [source_tensor([sources[i] for i in batch]).to(device) for batch in batches]
+    best = 0.0
+    for _ in range(rounds):
+        lengths = 0
+        synchronize(device)
+        start = time.perf_counter()
+        for src in tensors:
+            limits = max_lengths(model, src, decode_cfg)
+            if limits_override is not None:
+                limits = torch.full_like(limits, limits_override)
+            lengths += sum(len(out) for out in greedy(model, src, limits))
+        synchronize(device)
+        best = max(best, len(sources) / (time.perf_counter() - start))
+    return best, lengths / len(sources)
+
+
+def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) -> dict:
+    checkpoint = load_checkpoint(checkpoint_path, device)
+    model, decode_cfg = checkpoint.model, config.decode
+    test = load_split(config, "test")[:n_sentences]
+    sources = checkpoint.src_vocab.encode([s for s, _ in test])
+    result: dict = {"decode_sentences": len(sources)}
+    for batch_size in (1, 64):
+        cached, _ = decode_speed(model, sources, batch_size, decode_cfg, cached=True)
+        recompute, length = decode_speed(model, sources, batch_size, decode_cfg, cached=False)
+        result[f"decode_sentences_per_s_cached_batch{batch_size}"] = cached
+        result[f"decode_sentences_per_s_recompute_batch{batch_size}"] = recompute
+        result[f"decode_speedup_batch{batch_size}"] = cached / recompute
+        result["decode_mean_output_pieces"] = length
+    result["decode_speedup_cached_vs_recompute"] = result["decode_speedup_batch64"]
+
+    # Long outputs: a random-weight model of the same shape rarely emits EOS, so it decodes
+    # up to the limit of 64 pieces.
+    torch.manual_seed(0)
+    random_model = Transformer(checkpoint.config.model, 1000, 1000, pad_id=PAD).to(device).eval()
+    long_sources = [[random.Random(i).randrange(4, 1000) for _ in range(12)] for i in range(64)]
+    cached, length = decode_speed(random_model, long_sources, 64, decode_cfg, True, 64)
+    recompute, _ = decode_speed(random_model, long_sources, 64, decode_cfg, False, 64)
+    result.update(
+        long_decode_mean_output_pieces=length,
+        long_decode_sentences_per_s_cached_batch64=cached,
+        long_decode_sentences_per_s_recompute_batch64=recompute,
+        long_decode_speedup_cached_vs_recompute=cached / recompute,
+    )
+    return result
+
+
+def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tuple[dict, Path]:
+    """Train the config (as `make train` would) in a subprocess, validating every 100 steps."""
+    experiment = "bench-quick" if quick else "bench"
+    extra = [f"experiment={experiment}", "train.eval_every=100"]
+    if quick:
+        extra += ["train.max_steps=100", "train.eval_every=50"]
+    command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", config_path]
+    command += [*overrides, *extra]
+    seconds, peak = run_and_measure(command)
+    config = load_config(config_path, [*overrides, *extra])
+    log = [json.loads(line) for line in (config.run_dir / METRICS).read_text().splitlines()]
+
+    def seconds_to(target: float) -> float | None:
+        reached = [entry["elapsed_s"] for entry in log if entry["valid_exact_match"] >= target]
+        return reached[0] if reached else None
+
+    result = {
+        "seconds_to_99_exact_match": seconds_to(0.99),
+        "seconds_to_99_5_exact_match": seconds_to(0.995),
+        "train_run_seconds": seconds,
+        "train_run_steps": log[-1]["step"],
+        "train_run_best_valid_exact_match": max(entry["valid_exact_match"] for entry in log),
+        "train_peak_memory_mib": peak,
+    }
+    return result, config
+
+
+def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str) -> dict:
+    _, eval_peak = run_and_measure(
+        [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides,
+         f"experiment={experiment}"]
+    )  # fmt: skip
+    _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
+    return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
+
+
+def markdown(results: dict) -> str:
+    info = results["machine"]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
+        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
+        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
+        f"torch {info['torch']}, Python {info['python']}, "
+        f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
+        "(`python -m benchmarks.speed.bench`); every ratio compares figures measured in the same "
+        "run.",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+    ]
+    for key, value in results["figures"].items():
+        shown = f"{value:,.3f}" if isinstance(value, float) else str(value)
+        lines.append(f"| `{key}` | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke test of a few seconds each")
+    parser.add_argument(
+        "--machine", action="store_true", help="only measure this machine's speed and print it"
+    )
+    parser.add_argument(
+        "--decoding", metavar="CHECKPOINT", help="only measure the decoding figures of CHECKPOINT"
+    )
+    parser.add_argument("--config", default="config.yaml")
+    parser.add_argument("--out", default=RESULTS, help="folder for bench.json and .md")
+    parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
+    args = parser.parse_args()
+    config = load_config(args.config, args.overrides)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.machine:
+        print(json.dumps({**machine(), **machine_speed(device)}, indent=2))
+        return
+    if args.decoding:
+        print(json.dumps(decoding(Path(args.decoding), config, 1000, device), indent=2))
+        return
+    quick = args.quick
+
+    figures: dict = {}
+    print("training to the target ...", flush=True)
+    result, run_config = train_to_target(args.config, args.overrides, quick)
+    figures.update(result)
+    figures.update(memory_of_evaluation(args.config, args.overrides, run_config.experiment))
+    print("decoding ...", flush=True)
+    figures.update(decoding(run_config.checkpoint_path, config, 100 if quick else 1000, device))
+    print("decoding with each exported form (benchmarks/speed/exports.py) ...", flush=True)
+    test = [s for s, _ in load_split(config, "test")[: 100 if quick else 1000]]
+    figures.update(exports_decoding(run_config.checkpoint_path, test))
+    print("the translation service under load (benchmarks/service/load.py) ...", flush=True)
+    source = text_files(config.data_dir, "test")[0]
+    figures.update(load_check(run_config.checkpoint_path, source, quick, args.config))
+    print(f"training speed against nn.Transformer ({Treatment.of(config, device)}) ...", flush=True)
+    figures.update(compare_training(config, 5 if quick else 40, 1 if quick else 3, device))
+    print("FLOPs against the matmul peak ...", flush=True)
+    figures.update(flops_fraction(config, 3 if quick else 20, device))
+
+    info = {**machine(), **machine_speed(device)}
+    results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
+    save_results(Path(args.out) / "bench", results, markdown(results))
+
+
+if __name__ == "__main__":
+    main()

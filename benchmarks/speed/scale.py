@@ -1,0 +1,125 @@
+"""`make bench-scale`: how the data path behaves as the corpus grows, from 20,000 to 5,000,000
+training pairs of the numbers corpus (the default model and config otherwise).
+
+    python -m benchmarks.speed.scale [--sizes 20000 5000000] [--out benchmarks]
+    python -m benchmarks.speed.scale --quick          # 2,000 and 20,000 pairs: a smoke test
+
+For each size, in its own folder under runs/bench-scale/, one after the other:
+
+* `python -m seq2seq.data`: wall seconds and peak resident memory (RSS);
+* `python -m seq2seq.train`, one process: seconds from start to the first training step (the
+  first progress line), peak RSS, steady tokens/s (the second of two validations' meters),
+  the size of last.pt; then the same run resumed for more steps: seconds to its first step;
+* the same training under torchrun with 2 processes: peak RSS of the largest process.
+
+Writes <out>/scale.json and <out>/scale.md. Not run by CI (the full mode takes many minutes and
+several GB of disk); the quick mode is cheap.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import RESULTS, ROOT, machine, run_and_measure, save_results
+from seq2seq.support.paths import LAST, METRICS
+
+STEPS = 200  # steps of each training run; validations at STEPS / 2 and STEPS
+
+
+def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
+    """Run a training command; -> (seconds until its first progress line, "step N/M ...",
+    peak RSS in MiB). stderr is a pipe, so training reports its first step on a line of its
+    own."""
+    start = time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    first, tail = None, []
+    for line in process.stderr:
+        tail = (tail + [line])[-20:]
+        if first is None and line.startswith("step ") and "/" in line.split()[1]:
+            first = time.perf_counter() - start
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or first is None:
+        sys.exit(f"benchmark step failed: {' '.join(command)}\n{''.join(tail)}")
+    return first, usage.ru_maxrss / 1024
+
+
+def measure(size: int, folder: Path) -> dict:
+    folder = folder.resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "config.yaml", folder / "config.yaml")
+    corpus = [f"corpus.train_size={size}", "corpus.valid_size=500", "corpus.test_size=500"]
+    steps = [f"train.max_steps={STEPS}", f"train.eval_every={STEPS // 2}", "--restart"]
+    python = [sys.executable, "-m"]
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        data_s, data_rss = run_and_measure([*python, "seq2seq.data", *corpus])
+        first_s, train_rss = time_to_first_step([*python, "seq2seq.train", *corpus, *steps], folder)
+        run = Path("runs/numbers")
+        log = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
+        last_mib = (run / LAST).stat().st_size / 2**20
+        more = [f"train.max_steps={STEPS + 10}", f"train.eval_every={STEPS // 2}"]
+        resume_s, _ = time_to_first_step([*python, "seq2seq.train", *corpus, *more], folder)
+        torchrun = [*python, "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+        _, ddp_rss = time_to_first_step(
+            [*torchrun, "-m", "seq2seq.train", *corpus, *steps, "experiment=ddp"], folder
+        )
+    finally:
+        os.chdir(cwd)
+    return {
+        "train_pairs": size,
+        "data_seconds": data_s,
+        "data_microseconds_per_pair": 1e6 * data_s / size,
+        "data_peak_rss_mib": data_rss,
+        "train_seconds_to_first_step": first_s,
+        "train_peak_rss_mib": train_rss,
+        "train_tokens_per_s": log[-1]["tokens_per_s"],
+        "last_pt_mib": last_mib,
+        "resume_seconds_to_first_step": resume_s,
+        "torchrun_2_processes_peak_rss_mib": ddp_rss,
+    }
+
+
+def markdown(results: dict) -> str:
+    info = results["machine"]
+    rows = results["sizes"]
+    lines = [
+        "# Scaling the corpus",
+        "",
+        f"{info['device_name']} ({info['cpu_count']} cores), torch {info['torch']}, "
+        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`).",
+        "",
+        "| figure | " + " | ".join(f"{row['train_pairs']:,} pairs" for row in rows) + " |",
+        "| --- |" + " --- |" * len(rows),
+    ]
+    for key in rows[0]:
+        if key != "train_pairs":
+            lines.append(f"| `{key}` | " + " | ".join(f"{row[key]:,.1f}" for row in rows) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 5_000_000])
+    parser.add_argument("--quick", action="store_true", help="2,000 and 20,000 pairs")
+    parser.add_argument("--out", default=RESULTS, help="folder for scale.json and .md")
+    args = parser.parse_args()
+    sizes = [2_000, 20_000] if args.quick else args.sizes
+    rows = []
+    for size in sizes:
+        print(f"{size:,} training pairs ...", flush=True)
+        rows.append(measure(size, Path("runs/bench-scale") / str(size)))
+    results = {"machine": machine(), "sizes": rows}
+    save_results(Path(args.out) / "scale", results, markdown(results))
+
+
+if __name__ == "__main__":
+    main()
