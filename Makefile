@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-scale recipes bench-peers bench-serve config-docs docs lint install-sizes clean distclean
+	bench-train bench-scale recipes bench-peers bench-serve bench-detect config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -176,6 +176,12 @@ SERVE_ARGS ?=
 bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.latency --config $(CONFIG) \
 		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)
+
+# The language detectors for source "auto" and /detect (py3langid, lingua, langdetect, and the
+# pick: seq2seq/text/language_id.py) against LibreTranslate 1.9.6's own, on the Multi30k test
+# sets in ../shared -> benchmarks/results/detection.{json,md} (a minute). Not in CI.
+bench-detect: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
+	$(PYTHON) -m benchmarks.service.detection
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

@@ -2,6 +2,9 @@
 
     python -m seq2seq.serve [--config FILE] [--checkpoint PATH] [--host H] [--port P] [key=value]
     python -m seq2seq.serve --engine ctranslate2 --model DIR   (seq2seq/exports/)
+    python -m seq2seq.serve --model en_de.argosmodel --model runs/de_en/best.pt ...
+                     several models, each pair its own (seq2seq/service/models.py: a pair
+                     without a model of its own goes through a pivot language)
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
@@ -60,7 +63,7 @@ from typing import NamedTuple
 import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine
+from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine, load_models
 from seq2seq.decoding.engines import Engine
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
@@ -98,7 +101,7 @@ def serve(server: Server) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.serve", __doc__.splitlines()[0])
     add_config_arguments(parser)
-    add_engine_arguments(parser)
+    add_engine_arguments(parser, several=True)
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8000; 0: any free)")
     args = parser.parse_intermixed_args(argv)
@@ -108,14 +111,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.port is not None:
         overrides.append(f"serve.port={args.port}")
     config = load_config(args.config, overrides)
-    engine = load(config, args)  # the same errors as one worker's, said once, before any
-    path = args.model or args.checkpoint or config.checkpoint_path
+    engines = load(config, args)  # the same errors as one worker's, said once, before any
+    path = ", ".join(map(str, args.model)) or args.checkpoint or config.checkpoint_path
     if config.serve.workers == 1:
-        server = Server(engine, config.serve)
+        server = Server(engines, config.serve)
         print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
         serve(server)
         return
-    del engine  # each worker loads its own (a cached export is now made: they find it)
+    del engines  # each worker loads its own (a cached export is now made: they find it)
     sock = listen(config.serve.host, config.serve.port)
     url = Server.address(sock)
     print(
@@ -125,14 +128,15 @@ def main(argv: list[str] | None = None) -> None:
     supervise(sock, config, args)
 
 
-def load(config: Config, args: argparse.Namespace) -> Engine:
-    """The engine of the command line (by default the best checkpoint of the config with its
-    overrides), with serve.threads torch threads."""
+def load(config: Config, args: argparse.Namespace) -> list[Engine]:
+    """The engines of the command line: each --model's, else the config's best checkpoint
+    with its overrides (or --checkpoint); with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    return load_engine(
-        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
-    )
+    if args.model:  # --checkpoint too: the first
+        paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
+        return load_models(paths, config, args.engine, args.device, args.compute_type)
+    return [load_engine(config, args.checkpoint, args.engine, None, args.device, args.compute_type)]
 
 
 # A worker that dies this many times in a row before it serves stops the service

@@ -38,10 +38,10 @@ import sys
 from collections.abc import Iterator
 from functools import partial
 
-from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config, translation_pair
+from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine
-from seq2seq.decoding.engines import Engine, one_line, translate_texts
+from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.text.parallel import utf8_lines
@@ -98,9 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
     set_decoding(engine.config.decode, args)
-    language = (
-        None if args.no_split else translation_pair(engine.config, engine.config.serve)[0].code
-    )
+    language = None if args.no_split else languages_of(engine, engine.config.serve)[0].code
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
     if args.sentences:
         print("\n".join(translated(args.sentences)))

@@ -227,7 +227,8 @@ def running(model, **settings) -> Iterator:
     from seq2seq.config import ServeConfig
     from seq2seq.service.server import Server
 
-    server = Server(model, ServeConfig(port=0, **settings))
+    models = model if isinstance(model, list) else [model]
+    server = Server(models, ServeConfig(port=0, **settings))
     thread = threading.Thread(target=server.serve_forever)
     thread.start()
     try:

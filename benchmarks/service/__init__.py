@@ -6,4 +6,5 @@ clients.py             the clients' requests (our API's, LibreTranslate's) and f
 process.py             the service as a process: started, asked for JSON, its CPU time
 latency.py             make bench-serve: 1 to 64 clients, each engine, and LibreTranslate
 libretranslate_peer.py LibreTranslate 1.9.6 run on our Argos export, in its own venv
+detection.py           make bench-detect: language detectors against LibreTranslate's
 """

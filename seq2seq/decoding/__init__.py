@@ -9,6 +9,7 @@
     engines.py         the one interface every translating command and the service use, our
                        torch engine, and translate_texts: texts in, translations out
     ctranslate2.py     the CTranslate2 engine, on an export (seq2seq/exports/ctranslate2.py)
+    argos.py           an Argos Translate package as an engine, decoded as Argos decodes it
     engine_choice.py   which engine decodes (--engine): by default CTranslate2 on an export
                        cached beside the checkpoint for greedy search, ours for the rest
 

@@ -45,6 +45,36 @@ def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
     return device.type, index
 
 
+def texts_of(results: list, detokenize, ranked: bool) -> list:
+    """CTranslate2's results (None: an empty source) as texts: the best of each, or (`ranked`)
+    each one's hypotheses as (score, text) pairs, best first."""
+    if not ranked:
+        return [detokenize(r.hypotheses[0]) if r else "" for r in results]
+    return [
+        list(zip(r.scores, map(detokenize, r.hypotheses), strict=True)) if r else [(0.0, "")]
+        for r in results
+    ]
+
+
+def load_translator(directory: Path, device: str, compute_type: str):
+    """CTranslate2's Translator of the model in `directory`, on one thread: on models this
+    small, more threads only wait on each other (and on torch's own thread pool in the same
+    process): 2 threads decoded 15x slower here. Creating it sets the OpenMP thread count of
+    this thread, which torch shares, to 1: torch's count is put back after it."""
+    ct2 = import_ctranslate2()
+    where, index = ctranslate2_device(device, ct2.get_cuda_device_count())
+    torch_threads = torch.get_num_threads()
+    try:
+        return ct2.Translator(
+            str(directory), where, device_index=index, compute_type=compute_type,
+            intra_threads=1,
+        )  # fmt: skip
+    except (RuntimeError, ValueError) as error:
+        raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
+    finally:
+        torch.set_num_threads(torch_threads)
+
+
 class Found(NamedTuple):
     """CTranslate2's answer for one sentence: its hypotheses (pieces), best first."""
 
@@ -66,7 +96,8 @@ class CTranslate2Engine:
     def load(cls, directory: str | Path, device: str = "auto", compute_type: str = "default"):
         """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
         as saved, float32)."""
-        ct2, directory = import_ctranslate2(), Path(directory)
+        import_ctranslate2()  # its one-line error first, if it is missing
+        directory = Path(directory)
         if not (directory / EXPORT_CONFIG).exists():
             raise UserError(
                 f"{directory} is not an exported model (no {EXPORT_CONFIG}): "
@@ -77,22 +108,7 @@ class CTranslate2Engine:
         src_path, tgt_path = vocab_files(directory)
         src_vocab = Vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = Vocab(tgt_path.read_bytes())
-        # One thread: on models this small, more threads only wait on each other (and on
-        # torch's own thread pool in the same process): 2 threads decoded 15x slower here.
-        # Creating the translator sets the OpenMP thread count of this thread, which torch
-        # shares, to 1: torch's count is put back after it.
-        device, index = ctranslate2_device(device, ct2.get_cuda_device_count())
-        torch_threads = torch.get_num_threads()
-        try:
-            translator = ct2.Translator(
-                str(directory), device, device_index=index, compute_type=compute_type,
-                intra_threads=1,
-            )  # fmt: skip
-        except (RuntimeError, ValueError) as error:
-            raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
-        finally:
-            torch.set_num_threads(torch_threads)
-        return cls(config, src_vocab, tgt_vocab, translator)
+        return cls(config, src_vocab, tgt_vocab, load_translator(directory, device, compute_type))
 
     @property
     def longest_source(self) -> int:
@@ -143,20 +159,12 @@ class CTranslate2Engine:
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         results = self.search(sources, decoding, 1)
-        return Translations(
-            [self.detokenize(r.hypotheses[0]) if r else "" for r in results], warnings
-        )
+        return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         results = self.search(sources, decoding, decoding.beam_size)
-        nbest = [
-            list(zip(r.scores, map(self.detokenize, r.hypotheses), strict=True))
-            if r
-            else [(0.0, "")]
-            for r in results
-        ]
-        return Translations(nbest, warnings)
+        return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
 
     def attention(self, sentence: str) -> Attention:
         raise UserError("attention maps need the torch engine (--engine torch)")

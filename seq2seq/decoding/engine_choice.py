@@ -10,6 +10,10 @@
     --engine torch          our own code decodes everything
     --engine ctranslate2    CTranslate2 decodes everything: the export in --model DIR, or the
                             cached one
+    --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
+                            .argosmodel file or its folder: argos.py), decoded by CTranslate2;
+                            serve takes several (load_models: configs, checkpoints, exports,
+                            packages, folders of installed packages)
 
 The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py): a greedy
 translation is the same tokens in both (tested), several times sooner at batch 1 on a CPU
@@ -26,14 +30,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import Config, DecodeConfig
+from seq2seq.config import Config, DecodeConfig, load_config
+from seq2seq.decoding.argos import ArgosEngine, package_folders
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn
-from seq2seq.support.paths import EXPORT_SOURCE
+from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE
 from seq2seq.text.vocab import Vocab
 
 ENGINES = ("auto", "torch", "ctranslate2")
@@ -118,6 +123,8 @@ def load_engine(
     if model:
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
+        if is_argos_package(Path(model)):
+            return ArgosEngine.load(model, device, compute_type)
         return CTranslate2Engine.load(model, device, compute_type)
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
@@ -135,6 +142,38 @@ def load_engine(
     return fast if choice == "ctranslate2" else Cached(ours, fast, folder)
 
 
+def is_argos_package(path: Path) -> bool:
+    return path.suffix == ".argosmodel" or (path / "metadata.json").exists()
+
+
+def load_models(
+    paths: list[str], config: Config, choice: str, device: str, compute_type: str
+) -> list[Engine]:
+    """The engines of the models `paths` name, in order (serve --model, several times): a
+    config (.yaml: its best checkpoint), a checkpoint (.pt), an export (seq2seq.json in it),
+    an Argos package (.argosmodel, or its folder) or a folder of installed packages (each)."""
+    engines: list[Engine] = []
+    for name in paths:
+        path = Path(name)
+        if path.suffix in (".yaml", ".yml"):
+            engines.append(load_engine(load_config(path), None, choice, None, device, compute_type))
+        elif path.suffix == ".pt":
+            engines.append(load_engine(config, path, choice, None, device, compute_type))
+        elif is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
+            engines.append(ArgosEngine.load(path, device, compute_type))
+        elif (path / EXPORT_CONFIG).exists():
+            engines.append(load_engine(config, None, choice, path, device, compute_type))
+        elif path.is_dir() and (packages := package_folders(path)):
+            engines += [ArgosEngine.load(package, device, compute_type) for package in packages]
+        else:
+            raise UserError(
+                f"--model {name}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
+                "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder "
+                "of installed packages"
+            )
+    return engines
+
+
 def ctranslate2_runs_on(engine: TorchEngine) -> bool:
     """Whether CTranslate2 is installed and runs on the torch engine's device."""
     try:
@@ -145,8 +184,9 @@ def ctranslate2_runs_on(engine: TorchEngine) -> bool:
     return True
 
 
-def add_engine_arguments(parser) -> None:
-    """The command-line options that choose an engine (translate, serve): load_engine's."""
+def add_engine_arguments(parser, several: bool = False) -> None:
+    """The command-line options that choose an engine (translate), or the engines of several
+    models (`several`: serve's --model, given again for each): load_engine's, load_models'."""
     parser.add_argument("--checkpoint", help="model file (default: the config's best.pt)")
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps")
     parser.add_argument(
@@ -154,7 +194,16 @@ def add_engine_arguments(parser) -> None:
         help="who decodes (auto: CTranslate2 where installed, from an export cached beside "
         "the checkpoint; our torch code for beam search and attention)",
     )  # fmt: skip
-    parser.add_argument("--model", help="an export's folder (seq2seq.export ctranslate2)")
+    if several:
+        parser.add_argument(
+            "--model", action="append", default=[], metavar="PATH",
+            help="a model to serve, again for each: a config, a checkpoint, an export, an "
+            "Argos package (.argosmodel or its folder), a folder of installed packages",
+        )  # fmt: skip
+    else:
+        parser.add_argument(
+            "--model", help="an export's folder, or an Argos package (.argosmodel or its folder)"
+        )
     parser.add_argument(
         "--compute-type", default="default", help="CTranslate2's: float32, int8, ..."
     )

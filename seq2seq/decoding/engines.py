@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config, DecodeConfig
+from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translation_pair
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import longest_source, nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
@@ -129,6 +129,13 @@ class Engine(Protocol):
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
     def attention(self, sentence: str) -> Attention: ...
+
+
+def languages_of(engine: Engine, settings: ServeConfig) -> tuple[Language, Language]:
+    """What `engine` translates from and to: an Argos package's metadata (argos.py), else the
+    languages of its config with these serve settings (config.translation_pair)."""
+    languages = getattr(engine, "languages", None)
+    return languages if languages is not None else translation_pair(engine.config, settings)
 
 
 class Translated(NamedTuple):

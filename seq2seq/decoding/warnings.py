@@ -4,7 +4,6 @@ sentence's messages come back with its translation (engines.py's Translations); 
 makes them lines of the user's input ("line 3: ...").
 """
 
-from seq2seq.text.special import UNK
 from seq2seq.text.vocab import Vocab
 
 
@@ -12,7 +11,7 @@ def source_warnings(src_vocab: Vocab, longest: int, sentence: str, ids: list[int
     """What to tell the user about one source sentence, encoded as `ids`: the words the source
     vocabulary lacks, and whether it is longer than `longest` pieces (it is cut to fit)."""
     messages = []
-    if UNK in ids:
+    if src_vocab.unk in ids:
         words = ", ".join(repr(word) for word in dict.fromkeys(src_vocab.unknown(sentence)))
         messages.append(f"not in the vocabulary, translated as unknown: {words}")
     if len(ids) > longest:

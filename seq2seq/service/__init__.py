@@ -2,7 +2,8 @@
 
     batcher.py         one thread that decodes the requests' sentences a batch at a time
     api.py             requests and answers shared by both APIs: the body read once, errors
-    backend.py         what both APIs stand on (engine, batcher, settings, keys); a job's run
+    models.py          the models served, by pair; a pair's route, through a pivot if need be
+    backend.py         what both APIs stand on (models, settings, keys); a request's run
     ours.py            our API and the page
     libretranslate.py  LibreTranslate's API, its equal over the same backend
     openapi.py         the API described in OpenAPI 3.1

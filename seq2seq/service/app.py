@@ -23,22 +23,21 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.engines import Engine
 from seq2seq.service import openapi
 from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
 from seq2seq.service.api import Body, HTTPError, client_gone, error_response
 from seq2seq.service.backend import Backend
-from seq2seq.service.batcher import Batcher
 from seq2seq.service.libretranslate import LibreTranslate
+from seq2seq.service.models import Models
 from seq2seq.service.ours import OurApi
 from seq2seq.support.errors import UserError
 
 
-def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starlette:
-    """The app over the engine that `batcher` runs, with the settings in force."""
+def build_app(models: Models, settings: ServeConfig) -> Starlette:
+    """The app over the models (models.py), with the settings in force."""
     keys = ApiKeys.load(settings.api_keys)
     warn_if_open(settings, keys)
-    backend = Backend(engine, batcher, settings, keys)
+    backend = Backend(models, settings, keys)
     ours, libretranslate = OurApi(backend), LibreTranslate(backend)
 
     async def post_translate(request: Request) -> Response:
@@ -48,7 +47,8 @@ def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starle
             return await libretranslate.post_translate(request, fields)
         return await ours.post_translate(request, body)
 
-    languages = libretranslate.source, libretranslate.target
+    targets = [t for source in models.sources for t in models.targets(source)]
+    languages = openapi.Languages(models.sources, list(dict.fromkeys(targets)))
     routes = [
         *ours.page_routes(),
         Route("/health", ours.health, methods=["GET"]),
@@ -57,7 +57,7 @@ def build_app(engine: Engine, settings: ServeConfig, batcher: Batcher) -> Starle
         Route("/attention", ours.attention, methods=["POST"]),
         Route("/languages", libretranslate.list_languages, methods=["GET"]),
         Route("/detect", libretranslate.detect, methods=["POST"]),
-        openapi.route(settings, *languages, bool(keys)),
+        openapi.route(settings, languages, bool(keys)),
     ]
     app = Starlette(
         routes=routes,

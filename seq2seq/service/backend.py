@@ -1,44 +1,58 @@
-"""What both APIs stand on, as equals: the engine, the batcher, the settings in force and the
-API keys; and a job's way from a route to the decoder thread and back.
+"""What both APIs stand on, as equals: the models (each with its engine and its batcher), the
+settings in force and the API keys; and a request's way from a route to the decoder threads
+and back.
 
-    a route (ours.py or libretranslate.py): the request checked, its texts split into their
-      sentences (Backend.split: seq2seq/text/sentences.py) -> Job(texts, options)
-      -> Backend.run_job(request, job): Batcher.submit (batcher.py; its queue full -> 503
-         with Retry-After; the service stopping -> 503, Connection: close), then waits for
-         the job's future or the client's hang-up (which cancels the job: it is dropped
-         unless its batch has started)
-      <- the job's result (batcher.py), which the route makes its JSON answer
+    a route (ours.py or libretranslate.py): the request checked -> the models of its pair
+      (models.py's route: one, or two through a pivot language)
+      -> Backend.translate(request, route, texts, wanted), for each model in turn:
+           the texts split into their sentences (Backend.split: seq2seq/text/sentences.py)
+           -> Job(texts, options) -> Backend.run_job(request, model, job): the model's
+              Batcher.submit (batcher.py; its queue full -> 503 with Retry-After; the service
+              stopping -> 503, Connection: close), then waits for the job's future or the
+              client's hang-up (which cancels the job: it is dropped unless its batch has
+              started)
+           <- its Translated: the next model's texts
+      <- the last one's Translated, which the route makes its JSON answer
 """
 
 import asyncio
 import dataclasses
+from typing import NamedTuple
 
 from starlette.requests import ClientDisconnect, Request
 
-from seq2seq.config import ServeConfig, translation_pair
-from seq2seq.decoding.engines import Engine
+from seq2seq.config import ServeConfig
+from seq2seq.decoding.beam import beams_for
+from seq2seq.decoding.engines import Translated
 from seq2seq.service.access import ApiKeys
 from seq2seq.service.api import HTTPError
-from seq2seq.service.batcher import Batcher, Job, QueueFull, Stopping
+from seq2seq.service.batcher import Job, Options, QueueFull, Stopping
+from seq2seq.service.models import Model, Models
 from seq2seq.text.sentences import Texts
+
+
+class Wanted(NamedTuple):
+    """What a translation request asks for besides its texts."""
+
+    beam_size: int | None  # None: each model's own (its config's decode.beam_size)
+    nbest: int | None  # None: the best translation only, as text
+    status: int  # the answer to too many sentences: 413 (ours) or 400 (LibreTranslate's)
 
 
 @dataclasses.dataclass(frozen=True)
 class Backend:
-    """The engine (its facts, its vocabularies), the batcher that runs it, the settings in
-    force and the keys a request may present."""
+    """The models (each with its engine and its batcher: models.py), the settings in force and
+    the keys a request may present."""
 
-    engine: Engine
-    batcher: Batcher
+    models: Models
     settings: ServeConfig
     keys: ApiKeys
 
-    def split(self, texts: list[str], status: int) -> Texts:
-        """A request's texts, each split into its sentences by the source language's rules
+    def split(self, texts: list[str], status: int, language: str) -> Texts:
+        """A request's texts, each split into its sentences by `language`'s rules
         (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
         all are the client's mistake, answered with `status`."""
-        source = translation_pair(self.engine.config, self.settings)[0]
-        split = Texts(texts, source.code if self.settings.split_sentences else None)
+        split = Texts(texts, language if self.settings.split_sentences else None)
         count, most = len(split.sentences), self.settings.max_sentences
         if count > most:
             raise HTTPError(
@@ -47,13 +61,32 @@ class Backend:
             )
         return split
 
-    async def run_job(self, request: Request, job: Job):
-        """The job's result from the decoder thread (batcher.py); if the client hangs up
+    async def translate(
+        self, request: Request, route: list[Model], texts: list[str], wanted: Wanted
+    ) -> Translated:
+        """`texts` through each model of `route` (models.py) in turn, each hop's translations
+        the next one's texts; the last hop gives the n best if asked. A pivot's warnings
+        are the text's too, saying which language they were found in."""
+        warnings: list[list[str]] = [[] for _ in texts]
+        for number, model in enumerate(route, 1):
+            last = number == len(route)
+            nbest = wanted.nbest if last else None
+            beams = beams_for(wanted.beam_size or model.engine.config.decode.beam_size, nbest)
+            job = Job(self.split(texts, wanted.status, model.source.code), Options(beams, nbest))
+            translated = await self.run_job(request, model, job)
+            said = "" if number == 1 else f"through {model.source.code}: "
+            for mine, theirs in zip(warnings, translated.warnings, strict=True):
+                mine += [said + message for message in theirs]
+            texts = translated.translations
+        return Translated(texts, warnings)
+
+    async def run_job(self, request: Request, model: Model, job: Job):
+        """The job's result from the model's decoder thread (batcher.py); if the client hangs up
         first, the job is cancelled (dropped unless its batch has started) and ClientDisconnect
         ends the request (app.py: nobody reads its answer)."""
         job.client = request.client.host if request.client else ""  # its line in the queue
         try:
-            answer = asyncio.wrap_future(self.batcher.submit(job))
+            answer = asyncio.wrap_future(model.batcher.submit(job))
         except QueueFull as error:
             raise HTTPError(503, str(error), {"Retry-After": "1"}) from None
         except Stopping as error:

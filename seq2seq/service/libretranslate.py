@@ -33,8 +33,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
 
-from seq2seq.config import ServeConfig, translation_pair
-from seq2seq.decoding.beam import beams_for
+from seq2seq.config import ServeConfig
 from seq2seq.service import markup
 from seq2seq.service.api import (
     FORM,
@@ -46,8 +45,9 @@ from seq2seq.service.api import (
     check_sentence,
     json_response,
 )
-from seq2seq.service.backend import Backend
-from seq2seq.service.batcher import Job, Options
+from seq2seq.service.backend import Backend, Wanted
+from seq2seq.support.errors import UserError
+from seq2seq.text.language_id import Detector
 
 TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
 DETECT_FIELDS = ("q", "api_key")
@@ -58,17 +58,16 @@ class LibreTranslate:
 
     def __init__(self, backend: Backend):
         self.backend, self.settings, self.keys = backend, backend.settings, backend.keys
-        self.source, self.target = translation_pair(backend.engine.config, backend.settings)
-        self.vocab = backend.engine.src_vocab
+        self.models = backend.models
+        self.detector, self.no_detector = None, ""
+        if len(self.models.sources) > 1:
+            try:
+                self.detector = Detector(self.models.sources)
+            except UserError as error:  # the extra is missing; a language it does not know
+                self.no_detector = str(error)
 
     async def list_languages(self, request: Request) -> Response:
-        source, target = self.source, self.target
-        return json_response(
-            [
-                {"code": source.code, "name": source.name, "targets": [target.code]},
-                {"code": target.code, "name": target.name, "targets": []},
-            ]
-        )
+        return json_response(self.models.languages())
 
     async def detect(self, request: Request) -> Response:
         fields = await read_fields(request, Body(request, self.settings), DETECT_FIELDS)
@@ -77,12 +76,24 @@ class LibreTranslate:
         if not q or not isinstance(q, str):
             raise HTTPError(400, "Invalid request: missing q parameter (a string)")
         check_text(q, "'q'", self.settings)
-        return json_response([self.detected(q)])
+        return json_response(self.candidates(q))
+
+    def candidates(self, text: str) -> list[dict]:
+        """The text's likely source languages, best first, with their confidence (0 to 100):
+        the detector's (seq2seq/text/language_id.py) among the service's source languages;
+        with one, that one, its confidence the share of the words its vocabulary knows."""
+        if len(self.models.sources) == 1:
+            vocab = self.models.default.engine.src_vocab
+            words = vocab.normalize(text).split()
+            known = 1 - len(vocab.unknown(text)) / len(words) if words else 0.0
+            return [{"confidence": round(100 * known, 1), "language": self.models.sources[0]}]
+        if self.detector is None:
+            raise HTTPError(501, f"no language detection here: {self.no_detector}")
+        ranked = self.detector.detect(text)[:3]  # as many as LibreTranslate gives
+        return [{"confidence": confidence, "language": code} for code, confidence in ranked]
 
     def detected(self, text: str) -> dict:
-        words = self.vocab.normalize(text).split()
-        known = 1 - len(self.vocab.unknown(text)) / len(words) if words else 0.0
-        return {"confidence": round(100 * known, 1), "language": self.source.code}
+        return self.candidates(text)[0]
 
     async def fields(self, request: Request, body: Body) -> dict | None:
         """A /translate request's fields if it is LibreTranslate's (a form, or a JSON object
@@ -106,7 +117,6 @@ class LibreTranslate:
         self.keys.check(request, api_key(fields))
         texts = q_texts(fields.get("q"), self.settings)
         source, target = text_field(fields, "source"), text_field(fields, "target")
-        self.check_pair(source, target)
         text_format = fields.get("format", "text")
         if text_format not in ("text", "html"):
             raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
@@ -116,27 +126,40 @@ class LibreTranslate:
         if len(to_translate) > self.settings.max_sentences:
             raise HTTPError(400, too_many(len(to_translate), html_format, self.settings))
         nbest = alternatives + 1 if alternatives and not html_format else None
-        beam_size = beams_for(self.backend.engine.config.decode.beam_size, nbest)
-        split = self.backend.split(to_translate, 400)
-        translated = await self.backend.run_job(request, Job(split, Options(beam_size, nbest)))
+        detected = [self.detected(text) for text in texts] if source == "auto" else None
+        if detected is None:
+            sources = [source] * len(to_translate)
+        else:  # each text's pieces (format html) from the text's language
+            sources = [d["language"] for d, text in zip(detected, texts, strict=True)
+                       for _ in (markup.texts(text) if html_format else [text])]  # fmt: skip
+        translations = await self.by_source(request, to_translate, sources, target, nbest)
         answer = libretranslate_answer(
-            translated.translations,
+            translations,
             ranked=nbest is not None,
             texts=texts if html_format else None,
             alternatives=alternatives,
-            detected=[self.detected(text) for text in texts] if source == "auto" else None,
+            detected=detected,
             one=isinstance(fields["q"], str),
         )
         return json_response(answer)
 
-    def check_pair(self, source: str, target: str) -> None:
-        if source not in ("auto", self.source.code) or target != self.target.code:
-            s, t = self.source, self.target
-            raise HTTPError(
-                400,
-                f"{source} to {target} is not available: this model translates {s.code} "
-                f"({s.name}) to {t.code} ({t.name}) only",
-            )
+    async def by_source(
+        self, request: Request, texts: list[str], sources: list[str], target: str, nbest
+    ) -> list:
+        """Each text's translation into `target` from its own source language: the texts of
+        each source translated together, through that pair's route (models.py)."""
+        groups: dict[str, list[int]] = {}
+        for number, source in enumerate(sources):
+            groups.setdefault(source, []).append(number)
+        routes = {source: self.models.route(source, target) for source in groups}  # 400 first
+        translations: list = [None] * len(texts)
+        for source, numbers in groups.items():
+            wanted = Wanted(None, nbest, 400)
+            group = [texts[number] for number in numbers]
+            translated = await self.backend.translate(request, routes[source], group, wanted)
+            for number, translation in zip(numbers, translated.translations, strict=True):
+                translations[number] = translation
+        return translations
 
     def alternatives(self, value) -> int:
         """LibreTranslate's alternatives: how many translations beside the best."""

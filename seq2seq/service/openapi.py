@@ -10,12 +10,22 @@ this description (no 5xx, each answer as described, each 4xx a JSON error), and 
 described are the app's routes.
 """
 
+from typing import NamedTuple
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from seq2seq.config import Language, ServeConfig
+from seq2seq.config import ServeConfig
 from seq2seq.service.api import FORM, JSON, json_response
+
+
+class Languages(NamedTuple):
+    """The codes a request may name: every source, every target the service reaches."""
+
+    sources: list[str]
+    targets: list[str]
+
 
 ERRORS = {
     "400": "a mistake in the request, named (LibreTranslate's too: a text too long, too many "
@@ -31,9 +41,9 @@ ERRORS = {
 }
 
 
-def route(settings: ServeConfig, source: Language, target: Language, keys: bool) -> Route:
+def route(settings: ServeConfig, languages: Languages, keys: bool) -> Route:
     """GET /openapi.json: the description, with these settings, languages and keys (or none)."""
-    body = json_response(description(settings, source, target, keys)).body
+    body = json_response(description(settings, languages, keys)).body
 
     async def answer(request: Request) -> Response:
         return Response(body, media_type=JSON)
@@ -41,10 +51,9 @@ def route(settings: ServeConfig, source: Language, target: Language, keys: bool)
     return Route("/openapi.json", answer, methods=["GET"])
 
 
-def description(settings: ServeConfig, source: Language, target: Language, keys: bool) -> dict:
+def description(settings: ServeConfig, languages: Languages, keys: bool) -> dict:
     """The API as served with these settings and languages, with or without API keys (one
     literal, over 50 lines: the whole API reads as one document)."""
-    source, target = source.code, target.code
     # With keys: ours in the header; LibreTranslate's there or in their api_key field.
     header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
     if not keys:
@@ -71,12 +80,12 @@ def description(settings: ServeConfig, source: Language, target: Language, keys:
                     JSON: {
                         "schema": {
                             "oneOf": [
-                                ours(settings),
-                                libretranslate_request(settings, source, target, list_q=True),
+                                ours(settings, languages),
+                                libretranslate_request(settings, languages, list_q=True),
                             ]
                         }
                     },
-                    FORM: {"schema": libretranslate_request(settings, source, target)},
+                    FORM: {"schema": libretranslate_request(settings, languages)},
                 },
                 {"oneOf": [TRANSLATIONS, LIBRETRANSLATE_ANSWER]},
                 header_or_field,
@@ -155,24 +164,25 @@ def beams(settings: ServeConfig) -> dict:
     return {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_beam_size}
 
 
-def ours(settings: ServeConfig) -> dict:
+def ours(settings: ServeConfig, languages: Languages) -> dict:
     text = {"type": "array", "items": sentence(settings), "maxItems": settings.max_sentences}
     properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
-    return strict(properties, optional=("beam_size", "nbest"))
+    properties |= {"source": {"enum": languages.sources}, "target": {"enum": languages.targets}}
+    return strict(properties, optional=("beam_size", "nbest", "source", "target"))
 
 
 def attention_request(settings: ServeConfig) -> dict:
     return strict({"text": {**sentence(settings), "pattern": r"\S"}})
 
 
-def libretranslate_request(settings: ServeConfig, source: str, target: str, list_q=False):
+def libretranslate_request(settings: ServeConfig, languages: Languages, list_q=False):
     text = {**sentence(settings), "minLength": 1}  # in a list, a text may be empty
     texts = {"type": "array", "items": sentence(settings), "minItems": 1}
     texts["maxItems"] = settings.max_sentences
     properties = {
         "q": {"oneOf": [text, texts]} if list_q else text,
-        "source": {"enum": ["auto", source]},
-        "target": {"enum": [target]},
+        "source": {"enum": ["auto", *languages.sources]},
+        "target": {"enum": languages.targets},
         "format": {"enum": ["text", "html"]},
         "alternatives": {"type": "integer", "minimum": 0, "maximum": settings.max_beam_size - 1},
         "api_key": {"type": "string"},

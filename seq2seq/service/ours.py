@@ -27,12 +27,12 @@ from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
-from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, Translated
 from seq2seq.decoding.warnings import numbered
 from seq2seq.service.api import JSON, Body, HTTPError, check_names, check_sentence, json_response
-from seq2seq.service.backend import Backend
-from seq2seq.service.batcher import Job, Options
+from seq2seq.service.backend import Backend, Wanted
+from seq2seq.service.batcher import Job
+from seq2seq.service.models import Models
 from seq2seq.text.sentences import Texts
 
 STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}
@@ -44,7 +44,7 @@ class OurApi:
 
     def __init__(self, backend: Backend):
         self.backend, self.settings = backend, backend.settings
-        self.facts = model_info(backend.engine, backend.settings)  # /info's answer
+        self.facts = service_info(backend.models, backend.settings)  # /info's answer
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
@@ -57,9 +57,14 @@ class OurApi:
         return Response(body, media_type=content_type)
 
     async def health(self, request: Request) -> Response:
-        batcher = self.backend.batcher
-        counts = {"requests": batcher.requests, "batches": batcher.batches}
-        counts |= {"sentences": batcher.sentences, "queued": batcher.queued_sentences()}
+        """The decoders' counts so far, summed over the models."""
+        batchers = [model.batcher for model in self.backend.models.all]
+        counts = {
+            "requests": sum(b.requests for b in batchers),
+            "batches": sum(b.batches for b in batchers),
+            "sentences": sum(b.sentences for b in batchers),
+            "queued": sum(b.queued_sentences() for b in batchers),
+        }
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
@@ -68,23 +73,36 @@ class OurApi:
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         self.backend.keys.check(request)
-        data = await read_json(body, ("text", "beam_size", "nbest"))
+        data = await read_json(body, ("text", "beam_size", "nbest", "source", "target"))
         texts = text_list(data, self.settings)
-        beam_size = beam_field(data, "beam_size", self.settings)
-        nbest = beam_field(data, "nbest", self.settings)
-        default = self.backend.engine.config.decode.beam_size
-        options = Options(beams_for(beam_size or default, nbest), nbest)
-        job = Job(self.backend.split(texts, 413), options)
-        translated = await self.backend.run_job(request, job)
-        return json_response(translate_answer(translated, ranked=nbest is not None))
+        wanted = Wanted(
+            beam_field(data, "beam_size", self.settings),
+            beam_field(data, "nbest", self.settings),
+            status=413,
+        )
+        route = self.backend.models.route(*self.pair(data))
+        translated = await self.backend.translate(request, route, texts, wanted)
+        return json_response(translate_answer(translated, ranked=wanted.nbest is not None))
+
+    def pair(self, data: dict) -> tuple[str, str]:
+        """The request's "source" and "target" (codes); each absent: the first model's."""
+        default = self.backend.models.default
+        pair = data.get("source", default.source.code), data.get("target", default.target.code)
+        for key, code in zip(("source", "target"), pair, strict=True):
+            if not isinstance(code, str):
+                raise HTTPError(
+                    400, f"'{key}' must be a language code (a string), got {json.dumps(code)}"
+                )
+        return pair
 
     async def attention(self, request: Request) -> Response:
         self.backend.keys.check(request)
         data = await read_json(Body(request, self.settings), ("text",))
         sentence = one_sentence(data, self.settings)
-        if not self.backend.engine.shows_attention:
+        model = self.backend.models.default
+        if not model.engine.shows_attention:
             raise HTTPError(501, "/attention needs our torch model (serve --engine auto or torch)")
-        attention = await self.backend.run_job(request, Job(Texts([sentence]), None))
+        attention = await self.backend.run_job(request, model, Job(Texts([sentence]), None))
         return json_response(attention_answer(attention))
 
 
@@ -187,7 +205,20 @@ CLIENT_SETTINGS = (
 )  # fmt: skip
 
 
-def model_info(engine: Engine, settings: ServeConfig) -> dict:
+def service_info(models: Models, settings: ServeConfig) -> dict:
+    """/info: the first model's facts (the page's), the settings a client needs, and every
+    pair the service translates, with the pivot of those it reaches through one."""
+    listed = [
+        {"source": m.source.code, "target": m.target.code, "engine": m.engine.facts()["engine"]}
+        for m in models.all
+    ]
+    info = model_info(models.default.engine)
+    serve = {name: getattr(settings, name) for name in CLIENT_SETTINGS}
+    serve["api_key_needed"] = bool(settings.api_keys)
+    return {**info, "serve": serve, "models": listed, "pivoted": models.pivoted()}
+
+
+def model_info(engine: Engine) -> dict:
     config = engine.config.to_dict()
     del config["serve"]  # as saved at training time; the settings in force are "serve" below
     vocabs = {"source": engine.src_vocab, "target": engine.tgt_vocab}
@@ -197,6 +228,4 @@ def model_info(engine: Engine, settings: ServeConfig) -> dict:
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }
-    serve = {name: getattr(settings, name) for name in CLIENT_SETTINGS}
-    serve["api_key_needed"] = bool(settings.api_keys)
-    return {**info, "config": config, "serve": serve}
+    return {**info, "config": config}

@@ -1,10 +1,12 @@
 """The service's server: uvicorn serving the app (app.py) on a socket bound beforehand, with
-the decoder thread (batcher.py) beside it, and a shutdown that drains that thread first.
+a decoder thread per model (models.py, batcher.py) beside it, and a shutdown that drains
+those threads first.
 
-    Server(engine, settings[, socket])   the socket (protocol.py's listen), the batcher and the
-                                          app; Connection's limits on every connection
+    Server(engines, settings[, socket])  the socket (protocol.py's listen), the models, each
+                                          with its batcher, and the app; Connection's limits
+                                          on every connection
     server.serve_forever()               until should_exit, or SIGINT / SIGTERM
-    server.close()                       the batcher stopped, the socket closed
+    server.close()                       the batchers stopped, the socket closed
 
 seq2seq/serve.py (the command) runs one in this process, or one per worker process; the
 tests run one in a thread (tests/helpers.py's `running`).
@@ -18,21 +20,23 @@ import uvicorn
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.app import build_app
-from seq2seq.service.batcher import Batcher
+from seq2seq.service.models import Models
 from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
 
 
 class Server(uvicorn.Server):
     """uvicorn serving the app on a socket bound beforehand; its shutdown first drains the
-    decoder: no more waiting for batch windows, new jobs get a 503, and so do those still
+    decoders: no more waiting for batch windows, new jobs get a 503, and so do those still
     waiting serve.drain_s later."""
 
-    def __init__(self, engine: Engine, settings: ServeConfig, sock: socket.socket | None = None):
+    def __init__(
+        self, engines: list[Engine], settings: ServeConfig, sock: socket.socket | None = None
+    ):
         allow_connections(settings)
         self.socket = sock or listen(settings.host, settings.port)
+        self.models = Models.load(engines, settings)
         self.settings = settings
-        self.batcher = Batcher(engine, settings)
-        app = build_app(engine, settings, self.batcher)
+        app = build_app(self.models, settings)
         super().__init__(
             uvicorn.Config(
                 app,
@@ -70,9 +74,11 @@ class Server(uvicorn.Server):
         await super().startup(sockets)
 
     async def shutdown(self, sockets=None) -> None:
-        self.batcher.drain(within_s=self.settings.drain_s)
+        for model in self.models.all:
+            model.batcher.drain(within_s=self.settings.drain_s)
         await super().shutdown(sockets)
 
     def close(self) -> None:
-        self.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
+        for model in self.models.all:
+            model.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
         self.socket.close()

@@ -1,7 +1,7 @@
 """Chapter 1, text: from parallel text to batches of token ids.
 
-    corpus_types.py                           the corpus types, one entry each, and build_corpus
-    numbers.py, multi30k.py, parallel.py   the corpora: generated, downloaded, or your own files
+    corpus_types.py                      the corpus types, one entry each, and build_corpus
+    numbers.py, multi30k.py, parallel.py the corpora: generated, downloaded, or your own files
     sources.py                           corpora by name (OPUS, sacreBLEU), URLs and files, mixed
     download.py                          downloads: resumed, checked, in raw/manifest.json
     cleaning.py                          the pairs make data drops, counted; valid/test split off
@@ -10,6 +10,7 @@
     dataset.py                           each split encoded once, memory-mapped by training
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
     sentences.py                         texts -> their sentences, translations joined back
+    language_id.py                       which language a text is in, among a few (an extra)
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.

@@ -38,6 +38,7 @@ from seq2seq.options import Config
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.support.paths import REPORT, text_files
+from seq2seq.text.language_id import py3langid_identifier
 from seq2seq.text.parallel import SPLITS, CorpusError, iter_parallel, write_pairs
 
 Pair = tuple[str, str]
@@ -160,13 +161,7 @@ def rules(config: Config, split: str, elsewhere: set[int], languages: tuple[str,
 def language_rule(languages: tuple[str, str]) -> Rule:
     """Drop a pair whose source or target py3langid identifies as another language than the
     model's (BCP 47 codes; py3langid's are ISO 639-1, the primary subtag)."""
-    try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
-    except ImportError:
-        raise UserError(
-            "clean.language_id needs py3langid: pip install 'seq2seq[langid]'"
-        ) from None
-    identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+    identifier = py3langid_identifier("clean.language_id", "langid")
     src, tgt = (code.split("-")[0].lower() for code in languages)
     for code in (src, tgt):
         if code not in identifier.labels:

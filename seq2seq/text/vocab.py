@@ -48,16 +48,19 @@ class Vocab:
     """A sentencepiece model: text <-> piece ids, with the special ids above. A source
     vocabulary also normalises the text it encodes (`normalization`, see normalize_source)."""
 
-    def __init__(self, model_bytes: bytes, normalization: VocabConfig | None = None):
+    def __init__(
+        self, model_bytes: bytes, normalization: VocabConfig | None = None, special_ids=True
+    ):
+        """`special_ids`: ours (special.py), asserted; False for another's model (an Argos
+        package's), which has its own."""
         self.model_bytes = model_bytes
         self.normalization = normalization
         self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
-        assert (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id()) == (
-            PAD,
-            UNK,
-            BOS,
-            EOS,
-        ), "sentencepiece model trained with other special ids"
+        self.unk = self.sp.unk_id()
+        ids = (self.sp.pad_id(), self.unk, self.sp.bos_id(), self.sp.eos_id())
+        assert not special_ids or ids == (PAD, UNK, BOS, EOS), (
+            "sentencepiece model trained with other special ids"
+        )
 
     def __len__(self) -> int:
         return self.sp.get_piece_size()
@@ -93,7 +96,7 @@ class Vocab:
 
     def is_unknown(self, word: str) -> bool:
         """Whether this vocabulary can only encode `word` (normalised) with UNK."""
-        return UNK in self.sp.encode(word)
+        return self.unk in self.sp.encode(word)
 
 
 def self_normalizing_model(vocab: Vocab) -> bytes:

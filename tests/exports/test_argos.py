@@ -1,7 +1,9 @@
 """Argos Translate packages: installed and run by Argos Translate's own code, they translate as
 we do (greedy: as our PyTorch decoding; beam 4: as our CTranslate2 engine at Argos's settings),
-and what a package cannot represent is refused."""
+and what a package cannot represent is refused; loaded by our Argos engine (the service's),
+ours and one laid out as Argos publishes them translate as Argos Translate does."""
 
+import dataclasses
 import json
 import subprocess
 import zipfile
@@ -13,6 +15,8 @@ import pytest
 from benchmarks.speed.exports import run_argos  # Argos Translate in a child process
 from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
+from seq2seq.config import Language
+from seq2seq.decoding.argos import ArgosEngine, package_folders
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
@@ -226,3 +230,80 @@ def test_what_a_killed_export_left_is_removed_by_the_next_export(
     assert left() and not package.exists()
     export_argos(checkpoint, package)
     assert left() == [] and zipfile.is_zipfile(package)
+
+
+# Our Argos engine (seq2seq/decoding/argos.py): a package served by seq2seq.serve
+
+
+def published_layout(package: Path, out: Path) -> Path:
+    """The package laid out as Argos's published packages are (its documented layout): its
+    own folder name, a Stanza sentence splitter in stanza/, a LICENSE and more metadata, no
+    checkpoint.sha256 (ours alone writes one). Returns the new .argosmodel."""
+    staging = out.with_suffix(".d")
+    with zipfile.ZipFile(package) as archive:
+        archive.extractall(staging)
+    (folder,) = staging.iterdir()
+    folder = folder.rename(staging / "en_digits")
+    (folder / "checkpoint.sha256").unlink()
+    (folder / "stanza/en/tokenize").mkdir(parents=True)
+    (folder / "stanza/en/tokenize/combined.pt").write_bytes(b"not read")
+    (folder / "stanza/resources.json").write_text("{}")
+    (folder / "LICENSE").write_text("CC0\n")
+    metadata = json.loads((folder / "metadata.json").read_text())
+    metadata |= {"type": "translate", "links": [], "languages": [], "dependencies": []}
+    (folder / "metadata.json").write_text(json.dumps(metadata))
+    with zipfile.ZipFile(out, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            archive.write(path, path.relative_to(staging))
+    return out
+
+
+def one_at_a_time(engine: ArgosEngine, sentences: list[str], beam: int) -> list[str]:
+    """As Argos Translate calls its model: one sentence a call."""
+    decoding = dataclasses.replace(engine.config.decode, beam_size=beam)
+    return [engine.translate([sentence], decoding).outputs[0] for sentence in sentences]
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_our_argos_engine_gives_argos_translates_outputs(argos):
+    """The package loaded by our engine: Argos Translate's outputs at beam 1 and at its
+    default, beam 4, every one (the same calls on one thread: the same bits)."""
+    package, sentences, results = argos
+    engine = ArgosEngine.load(package, compute_type="float32")
+    assert engine.languages == (Language("en", "English"), Language("digits", "Digits"))
+    for beam in (1, 4):
+        assert one_at_a_time(engine, sentences, beam) == results[str(beam)], beam
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_a_package_laid_out_as_argos_publishes_them_loads_and_translates_as_argos(argos, tmp_path):
+    """Published packages hold more than ours (a Stanza model, a licence, more metadata) under
+    a folder of their own name: installed by Argos Translate and loaded by our engine, from
+    the file or from the folder as Argos installs it, they translate alike."""
+    package, sentences, _ = argos
+    published = published_layout(package, tmp_path / "en_digits.argosmodel")
+    sentences = sentences[:200]
+    theirs = run_argos(published, ("en", "digits"), sentences, tmp_path / "home", (4,), 1)["4"]
+    installed = tmp_path / "home/data/argos-translate/packages"
+    assert [p.name for p in package_folders(installed)] == ["en_digits"]
+    for source in (published, installed / "en_digits"):
+        engine = ArgosEngine.load(source, compute_type="float32")
+        assert one_at_a_time(engine, sentences, 4) == theirs, source
+
+
+def test_what_is_not_an_argos_package_is_one_line(tmp_path, argos):
+    (tmp_path / "not.argosmodel").write_text("text")
+    with pytest.raises(UserError, match=r"not.argosmodel: not an Argos package"):
+        ArgosEngine.load(tmp_path / "not.argosmodel")
+    folder = tmp_path / "bpe"
+    with zipfile.ZipFile(argos[0]) as archive:
+        archive.extractall(folder)
+    (package,) = folder.iterdir()
+    (package / "sentencepiece.model").rename(package / "bpe.model")
+    with pytest.raises(UserError, match=r"no sentencepiece.model \(a BPE package"):
+        ArgosEngine.load(package)
+    (package / "metadata.json").write_text('{"from_code": "en"}')
+    with pytest.raises(UserError, match=r"metadata.json: no to_code"):
+        ArgosEngine.load(package)

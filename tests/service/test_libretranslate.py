@@ -68,8 +68,8 @@ def test_the_libretranslatepy_client_translates_detects_and_lists_languages(numb
     assert client.detect("three is eleventy") == [{"confidence": 66.7, "language": "en"}]
     status, answer = failure(client.translate, test[0], "de", "en")
     assert status == 400 and answer == {
-        "error": "de to en is not available: this model translates en (English) to digits "
-        "(Digits) only"
+        "error": "de to en is not available: this service translates en (English) to digits "
+        "(Digits)"
     }
 
 
@@ -164,7 +164,7 @@ MISTAKES = [
     (T, {"q": "one", "source": "en"}, 400, r"missing target parameter"),
     (T, {**PAIR, "q": ["one", 2]}, 400, r"'q' must be a string or a list of strings"),
     (T, {**PAIR, "q": "one", "target": "en"}, 400, r"en to en is not available: .* en "
-     r"\(English\) to digits \(Digits\) only"),
+     r"\(English\) to digits \(Digits\)"),
     (T, {**PAIR, "q": "one", "source": "de"}, 400, r"de to digits is not available"),
     (T, {**PAIR, "q": "one", "format": "pdf"}, 400, r'"pdf" format is not supported: text or html'),
     (T, {**PAIR, "q": "one", "alternatives": 4}, 400, r"'alternatives' must be an integer from "
@@ -350,7 +350,7 @@ def test_the_command_serves_libretranslate_clients(seed_run):
         client = LibreTranslateAPI(read_address(process))
         assert client.translate("three is three", "en", "digits") == "3 la 3"
         status, answer = failure(client.translate, "three is three", "en", "fr")
-        assert status == 400 and "this model translates en (English)" in answer["error"]
+        assert status == 400 and "this service translates en (English)" in answer["error"]
     finally:
         process.kill()
         process.wait()

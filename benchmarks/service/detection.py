@@ -1,0 +1,176 @@
+"""`make bench-detect`: which language detector the service's `source: "auto"` and /detect use.
+py3langid, lingua, langdetect and the service's pick of two (seq2seq/text/language_id.py)
+against LibreTranslate 1.9.6's own detector (langdetect, and LexiLang for texts under 20
+characters), each choosing among the same languages, on the same held-out texts, in one run.
+
+    python -m benchmarks.service.detection [--corpus ../shared/corpora/multi30k]
+        [--libretranslate-python benchmarks/.venv-libretranslate/bin/python] [--out DIR]
+
+Texts: the Multi30k test sets (2016 and 2017 Flickr, 2,000 sentences a language) in German
+and English, whole, and their first 1, 2 and 3 words (short inputs: what a user types into a
+box). Each detector picks one of {de, en}; no answer counts as a wrong one.
+Figures: accuracy on each kind of text, microseconds per text (one thread, in process), and
+the installed size of each library -> <out>/detection.{json,md}.
+"""
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
+from seq2seq.text.language_id import Detector
+
+LANGUAGES = ("de", "en")
+FILES = ("test_2016_flickr", "test_2017_flickr")
+KINDS = {"whole": None, "1 word": 1, "2 words": 2, "3 words": 3}
+LIBRARIES = {"py3langid": ["py3langid"], "lingua": ["lingua-language-detector"],
+             "langdetect": ["langdetect"]}  # fmt: skip
+OURS = "seq2seq's pick: lingua for one word, py3langid for more (the service's)"
+
+LIBRETRANSLATE = """
+import json, sys, time
+from libretranslate.detect import Detector
+detector = Detector(sys.argv[1].split(","))
+texts = json.load(sys.stdin)
+start = time.perf_counter()
+found = [detector.detect(text)[0].code for text in texts]
+json.dump({"found": found, "seconds": time.perf_counter() - start}, sys.stdout)
+"""
+
+
+def texts(corpus: Path) -> dict[str, list[tuple[str, str]]]:
+    """Each kind of text: (text, its language) pairs."""
+    sentences = []
+    for name in FILES:
+        for language in LANGUAGES:
+            with gzip.open(corpus / f"{name}.{language}.gz", "rt", encoding="utf-8") as lines:
+                sentences += [(line.strip(), language) for line in lines if line.strip()]
+    return {
+        kind: [(" ".join(s.split()[:words]) if words else s, lang) for s, lang in sentences]
+        for kind, words in KINDS.items()
+    }
+
+
+def py3langid():
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE)
+    identifier.set_languages(list(LANGUAGES))
+    return lambda text: identifier.classify(text)[0]
+
+
+def lingua():
+    from lingua import IsoCode639_1, LanguageDetectorBuilder
+
+    codes = [getattr(IsoCode639_1, code.upper()) for code in LANGUAGES]
+    detector = LanguageDetectorBuilder.from_iso_codes_639_1(*codes).build()
+
+    def detect(text: str) -> str | None:
+        found = detector.detect_language_of(text)
+        return found.iso_code_639_1.name.lower() if found else None
+
+    return detect
+
+
+def langdetect():
+    from langdetect import DetectorFactory, LangDetectException, detect_langs
+
+    DetectorFactory.seed = 0
+
+    def detect(text: str) -> str | None:
+        try:
+            return next((f.lang for f in detect_langs(text) if f.lang in LANGUAGES), None)
+        except LangDetectException:
+            return None
+
+    return detect
+
+
+def measure(detect, pairs: list[tuple[str, str]]) -> tuple[float, float]:
+    """Accuracy, and microseconds per text."""
+    start = time.perf_counter()
+    found = [detect(text) for text, _ in pairs]
+    seconds = time.perf_counter() - start
+    right = sum(f == language for f, (_, language) in zip(found, pairs, strict=True))
+    return right / len(pairs), 1e6 * seconds / len(pairs)
+
+
+def libretranslates(python: Path, pairs: list[tuple[str, str]]) -> tuple[float, float]:
+    done = subprocess.run(
+        [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)], input=json.dumps(
+            [text for text, _ in pairs]), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    answer = json.loads(done.stdout)
+    right = sum(f == lang for f, (_, lang) in zip(answer["found"], pairs, strict=True))
+    return right / len(pairs), 1e6 * answer["seconds"] / len(pairs)
+
+
+def installed_mib(distribution: str) -> float:
+    files = metadata.distribution(distribution).files or []
+    return sum(f.size or 0 for f in files) / 2**20
+
+
+def markdown(results: dict) -> str:
+    info, rows = results["machine"], results["detectors"]
+    kinds = list(KINDS)
+    lines = [
+        "# Language detection",
+        "",
+        f"{info['device_name']}, {info['date'][:10]}. `python -m benchmarks.service.detection`: "
+        f"{results['texts']:,} texts of each kind (the Multi30k 2016 and 2017 test sets, "
+        f"{' and '.join(LANGUAGES)}), each detector choosing among {', '.join(LANGUAGES)}.",
+        "",
+        "| detector | " + " | ".join(f"accuracy, {kind}" for kind in kinds) + " | µs per text "
+        "(whole) | installed MiB |",
+        "| --- |" + " --- |" * (len(kinds) + 2),
+    ]
+    for name, row in rows.items():
+        accuracy = " | ".join(f"{row[kind]['accuracy']:.3f}" for kind in kinds)
+        size = f"{row['installed_mib']:.1f}" if row.get("installed_mib") else "-"
+        lines.append(f"| {name} | {accuracy} | {row['whole']['us_per_text']:,.0f} | {size} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/corpora/multi30k")
+    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    kinds = texts(args.corpus)
+    ours = Detector(list(LANGUAGES))
+    detectors = {
+        "py3langid": py3langid(),
+        "lingua": lingua(),
+        "langdetect": langdetect(),
+        OURS: lambda text: ours.detect(text)[0][0],
+    }
+    rows: dict = {}
+    for name, detect in detectors.items():
+        libraries = LIBRARIES.get(name, ("py3langid", "lingua-language-detector"))
+        rows[name] = {"installed_mib": sum(map(installed_mib, libraries))}
+        for kind, pairs in kinds.items():
+            accuracy, us = measure(detect, pairs)
+            rows[name][kind] = {"accuracy": accuracy, "us_per_text": us}
+        print(name, rows[name], flush=True)
+    if args.libretranslate_python.exists():
+        name = "LibreTranslate 1.9.6 (langdetect; LexiLang under 20 characters)"
+        rows[name] = {}
+        for kind, pairs in kinds.items():
+            accuracy, us = libretranslates(args.libretranslate_python, pairs)
+            rows[name][kind] = {"accuracy": accuracy, "us_per_text": us}
+        print(name, rows[name], flush=True)
+    else:
+        print(f"no LibreTranslate at {args.libretranslate_python}: its row is left out")
+    results = {"machine": machine(), "texts": len(kinds["whole"]), "detectors": rows}
+    save_results(args.out / "detection", results, markdown(results))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

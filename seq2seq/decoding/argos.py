@@ -1,0 +1,156 @@
+"""An Argos Translate package as an engine: the format LibreTranslate serves, ours
+(`python -m seq2seq.export argos`) or a published one, decoded by CTranslate2 as Argos
+Translate decodes it.
+
+    ArgosEngine.load(path, device, compute_type)   an .argosmodel file, or a package's folder
+    package_folders(folder)                         the packages in a folder of installed ones
+                                                    (as Argos keeps them: one folder each)
+
+What a package holds (seq2seq/exports/argos.py writes one):
+
+    metadata.json        from_code, from_name, to_code, to_name (its pair), target_prefix
+    model/               the CTranslate2 model
+    sentencepiece.model  one model that splits the source and joins the output
+    (stanza/, README.md, LICENSE, ...: what else a published package holds, not read)
+
+A sentence's way, as Argos Translate 1.11 has it (argostranslate/translate.py):
+
+    the sentencepiece pieces of the sentence (no </s>: a model that needs one adds it)
+    -> Translator.translate_batch(beam_size, num_hypotheses, length_penalty=0.2,
+       replace_unknowns=True, the package's target_prefix if it has one)
+    -> the pieces decoded, "▁" and "_" as spaces, one leading space and the prefix dropped
+
+so each output is Argos Translate's for the same sentence at the same beam size (tested:
+tests/exports/test_argos.py, on our packages and on one laid out as Argos's published ones
+are). Splitting a text into sentences is ours (seq2seq/text/sentences.py), not Argos's.
+"""
+
+import json
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
+from seq2seq.decoding.attention_maps import Attention
+from seq2seq.decoding.ctranslate2 import load_translator, texts_of
+from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.support.errors import UserError
+from seq2seq.text.vocab import Vocab
+
+BEAM_SIZE = 4  # Argos Translate's default (ARGOS_BEAM_SIZE)
+LENGTH_PENALTY = 0.2  # what it always passes: CTranslate2's score / length ** 0.2
+LONGEST_INPUT = 1024  # CTranslate2 cuts a source there (translate_batch's max_input_length)
+
+
+def package_folders(folder: Path) -> list[Path]:
+    """The packages installed in `folder` (each a folder with its metadata.json), by name."""
+    return sorted(path.parent for path in folder.glob("*/metadata.json"))
+
+
+def read_metadata(folder: Path) -> dict:
+    path = folder / "metadata.json"
+    try:
+        metadata = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: not an Argos package's metadata ({error})") from None
+    if metadata.get("type", "translate") != "translate":
+        raise UserError(f"{path}: a package of type {metadata['type']!r}, not a translation")
+    for key in ("from_code", "to_code"):
+        if not isinstance(metadata.get(key), str) or not metadata[key]:
+            raise UserError(f"{path}: no {key}")
+    return metadata
+
+
+@dataclass
+class ArgosEngine:
+    """An Argos package's model, decoded as Argos Translate decodes it."""
+
+    config: Config  # decode: Argos's beam size; the rest our defaults, unused
+    languages: tuple[Language, Language]
+    src_vocab: Vocab  # the package's one sentencepiece model, both sides
+    target_prefix: str
+    translator: object  # ctranslate2.Translator
+    origin: str
+    shows_attention = False
+    longest_source = LONGEST_INPUT
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "auto", compute_type: str = "default"):
+        path = Path(path)
+        if path.is_dir():
+            return cls.from_folder(path, device, compute_type)
+        try:
+            with tempfile.TemporaryDirectory() as staging, zipfile.ZipFile(path) as archive:
+                archive.extractall(staging)  # names with .. or a leading / are made safe
+                folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
+                if len(folders) != 1:
+                    raise UserError(f"{path}: not one folder with a metadata.json in it")
+                return cls.from_folder(folders[0], device, compute_type, origin=str(path))
+        except (OSError, zipfile.BadZipFile) as error:
+            raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None
+
+    @classmethod
+    def from_folder(cls, folder: Path, device: str, compute_type: str, origin: str = ""):
+        """The package in `folder`, loaded into memory (the folder may go afterwards)."""
+        metadata = read_metadata(folder)
+        model = folder / "sentencepiece.model"
+        if not model.exists():
+            bpe = (folder / "bpe.model").exists()
+            other = " (a BPE package, which this service does not load)" if bpe else ""
+            raise UserError(f"{folder}: no sentencepiece.model{other}")
+        vocab = Vocab(model.read_bytes(), special_ids=False)
+        translator = load_translator(folder / "model", device, compute_type)
+        source, target = (
+            Language(
+                metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"]
+            )
+            for side in ("from", "to")
+        )
+        decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
+        config = config_from_dict({"decode": decode}, source=str(folder / "metadata.json"))
+        prefix = metadata.get("target_prefix", "")
+        return cls(config, (source, target), vocab, prefix, translator, origin or str(folder))
+
+    @property
+    def tgt_vocab(self) -> Vocab:
+        return self.src_vocab
+
+    def facts(self) -> dict:
+        return {"engine": "argos package", "package": self.origin, "checkpoint": {},
+                "device": self.translator.device}  # fmt: skip
+
+    def search(self, sentences: list[str], beam_size: int, nbest: int) -> list:
+        """CTranslate2's results for the non-empty sentences (None for the empty ones), with
+        the options Argos Translate passes."""
+        pieces = [self.src_vocab.sp.encode(sentence, out_type=str) for sentence in sentences]
+        searched = [p for p in pieces if p]
+        prefix = [[self.target_prefix]] * len(searched) if self.target_prefix else None
+        results = iter(
+            self.translator.translate_batch(
+                searched, target_prefix=prefix, replace_unknowns=True,
+                beam_size=max(nbest, beam_size), num_hypotheses=nbest,
+                length_penalty=LENGTH_PENALTY, return_scores=True,
+            )
+        )  # fmt: skip
+        return [next(results) if p else None for p in pieces]
+
+    def detokenize(self, pieces: list[str]) -> str:
+        """Argos Translate's: the pieces decoded, its spaces and its prefix dropped."""
+        text = self.src_vocab.sp.decode_pieces(pieces).replace("▁", " ").replace("_", " ")
+        if self.target_prefix and text.startswith(self.target_prefix):
+            text = text[len(self.target_prefix) :]
+        return text[1:] if text.startswith(" ") else text
+
+    def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        _, warnings = encoded(self, sentences)
+        results = self.search(sentences, decoding.beam_size, 1)
+        return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
+
+    def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
+        _, warnings = encoded(self, sentences)
+        results = self.search(sentences, decoding.beam_size, decoding.beam_size)
+        return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
+
+    def attention(self, sentence: str) -> Attention:
+        raise UserError("attention maps need our torch model, not an Argos package")

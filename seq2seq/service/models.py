@@ -1,0 +1,123 @@
+"""The models one service serves, by language pair, and the way between two languages.
+
+    Models.load(engines, settings)      each engine with its pair (languages_of) and its own
+                                        batcher: a decoder thread per model, so that one pair's
+                                        backlog never holds another pair's requests
+    models.route(source, target)        -> [model]: the model of that pair; else two, through
+                                        a language one translates into and the other from (a
+                                        pivot, English first, as Argos Translate does); else a
+                                        400 that names the pairs the service has
+    models.languages()                  LibreTranslate's /languages: every source with the
+                                        targets it reaches, directly or through a pivot
+    models.default                      the first model: the page's, /attention's, and the pair
+                                        of a request that names none
+
+A model's pair: an Argos package's metadata; our models' config (serve.source_language and
+target_language, else the corpus's), with the command's serve settings when it serves one
+model, each model's own config when it serves several.
+"""
+
+import dataclasses
+
+from seq2seq.config import Language, ServeConfig
+from seq2seq.decoding.engines import Engine, languages_of
+from seq2seq.service.api import HTTPError
+from seq2seq.service.batcher import Batcher
+from seq2seq.support.errors import UserError
+
+PIVOTS = ("en",)  # tried first, in this order, before any other shared language
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """One model of the service: the pair it translates, its engine and its batcher."""
+
+    source: Language
+    target: Language
+    engine: Engine
+    batcher: Batcher
+
+    @property
+    def pair(self) -> str:
+        return f"{self.source.code}-{self.target.code}"
+
+
+def pivot_order(code: str) -> tuple[int, str]:
+    """PIVOTS first, in their order; then the others by code."""
+    return (PIVOTS.index(code) if code in PIVOTS else len(PIVOTS), code)
+
+
+class Models:
+    """Every model of the service, by pair."""
+
+    def __init__(self, models: list[Model]):
+        self.all = models
+        self.by_pair: dict[tuple[str, str], Model] = {}
+        for model in models:
+            key = (model.source.code, model.target.code)
+            if key in self.by_pair:
+                raise UserError(f"two models translate {model.pair}: serve one of them")
+            self.by_pair[key] = model
+
+    @classmethod
+    def load(cls, engines: list[Engine], settings: ServeConfig) -> "Models":
+        several = len(engines) > 1
+        models = []
+        for engine in engines:
+            source, target = languages_of(engine, engine.config.serve if several else settings)
+            models.append(Model(source, target, engine, Batcher(engine, settings)))
+        return cls(models)
+
+    @property
+    def default(self) -> Model:
+        return self.all[0]
+
+    @property
+    def sources(self) -> list[str]:
+        """The languages the service translates from, in the models' order."""
+        return list(dict.fromkeys(model.source.code for model in self.all))
+
+    def names(self) -> dict[str, Language]:
+        """Every language of the service, by code."""
+        return {m.source.code: m.source for m in self.all} | {
+            m.target.code: m.target for m in self.all
+        }
+
+    def route(self, source: str, target: str) -> list[Model]:
+        """The model of source -> target, else two through a pivot; else a 400."""
+        if (source, target) in self.by_pair:
+            return [self.by_pair[source, target]]
+        shared = [code for code in self.names() if (source, code) in self.by_pair]
+        shared = [code for code in shared if (code, target) in self.by_pair and source != target]
+        if shared:
+            pivot = min(shared, key=pivot_order)
+            return [self.by_pair[source, pivot], self.by_pair[pivot, target]]
+        pairs = ", ".join(
+            f"{m.source.code} ({m.source.name}) to {m.target.code} ({m.target.name})"
+            for m in self.all
+        )
+        raise HTTPError(
+            400, f"{source} to {target} is not available: this service translates {pairs}"
+        )
+
+    def targets(self, source: str) -> list[str]:
+        """The languages `source` reaches, directly or through one pivot."""
+        direct = [t for s, t in self.by_pair if s == source]
+        pivoted = [t for p in direct for s, t in self.by_pair if s == p and t != source]
+        return list(dict.fromkeys(direct + pivoted))
+
+    def languages(self) -> list[dict]:
+        """LibreTranslate's /languages: each language with the targets it reaches."""
+        return [
+            {"code": code, "name": language.name, "targets": self.targets(code)}
+            for code, language in self.names().items()
+        ]
+
+    def pivoted(self) -> list[dict]:
+        """The pairs the service translates through a pivot, and the pivot of each (/info)."""
+        return [
+            {"pair": f"{source}-{target}", "through": route[0].target.code}
+            for source in self.names()
+            for target in self.targets(source)
+            if len(route := self.route(source, target)) > 1
+        ]
