@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-scale recipes bench-peers bench-serve bench-detect config-docs docs lint install-sizes clean distclean
+	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -182,6 +182,21 @@ bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 # sets in ../shared -> benchmarks/results/detection.{json,md} (a minute). Not in CI.
 bench-detect: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.detection
+
+# Two pairs and a pivot from one address, against LibreTranslate 1.9.6 serving the same two
+# Argos packages (PAIRS_PACKAGES="A.argosmodel B.argosmodel": B translates from A's target
+# language), greedy and beam 4, 1 and 16 clients -> benchmarks/results/pairs.{json,md}
+# (minutes; PAIRS_ARGS="--quick": fewer requests). Not in CI.
+PAIRS_PACKAGES ?=
+PAIRS_ARGS ?=
+bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
+	$(PYTHON) -m benchmarks.service.pairs $(foreach p,$(PAIRS_PACKAGES),--package $(p)) $(PAIRS_ARGS)
+
+# One model's weights on disk, the memory loading it takes and its load time, in each form it
+# is served in (checkpoint, CTranslate2 export and Argos package, float32 and int8), from the
+# Multi30k recipe's checkpoint -> benchmarks/results/model_memory.{json,md} (seconds).
+bench-models: $(DEV)
+	$(PYTHON) -m benchmarks.service.model_memory
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

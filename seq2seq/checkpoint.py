@@ -135,6 +135,15 @@ def read_state(
     return state
 
 
+def read_config(path: Path) -> Config:
+    """A checkpoint's config alone, its weights left on disk (mapped, not read)."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return config_from_dict(state["config"], source=str(path))
+    except (OSError, RuntimeError, KeyError, TypeError) as error:
+        raise UserError(f"{path} is not a readable checkpoint ({error})") from None
+
+
 def load_checkpoint(
     path: str | Path, device: torch.device | str = "cpu", trained_by: str = "`make train`"
 ) -> Checkpoint:

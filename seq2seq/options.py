@@ -251,10 +251,8 @@ class ServeConfig:
     # by the rules of the source language (seq2seq/text/sentences.py): they are translated in
     # one batch and each text's joined in the white space between them. false: each text whole.
     split_sentences: bool = True
-    # a request body larger than this is refused unread
-    max_body_bytes: Annotated[int, "at least 1"] = 1_000_000
-    # the largest beam_size and nbest a request may ask for
-    max_beam_size: Annotated[int, "at least 1"] = 8
+    max_body_bytes: Annotated[int, "at least 1"] = 1_000_000  # larger bodies: refused unread
+    max_beam_size: Annotated[int, "at least 1"] = 8  # the largest beam_size, nbest asked for
     # The decoder takes what waits, up to max_batch_sentences sentences, as one batch; what
     # arrives while it decodes makes the next one. More than 0: it also waits this long after
     # a batch's first request for others to join it (each request pays the wait).
@@ -264,13 +262,11 @@ class ServeConfig:
     # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
     # waiting request whose client hangs up is dropped).
     max_queue_work: Annotated[int, "at least 1"] = 1_024_000
-    # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what
-    # still waits gets a 503 and the process exits once the batch being decoded is done. A
-    # second signal exits at once.
+    # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what still
+    # waits gets a 503, and it exits once the batch being decoded is done (a second signal: now).
     drain_s: Annotated[float, ">= 0"] = 10.0
-    # Open connections at most. One more closes a connection still waiting for its request
-    # (of the client holding the most), or, if every one is busy, gets a quick 503. Keep it
-    # well under the process's file limit (ulimit -n).
+    # Open connections at most. One more closes one still waiting for its request (of the
+    # client holding the most), or, all busy, gets a quick 503. Well under ulimit -n.
     max_connections: Annotated[int, "at least 1"] = 256
     # Open connections from one client address at most; more get a quick 503. Those from
     # trusted_proxies count only against max_connections (behind a reverse proxy every
@@ -310,6 +306,11 @@ class ServeConfig:
     # requests get CORS headers. A POST from any other origin (a form another site submits)
     # gets a 403. ["*"]: any. []: only the service's own page.
     cors_origins: list[str] = field(default_factory=list)
+    # true: each model but the first is loaded at its first request (the others answer meanwhile)
+    lazy: bool = False
+    # MiB of model weights (their files' sizes) loaded at most: past it, the least recently used
+    # idle models but the first are dropped, and loaded again when asked. 0: no limit.
+    models_mib: Annotated[int, ">= 0"] = 0
 
 
 @dataclass

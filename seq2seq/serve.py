@@ -63,7 +63,7 @@ from typing import NamedTuple
 import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine, load_models
+from seq2seq.decoding.engine_choice import Loader, add_engine_arguments, load_engine, load_models
 from seq2seq.decoding.engines import Engine
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
@@ -128,9 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     supervise(sock, config, args)
 
 
-def load(config: Config, args: argparse.Namespace) -> list[Engine]:
-    """The engines of the command line: each --model's, else the config's best checkpoint
-    with its overrides (or --checkpoint); with serve.threads torch threads."""
+def load(config: Config, args: argparse.Namespace) -> list[Loader | Engine]:
+    """The models of the command line: each --model's (loaded by the server: at once, or at
+    its first request with serve.lazy), else the config's best checkpoint with its overrides
+    (or --checkpoint), loaded now; with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
     if args.model:  # --checkpoint too: the first

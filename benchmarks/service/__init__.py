@@ -7,4 +7,6 @@ process.py             the service as a process: started, asked for JSON, its CP
 latency.py             make bench-serve: 1 to 64 clients, each engine, and LibreTranslate
 libretranslate_peer.py LibreTranslate 1.9.6 run on our Argos export, in its own venv
 detection.py           make bench-detect: language detectors against LibreTranslate's
+model_memory.py        make bench-models: a model's memory and load time, in each form
+pairs.py               make bench-pairs: two pairs and a pivot, against LibreTranslate
 """

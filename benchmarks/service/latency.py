@@ -79,7 +79,7 @@ def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
 
     @contextlib.contextmanager
     def start():
-        with running_libretranslate(python, package) as server:
+        with running_libretranslate(python, [package]) as server:
             yield Service(server.url, server.pid)
 
     return Server("LibreTranslate 1.9.6", start)

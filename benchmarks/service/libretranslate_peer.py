@@ -78,9 +78,10 @@ import argostranslate.package, argostranslate.settings, spacy
 spacy_cache = argostranslate.settings.cache_dir / "spacy"  # before argostranslate.sbd's import
 spacy.blank("xx").to_disk(spacy_cache)
 (spacy_cache / "senter" / "model").mkdir(parents=True)
-argostranslate.package.install_from_path(sys.argv[1])
-(package,) = argostranslate.package.get_installed_packages()
-print(package.from_code, package.to_code)
+for path in sys.argv[1:]:
+    argostranslate.package.install_from_path(path)
+installed = argostranslate.package.get_installed_packages()
+print(",".join(sorted({code for p in installed for code in (p.from_code, p.to_code)})))
 """
 
 
@@ -120,24 +121,28 @@ def answers(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_libretranslate(python: Path, package: Path) -> Iterator[Server]:
-    """LibreTranslate on a free port of 127.0.0.1, serving `package` (an .argosmodel) alone, once
-    it answers GET /languages; stopped with SIGTERM at the end. `python`: its venv's."""
+def running_libretranslate(
+    python: Path, packages: list[Path], settings: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """LibreTranslate on a free port of 127.0.0.1, serving `packages` (.argosmodel files) alone,
+    once it answers GET /languages; stopped with SIGTERM at the end. `python`: its venv's;
+    `settings`: ARGOS_* variables to set (ARGOS_BEAM_SIZE, ARGOS_INTRA_THREADS)."""
     python = python.absolute()  # it runs in its home; not resolve(): that leaves the venv
     with tempfile.TemporaryDirectory(prefix="libretranslate-") as tmp:
         home = Path(tmp)
-        env = environment(home)
-        installed = subprocess.run([python, "-c", INSTALL, package.resolve()], env=env,
+        env = environment(home) | (settings or {})
+        paths = [str(package.resolve()) for package in packages]
+        installed = subprocess.run([python, "-c", INSTALL, *paths], env=env,
                                    cwd=home, capture_output=True, text=True)  # fmt: skip
         if installed.returncode != 0:
-            sys.exit(f"installing {package} for LibreTranslate failed:\n{installed.stderr}")
-        source, target = installed.stdout.split()
+            sys.exit(f"installing {paths} for LibreTranslate failed:\n{installed.stderr}")
+        languages = installed.stdout.strip()
         port = free_port()
         log_path = home / "libretranslate.log"
         with log_path.open("wb") as log:
             server = subprocess.Popen(
                 [python.parent / "libretranslate", "--host", "127.0.0.1", "--port", str(port),
-                 "--load-only", f"{source},{target}"],
+                 "--load-only", languages],
                 env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
@@ -177,7 +182,7 @@ def main() -> None:
     args = parser.parse_args()
     sentences = (args.data / "test.src").read_text().splitlines()[:20]
     references = (args.data / "test.tgt").read_text().splitlines()[:20]
-    with running_libretranslate(args.python, args.package) as server:
+    with running_libretranslate(args.python, [args.package]) as server:
         with urllib.request.urlopen(server.url + "/languages") as response:
             languages = json.load(response)
         print("GET /languages:", json.dumps(languages))

@@ -29,6 +29,7 @@ import json
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
@@ -48,18 +49,40 @@ def package_folders(folder: Path) -> list[Path]:
     return sorted(path.parent for path in folder.glob("*/metadata.json"))
 
 
-def read_metadata(folder: Path) -> dict:
-    path = folder / "metadata.json"
+def package_metadata(path: Path) -> dict:
+    """The metadata.json of a package: its folder's, or (an .argosmodel) the one in the zip."""
+    if path.is_dir():
+        where, read = path / "metadata.json", lambda: (path / "metadata.json").read_bytes()
+    else:
+        where, read = path, partial(metadata_in_zip, path)
     try:
-        metadata = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: not an Argos package's metadata ({error})") from None
+        metadata = json.loads(read())
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise UserError(f"{where}: not an Argos package's metadata ({error})") from None
+    path = where
     if metadata.get("type", "translate") != "translate":
         raise UserError(f"{path}: a package of type {metadata['type']!r}, not a translation")
     for key in ("from_code", "to_code"):
         if not isinstance(metadata.get(key), str) or not metadata[key]:
             raise UserError(f"{path}: no {key}")
     return metadata
+
+
+def metadata_in_zip(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        names = [name for name in archive.namelist() if name.count("/") == 1]
+        (name,) = [name for name in names if name.endswith("/metadata.json")] or [None]
+        if name is None:
+            raise ValueError("no folder with a metadata.json in it")
+        return archive.read(name)
+
+
+def package_languages(metadata: dict) -> tuple[Language, Language]:
+    """from_code, from_name -> to_code, to_name (a name missing: its code)."""
+    return tuple(
+        Language(metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"])
+        for side in ("from", "to")
+    )
 
 
 @dataclass
@@ -93,7 +116,7 @@ class ArgosEngine:
     @classmethod
     def from_folder(cls, folder: Path, device: str, compute_type: str, origin: str = ""):
         """The package in `folder`, loaded into memory (the folder may go afterwards)."""
-        metadata = read_metadata(folder)
+        metadata = package_metadata(folder)
         model = folder / "sentencepiece.model"
         if not model.exists():
             bpe = (folder / "bpe.model").exists()
@@ -101,12 +124,7 @@ class ArgosEngine:
             raise UserError(f"{folder}: no sentencepiece.model{other}")
         vocab = Vocab(model.read_bytes(), special_ids=False)
         translator = load_translator(folder / "model", device, compute_type)
-        source, target = (
-            Language(
-                metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"]
-            )
-            for side in ("from", "to")
-        )
+        source, target = package_languages(metadata)
         decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
         config = config_from_dict({"decode": decode}, source=str(folder / "metadata.json"))
         prefix = metadata.get("target_prefix", "")

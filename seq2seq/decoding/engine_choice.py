@@ -26,12 +26,23 @@ a new best.pt (training went on, another run) gets a new export, made in a folde
 and renamed into place, so that a process reading the old one never sees half a model.
 """
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import Config, DecodeConfig, load_config
-from seq2seq.decoding.argos import ArgosEngine, package_folders
+from seq2seq.checkpoint import Checkpoint, load_checkpoint, read_config
+from seq2seq.config import (
+    Config,
+    DecodeConfig,
+    Language,
+    ServeConfig,
+    config_from_dict,
+    load_config,
+    translation_pair,
+)
+from seq2seq.decoding.argos import ArgosEngine, package_folders, package_languages, package_metadata
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine, Translations
@@ -146,32 +157,76 @@ def is_argos_package(path: Path) -> bool:
     return path.suffix == ".argosmodel" or (path / "metadata.json").exists()
 
 
+@dataclass(frozen=True)
+class Loader:
+    """A model to serve, before it is loaded (serve.lazy): its name, what it translates
+    (`languages(settings)`: with these serve settings; None: its config's own), the bytes of
+    its weights on disk, and `load()`, its engine."""
+
+    name: str
+    languages: Callable[[ServeConfig | None], tuple[Language, Language]]
+    weights_bytes: int
+    load: Callable[[], Engine]
+
+    @classmethod
+    def of(cls, engine: Engine) -> "Loader":
+        """An engine loaded already."""
+        pair = partial(own_languages, engine.config, getattr(engine, "languages", None))
+        return cls(engine.facts()["engine"], pair, 0, lambda: engine)
+
+
+def own_languages(config: Config, fixed, settings: ServeConfig | None):
+    """An Argos package's `fixed` pair, else the config's with `settings` (None: its own)."""
+    return fixed or translation_pair(config, settings or config.serve)
+
+
 def load_models(
     paths: list[str], config: Config, choice: str, device: str, compute_type: str
-) -> list[Engine]:
-    """The engines of the models `paths` name, in order (serve --model, several times): a
-    config (.yaml: its best checkpoint), a checkpoint (.pt), an export (seq2seq.json in it),
-    an Argos package (.argosmodel, or its folder) or a folder of installed packages (each)."""
-    engines: list[Engine] = []
+) -> list[Loader]:
+    """The models `paths` name, in order (serve --model, several times): a config (.yaml: its
+    best checkpoint), a checkpoint (.pt), an export (seq2seq.json in it), an Argos package
+    (.argosmodel, or its folder) or a folder of installed packages (each); each known from its
+    config or metadata alone, its weights left on disk until it is loaded."""
+    ours = partial(load_engine, choice=choice, device=device, compute_type=compute_type)
+    loaders: list[Loader] = []
     for name in paths:
         path = Path(name)
         if path.suffix in (".yaml", ".yml"):
-            engines.append(load_engine(load_config(path), None, choice, None, device, compute_type))
+            named = load_config(path)
+            loaders.append(checkpoint_loader(named.checkpoint_path, partial(ours, named)))
         elif path.suffix == ".pt":
-            engines.append(load_engine(config, path, choice, None, device, compute_type))
+            loaders.append(checkpoint_loader(path, partial(ours, config, path)))
         elif is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
-            engines.append(ArgosEngine.load(path, device, compute_type))
+            loaders.append(argos_loader(path, device, compute_type))
         elif (path / EXPORT_CONFIG).exists():
-            engines.append(load_engine(config, None, choice, path, device, compute_type))
+            loaders.append(export_loader(path, partial(ours, config, model=path)))
         elif path.is_dir() and (packages := package_folders(path)):
-            engines += [ArgosEngine.load(package, device, compute_type) for package in packages]
+            loaders += [argos_loader(package, device, compute_type) for package in packages]
         else:
             raise UserError(
                 f"--model {name}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
                 "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder "
                 "of installed packages"
             )
-    return engines
+    return loaders
+
+
+def checkpoint_loader(path: Path, load: Callable[[], Engine]) -> Loader:
+    pair = partial(own_languages, read_config(path), None)
+    return Loader(str(path), pair, path.stat().st_size, load)
+
+
+def export_loader(folder: Path, load: Callable[[], Engine]) -> Loader:
+    saved = folder / EXPORT_CONFIG
+    config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
+    pair = partial(own_languages, config, None)
+    return Loader(str(folder), pair, (folder / "model.bin").stat().st_size, load)
+
+
+def argos_loader(path: Path, device: str, compute_type: str) -> Loader:
+    pair = partial(own_languages, None, package_languages(package_metadata(path)))
+    size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
+    return Loader(str(path), pair, size, partial(ArgosEngine.load, path, device, compute_type))
 
 
 def ctranslate2_runs_on(engine: TorchEngine) -> bool:

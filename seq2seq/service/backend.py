@@ -22,7 +22,6 @@ from typing import NamedTuple
 from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Translated
 from seq2seq.service.access import ApiKeys
 from seq2seq.service.api import HTTPError
@@ -70,9 +69,8 @@ class Backend:
         warnings: list[list[str]] = [[] for _ in texts]
         for number, model in enumerate(route, 1):
             last = number == len(route)
-            nbest = wanted.nbest if last else None
-            beams = beams_for(wanted.beam_size or model.engine.config.decode.beam_size, nbest)
-            job = Job(self.split(texts, wanted.status, model.source.code), Options(beams, nbest))
+            options = Options(wanted.beam_size, wanted.nbest if last else None)
+            job = Job(self.split(texts, wanted.status, model.source.code), options)
             translated = await self.run_job(request, model, job)
             said = "" if number == 1 else f"through {model.source.code}: "
             for mine, theirs in zip(warnings, translated.warnings, strict=True):

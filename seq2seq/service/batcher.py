@@ -33,6 +33,7 @@ from collections import OrderedDict, deque
 from concurrent.futures import Future
 
 from seq2seq.config import ServeConfig
+from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, Translated, translate_texts
 from seq2seq.text.sentences import Texts
 
@@ -49,7 +50,7 @@ class Stopping(Exception):
 class Options:
     """How a translation job is decoded: the jobs of a batch are grouped by these."""
 
-    beam_size: int
+    beam_size: int | None  # None: the model's own (its config's decode.beam_size)
     nbest: int | None  # None: the best translation only, as text
 
 
@@ -70,15 +71,18 @@ class Job:
     @property
     def work(self) -> int:
         """What decoding it costs, roughly: characters x beam size."""
-        beams = self.options.beam_size if self.options else 1
+        beams = max(self.options.beam_size or 1, self.options.nbest or 1) if self.options else 1
         return beams * sum(len(sentence) for sentence in self.sentences)
 
 
 class Batcher:
-    """The one thread that runs the model, a batch at a time."""
+    """The one thread that runs the model, a batch at a time. With `load` and no `engine`,
+    the model is loaded by that thread when its first batch comes (serve.lazy), and again
+    after `unload`."""
 
-    def __init__(self, engine: Engine, settings: ServeConfig):
-        self.engine, self.settings = engine, settings
+    def __init__(self, engine: Engine | None, settings: ServeConfig, load=None, on_load=None):
+        self.engine, self.settings, self.load, self.on_load = engine, settings, load, on_load
+        self.busy, self.last_used = False, time.monotonic()
         # client -> its waiting jobs, the client to serve next first
         self.waiting: OrderedDict[str, deque[Job]] = OrderedDict()
         self.changed = threading.Condition()  # guards waiting and draining
@@ -155,7 +159,27 @@ class Batcher:
 
     def run(self) -> None:
         while batch := self.collect():
-            self.run_batch(batch)
+            self.busy = True
+            try:
+                self.run_batch(batch)
+            finally:
+                self.busy, self.last_used = False, time.monotonic()
+
+    def loaded(self) -> Engine:
+        """(The decoder thread.) The engine, loaded now if it is not."""
+        if self.engine is None:
+            self.engine = self.load()
+            if self.on_load:
+                self.on_load(self)
+        return self.engine
+
+    def unload(self) -> bool:
+        """Drop the engine if it can be loaded again and nothing waits for it or runs on it."""
+        with self.changed:
+            if self.load is None or self.engine is None or self.busy or self.queued_jobs():
+                return False
+            self.engine = None
+            return True
 
     def collect(self) -> list[Job]:
         """The next batch: the first job, then those that arrive within the window and fit.
@@ -221,11 +245,13 @@ class Batcher:
     def answers(self, options: Options | None, jobs: list[Job]) -> list:
         """Each job's Translated (its texts' translations or n-best, and their warnings), or
         for an attention job (options None) its sentence's Attention."""
+        engine = self.loaded()
         if options is None:
-            return [self.engine.attention(job.sentences[0]) for job in jobs]
-        decoding = dataclasses.replace(self.engine.config.decode, beam_size=options.beam_size)
+            return [engine.attention(job.sentences[0]) for job in jobs]
+        beams = beams_for(options.beam_size or engine.config.decode.beam_size, options.nbest)
+        decoding = dataclasses.replace(engine.config.decode, beam_size=beams)
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
-        translated = translate_texts(self.engine, together, decoding, options.nbest)
+        translated = translate_texts(engine, together, decoding, options.nbest)
         answers, start = [], 0
         for job in jobs:
             end = start + len(job.texts)

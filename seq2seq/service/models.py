@@ -1,8 +1,10 @@
 """The models one service serves, by language pair, and the way between two languages.
 
-    Models.load(engines, settings)      each engine with its pair (languages_of) and its own
-                                        batcher: a decoder thread per model, so that one pair's
-                                        backlog never holds another pair's requests
+    Models.load(loaders, settings)      each model (engine_choice.py's Loader) with its pair and
+                                        its own batcher: a decoder thread per model, so that one
+                                        pair's backlog never holds another pair's requests;
+                                        loaded at start or (serve.lazy) at its first request, by
+                                        its decoder thread, and dropped past serve.models_mib
     models.route(source, target)        -> [model]: the model of that pair; else two, through
                                         a language one translates into and the other from (a
                                         pivot, English first, as Argos Translate does); else a
@@ -20,7 +22,8 @@ model, each model's own config when it serves several.
 import dataclasses
 
 from seq2seq.config import Language, ServeConfig
-from seq2seq.decoding.engines import Engine, languages_of
+from seq2seq.decoding.engine_choice import Loader
+from seq2seq.decoding.engines import Engine
 from seq2seq.service.api import HTTPError
 from seq2seq.service.batcher import Batcher
 from seq2seq.support.errors import UserError
@@ -30,16 +33,22 @@ PIVOTS = ("en",)  # tried first, in this order, before any other shared language
 
 @dataclasses.dataclass(frozen=True)
 class Model:
-    """One model of the service: the pair it translates, its engine and its batcher."""
+    """One model of the service: the pair it translates, where it came from, the bytes of its
+    weights, and its batcher, which holds its engine (None: not loaded, serve.lazy)."""
 
     source: Language
     target: Language
-    engine: Engine
+    name: str
+    weights_bytes: int
     batcher: Batcher
 
     @property
     def pair(self) -> str:
         return f"{self.source.code}-{self.target.code}"
+
+    @property
+    def engine(self) -> Engine | None:
+        return self.batcher.engine
 
 
 def pivot_order(code: str) -> tuple[int, str]:
@@ -50,8 +59,8 @@ def pivot_order(code: str) -> tuple[int, str]:
 class Models:
     """Every model of the service, by pair."""
 
-    def __init__(self, models: list[Model]):
-        self.all = models
+    def __init__(self, models: list[Model], settings: ServeConfig):
+        self.all, self.settings = models, settings
         self.by_pair: dict[tuple[str, str], Model] = {}
         for model in models:
             key = (model.source.code, model.target.code)
@@ -60,13 +69,30 @@ class Models:
             self.by_pair[key] = model
 
     @classmethod
-    def load(cls, engines: list[Engine], settings: ServeConfig) -> "Models":
-        several = len(engines) > 1
-        models = []
-        for engine in engines:
-            source, target = languages_of(engine, engine.config.serve if several else settings)
-            models.append(Model(source, target, engine, Batcher(engine, settings)))
-        return cls(models)
+    def load(cls, loaders: list[Loader], settings: ServeConfig) -> "Models":
+        """Each model with its batcher; loaded now, or (serve.lazy) the first alone."""
+        several, models = len(loaders) > 1, []
+        for number, loader in enumerate(loaders):
+            source, target = loader.languages(None if several else settings)
+            engine = loader.load() if number == 0 or not settings.lazy else None
+            batcher = Batcher(engine, settings, loader.load, lambda b: served.fit(keep=b))
+            models.append(Model(source, target, loader.name, loader.weights_bytes, batcher))
+        served = cls(models, settings)
+        served.fit()
+        return served
+
+    def loaded_bytes(self) -> int:
+        return sum(model.weights_bytes for model in self.all if model.engine is not None)
+
+    def fit(self, keep: Batcher | None = None) -> None:
+        """Past serve.models_mib, drop the least recently used idle models, but the first and
+        the one `keep` (just loaded); each is loaded again when asked."""
+        budget = self.settings.models_mib * 2**20
+        others = [m for m in self.all[1:] if m.engine is not None and m.batcher is not keep]
+        for model in sorted(others, key=lambda m: m.batcher.last_used):
+            if not budget or self.loaded_bytes() <= budget:
+                return
+            model.batcher.unload()
 
     @property
     def default(self) -> Model:

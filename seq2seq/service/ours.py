@@ -44,7 +44,7 @@ class OurApi:
 
     def __init__(self, backend: Backend):
         self.backend, self.settings = backend, backend.settings
-        self.facts = service_info(backend.models, backend.settings)  # /info's answer
+        self.facts = model_info(backend.models.default.engine)  # the first: always loaded
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
@@ -68,7 +68,7 @@ class OurApi:
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
-        return json_response(self.facts)
+        return json_response(service_info(self.facts, self.backend.models, self.settings))
 
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
@@ -205,17 +205,17 @@ CLIENT_SETTINGS = (
 )  # fmt: skip
 
 
-def service_info(models: Models, settings: ServeConfig) -> dict:
-    """/info: the first model's facts (the page's), the settings a client needs, and every
-    pair the service translates, with the pivot of those it reaches through one."""
+def service_info(facts: dict, models: Models, settings: ServeConfig) -> dict:
+    """/info: the first model's `facts` (the page's), the settings a client needs, every model
+    (loaded now or not), and the pairs the service reaches through a pivot."""
     listed = [
-        {"source": m.source.code, "target": m.target.code, "engine": m.engine.facts()["engine"]}
+        {"source": m.source.code, "target": m.target.code, "model": m.name,
+         "weights_mib": round(m.weights_bytes / 2**20, 1), "loaded": m.engine is not None}
         for m in models.all
-    ]
-    info = model_info(models.default.engine)
+    ]  # fmt: skip
     serve = {name: getattr(settings, name) for name in CLIENT_SETTINGS}
     serve["api_key_needed"] = bool(settings.api_keys)
-    return {**info, "serve": serve, "models": listed, "pivoted": models.pivoted()}
+    return {**facts, "serve": serve, "models": listed, "pivoted": models.pivoted()}
 
 
 def model_info(engine: Engine) -> dict:

@@ -18,6 +18,7 @@ import socket
 import uvicorn
 
 from seq2seq.config import ServeConfig
+from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.app import build_app
 from seq2seq.service.models import Models
@@ -30,11 +31,16 @@ class Server(uvicorn.Server):
     waiting serve.drain_s later."""
 
     def __init__(
-        self, engines: list[Engine], settings: ServeConfig, sock: socket.socket | None = None
+        self,
+        models: list[Loader | Engine],
+        settings: ServeConfig,
+        sock: socket.socket | None = None,
     ):
+        """`models`: the models to serve (serve.py's load_models), or engines loaded already."""
         allow_connections(settings)
         self.socket = sock or listen(settings.host, settings.port)
-        self.models = Models.load(engines, settings)
+        loaders = [m if isinstance(m, Loader) else Loader.of(m) for m in models]
+        self.models = Models.load(loaders, settings)
         self.settings = settings
         app = build_app(self.models, settings)
         super().__init__(

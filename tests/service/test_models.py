@@ -14,6 +14,7 @@ from libretranslatepy import LibreTranslateAPI
 from seq2seq.checkpoint import Checkpoint, save_checkpoint
 from seq2seq.config import Language
 from seq2seq.decoding.argos import ArgosEngine
+from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.argos import export_argos
 from seq2seq.service.models import Models
@@ -85,7 +86,7 @@ def test_a_pair_the_service_cannot_reach_is_a_400_naming_what_it_has(en_de_fr):
 def test_two_models_of_one_pair_are_refused(trained_numbers_checkpoint):
     engine = labelled(trained_numbers_checkpoint[0], EN, DE)
     with pytest.raises(UserError, match="two models translate en-de"):
-        Models([*Models.load([engine], engine.config.serve).all] * 2)
+        Models.load([Loader.of(engine)] * 2, engine.config.serve)
 
 
 class Held:
@@ -170,3 +171,63 @@ def test_source_auto_detects_each_texts_language_among_the_services(en_de_fr):
     expected = by_hand(second, by_hand(first, SENTENCES[:1])) + by_hand(second, [german])
     assert status == 200 and answer["translatedText"] == expected
     assert [d["language"] for d in answer["detectedLanguage"]] == ["en", "de"]
+
+
+IT = Language("it", "Italian")
+
+
+class Counted:
+    """A model's loader that counts its loads, and (held) waits to be released first."""
+
+    def __init__(self, engine: TorchEngine, held: bool = False):
+        self.engine, self.loads = engine, 0
+        self.release = threading.Event()
+        if not held:
+            self.release.set()
+
+    def __call__(self) -> TorchEngine:
+        self.release.wait()
+        self.loads += 1
+        return self.engine
+
+
+def loader(engine: TorchEngine, mib: int, load: Counted) -> Loader:
+    return dataclasses.replace(Loader.of(engine), weights_bytes=mib * 2**20, load=load)
+
+
+def test_lazy_models_load_at_their_first_request_and_drop_past_the_budget(
+    trained_numbers_checkpoint,
+):
+    """serve.lazy: the first model loaded at start, the others at their first request, in
+    their decoder threads (/health and the other pairs answer while one loads); past
+    serve.models_mib, the least recently used idle one is dropped, and loaded again when asked."""
+    checkpoint = trained_numbers_checkpoint[0]
+    pairs = [(EN, DE, 10), (DE, FR, 30), (EN, IT, 30)]  # 70 MiB in all, over a budget of 50
+    engines = [labelled(checkpoint, source, target) for source, target, _ in pairs]
+    loads = [Counted(engines[0]), Counted(engines[1], held=True), Counted(engines[2])]
+    loaders = [loader(e, mib, c) for e, (_, _, mib), c in zip(engines, pairs, loads, strict=True)]
+
+    def translate(source: str, target: str) -> list[str]:
+        body = {"text": SENTENCES, "source": source, "target": target}
+        status, answer, _ = call(server.url, "POST", "/translate", body)
+        assert status == 200, answer
+        return answer["translations"]
+
+    def loaded() -> list[bool]:
+        return [m["loaded"] for m in call(server.url, "GET", "/info")[1]["models"]]
+
+    with running(loaders, lazy=True, models_mib=50) as server:
+        assert [c.loads for c in loads] == [1, 0, 0] and loaded() == [True, False, False]
+        waiting = threading.Thread(target=translate, args=("de", "fr"))
+        waiting.start()  # its model's load waits to be released
+        try:
+            assert call(server.url, "GET", "/health")[0] == 200
+            assert translate("en", "de") == by_hand(engines[0], SENTENCES)
+        finally:
+            loads[1].release.set()
+            waiting.join()
+        assert loaded() == [True, True, False]
+        assert translate("en", "it") == by_hand(engines[2], SENTENCES)
+        assert loaded() == [True, False, True]  # de-fr, idle longest, dropped
+        assert translate("de", "fr") == by_hand(engines[1], SENTENCES)
+        assert [c.loads for c in loads] == [1, 2, 1] and loaded() == [True, True, False]

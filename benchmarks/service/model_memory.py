@@ -1,0 +1,117 @@
+"""`make bench-models`: what one model costs the service, in each form it can be served in: its
+weights on disk, the memory its process gains by loading it, and the seconds the load takes
+(serve.lazy and serve.models_mib are about these).
+
+    python -m benchmarks.service.model_memory [--checkpoint runs/multi30k_de_en/best.pt]
+        [--out DIR]
+
+The forms: the checkpoint (our torch engine), its CTranslate2 export (float32; int8, quantized
+as it loads) and its Argos package (float32; int8). Each is loaded in a fresh process, after
+its imports, which reports its resident memory (VmRSS) before the load, after it and after a
+first translation, and the load's seconds -> <out>/model_memory.{json,md}.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import RESULTS, ROOT, machine, save_results
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.exports.argos import export_argos
+from seq2seq.exports.ctranslate2 import export_ctranslate2
+
+CHILD = """
+import json, sys, time
+import ctranslate2, torch
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.decoding.argos import ArgosEngine
+from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.engines import TorchEngine
+
+def rss():
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS"))
+    return int(line.split()[1]) / 1024
+
+form, path, compute_type = sys.argv[1:4]
+torch.set_num_threads(1)
+before, start = rss(), time.perf_counter()
+if form == "torch":
+    engine = TorchEngine(load_checkpoint(path))
+elif form == "ctranslate2":
+    engine = CTranslate2Engine.load(path, "cpu", compute_type)
+else:
+    engine = ArgosEngine.load(path, "cpu", compute_type)
+seconds, loaded = time.perf_counter() - start, rss()
+engine.translate(["Ein Hund rennt durch den Schnee."], engine.config.decode)
+json.dump({"before_mib": before, "loaded_mib": loaded, "translated_mib": rss(),
+           "load_seconds": seconds}, sys.stdout)
+"""
+
+
+def measure(form: str, path: Path, compute_type: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, form, str(path), compute_type],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    figures = json.loads(done.stdout)
+    figures["load_mib"] = figures["translated_mib"] - figures["before_mib"]
+    return figures
+
+
+def disk_mib(path: Path) -> float:
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 2**20
+
+
+def markdown(results: dict) -> str:
+    info = results["machine"]
+    lines = [
+        "# One model's memory and load time, by the form it is served in",
+        "",
+        f"{info['device_name']}, torch {info['torch']}, {info['date'][:10]}. "
+        f"`python -m benchmarks.service.model_memory` on `{results['checkpoint']}`: each form "
+        "loaded in a fresh process after its imports, on the CPU.",
+        "",
+        "| form | on disk, MiB | memory gained, MiB (load and a first translation) | load, s |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, row in results["forms"].items():
+        lines.append(
+            f"| {name} | {row['disk_mib']:.1f} | {row['load_mib']:.0f} | "
+            f"{row['load_seconds']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, default=Path("runs/multi30k_de_en/best.pt"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    checkpoint = load_checkpoint(args.checkpoint)
+    forms = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        exported = Path(tmp) / "ct2"
+        export_ctranslate2(checkpoint, exported)
+        paths = {
+            "checkpoint, torch": ("torch", args.checkpoint, "default"),
+            "CTranslate2 export, float32": ("ctranslate2", exported, "float32"),
+            "CTranslate2 export, int8": ("ctranslate2", exported, "int8"),
+        }
+        for quantization in ("float32", "int8"):
+            package = Path(tmp) / f"{quantization}.argosmodel"
+            export_argos(checkpoint, package, quantization=quantization)
+            paths[f"Argos package, {quantization}"] = ("argos", package, "default")
+        for name, (form, path, compute_type) in paths.items():
+            forms[name] = {**measure(form, path, compute_type), "disk_mib": disk_mib(path)}
+            print(name, forms[name], flush=True)
+    results = {"machine": machine(), "checkpoint": str(args.checkpoint), "forms": forms}
+    save_results(args.out / "model_memory", results, markdown(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""`make bench-pairs`: two language pairs and a pivot served from one address, ours against
+LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
+
+    python -m benchmarks.service.pairs --package A.argosmodel --package B.argosmodel
+        [--sentences data/multi30k_de_en/test.src] [--quick] [--out DIR]
+
+    A and B: B translates from A's target, so that A's source to B's target goes through a
+      pivot, which both servers find by themselves (LibreTranslate as Argos Translate does,
+      ours as seq2seq/service/models.py does)
+    each setting, like for like, each server started alone on this machine:
+      greedy    ours: {"beam_size": 1} in our API;  LibreTranslate: ARGOS_BEAM_SIZE=1
+      beam 4    ours: the packages' default (Argos's);  LibreTranslate: its default, 4
+      LibreTranslate at ARGOS_INTRA_THREADS=1 (faster on 2 cores than its default), ours at
+      serve.threads 1
+    for the direct pair (A) and the pivoted one, at 1 and 16 clients: keep-alive client threads
+    in 4 processes (one Python process's client would be the bottleneck), cycling through the
+    first 200 test sentences, 1,000 requests (200: --quick), after a warm-up
+      -> requests/s, latency p50 and p99, the server's CPU ms per request (its process and
+         children), answers unlike LibreTranslate's own one at a time (ours: 0 expected, our
+         Argos engine decodes as Argos does)
+      -> ours / LibreTranslate: requests/s and CPU per request
+
+Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere).
+"""
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import queue
+import statistics
+import sys
+import time
+import zipfile
+from pathlib import Path
+from urllib.parse import urlencode
+
+from benchmarks.common import RESULTS, machine, save_results
+from benchmarks.service.clients import Shape, client
+from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.libretranslate_peer import running_libretranslate, translate
+from benchmarks.service.process import HANG, Service, cpu_seconds, running_server
+
+SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
+CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
+
+
+def shape(server: str, source: str, target: str, beam: int) -> Shape:
+    """One sentence's request, ours (JSON, with the beam size) or LibreTranslate's (a form)."""
+    if server == "ours":
+        fields = {"source": source, "target": target, "beam_size": beam}
+        return Shape(
+            "ours", "/translate", "application/json",
+            lambda s: json.dumps({"text": [s], **fields}).encode(),
+            lambda answer: answer["translations"][0],
+        )  # fmt: skip
+    return Shape(
+        "libretranslate", "/translate", "application/x-www-form-urlencoded",
+        lambda s: urlencode({"q": s, "source": source, "target": target}).encode(),
+        lambda answer: answer["translatedText"],
+    )  # fmt: skip
+
+
+def clients_process(url, spec, sentences, expected, clients, requests, results) -> None:
+    """(In a process of its own.) `clients` threads sharing `requests` requests."""
+    import threading
+
+    work: queue.Queue[int] = queue.Queue()
+    for number in range(requests):
+        work.put(number)
+    found: list = []
+    deadline = time.monotonic() + HANG
+    args = (url, shape(*spec), work, sentences, expected, deadline, found)
+    threads = [threading.Thread(target=client, args=args) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results.put(found)
+
+
+def load(service: Service, spec: tuple, sentences, expected, clients: int, requests: int):
+    """`requests` requests from `clients` clients in up to PROCESSES processes -> figures."""
+    processes = min(PROCESSES, clients)
+    spawn = multiprocessing.get_context("spawn")
+    results = spawn.Queue()
+    shares = [clients // processes + (i < clients % processes) for i in range(processes)]
+    workers = [
+        spawn.Process(
+            target=clients_process,
+            args=(
+                service.url,
+                spec,
+                sentences,
+                expected,
+                share,
+                requests * share // clients,
+                results,
+            ),
+        )  # fmt: skip
+        for share in shares
+    ]
+    cpu, start = cpu_seconds(service.pid), time.perf_counter()
+    for worker in workers:
+        worker.start()
+    found = [one for _ in workers for one in results.get(timeout=HANG)]
+    seconds = time.perf_counter() - start
+    cpu = cpu_seconds(service.pid) - cpu
+    for worker in workers:
+        worker.join()
+    answered = [latency for latency, ok, _ in found if ok]
+    percentiles = statistics.quantiles(answered or [0.0, 0.0], n=100, method="inclusive")
+    return {
+        "requests_per_s": len(answered) / seconds,
+        "p50_ms": 1000 * percentiles[49],
+        "p99_ms": 1000 * percentiles[98],
+        "cpu_ms_per_request": 1000 * cpu / max(1, len(answered)),
+        "failed": len(found) - len(answered) + (requests - len(found)),
+        "unlike_libretranslate": sum(ok and not same for _, ok, same in found),
+    }
+
+
+def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
+    """The direct pair (the first package's) and the pivoted one, from their metadata."""
+    (a_from, a_to), (b_from, b_to) = (codes(package) for package in packages)
+    if b_from != a_to:
+        sys.exit(f"the second package must translate from {a_to}, the first one's target")
+    return {"direct": (a_from, a_to), "pivoted": (a_from, b_to)}
+
+
+def codes(package: Path) -> tuple[str, str]:
+    with zipfile.ZipFile(package) as archive:
+        name = next(n for n in archive.namelist() if n.endswith("/metadata.json"))
+        metadata = json.loads(archive.read(name))
+    return metadata["from_code"], metadata["to_code"]
+
+
+@contextlib.contextmanager
+def server(name: str, packages: list[Path], beam: int, python: Path):
+    if name == "ours":
+        models = [arg for package in packages for arg in ("--model", str(package))]
+        with running_server(models, "config.yaml", ["serve.threads=1"]) as service:
+            yield service
+    else:
+        settings = {"ARGOS_BEAM_SIZE": str(beam), "ARGOS_INTRA_THREADS": "1"}
+        with running_libretranslate(python, packages, settings) as service:
+            yield Service(service.url, service.pid)
+
+
+def measure(args, sentences: list[str]) -> dict:
+    pairs, requests = pairs_of(args.package), 200 if args.quick else 1000
+    figures: dict = {}
+    for setting, beam in SETTINGS.items():
+        expected: dict = {}
+        for name in ("libretranslate", "ours"):
+            with server(name, args.package, beam, args.libretranslate_python) as service:
+                for route, (source, target) in pairs.items():
+                    if name == "libretranslate":  # its own answers, one at a time
+                        expected[route] = [
+                            translate(service.url, s, source, target)[1].get("translatedText")
+                            for s in sentences
+                        ]
+                    spec = (name, source, target, beam)
+                    load(service, spec, sentences, expected[route], 2, 20)  # warm-up
+                    for clients in CLIENTS:
+                        point = load(service, spec, sentences, expected[route], clients, requests)
+                        figures.setdefault(setting, {}).setdefault(route, {}).setdefault(
+                            str(clients), {}
+                        )[name] = point
+                        print(setting, route, clients, name, point, flush=True)
+    return figures
+
+
+def markdown(results: dict) -> str:
+    info, lines = results["machine"], []
+    lines += [
+        "# Two pairs and a pivot from one address, against LibreTranslate",
+        "",
+        f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
+        f"`python -m benchmarks.service.pairs`: the packages {', '.join(results['packages'])}; "
+        f"direct {'-'.join(results['pairs']['direct'])}, pivoted "
+        f"{'-'.join(results['pairs']['pivoted'])}; {results['requests']:,} one-sentence "
+        "requests a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads 1.",
+        "",
+        "| setting | route | clients | requests/s, ours | LibreTranslate | ours / LT | CPU ms "
+        "per request, ours | LibreTranslate | ours / LT | p99 ms, ours | LibreTranslate | "
+        "unlike LibreTranslate's |",
+        "|" + " --- |" * 12,
+    ]
+    for setting, routes in results["figures"].items():
+        for route, points in routes.items():
+            for clients, point in points.items():
+                ours, theirs = point["ours"], point["libretranslate"]
+                rps = ours["requests_per_s"] / theirs["requests_per_s"]
+                cpu = ours["cpu_ms_per_request"] / theirs["cpu_ms_per_request"]
+                lines.append(
+                    f"| {setting} | {route} | {clients} | {ours['requests_per_s']:.0f} | "
+                    f"{theirs['requests_per_s']:.0f} | {rps:.2f} | "
+                    f"{ours['cpu_ms_per_request']:.1f} | {theirs['cpu_ms_per_request']:.1f} | "
+                    f"{cpu:.2f} | {ours['p99_ms']:.0f} | {theirs['p99_ms']:.0f} | "
+                    f"{ours['unlike_libretranslate']} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", type=Path, action="append", required=True)
+    parser.add_argument("--sentences", type=Path, default=Path("data/multi30k_de_en/test.src"))
+    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
+    parser.add_argument("--quick", action="store_true", help="200 requests a row")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    if len(args.package) != 2:
+        parser.error("--package twice: a pair, then one from its target language")
+    if not args.libretranslate_python.exists():
+        sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-pairs installs it")
+    sentences = args.sentences.read_text("utf-8").splitlines()[:SENTENCES]
+    figures = measure(args, sentences)
+    results = {
+        "machine": machine(),
+        "packages": [str(p) for p in args.package],
+        "pairs": pairs_of(args.package),
+        "requests": 200 if args.quick else 1000,
+        "figures": figures,
+    }
+    save_results(args.out / "pairs", results, markdown(results))
+
+
+if __name__ == "__main__":
+    main()
