@@ -16,8 +16,9 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
     in 4 processes (one Python process's client would be the bottleneck), cycling through the
     first 200 test sentences, 1,000 requests (200: --quick), after a warm-up
       -> requests/s, latency p50 and p99, the server's CPU ms per request (its process and
-         children), answers unlike LibreTranslate's own one at a time (ours: 0 expected, our
-         Argos engine decodes as Argos does)
+         children)
+      -> of the sentences, asked one at a time, ours (formatted as LibreTranslate formats its
+         text answers) unlike LibreTranslate's: 0 expected, our Argos engine decodes as Argos
       -> ours / LibreTranslate: requests/s and CPU per request
 
 Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere).
@@ -30,7 +31,9 @@ import multiprocessing
 import queue
 import statistics
 import sys
+import threading
 import time
+import urllib.request
 import zipfile
 from pathlib import Path
 from urllib.parse import urlencode
@@ -40,6 +43,7 @@ from benchmarks.service.clients import Shape, client
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import running_libretranslate, translate
 from benchmarks.service.process import HANG, Service, cpu_seconds, running_server
+from seq2seq.service.libretranslate import formatted
 
 SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
 CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
@@ -61,12 +65,10 @@ def shape(server: str, source: str, target: str, beam: int) -> Shape:
     )  # fmt: skip
 
 
-def clients_process(url, spec, sentences, expected, clients, requests, results) -> None:
-    """(In a process of its own.) `clients` threads sharing `requests` requests."""
-    import threading
-
+def clients_process(url, spec, sentences, expected, clients, numbers, results) -> None:
+    """(In a process of its own.) `clients` threads sharing the requests `numbers`."""
     work: queue.Queue[int] = queue.Queue()
-    for number in range(requests):
+    for number in numbers:
         work.put(number)
     found: list = []
     deadline = time.monotonic() + HANG
@@ -94,11 +96,11 @@ def load(service: Service, spec: tuple, sentences, expected, clients: int, reque
                 sentences,
                 expected,
                 share,
-                requests * share // clients,
+                range(number, requests, processes),
                 results,
             ),
         )  # fmt: skip
-        for share in shares
+        for number, share in enumerate(shares)
     ]
     cpu, start = cpu_seconds(service.pid), time.perf_counter()
     for worker in workers:
@@ -147,11 +149,13 @@ def server(name: str, packages: list[Path], beam: int, python: Path):
             yield Service(service.url, service.pid)
 
 
-def measure(args, sentences: list[str]) -> dict:
+def measure(args, sentences: list[str]) -> tuple[dict, dict]:
     pairs, requests = pairs_of(args.package), 200 if args.quick else 1000
     figures: dict = {}
+    unlikes: dict = {}  # of each setting and route: our answers, formatted, unlike theirs
     for setting, beam in SETTINGS.items():
         expected: dict = {}
+        unlike: dict = {}
         for name in ("libretranslate", "ours"):
             with server(name, args.package, beam, args.libretranslate_python) as service:
                 for route, (source, target) in pairs.items():
@@ -160,6 +164,11 @@ def measure(args, sentences: list[str]) -> dict:
                             translate(service.url, s, source, target)[1].get("translatedText")
                             for s in sentences
                         ]
+                    else:  # ours, formatted as LibreTranslate formats its text answers
+                        unlike[route] = sum(
+                            formatted(s, ours_one(service.url, s, source, target, beam)) != e
+                            for s, e in zip(sentences, expected[route], strict=True)
+                        )
                     spec = (name, source, target, beam)
                     load(service, spec, sentences, expected[route], 2, 20)  # warm-up
                     for clients in CLIENTS:
@@ -168,7 +177,20 @@ def measure(args, sentences: list[str]) -> dict:
                             str(clients), {}
                         )[name] = point
                         print(setting, route, clients, name, point, flush=True)
-    return figures
+        unlikes[setting] = unlike
+    return figures, unlikes
+
+
+def ours_one(url: str, sentence: str, source: str, target: str, beam: int) -> str:
+    """Our API's translation of one sentence."""
+    body = {"text": [sentence], "source": source, "target": target, "beam_size": beam}
+    request = urllib.request.Request(
+        url.rstrip("/") + "/translate",
+        json.dumps(body).encode(),
+        {"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=HANG) as response:
+        return json.load(response)["translations"][0]
 
 
 def markdown(results: dict) -> str:
@@ -177,18 +199,20 @@ def markdown(results: dict) -> str:
         "# Two pairs and a pivot from one address, against LibreTranslate",
         "",
         f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
-        f"`python -m benchmarks.service.pairs`: the packages {', '.join(results['packages'])}; "
+        f"`python -m benchmarks.service.pairs`: the packages "
+        f"{', '.join(Path(p).name for p in results['packages'])}; "
         f"direct {'-'.join(results['pairs']['direct'])}, pivoted "
         f"{'-'.join(results['pairs']['pivoted'])}; {results['requests']:,} one-sentence "
         "requests a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads 1.",
         "",
         "| setting | route | clients | requests/s, ours | LibreTranslate | ours / LT | CPU ms "
         "per request, ours | LibreTranslate | ours / LT | p99 ms, ours | LibreTranslate | "
-        "unlike LibreTranslate's |",
+        f"of the {SENTENCES} sentences, ours unlike LibreTranslate's |",
         "|" + " --- |" * 12,
     ]
     for setting, routes in results["figures"].items():
         for route, points in routes.items():
+            unlike = results["unlike"][setting][route]
             for clients, point in points.items():
                 ours, theirs = point["ours"], point["libretranslate"]
                 rps = ours["requests_per_s"] / theirs["requests_per_s"]
@@ -198,7 +222,7 @@ def markdown(results: dict) -> str:
                     f"{theirs['requests_per_s']:.0f} | {rps:.2f} | "
                     f"{ours['cpu_ms_per_request']:.1f} | {theirs['cpu_ms_per_request']:.1f} | "
                     f"{cpu:.2f} | {ours['p99_ms']:.0f} | {theirs['p99_ms']:.0f} | "
-                    f"{ours['unlike_libretranslate']} |"
+                    f"{unlike} |"
                 )
     return "\n".join(lines) + "\n"
 
@@ -216,13 +240,14 @@ def main() -> None:
     if not args.libretranslate_python.exists():
         sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-pairs installs it")
     sentences = args.sentences.read_text("utf-8").splitlines()[:SENTENCES]
-    figures = measure(args, sentences)
+    figures, unlike = measure(args, sentences)
     results = {
         "machine": machine(),
         "packages": [str(p) for p in args.package],
         "pairs": pairs_of(args.package),
         "requests": 200 if args.quick else 1000,
         "figures": figures,
+        "unlike": unlike,
     }
     save_results(args.out / "pairs", results, markdown(results))
 

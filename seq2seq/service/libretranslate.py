@@ -136,7 +136,8 @@ class LibreTranslate:
         answer = libretranslate_answer(
             translations,
             ranked=nbest is not None,
-            texts=texts if html_format else None,
+            texts=texts,
+            html=html_format,
             alternatives=alternatives,
             detected=detected,
             one=isinstance(fields["q"], str),
@@ -175,29 +176,69 @@ class LibreTranslate:
 def libretranslate_answer(
     translations: list,
     ranked: bool,
-    texts: list[str] | None,
+    texts: list[str],
+    html: bool,
     alternatives: int,
     detected: list | None,
     one: bool,
 ) -> dict:
     """The job's translations as LibreTranslate's answer. `ranked`: each is its n best
-    (score, text), best first; `texts`: format html's texts (None: format text, a translation
-    each); `alternatives`: how many were asked for; `detected`: source auto's languages;
-    `one`: q was a string, not a list."""
+    (score, text), best first; `texts`: the request's; `html`: format html (a translation each
+    of the texts' text nodes; else one each, formatted as LibreTranslate formats it);
+    `alternatives`: how many were asked for; `detected`: source auto's languages; `one`: q was
+    a string, not a list."""
     others = [[] for _ in translations]
     if ranked:
         others = [[text for _, text in best[1:]] for best in translations]
         translations = [best[0][1] for best in translations]
-    if texts is not None:  # html: its alternatives are not given
+    if html:  # its alternatives are not given
         pieces = iter(translations)
         translations = [markup.put_back(text, pieces) for text in texts]
         others = [[] for _ in texts]
+    else:
+        translations = [formatted(s, t) for s, t in zip(texts, translations, strict=True)]
+        others = [
+            [t for t in dict.fromkeys(formatted(s, t) for t in alts) if t not in (main, "")]
+            for s, alts, main in zip(texts, others, translations, strict=True)
+        ]
     shaped = {"translatedText": translations}
     if alternatives:
         shaped["alternatives"] = others
     if detected is not None:
         shaped["detectedLanguage"] = detected
     return {key: value[0] for key, value in shaped.items()} if one else shaped
+
+
+PUNCTUATION = "!?.,;。"  # the marks a translation's end is made to match
+
+
+def formatted(source: str, translation: str) -> str:
+    """A translation as LibreTranslate's API gives it (libretranslate/language.py): ending in
+    the source's final punctuation mark, or in none if the source ends in none; a one-word
+    source's translation that is one word many times, that word; in the source's case: all
+    lower or all upper, else its first letter's. An empty source: ""; no translation: the
+    source."""
+    source = source.strip()
+    if not source or not translation:
+        return source
+    end = source[-1] if source[-1] in PUNCTUATION else ""
+    if translation[-1] in PUNCTUATION and translation[-1] != end:
+        translation = translation[:-1]
+    if end and not translation.endswith(end):
+        translation += end
+    words = translation.split()
+    if len(source) < 20 and " " not in source and len(words) > 1:
+        counts = [words.count(word) for word in set(words)]
+        if max(counts) >= 2 * len(counts):  # the "salad" of some models
+            translation = words[0]
+    if not translation:
+        return source
+    if source.islower() or source.isupper():
+        return translation.lower() if source.islower() else translation.upper()
+    if source[0].islower() or source[0].isupper():
+        first = translation[0].lower() if source[0].islower() else translation[0].upper()
+        return first + translation[1:]
+    return translation
 
 
 def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:

@@ -19,6 +19,7 @@ from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict,
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service import access, markup
+from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
 
 from helpers import ENV, command
@@ -362,3 +363,23 @@ def test_a_language_code_must_be_one():
         config_from_dict(raw)
     with pytest.raises(ConfigError, match=r"'serve.source_language.' needs the keys \['name'\]"):
         config_from_dict({"serve": {"source_language": {"code": "fr"}}})
+
+
+@pytest.mark.parametrize(
+    "source, translation, expected",
+    [
+        ("Ein Hund.", "a dog", "A dog."),  # the source's final mark, its first letter's case
+        ("Ein Hund", "A dog.", "A dog"),  # no mark: none
+        ("Wer?", "Who.", "Who?"),  # another mark: the source's
+        ("ein hund", "A Dog", "a dog"),  # all lower
+        ("EIN HUND", "a dog", "A DOG"),  # all upper
+        ("Hund", "dog dog dog dog", "Dog"),  # one word many times, from one word: that word
+        ("3 Hunde", "3 dogs", "3 dogs"),  # a first character without case: as it is
+        ("Hallo", "", "Hallo"),  # no translation: the source
+        ("  ", "x", ""),
+    ],
+)
+def test_text_translations_are_formatted_as_libretranslate_formats_them(
+    source, translation, expected
+):
+    assert formatted(source, translation) == expected

@@ -17,6 +17,7 @@ from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.argos import export_argos
+from seq2seq.service.libretranslate import formatted
 from seq2seq.service.models import Models
 from seq2seq.support.errors import UserError
 
@@ -168,7 +169,11 @@ def test_source_auto_detects_each_texts_language_among_the_services(en_de_fr):
     assert [c["language"] for c in client.detect("Two men play football")] == ["en", "de"]
     body = {"q": [SENTENCES[0], german], "source": "auto", "target": "fr"}
     status, answer, _ = call(url, "POST", "/translate", body)
-    expected = by_hand(second, by_hand(first, SENTENCES[:1])) + by_hand(second, [german])
+    raw = by_hand(second, by_hand(first, SENTENCES[:1])) + by_hand(second, [german])
+    expected = [
+        formatted(text, translation) for text, translation in zip(body["q"], raw, strict=True)
+    ]
+    assert expected[1].endswith("."), "LibreTranslate's formatting: the source's final mark"
     assert status == 200 and answer["translatedText"] == expected
     assert [d["language"] for d in answer["detectedLanguage"]] == ["en", "de"]
 

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.service.libretranslate import formatted
 
 from helpers import call, running
 
@@ -61,9 +62,9 @@ def test_our_api_gives_a_texts_nbest_as_its_sentences_nth_joined(numbers):
         [sum(sentence[n]["score"] for sentence in alone) for n in range(2)]
     )
     request = {"q": TEXT, "source": "en", "target": "digits", "alternatives": 1}
-    assert translate(numbers, request) == {
-        "translatedText": best[0]["translation"],
-        "alternatives": [best[1]["translation"]],
+    assert translate(numbers, request) == {  # formatted as LibreTranslate formats them
+        "translatedText": formatted(TEXT, best[0]["translation"]),
+        "alternatives": [formatted(TEXT, best[1]["translation"])],
     }
 
 
@@ -71,10 +72,11 @@ def test_our_api_gives_a_texts_nbest_as_its_sentences_nth_joined(numbers):
 def test_libretranslates_api_splits_q_as_a_string_a_list_or_html(numbers):
     a, b, c = translate(numbers, {"text": SENTENCES})["translations"]
     request = {"q": TEXT, "source": "en", "target": "digits"}
-    assert translate(numbers, request) == {"translatedText": joined(a, b, c)}
+    text = formatted(TEXT, joined(a, b, c))  # as LibreTranslate formats it: html is not
+    assert translate(numbers, request) == {"translatedText": text}
     form = urlencode(request).encode()
     status, answer, _ = call(numbers, "POST", "/translate", form, FORM)
-    assert (status, answer) == (200, {"translatedText": joined(a, b, c)})
+    assert (status, answer) == (200, {"translatedText": text})
     request |= {"q": f"<p>{TEXT}</p><br>", "format": "html"}
     assert translate(numbers, request) == {"translatedText": f"<p>{joined(a, b, c)}</p><br>"}
 
@@ -82,7 +84,9 @@ def test_libretranslates_api_splits_q_as_a_string_a_list_or_html(numbers):
         "translations"
     ]
     request = {"q": [TEXT, "one is one.\ntwo is two."], "source": "en", "target": "digits"}
-    assert translate(numbers, request) == {"translatedText": [joined(a, b, c), f"{d}\n{e}"]}
+    texts = [joined(a, b, c), f"{d}\n{e}"]
+    texts = [formatted(q, text) for q, text in zip(request["q"], texts, strict=True)]
+    assert translate(numbers, request) == {"translatedText": texts}
 
 
 def test_the_sentences_of_a_request_count_against_max_sentences(numbers):
@@ -102,4 +106,4 @@ def test_split_sentences_false_translates_each_text_whole(trained_numbers_checkp
     with running(model, split_sentences=False, **LIMITS) as server:
         assert translate(server.url, {"text": [TEXT]})["translations"] == whole
         request = {"q": TEXT, "source": "en", "target": "digits"}
-        assert translate(server.url, request) == {"translatedText": whole[0]}
+        assert translate(server.url, request) == {"translatedText": formatted(TEXT, whole[0])}
