@@ -7,23 +7,25 @@ apps with a "LibreTranslate URL" setting) can use the model.
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...]}
     POST /detect     {"q": "..."} (JSON or a form) -> [{"confidence": 0..100, "language"}]
-    GET  /languages  -> [{"code", "name", "targets": [...]}]: the model's two languages
+    GET  /languages  -> [{"code", "name", "targets": [...]}]: every language of the models
+                     (service/models.py), with the targets it reaches
 
 A request's way (app.py asks `fields` whether a /translate request is LibreTranslate's):
 
     fields: a form, or a JSON object with "q" -> LibreTranslate's; else None, and ours.py
       answers it (from the same Body: api.py, read once)
-    its fields checked (400 naming the mistake; the pair the model does not translate: a 400
-      that names the one it does), its key (access.py, 403)
-    -> a Job of its texts (format html: its text nodes; the markup is kept: markup.py), each
-       split into its sentences (Backend.split, as ours: translated in one batch, joined in
-       the text's spacing) -> Backend.run_job (backend.py), as for ours
-    <- the job's Translated -> libretranslate_answer: LibreTranslate's shape
+    its fields checked (400 naming the mistake), its key (access.py, 403); source "auto":
+      each text's language detected (candidates)
+    -> its texts (format html: their text nodes; the markup is kept: markup.py), by source
+       language, each group through its pair's route (models.py; a pair the service lacks:
+       a 400 naming those it has) -> Backend.translate (backend.py), as for ours
+    <- the Translated -> libretranslate_answer: LibreTranslate's shape, each text translation
+       formatted as LibreTranslate formats it (formatted)
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
-The languages are the config's serve.source_language and target_language, or the corpus's
-(seq2seq/config.py). A one-pair model "detects" its source language, with as confidence the
-share of the text's words its source vocabulary knows (0 to 100, as LibreTranslate's).
+The languages are each model's (service/models.py). Detection: with one source language, that
+one, with as confidence the share of the text's words its vocabulary knows (0 to 100, as
+LibreTranslate's); with several, seq2seq/text/language_id.py's.
 """
 
 import json

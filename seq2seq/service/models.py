@@ -61,19 +61,19 @@ class Models:
 
     def __init__(self, models: list[Model], settings: ServeConfig):
         self.all, self.settings = models, settings
-        self.by_pair: dict[tuple[str, str], Model] = {}
-        for model in models:
-            key = (model.source.code, model.target.code)
-            if key in self.by_pair:
-                raise UserError(f"two models translate {model.pair}: serve one of them")
-            self.by_pair[key] = model
+        self.by_pair = {(model.source.code, model.target.code): model for model in models}
 
     @classmethod
     def load(cls, loaders: list[Loader], settings: ServeConfig) -> "Models":
-        """Each model with its batcher; loaded now, or (serve.lazy) the first alone."""
-        several, models = len(loaders) > 1, []
-        for number, loader in enumerate(loaders):
-            source, target = loader.languages(None if several else settings)
+        """Each model with its batcher; loaded now, or (serve.lazy) the first alone. Two
+        models of one pair: a UserError, before any is loaded."""
+        several = len(loaders) > 1
+        pairs = [loader.languages(None if several else settings) for loader in loaders]
+        named = [f"{source.code}-{target.code}" for source, target in pairs]
+        if twice := sorted({pair for pair in named if named.count(pair) > 1}):
+            raise UserError(f"two models translate {', '.join(twice)}: serve one of each")
+        models = []
+        for number, (loader, (source, target)) in enumerate(zip(loaders, pairs, strict=True)):
             engine = loader.load() if number == 0 or not settings.lazy else None
             batcher = Batcher(engine, settings, loader.load, lambda b: served.fit(keep=b))
             models.append(Model(source, target, loader.name, loader.weights_bytes, batcher))

@@ -98,7 +98,7 @@ def description(settings: ServeConfig, languages: Languages, keys: bool) -> dict
                 extra={"501": "the engine is not torch"},
             ),
             "/detect": post(
-                "LibreTranslate's: the text's language (a one-pair model: its source language)",
+                "LibreTranslate's: the text's language, among the service's source languages",
                 {media_type: {"schema": detect_request(settings)} for media_type in (JSON, FORM)},
                 DETECTIONS,
                 header_or_field,

@@ -86,7 +86,7 @@ def test_a_pair_the_service_cannot_reach_is_a_400_naming_what_it_has(en_de_fr):
 
 def test_two_models_of_one_pair_are_refused(trained_numbers_checkpoint):
     engine = labelled(trained_numbers_checkpoint[0], EN, DE)
-    with pytest.raises(UserError, match="two models translate en-de"):
+    with pytest.raises(UserError, match="two models translate en-de: serve one of each"):
         Models.load([Loader.of(engine)] * 2, engine.config.serve)
 
 
