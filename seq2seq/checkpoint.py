@@ -137,6 +137,8 @@ def read_state(
 
 def read_config(path: Path) -> Config:
     """A checkpoint's config alone, its weights left on disk (mapped, not read)."""
+    if not path.exists():
+        raise UserError(f"no trained model at {path}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
         return config_from_dict(state["config"], source=str(path))

@@ -8,9 +8,11 @@ import subprocess
 
 import pytest
 
+from seq2seq.config import Config
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
-from seq2seq.decoding.engine_choice import Cached, cache_folder, load_engine
+from seq2seq.decoding.engine_choice import Cached, cache_folder, load_engine, load_models
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_SOURCE
 
 from helpers import ENV, HANG, command
@@ -92,3 +94,16 @@ def test_translate_by_default_writes_the_cache_and_prints_our_translation(checkp
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", "")
     assert (cache_folder(checkpoint) / "model.bin").exists()
+
+
+def test_a_model_to_serve_is_known_by_its_kind_or_refused_in_one_line(tmp_path, seed_run):
+    """serve --model: a checkpoint is known by its config alone (its pair, its size), loaded
+    later; a path of no known kind, or a missing checkpoint, is one line."""
+    (loader,) = load_models([str(seed_run / "best.pt")], Config(), "torch", "cpu", "default")
+    assert [language.code for language in loader.languages(None)] == ["en", "digits"]
+    assert loader.weights_bytes == (seed_run / "best.pt").stat().st_size
+    assert loader.load().config.experiment == "seed"
+    with pytest.raises(UserError, match=r"--model .*: not a config \(.yaml\), a checkpoint"):
+        load_models([str(tmp_path)], Config(), "auto", "cpu", "default")
+    with pytest.raises(UserError, match="no trained model at .*missing.pt"):
+        load_models([str(tmp_path / "missing.pt")], Config(), "auto", "cpu", "default")
