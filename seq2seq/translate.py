@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
     set_decoding(engine.config.decode, args)
-    language = None if args.no_split else languages_of(engine, engine.config.serve)[0].code
+    language = None if args.no_split else languages_of(engine)[0].code
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
     if args.sentences:
         print("\n".join(translated(args.sentences)))

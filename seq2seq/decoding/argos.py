@@ -70,11 +70,12 @@ def package_metadata(path: Path) -> dict:
 
 def metadata_in_zip(path: Path) -> bytes:
     with zipfile.ZipFile(path) as archive:
-        names = [name for name in archive.namelist() if name.count("/") == 1]
-        (name,) = [name for name in names if name.endswith("/metadata.json")] or [None]
-        if name is None:
-            raise ValueError("no folder with a metadata.json in it")
-        return archive.read(name)
+        names = [
+            n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")
+        ]
+        if len(names) != 1:
+            raise ValueError("not one folder with a metadata.json in it")
+        return archive.read(names[0])
 
 
 def package_languages(metadata: dict) -> tuple[Language, Language]:

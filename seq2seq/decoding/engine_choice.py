@@ -40,12 +40,17 @@ from seq2seq.config import (
     ServeConfig,
     config_from_dict,
     load_config,
-    translation_pair,
 )
 from seq2seq.decoding.argos import ArgosEngine, package_folders, package_languages, package_metadata
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
-from seq2seq.decoding.engines import Engine, TorchEngine, Translations
+from seq2seq.decoding.engines import (
+    Engine,
+    TorchEngine,
+    Translations,
+    languages_of,
+    model_languages,
+)
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn
@@ -171,13 +176,8 @@ class Loader:
     @classmethod
     def of(cls, engine: Engine) -> "Loader":
         """An engine loaded already."""
-        pair = partial(own_languages, engine.config, getattr(engine, "languages", None))
+        pair = partial(languages_of, engine)
         return cls(engine.facts()["engine"], pair, 0, lambda: engine)
-
-
-def own_languages(config: Config, fixed, settings: ServeConfig | None):
-    """An Argos package's `fixed` pair, else the config's with `settings` (None: its own)."""
-    return fixed or translation_pair(config, settings or config.serve)
 
 
 def load_models(
@@ -212,19 +212,19 @@ def load_models(
 
 
 def checkpoint_loader(path: Path, load: Callable[[], Engine]) -> Loader:
-    pair = partial(own_languages, read_config(path), None)
+    pair = partial(model_languages, read_config(path), None)
     return Loader(str(path), pair, path.stat().st_size, load)
 
 
 def export_loader(folder: Path, load: Callable[[], Engine]) -> Loader:
     saved = folder / EXPORT_CONFIG
     config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
-    pair = partial(own_languages, config, None)
+    pair = partial(model_languages, config, None)
     return Loader(str(folder), pair, (folder / "model.bin").stat().st_size, load)
 
 
 def argos_loader(path: Path, device: str, compute_type: str) -> Loader:
-    pair = partial(own_languages, None, package_languages(package_metadata(path)))
+    pair = partial(model_languages, None, package_languages(package_metadata(path)))
     size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
     return Loader(str(path), pair, size, partial(ArgosEngine.load, path, device, compute_type))
 

@@ -131,11 +131,17 @@ class Engine(Protocol):
     def attention(self, sentence: str) -> Attention: ...
 
 
-def languages_of(engine: Engine, settings: ServeConfig) -> tuple[Language, Language]:
-    """What `engine` translates from and to: an Argos package's metadata (argos.py), else the
-    languages of its config with these serve settings (config.translation_pair)."""
-    languages = getattr(engine, "languages", None)
-    return languages if languages is not None else translation_pair(engine.config, settings)
+def model_languages(
+    config: Config | None, fixed: tuple | None, settings: ServeConfig | None = None
+) -> tuple[Language, Language]:
+    """What a model translates from and to: an Argos package's `fixed` pair (its metadata),
+    else its config's with these serve settings (None: the config's own; translation_pair)."""
+    return fixed or translation_pair(config, settings or config.serve)
+
+
+def languages_of(engine: Engine, settings: ServeConfig | None = None) -> tuple[Language, Language]:
+    """model_languages of a loaded engine (an Argos engine has `languages`)."""
+    return model_languages(engine.config, getattr(engine, "languages", None), settings)
 
 
 class Translated(NamedTuple):
