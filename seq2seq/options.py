@@ -215,7 +215,7 @@ class DecodeConfig:
     cache: bool = True  # keep keys/values between steps (false: rerun the whole prefix)
     # 1: greedy decoding | more: beam search with this many beams
     beam_size: Annotated[int, "at least 1"] = 1
-    # beam search: scores are divided by ((5 + length) / 6) ** this
+    # beam search: scores are divided by length ** this (length: pieces and EOS)
     length_penalty: Annotated[float, ">= 0"] = 1.0
     # an output stops after max_len_a * its source length + max_len_b pieces
     max_len_a: Annotated[float, ">= 0"] = 2.0

@@ -86,7 +86,7 @@ def nbest_of_sources(model: Transformer, sources: list[list[int]], decoding: Dec
     def search(src: torch.Tensor) -> list:
         limits = max_lengths(model, src, decoding)
         beams, alpha = decoding.beam_size, decoding.length_penalty
-        return beam_search(model, src, limits, beams, alpha, decoding.no_repeat_ngram)
+        return beam_search(model, src, limits, beams, alpha, decoding.no_repeat_ngram, beams)
 
     with evaluating(model, decoding.precision):
         return in_length_order(model, sources, decoding.batch_size, search, [(0.0, [])])

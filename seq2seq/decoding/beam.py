@@ -1,18 +1,19 @@
 """Beam search: keep the K most probable partial translations at each step, not just one.
 
-For each sentence, K beams (partial outputs) are extended by every vocabulary token; of the
-K x V candidates, the K best by total log-probability live on. A candidate ending in EOS, or
-reaching the sentence's length limit, becomes a finished hypothesis instead, scored by its
-log-probability divided by the length penalty of Wu et al. (2016),
+The search is CTranslate2's (so Argos Translate's and LibreTranslate's too), step for step, so
+that both engines give the same outputs. For each sentence, K beams (partial outputs) are
+extended by every vocabulary token, and of the K x V candidates the 2K best are taken. Those of
+the K best that end (in EOS, or at the sentence's length limit) are registered as finished
+hypotheses; the K best that do not end live on. A finished hypothesis is scored by
 
-    lp(n) = ((5 + n) / 6) ** length_penalty        n = output pieces, EOS included,
+    normalised(log_prob, n, alpha) = log_prob / n ** alpha      n = its pieces, EOS included
 
-so that longer outputs are not unfairly penalised (length_penalty 0: plain log-probability).
-As in most toolkits, only candidates among the K best of a step can end: so beam size 1 is
-greedy decoding. A sentence is done when it has K finished hypotheses that no live beam can
-beat any more, or at its length limit. With `decode.no_repeat_ngram` n > 0, the tokens that
-would repeat one of a beam's n-grams get a logit of -inf before the softmax, as CTranslate2
-does it (repeats.py).
+(decode.length_penalty is alpha; 0: the plain log-probability). Only candidates among the K
+best of a step can end: so beam size 1 is greedy decoding. A sentence is done at its length
+limit, or once it has registered K hypotheses (at alpha 0: once a step's best candidate has
+ended and it has registered as many hypotheses as asked for); its best are those asked for.
+With `decode.no_repeat_ngram` n > 0, the tokens that would repeat one of a beam's n-grams get a
+logit of -inf before the softmax, as CTranslate2 does it (repeats.py).
 
 Batching: the B sentences of a batch and their K beams run as B*K rows through the decoder,
 with the key/value cache of seq2seq/model/cache.py. After each step the cache rows are reordered
@@ -22,10 +23,11 @@ Every step is a fixed set of tensor operations on all B sentences at once, so th
 the host never waits for the device except once per step, to ask whether every sentence is
 done. Per sentence, the tensors are:
 
-    scores    (B, K)     total log-probability of each live beam (-inf: no beam)
-    history   (B, K, L)  the output pieces of each live beam, PAD after its length
-    finished  (B, K)     scores of the K best finished hypotheses (-inf: none yet),
-    outputs   (B, K, L)  and their pieces
+    scores      (B, K)     total log-probability of each live beam (-inf: no beam)
+    history     (B, K, L)  the output pieces of each live beam, PAD after its length
+    finished    (B, K)     normalised scores of the K best finished hypotheses (-inf: none yet),
+    outputs     (B, K, L)  and their pieces
+    registered  (B,)       how many hypotheses have finished, all told
 """
 
 import torch
@@ -39,9 +41,10 @@ Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, outp
 NONE = float("-inf")  # the score of no beam, or of no hypothesis
 
 
-def length_penalty(pieces, alpha: float):
-    """Of a number of pieces, or of a tensor of them."""
-    return ((5 + pieces) / 6) ** alpha
+def normalised(log_prob, pieces, alpha: float):
+    """A finished hypothesis's score: its log-probability divided by pieces ** alpha, pieces
+    counting its EOS (CTranslate2's length penalty). Of numbers, or of tensors."""
+    return log_prob / pieces**alpha
 
 
 def beams_for(beam_size: int, nbest: int | None) -> int:
@@ -64,11 +67,12 @@ def beam_search(
     beam_size: int,
     alpha: float,
     no_repeat: int = 0,
+    wanted: int = 1,
 ) -> list[list[Hypothesis]]:
-    """src: (B, S), limits: (B,) -> for each sentence, up to beam_size hypotheses, best first;
-    with no_repeat > 0, none repeats an n-gram of that many pieces (repeats.py).
-    One function, over 50 lines, on purpose: the search reads top to bottom as the algorithm,
-    each tensor's shape beside it."""
+    """src: (B, S), limits: (B,) -> for each sentence, its `wanted` (<= beam_size) best
+    hypotheses, best first; with no_repeat > 0, none repeats an n-gram of that many pieces
+    (repeats.py). One function, over 50 lines, on purpose: the search reads top to bottom as
+    the algorithm, each tensor's shape beside it."""
     batch, k, device = src.size(0), beam_size, src.device
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     memory, src_mask = memory.repeat_interleave(k, 0), src_mask.repeat_interleave(k, 0)
@@ -77,7 +81,6 @@ def beam_search(
     dtype = torch.promote_types(memory.dtype, torch.float32)  # scores in fp32 at least
     rank = torch.arange(2 * k, device=device)  # (2K,) of each step's 2K best candidates
     first_row = torch.arange(batch, device=device)[:, None] * k  # (B, 1) of each sentence
-    limit_penalty = length_penalty(limits, alpha)  # (B,) the largest a sentence can get
 
     # At first only beam 0 of each sentence is real.
     scores = torch.full((batch, k), NONE, dtype=dtype, device=device)
@@ -86,6 +89,8 @@ def beam_search(
     history = torch.full((batch, k, longest), PAD, dtype=torch.long, device=device)
     finished = torch.full((batch, k), NONE, dtype=dtype, device=device)
     outputs = history.clone()
+    registered = torch.zeros(batch, dtype=torch.long, device=device)
+    best_ended = torch.zeros(batch, dtype=torch.bool, device=device)  # a step's best candidate
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     token = torch.full((batch * k, 1), BOS, dtype=torch.long, device=device)  # (B*K, 1)
 
@@ -96,22 +101,22 @@ def beam_search(
             logits = logits.masked_fill(repeated_ngrams(outputs_so_far, no_repeat, vocab), NONE)
         log_probs = torch.log_softmax(logits + forbidden, dim=-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
-        # 2K candidates: enough to find K that do not end the hypothesis
+        # 2K candidates: at most K end (one EOS a beam), so at least K live on
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (B, 2K), best first
         parent, tok = top_ids // vocab, top_ids % vocab  # (B, 2K) each
         last_step = step + 1 >= limits  # (B,)
         ends = (tok == EOS) | last_step[:, None]
         real = top_scores > NONE
 
-        # Candidates among the K best that end become finished hypotheses: the K best of the
-        # old and the new ones are kept. The output leaves out EOS.
+        # Candidates among the K best that end are registered: the K best finished so far
+        # are kept. The output leaves out EOS; its length counts it.
         ending = (ends & real & ~done[:, None])[:, :k]  # (B, K)
+        registered += ending.sum(dim=1)
+        best_ended |= ending[:, 0]
         ended = take(history, parent[:, :k])  # (B, K, L)
         ended[:, :, step] = tok[:, :k].masked_fill(tok[:, :k] == EOS, PAD)
-        normalised = (top_scores[:, :k] / length_penalty(step + 1, alpha)).masked_fill(
-            ~ending, NONE
-        )
-        finished, best = torch.cat([finished, normalised], 1).topk(k, dim=1)  # (B, K)
+        new = normalised(top_scores[:, :k], step + 1, alpha).masked_fill(~ending, NONE)
+        finished, best = torch.cat([finished, new], 1).topk(k, dim=1)  # (B, K)
         outputs = take(torch.cat([outputs, ended], 1), best)
 
         # The K best candidates that do not end live on (NONE: fewer than K did).
@@ -120,12 +125,10 @@ def beam_search(
         scores = top_scores.gather(1, order).masked_fill(~going_on.gather(1, order), NONE)
         parent, tok = parent.gather(1, order), tok.gather(1, order)
 
-        # A sentence is done at its limit, without live beams, or when its K finished
-        # hypotheses cannot be beaten any more: log-probabilities only fall as a beam grows,
-        # and the length penalty is at most lp(limit).
-        best_possible = scores[:, 0] / limit_penalty
-        beaten = (finished[:, -1] > NONE) & (finished[:, -1] >= best_possible)
-        done |= last_step | (scores[:, 0] == NONE) | beaten
+        # A sentence is done at its limit, without live beams, or when it has registered K
+        # hypotheses (alpha 0: when its best candidate has ended and it has those wanted).
+        enough = (best_ended & (registered >= wanted)) if alpha == 0 else registered >= k
+        done |= last_step | (scores[:, 0] == NONE) | enough
         if bool(done.all()):  # the one wait for the device in a step
             break
         scores = scores.masked_fill(done[:, None], NONE)  # nothing there can win
@@ -136,8 +139,10 @@ def beam_search(
 
     return [
         [(score, strip_padding(ids)) for score, ids in zip(*sentence, strict=True) if score > NONE]
-        for sentence in zip(finished.tolist(), outputs.tolist(), strict=True)
-    ]  # (NONE: fewer than K hypotheses finished)
+        for sentence in zip(
+            finished[:, :wanted].tolist(), outputs[:, :wanted].tolist(), strict=True
+        )
+    ]  # (NONE: fewer hypotheses finished)
 
 
 def strip_padding(ids: list[int]) -> list[int]:

@@ -6,10 +6,8 @@ engine (engines.py).
       -> translate(sentences, decoding): each sentence encoded once (engines.encoded), the
          non-empty ones searched in one call (greedy, or beam search), detokenized
 
-CTranslate2 takes one length limit per call, and its beam search normalises scores by
-length ** length_penalty (ours: ((5 + length) / 6) ** length_penalty), so its beam outputs
-may differ from ours; its greedy outputs are ours (tested), and seq2seq/decoding/engine_choice.py
-sends it only greedy decoding by default.
+Its search is ours (seq2seq/decoding/beam.py takes CTranslate2's), so its greedy and beam
+outputs are ours (tested), up to the floating-point rounding of two implementations.
 """
 
 import json
@@ -121,36 +119,48 @@ class CTranslate2Engine:
     def search(
         self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
     ) -> list[Found | None]:
-        """CTranslate2's results for the non-empty sources (None for the empty ones).
+        """CTranslate2's results for the non-empty sources (None for the empty ones), each
+        searched up to its own length limit (greedy.py's max_lengths), as ours are.
 
-        CTranslate2 takes one length limit per call: the longest of the sentences' own
-        (greedy.py's max_lengths). A greedy output is the same tokens whatever the limit, up to
-        it, so each is cut to its own limit: what greedy.py outputs, beside any other
-        sentences."""
+        CTranslate2 takes one length limit per call. A greedy output is the same tokens
+        whatever the limit, up to it: one call at the longest limit, each output cut to its
+        own. A beam search's outputs depend on its limit: one call per limit."""
         tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
         longest = self.config.model.max_positions - 1
         limits = [
             max(1, min(int(len(t) * decoding.max_len_a + decoding.max_len_b), longest))
             for t in tokens
         ]
-        results = self.translator.translate_batch(
+        if decoding.beam_size == 1:
+            results = self.translate_batch(tokens, decoding, nbest, max(limits, default=1))
+            found = [
+                Found([h[:limit] for h in r.hypotheses], r.scores)
+                for r, limit in zip(results, limits, strict=True)
+            ]
+        else:
+            found = [None] * len(tokens)
+            for limit in sorted(set(limits)):
+                group = [i for i, own in enumerate(limits) if own == limit]
+                results = self.translate_batch([tokens[i] for i in group], decoding, nbest, limit)
+                for i, r in zip(group, results, strict=True):
+                    found[i] = Found(r.hypotheses, r.scores)
+        each = iter(found)
+        return [next(each) if ids else None for ids in sources]
+
+    def translate_batch(self, tokens: list[list[str]], decoding: DecodeConfig, nbest: int, limit):
+        """CTranslate2's search of `tokens`, each up to `limit` output pieces, as beam.py's."""
+        return self.translator.translate_batch(
             tokens,
             max_batch_size=decoding.batch_size,
             beam_size=decoding.beam_size,
             num_hypotheses=nbest,
             length_penalty=decoding.length_penalty,
             no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
-            max_decoding_length=max(limits, default=1),
+            max_decoding_length=limit,
             min_decoding_length=0,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
             return_scores=nbest > 1,
         )
-        greedy = decoding.beam_size == 1
-        found = iter(
-            Found([h[:limit] if greedy else h for h in r.hypotheses], r.scores)
-            for r, limit in zip(results, limits, strict=True)
-        )
-        return [next(found) if ids else None for ids in sources]
 
     def detokenize(self, hypothesis: list[str]) -> str:
         ids = [self.tgt_vocab.sp.piece_to_id(piece) for piece in hypothesis]

@@ -15,11 +15,11 @@
                             serve takes several (load_models: configs, checkpoints, exports,
                             packages, folders of installed packages)
 
-The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py): a greedy
-translation is the same tokens in both (tested), several times sooner at batch 1 on a CPU
-(benchmarks/results/bench.md, serve_latency.md). So Cached sends greedy decoding to CTranslate2,
-and beam search (whose scores CTranslate2 normalises by length otherwise) and the attention
-pictures to the torch engine: every output stays what `--engine torch` gives.
+The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
+search is CTranslate2's: a translation, greedy or beam search, is the same tokens in both
+(tested), several times sooner on a CPU (benchmarks/results/bench.md, serve_latency.md). So
+Cached sends translations to CTranslate2 and the attention pictures, which CTranslate2 does not
+give, to the torch engine: every output stays what `--engine torch` gives.
 
 The cache is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
 a new best.pt (training went on, another run) gets a new export, made in a folder beside it
@@ -62,8 +62,8 @@ ENGINES = ("auto", "torch", "ctranslate2")
 
 @dataclass
 class Cached:
-    """A checkpoint's greedy translations decoded by CTranslate2 from its cached export; beam
-    search and attention by our own code."""
+    """A checkpoint's translations decoded by CTranslate2 from its cached export; its
+    attention pictures by our own code."""
 
     torch: TorchEngine
     fast: CTranslate2Engine
@@ -87,14 +87,13 @@ class Cached:
         return self.torch.longest_source
 
     def facts(self) -> dict:
-        return {**self.torch.facts(), "engine": "ctranslate2 (greedy), torch (beam search)"}
+        return {**self.torch.facts(), "engine": "ctranslate2 (translations), torch (attention)"}
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        engine = self.fast if decoding.beam_size == 1 else self.torch
-        return engine.translate(sentences, decoding)
+        return self.fast.translate(sentences, decoding)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        return self.torch.translate_nbest(sentences, decoding)
+        return self.fast.translate_nbest(sentences, decoding)
 
     def attention(self, sentence: str) -> Attention:
         return self.torch.attention(sentence)
@@ -247,7 +246,7 @@ def add_engine_arguments(parser, several: bool = False) -> None:
     parser.add_argument(
         "--engine", choices=ENGINES, default="auto",
         help="who decodes (auto: CTranslate2 where installed, from an export cached beside "
-        "the checkpoint; our torch code for beam search and attention)",
+        "the checkpoint; our torch code for attention pictures)",
     )  # fmt: skip
     if several:
         parser.add_argument(

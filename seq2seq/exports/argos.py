@@ -30,10 +30,11 @@ so the package must hold what our own code adds around the model:
   past its table it fails. The sinusoidal table is extended to cover both: its first rows are
   the trained model's, so translations that fitted before are unchanged.
 
-Argos's beam search scores hypotheses as CTranslate2 does (log-probability / length ** 0.2),
-not as ours (Wu et al.'s length penalty): to reproduce its output, translate with our
-CTranslate2 engine at beam size 4 and length_penalty 0.2 (tests/exports/test_argos.py does);
-it forbids an empty output (CTranslate2's default min_decoding_length, 1), where we do not.
+Argos decodes with CTranslate2's beam search, which is ours (seq2seq/decoding/beam.py), at
+beam size 4 and length_penalty 0.2 (log-probability / length ** 0.2), up to 256 pieces; it
+forbids an empty output (CTranslate2's default min_decoding_length, 1), where we do not. So
+translate with decode.beam_size 4 and length_penalty 0.2 for its outputs: they differ only
+where an output is empty or reaches our length limit (tests/exports/test_argos.py).
 Argos Translate decodes with the device and compute type of its own settings
 (ARGOS_DEVICE_TYPE, ARGOS_COMPUTE_TYPE; LibreTranslate's fork does not pass on its default,
 "auto", so the weights are used as exported: float32 unless --quantization int8).

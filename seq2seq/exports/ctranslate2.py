@@ -28,10 +28,9 @@ and ours: src.model and tgt.model (the sentencepiece models, which turn text int
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
 size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
 
-Decoding differences: CTranslate2 takes one length limit per call (the largest of the
-sentences' `max_len_a * source length + max_len_b`), and its beam search normalises scores
-by length ** length_penalty (ours: Wu et al.'s ((5 + length) / 6) ** length_penalty). Greedy
-outputs that end with EOS before the limit are the same tokens as ours (tested).
+Its search is ours (seq2seq/decoding/beam.py is CTranslate2's beam search), so greedy and beam
+outputs are the same tokens as ours (tested); CTranslate2 takes one length limit per call,
+which seq2seq/decoding/ctranslate2.py makes each sentence's own.
 """
 
 import json

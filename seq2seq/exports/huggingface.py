@@ -200,8 +200,9 @@ def pegasus_config(checkpoint: Checkpoint, vocab_size: int):
 def generation_config(checkpoint: Checkpoint):
     """What `generate` does by default: our decoder's start, end and padding
     ids, the longest output the positions allow (max_length counts the start token), the
-    config's beam size and length penalty exponent (transformers divides by length ** it,
-    we by Wu et al.'s ((5 + length) / 6) ** it), and its no_repeat_ngram, the same rule."""
+    config's beam size and length penalty exponent (transformers divides by length ** it too,
+    but counts no EOS in the length and stops its beams otherwise), and its no_repeat_ngram,
+    the same rule."""
     transformers, decoding = import_transformers(), checkpoint.config.decode
     return transformers.GenerationConfig(
         decoder_start_token_id=BOS,
@@ -333,8 +334,9 @@ def model_card(checkpoint: Checkpoint, out_dir: Path, checkpoint_path: Path | No
           stops each sentence at {decoding.max_len_a} x its source length + {decoding.max_len_b}
           pieces. Outputs that end before either limit are the same.
         - Beam search (`num_beams` {decoding.beam_size} in generation_config.json):
-          transformers divides a hypothesis's log-probability by length ** length_penalty,
-          seq2seq by ((5 + length) / 6) ** length_penalty: beam outputs may differ.
+          transformers divides a hypothesis's log-probability by length ** length_penalty
+          with its EOS left out of the length, seq2seq (as CTranslate2) with it counted, and
+          their beams stop on other rules: beam outputs may differ.
         - The logits of PAD, BOS and the ids a vocabulary was padded with are -inf, so that
           they are never output; a label-smoothed fine-tuning loss needs them finite
           (`model.final_logits_bias.clamp_(min=-1e4)`).

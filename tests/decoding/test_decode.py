@@ -127,7 +127,7 @@ def test_beam_search_on_a_trained_model(trained_numbers_model):
         limits = max_lengths(model, src, cfg)
         greedy = beam_search(model, src, limits, beam_size=1, alpha=0.0)
         assert [h[0][1] for h in greedy] == greedy_decode_cached(model, src, limits)
-        beams = beam_search(model, src, limits, beam_size=4, alpha=0.0)
+        beams = beam_search(model, src, limits, beam_size=4, alpha=0.0, wanted=4)
         for four, row, limit in zip(beams, src, limits.tolist(), strict=True):
             scores = [h[0] for h in four]
             assert len(four) == 4 and scores == sorted(scores, reverse=True)
@@ -183,7 +183,7 @@ def test_beam_search_waits_for_the_device_once_per_step(monkeypatch, no_repeat):
         monkeypatch.setattr(model, "decode", lambda *a: steps.append(1) or decode(*a))
         monkeypatch.setattr(torch.Tensor, "tolist", lambda t: tolists.append(1) or tolist(t))
         with HostReads() as reads:
-            nbest = beam_search(model, src, torch.full((8,), limit), 4, 1.0, no_repeat)
+            nbest = beam_search(model, src, torch.full((8,), limit), 4, 1.0, no_repeat, wanted=4)
         monkeypatch.undo()
         assert all(len(hypotheses) == 4 for hypotheses in nbest)
         return len(steps), reads, len(tolists)

@@ -1,6 +1,6 @@
-"""--engine auto: CTranslate2 decodes greedy translations from an export cached beside the
-checkpoint, made once and again when the checkpoint changes; our code decodes beam search and
-attention; the outputs are those of --engine torch."""
+"""--engine auto: CTranslate2 decodes translations, greedy and beam search, from an export
+cached beside the checkpoint, made once and again when the checkpoint changes; our code draws
+the attention pictures; the outputs are those of --engine torch."""
 
 import dataclasses
 import shutil
@@ -42,7 +42,12 @@ def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
     beams = dataclasses.replace(greedy, beam_size=3)
     assert engine.translate(SENTENCES, greedy) == ours.translate(SENTENCES, greedy)
     assert engine.translate(SENTENCES, greedy).outputs[:2] == ["1 la 1", "7 la 7"]
-    assert engine.translate_nbest(SENTENCES, beams) == ours.translate_nbest(SENTENCES, beams)
+    assert engine.translate(SENTENCES, beams) == ours.translate(SENTENCES, beams)
+    theirs, mine = engine.translate_nbest(SENTENCES, beams), ours.translate_nbest(SENTENCES, beams)
+    assert theirs.warnings == mine.warnings
+    for fast, slow in zip(theirs.outputs, mine.outputs, strict=True):
+        assert [text for _, text in fast] == [text for _, text in slow]
+        assert [score for score, _ in fast] == pytest.approx([score for score, _ in slow], abs=1e-5)
     assert engine.attention("one is one").translation == "1 la 1"
 
 
@@ -75,15 +80,18 @@ def test_engine_ctranslate2_without_a_model_decodes_the_cached_export(checkpoint
     assert engine.translate(["two is two"], engine.config.decode).outputs == ["2 la 2"]
 
 
-def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(checkpoint):
-    """CTranslate2 takes one limit per call, the longest sentence's: each output is cut to its
-    own, as greedy.py does, whatever else is in the batch."""
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(checkpoint, beam_size):
+    """CTranslate2 takes one limit per call: greedy outputs are cut to their own limit, as
+    greedy.py does, and beam search runs once per limit, whatever else is in the batch."""
     ours = load_engine(checkpoint=checkpoint, choice="torch")
     fast = load_engine(checkpoint=checkpoint, choice="ctranslate2")
-    short = dataclasses.replace(ours.config.decode, beam_size=1, max_len_a=0.5, max_len_b=0)
-    batch = ["one is one", "one is one one is one one is one"]
+    short = dataclasses.replace(
+        ours.config.decode, beam_size=beam_size, max_len_a=0.5, max_len_b=0, no_repeat_ngram=0
+    )
+    batch = ["one is one", "one is one one is one one is one", "two is two"]
     expected = ours.translate(batch, short).outputs
-    assert expected[0] == "1 la"  # 4 pieces with EOS: a limit of 2
+    assert expected[0::2] == ["1 la", "2 la"]  # 4 pieces with EOS: a limit of 2
     assert fast.translate(batch, short).outputs == expected
 
 

@@ -86,10 +86,10 @@ def test_greedy_stops_the_loops_of_a_model_that_loops(n):
 def test_beam_search_keeps_no_hypothesis_that_repeats():
     model, src = looping_model(), source_tensor(SOURCES)
     limits = torch.full((len(SOURCES),), 30)
-    nbest = beam_search(model, src, limits, 4, 1.0, no_repeat=3)
+    nbest = beam_search(model, src, limits, 4, 1.0, no_repeat=3, wanted=4)
     assert all(len(hypotheses) == 4 for hypotheses in nbest)
     assert all(first_repeat(ids, 3) is None for hypotheses in nbest for _, ids in hypotheses)
-    loops = beam_search(model, src, limits, 4, 1.0)
+    loops = beam_search(model, src, limits, 4, 1.0, wanted=4)
     assert any(first_repeat(ids, 3) is not None for hypotheses in loops for _, ids in hypotheses)
     # a beam of one, without length penalty, is greedy decoding, rule included
     one = beam_search(model, src, limits, 1, 0.0, no_repeat=3)
