@@ -2,7 +2,7 @@
 LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
 
     python -m benchmarks.service.pairs --package A.argosmodel --package B.argosmodel
-        [--sentences data/multi30k_de_en/test.src] [--quick] [--out DIR]
+        [--sentences data/multi30k_de_en/test.src] [--quick] [--out DIR] [--name pairs]
 
     A and B: B translates from A's target, so that A's source to B's target goes through a
       pivot, which both servers find by themselves (LibreTranslate as Argos Translate does,
@@ -21,7 +21,7 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
          text answers) unlike LibreTranslate's: 0 expected, our Argos engine decodes as Argos
       -> ours / LibreTranslate: requests/s and CPU per request
 
-Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere).
+Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere, --name for another stem).
 """
 
 import argparse
@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
     parser.add_argument("--quick", action="store_true", help="200 requests a row")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")
     args = parser.parse_args()
     if len(args.package) != 2:
         parser.error("--package twice: a pair, then one from its target language")
@@ -249,7 +250,7 @@ def main() -> None:
         "figures": figures,
         "unlike": unlike,
     }
-    save_results(args.out / "pairs", results, markdown(results))
+    save_results(args.out / args.name, results, markdown(results))
 
 
 if __name__ == "__main__":
