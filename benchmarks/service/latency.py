@@ -9,7 +9,9 @@
                            decoding by CTranslate2 on the export cached beside C)
       ours, 2 workers      the same with serve.workers=2 (its batches and share not shown:
                            /health speaks for the worker that answers it)
-      LibreTranslate       1.9.6 with its defaults, serving our Argos export of C, offline
+      LibreTranslate       1.9.6 serving our Argos export of C, offline, with its defaults but
+                           like for like (libretranslate_peer.like_for_like): greedy
+                           (ARGOS_BEAM_SIZE=1) as ours, on one thread (ARGOS_INTRA_THREADS=1)
                            (libretranslate_peer.py; skipped, saying why, if its venv is missing)
     for clients in 1, 4, 16, 32, 64, each server in turn, five times (interleaved, so that a
     change in the machine's load falls on all; each server's five turns pooled), after a
@@ -18,8 +20,8 @@
          request one test sentence in LibreTranslate's form (q, source, target), the same
          client and request for every server, until 1,000 requests (100: --quick) are answered
       -> requests/s, latency p50 and p99, the server's CPU ms per request (Linux: its process
-         and its workers), answers unlike `translate --engine torch`'s (ours: 0 expected;
-         LibreTranslate decodes with beam 4 and its own length penalty: SETTINGS)
+         and its workers), answers unlike `translate --engine torch`'s (0 expected, but where
+         LibreTranslate's answer is formatted otherwise or runs past our length limit)
       -> ours: sentences per batch (GET /health), and the service's share of its engine's
          speed in-process, on batches of that size (the engine loaded here, the same sentences
          translated in chunks of that size, timed alone)
@@ -42,7 +44,11 @@ from pathlib import Path
 from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import client, libretranslate_shape, numbered_work
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import SETTINGS, running_libretranslate
+from benchmarks.service.libretranslate_peer import (
+    SETTINGS,
+    like_for_like,
+    running_libretranslate,
+)
 from benchmarks.service.load import timed_command
 from benchmarks.service.process import Service, cpu_seconds, get_json, running_server
 from seq2seq.checkpoint import load_checkpoint
@@ -79,7 +85,7 @@ def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
 
     @contextlib.contextmanager
     def start():
-        with running_libretranslate(python, [package]) as server:
+        with running_libretranslate(python, [package], like_for_like(1)) as server:
             yield Service(server.url, server.pid)
 
     return Server("LibreTranslate 1.9.6", start)
@@ -225,7 +231,9 @@ def markdown(results: dict) -> str:
         failed = sum(p["failed"] for p in points.values())
         lines.append(f"- {label}: {unlike} unlike, {failed} failed")
     if peer:
-        lines += ["", "LibreTranslate's settings (its defaults):", ""]
+        overrides = ", ".join(f"{k}={v}" for k, v in results["peer_overrides"].items())
+        lines += ["", f"LibreTranslate's settings: its defaults, but {overrides}, like for "
+                  "like with our greedy decoding on one thread. Its defaults:", ""]  # fmt: skip
         lines += [f"- {key}: {value}" for key, value in results["peer_settings"].items()]
     return "\n".join(lines) + "\n"
 
@@ -273,6 +281,7 @@ def main() -> None:
         "requests": requests,
         "peer": peer,
         "peer_settings": SETTINGS if peer else {},
+        "peer_overrides": like_for_like(1) if peer else {},
         "servers": figures,
     }
     save_results(args.out / "serve_latency", results, markdown(results))

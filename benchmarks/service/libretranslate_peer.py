@@ -71,6 +71,14 @@ SETTINGS = {
     "sentence_splitter": "spaCy's rule-based sentencizer (MiniSBD, the default, downloads)",
 }
 
+
+def like_for_like(beam: int) -> dict[str, str]:
+    """LibreTranslate's settings beside ours at beam size `beam`: its beam size the same, and
+    one CTranslate2 thread (ARGOS_INTRA_THREADS=1), which is faster on 2 cores than its default
+    (and ours decodes on one thread)."""
+    return {"ARGOS_BEAM_SIZE": str(beam), "ARGOS_INTRA_THREADS": "1"}
+
+
 INSTALL = """
 import sys
 import argostranslate.package, argostranslate.settings, spacy

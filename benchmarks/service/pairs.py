@@ -41,7 +41,11 @@ from urllib.parse import urlencode
 from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import Shape, client
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import running_libretranslate, translate
+from benchmarks.service.libretranslate_peer import (
+    like_for_like,
+    running_libretranslate,
+    translate,
+)
 from benchmarks.service.process import HANG, Service, cpu_seconds, running_server
 from seq2seq.service.libretranslate import formatted
 
@@ -144,8 +148,7 @@ def server(name: str, packages: list[Path], beam: int, python: Path):
         with running_server(models, "config.yaml", ["serve.threads=1"]) as service:
             yield service
     else:
-        settings = {"ARGOS_BEAM_SIZE": str(beam), "ARGOS_INTRA_THREADS": "1"}
-        with running_libretranslate(python, packages, settings) as service:
+        with running_libretranslate(python, packages, like_for_like(beam)) as service:
             yield Service(service.url, service.pid)
 
 
