@@ -3,6 +3,7 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
 
     python -m benchmarks.service.pairs --package A.argosmodel --package B.argosmodel
         [--sentences data/multi30k_de_en/test.src] [--quick] [--out DIR] [--name pairs]
+        [--ours KEY=VALUE ...]
 
     A and B: B translates from A's target, so that A's source to B's target goes through a
       pivot, which both servers find by themselves (LibreTranslate as Argos Translate does,
@@ -11,7 +12,7 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
       greedy    ours: {"beam_size": 1} in our API;  LibreTranslate: ARGOS_BEAM_SIZE=1
       beam 4    ours: the packages' default (Argos's);  LibreTranslate: its default, 4
       LibreTranslate at ARGOS_INTRA_THREADS=1 (faster on 2 cores than its default), ours at
-      serve.threads 1
+      serve.threads 1 (and the settings of --ours, such as serve.workers=2)
     for the direct pair (A) and the pivoted one, at 1 and 16 clients: keep-alive client threads
     in 4 processes (one Python process's client would be the bottleneck), cycling through the
     first 200 test sentences, 1,000 requests (200: --quick), after a warm-up
@@ -142,10 +143,10 @@ def codes(package: Path) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def server(name: str, packages: list[Path], beam: int, python: Path):
+def server(name: str, packages: list[Path], beam: int, python: Path, ours: list[str]):
     if name == "ours":
         models = [arg for package in packages for arg in ("--model", str(package))]
-        with running_server(models, "config.yaml", ["serve.threads=1"]) as service:
+        with running_server(models, "config.yaml", ["serve.threads=1", *ours]) as service:
             yield service
     else:
         with running_libretranslate(python, packages, like_for_like(beam)) as service:
@@ -160,7 +161,7 @@ def measure(args, sentences: list[str]) -> tuple[dict, dict]:
         expected: dict = {}
         unlike: dict = {}
         for name in ("libretranslate", "ours"):
-            with server(name, args.package, beam, args.libretranslate_python) as service:
+            with server(name, args.package, beam, args.libretranslate_python, args.ours) as service:
                 for route, (source, target) in pairs.items():
                     if name == "libretranslate":  # its own answers, one at a time
                         expected[route] = [
@@ -206,7 +207,8 @@ def markdown(results: dict) -> str:
         f"{', '.join(Path(p).name for p in results['packages'])}; "
         f"direct {'-'.join(results['pairs']['direct'])}, pivoted "
         f"{'-'.join(results['pairs']['pivoted'])}; {results['requests']:,} one-sentence "
-        "requests a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads 1.",
+        "requests a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at "
+        f"{', '.join(['serve.threads=1', *results.get('ours', [])])}.",
         "",
         "| setting | route | clients | requests/s, ours | LibreTranslate | ours / LT | CPU ms "
         "per request, ours | LibreTranslate | ours / LT | p99 ms, ours | LibreTranslate | "
@@ -238,6 +240,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200 requests a row")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")
+    parser.add_argument(
+        "--ours", action="append", default=[], metavar="KEY=VALUE",
+        help="a setting of our server's, e.g. serve.workers=2 (again for more)",
+    )  # fmt: skip
     args = parser.parse_args()
     if len(args.package) != 2:
         parser.error("--package twice: a pair, then one from its target language")
@@ -248,6 +254,7 @@ def main() -> None:
     results = {
         "machine": machine(),
         "packages": [str(p) for p in args.package],
+        "ours": args.ours,
         "pairs": pairs_of(args.package),
         "requests": 200 if args.quick else 1000,
         "figures": figures,
