@@ -20,6 +20,7 @@ import torch
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
@@ -120,17 +121,14 @@ class CTranslate2Engine:
         self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
     ) -> list[Found | None]:
         """CTranslate2's results for the non-empty sources (None for the empty ones), each
-        searched up to its own length limit (greedy.py's max_lengths), as ours are.
+        searched up to its own length limit (greedy.py's length_limits), as ours are.
 
         CTranslate2 takes one length limit per call. A greedy output is the same tokens
         whatever the limit, up to it: one call at the longest limit, each output cut to its
         own. A beam search's outputs depend on its limit: one call per limit."""
         tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
         longest = self.config.model.max_positions - 1
-        limits = [
-            max(1, min(int(len(t) * decoding.max_len_a + decoding.max_len_b), longest))
-            for t in tokens
-        ]
+        limits = length_limits(torch.tensor([len(t) for t in tokens]), decoding, longest).tolist()
         if decoding.beam_size == 1:
             results = self.translate_batch(tokens, decoding, nbest, max(limits, default=1))
             found = [

@@ -37,9 +37,14 @@ from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 
 def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:
     """(B, S) source -> (B,) longest output of each sentence, in pieces."""
-    source_lengths = (src != PAD).sum(dim=1)
+    return length_limits((src != PAD).sum(dim=1), decoding, model.cfg.max_positions - 1)
+
+
+def length_limits(source_lengths: torch.Tensor, decoding: DecodeConfig, longest: int):
+    """(B,) source lengths (EOS counted) -> (B,) longest outputs: max_len_a * length +
+    max_len_b pieces, at least 1 and at most `longest` (the positions the model has)."""
     limits = (decoding.max_len_a * source_lengths + decoding.max_len_b).long()
-    return limits.clamp(1, model.cfg.max_positions - 1)
+    return limits.clamp(1, longest)
 
 
 def strip(outputs: torch.Tensor) -> list[list[int]]:
