@@ -232,6 +232,8 @@ def train_problems(config: Config) -> Iterator[str]:
     train_cfg = config.train
     if train_cfg.min_lr > train_cfg.lr:
         yield f"'train.min_lr' ({train_cfg.min_lr}) must be <= 'train.lr'"
+    if (train_cfg.keep_teacher or train_cfg.keep_weights) and train_cfg.init_from is None:
+        yield "'train.keep_teacher' and 'keep_weights' need a start to keep: train.init_from"
     if train_cfg.init_from is not None:
         source = Path(train_cfg.init_from)
         if not train_cfg.init_from.strip():

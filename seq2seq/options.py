@@ -64,8 +64,9 @@ class CorpusConfig:
 
     # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
     # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py) | sources: corpora
-    # by name, URLs and files, mixed (seq2seq/text/sources.py)
-    type: Literal["numbers", "parallel", "multi30k", "sources"] = "numbers"
+    # by name, URLs and files, mixed (seq2seq/text/sources.py) | imported: none, a model made
+    # elsewhere (python -m seq2seq.import_model)
+    type: Literal["numbers", "parallel", "multi30k", "sources", "imported"] = "numbers"
     name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
     # numbers: "default" is "<a> is <b>" sentences of number words for 0..999,999; "seed" the
     # nine pairs "one is one" -> "1 la 1" ... "nine is nine" -> "9 la 9"
@@ -168,6 +169,15 @@ class TrainConfig:
     # vocabularies (copied to data/<corpus.name>/: they cannot grow), and the model and vocab
     # sections must be the checkpoint's. Resuming reads last.pt, not this. null: from scratch
     init_from: str | None = None
+    # Fine-tuning that keeps what the start knew, without its training data (needs
+    # init_from; 0: off): the share of each token's target that is the start model's own
+    # output distribution, the rest the reference (Khayrallah et al. 2018); costs a forward
+    # pass of the start model per batch
+    keep_teacher: Annotated[float, "in [0, 1)"] = 0.0
+    # The same aim another way (needs init_from; 0: off): after each step every weight moves
+    # lr x this of the way back to its start value, an L2 pull toward the start decoupled as
+    # AdamW's decay is (Thompson et al. 2019, with a uniform Fisher); costs a copy of the weights
+    keep_weights: Annotated[float, ">= 0"] = 0.0
     # padded source + target tokens per optimizer step, in all
     batch_tokens: Annotated[int, "positive"] = 1500
     # micro-batches per process and step: each step is split into processes x accumulate

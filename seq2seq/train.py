@@ -56,7 +56,7 @@ from seq2seq.training import distributed
 from seq2seq.training.averaging import average_at_end, keep_recent
 from seq2seq.training.best_and_last import checked_loss, keep_if_best, resume_from_last, save_last
 from seq2seq.training.distributed import World
-from seq2seq.training.finetune import start_from_source
+from seq2seq.training.finetune import pull_toward_start, start_from_source, start_model
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import learning_rate, schedule_warning
 from seq2seq.training.report import Report, Throughput
@@ -123,6 +123,8 @@ def train_step(run: Run, micro_batches: list[tuple], lr: float) -> tuple[torch.T
     torch.nn.utils.clip_grad_norm_(run.model.parameters(), run.train_cfg.clip_norm)
     run.scaler.step(run.optimizer)
     run.scaler.update()
+    if run.train_cfg.keep_weights:
+        pull_toward_start(run.model, run.start, lr * run.train_cfg.keep_weights)
     return loss, tokens
 
 
@@ -142,7 +144,9 @@ def micro_steps(run: Run, micro_batches: list[tuple]) -> tuple[torch.Tensor, int
         last = i == len(micro_batches) - 1  # DDP exchanges gradients at the last backward
         sync = run.wrapped.no_sync() if world.distributed and not last else nullcontext()
         with sync, autocast(device, run.autocast_dtype):
-            loss = batch_loss(run.wrapped, batch, run.train_cfg.label_smoothing, reduction="sum")
+            teacher = run.start if run.train_cfg.keep_teacher else None
+            loss = batch_loss(run.wrapped, batch, run.train_cfg.label_smoothing, "sum",
+                              teacher, run.train_cfg.keep_teacher)  # fmt: skip
         # DDP averages over the processes: scaling by their number makes it a sum
         run.scaler.scale(loss * (world.size / targets)).backward()
         loss_sum += loss.detach().float()
@@ -282,6 +286,7 @@ def train(config: Config, restart: bool = False, stop_after: int | None = None) 
         run = set_up(config, world, device)
         if not resume_from_last(run, restart):
             start_from_source(run)  # train.init_from's weights, when fine-tuning
+        run.start = start_model(run)  # what keeps the start's knowledge, if asked for
         if run.finished:
             if world.main:
                 print(

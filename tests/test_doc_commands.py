@@ -386,3 +386,21 @@ def test_the_package_pages_worked_example_runs_offline_from_a_multi30k_mirror(tm
         assert len(server.requests) == 6  # each file once
     package = project / "runs/multi30k_de_en_package/de_en.argosmodel"
     assert package.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_the_adapt_pages_import_runs_as_written(trained_joint_numbers_checkpoint, tmp_path):
+    """docs/adapt.md's import, on an Argos package of the tests' numbers model (our own
+    export, laid out as Argos Translate's): the imported checkpoint translates as the
+    package's model did."""
+    pytest.importorskip("ctranslate2", reason="an optional extra (.[dev] has it)")
+    from seq2seq.exports.argos import export_argos
+
+    checkpoint = trained_joint_numbers_checkpoint[0]
+    export_argos(checkpoint, tmp_path / "en_de.argosmodel")
+    (tmp_path / "home").mkdir()
+    for line in commands("docs/adapt.md", "Import a package"):
+        done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=offline(tmp_path / "home"),
+                              capture_output=True, text=True, timeout=HANG)  # fmt: skip
+        assert done.returncode == 0, (line, done.stderr[-2000:])
+    assert done.stdout == "3 la 3\n"

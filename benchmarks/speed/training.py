@@ -37,8 +37,8 @@ class TorchTransformer(nn.Module):
 
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
-        self.src_embed = Embedding(src_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
-        self.tgt_embed = Embedding(tgt_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
+        self.src_embed = Embedding(src_vocab_size, cfg)
+        self.tgt_embed = Embedding(tgt_vocab_size, cfg)
         with warnings.catch_warnings():  # "nested tensors are not used with norm_first"
             warnings.simplefilter("ignore", UserWarning)
             self.body = nn.Transformer(

@@ -25,65 +25,25 @@ tests/exports/test_argos.py, on our packages and on one laid out as Argos's publ
 are). Splitting a text into sentences is ours (seq2seq/text/sentences.py), not Argos's.
 """
 
-import json
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import load_translator, texts_of
 from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.exports.argos import BEAM_SIZE, LENGTH_PENALTY, package_languages, package_metadata
 from seq2seq.support.errors import UserError
 from seq2seq.text.vocab import Vocab
 
-BEAM_SIZE = 4  # Argos Translate's default (ARGOS_BEAM_SIZE)
-LENGTH_PENALTY = 0.2  # what it always passes: CTranslate2's score / length ** 0.2
 LONGEST_INPUT = 1024  # CTranslate2 cuts a source there (translate_batch's max_input_length)
 
 
 def package_folders(folder: Path) -> list[Path]:
     """The packages installed in `folder` (each a folder with its metadata.json), by name."""
     return sorted(path.parent for path in folder.glob("*/metadata.json"))
-
-
-def package_metadata(path: Path) -> dict:
-    """The metadata.json of a package: its folder's, or (an .argosmodel) the one in the zip."""
-    if path.is_dir():
-        where, read = path / "metadata.json", lambda: (path / "metadata.json").read_bytes()
-    else:
-        where, read = path, partial(metadata_in_zip, path)
-    try:
-        metadata = json.loads(read())
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise UserError(f"{where}: not an Argos package's metadata ({error})") from None
-    path = where
-    if metadata.get("type", "translate") != "translate":
-        raise UserError(f"{path}: a package of type {metadata['type']!r}, not a translation")
-    for key in ("from_code", "to_code"):
-        if not isinstance(metadata.get(key), str) or not metadata[key]:
-            raise UserError(f"{path}: no {key}")
-    return metadata
-
-
-def metadata_in_zip(path: Path) -> bytes:
-    with zipfile.ZipFile(path) as archive:
-        names = [
-            n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")
-        ]
-        if len(names) != 1:
-            raise ValueError("not one folder with a metadata.json in it")
-        return archive.read(names[0])
-
-
-def package_languages(metadata: dict) -> tuple[Language, Language]:
-    """from_code, from_name -> to_code, to_name (a name missing: its code)."""
-    return tuple(
-        Language(metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"])
-        for side in ("from", "to")
-    )
 
 
 @dataclass

@@ -37,8 +37,9 @@ def search_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) 
 
 
 def longest_source(model: Transformer) -> int:
-    """The most source pieces the model takes: its positions, less one for EOS."""
-    return model.cfg.max_positions - 1
+    """The most source pieces the model takes: its positions, less one for EOS (where
+    model.source_eos adds one)."""
+    return model.cfg.max_positions - int(model.cfg.source_eos)
 
 
 def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
@@ -52,7 +53,7 @@ def in_length_order(model: Transformer, sources: list[list[int]], batch_size: in
     results: list = [empty] * len(sources)
     for start in range(0, len(order), batch_size):
         indices = order[start : start + batch_size]
-        src = source_tensor([sources[i] for i in indices]).to(device)
+        src = source_tensor([sources[i] for i in indices], model.cfg.source_eos).to(device)
         for i, result in zip(indices, decode(src), strict=True):
             results[i] = result
     return results

@@ -112,7 +112,7 @@ class CTranslate2Engine:
     @property
     def longest_source(self) -> int:
         """Source pieces the model takes, EOS not counted (as batches.longest_source)."""
-        return self.config.model.max_positions - 1
+        return self.config.model.max_positions - int(self.config.model.source_eos)
 
     def facts(self) -> dict:
         return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device}
@@ -126,7 +126,8 @@ class CTranslate2Engine:
         CTranslate2 takes one length limit per call. A greedy output is the same tokens
         whatever the limit, up to it: one call at the longest limit, each output cut to its
         own. A beam search's outputs depend on its limit: one call per limit."""
-        tokens = [self.src_vocab.pieces(ids) + ["</s>"] for ids in sources if ids]
+        eos = ["</s>"] if self.config.model.source_eos else []
+        tokens = [self.src_vocab.pieces(ids) + eos for ids in sources if ids]
         longest = self.config.model.max_positions - 1
         limits = length_limits(torch.tensor([len(t) for t in tokens]), decoding, longest).tolist()
         if decoding.beam_size == 1:

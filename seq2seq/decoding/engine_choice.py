@@ -41,7 +41,7 @@ from seq2seq.config import (
     config_from_dict,
     load_config,
 )
-from seq2seq.decoding.argos import ArgosEngine, package_folders, package_languages, package_metadata
+from seq2seq.decoding.argos import ArgosEngine, package_folders
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import (
@@ -51,6 +51,7 @@ from seq2seq.decoding.engines import (
     languages_of,
     model_languages,
 )
+from seq2seq.exports.argos import package_languages, package_metadata
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn

@@ -1,10 +1,12 @@
 """Chapter 6, exports: a trained model in other engines' formats (the command is
-seq2seq/export.py).
+seq2seq/export.py), and back (seq2seq/import_model.py).
 
     ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2.py decodes)
     argos.py         an Argos Translate package, for LibreTranslate
     huggingface.py   a Hugging Face transformers folder (Pegasus + MarianTokenizer)
     model_card.py    what an exported model says about itself: data, sizes, scores
+    ctranslate2_reader.py  CTranslate2's model.bin read back, weights dequantized
+    importing.py     an Argos package or CTranslate2 model as a checkpoint of ours
 
 May import: the checkpoint, the model, text, the config, support (decoding imports exports:
 its engine choice caches a CTranslate2 export).

@@ -43,12 +43,13 @@ Argos Translate decodes with the device and compute type of its own settings
 import json
 import tempfile
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import translation_pair
+from seq2seq.config import Language, translation_pair
 from seq2seq.exports.ctranslate2 import save_spec, transformer_spec
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import sinusoidal_positions
@@ -75,13 +76,15 @@ def check_exportable(checkpoint: Checkpoint) -> None:
 def argos_spec(checkpoint: Checkpoint):
     """seq2seq/exports/ctranslate2.py's CTranslate2 spec, with the changes Argos Translate needs."""
     spec = transformer_spec(checkpoint)
-    spec.config.add_source_eos = True
-    rows = max(LONGEST_INPUT + 1, LONGEST_OUTPUT + 1, checkpoint.model.cfg.max_positions)
-    table = sinusoidal_positions(rows, checkpoint.model.cfg.d_model).numpy()  # (rows, D)
+    spec.config.add_source_eos = checkpoint.model.cfg.source_eos  # model.source_eos
+    cfg = checkpoint.model.cfg
+    rows = max(LONGEST_INPUT + 1, LONGEST_OUTPUT + 1, cfg.max_positions)
+    table = sinusoidal_positions(rows, cfg.d_model, cfg.positions).numpy()  # (rows, D)
     spec.encoder.position_encodings.encodings = table
     spec.decoder.position_encodings.encodings = table
     never = non_output_logits(torch.zeros(()), len(checkpoint.tgt_vocab))  # (V,): 0 or -inf
-    spec.decoder.projection.bias = never.numpy()
+    projection = spec.decoder.projection  # model.output_bias: its own bias, plus these
+    projection.bias = never.numpy() + (projection.bias if projection.has_bias() else 0)
     return spec
 
 
@@ -176,3 +179,47 @@ def packaged(out_file: Path) -> dict[str, str]:
             return {n: archive.read(n).decode("utf-8") for n in names}
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError):
         return {}
+
+
+# Reading a package: ours or a published one (decoding/argos.py decodes it, importing.py
+# imports it)
+
+BEAM_SIZE = 4  # Argos Translate's default (ARGOS_BEAM_SIZE)
+LENGTH_PENALTY = 0.2  # what it always passes: CTranslate2's score / length ** 0.2
+
+
+def package_metadata(path: Path) -> dict:
+    """The metadata.json of a package: its folder's, or (an .argosmodel) the one in the zip."""
+    if path.is_dir():
+        where, read = path / "metadata.json", lambda: (path / "metadata.json").read_bytes()
+    else:
+        where, read = path, partial(metadata_in_zip, path)
+    try:
+        metadata = json.loads(read())
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise UserError(f"{where}: not an Argos package's metadata ({error})") from None
+    path = where
+    if metadata.get("type", "translate") != "translate":
+        raise UserError(f"{path}: a package of type {metadata['type']!r}, not a translation")
+    for key in ("from_code", "to_code"):
+        if not isinstance(metadata.get(key), str) or not metadata[key]:
+            raise UserError(f"{path}: no {key}")
+    return metadata
+
+
+def metadata_in_zip(path: Path) -> bytes:
+    with zipfile.ZipFile(path) as archive:
+        names = [
+            n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")
+        ]
+        if len(names) != 1:
+            raise ValueError("not one folder with a metadata.json in it")
+        return archive.read(names[0])
+
+
+def package_languages(metadata: dict) -> tuple[Language, Language]:
+    """from_code, from_name -> to_code, to_name (a name missing: its code)."""
+    return tuple(
+        Language(metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"])
+        for side in ("from", "to")
+    )

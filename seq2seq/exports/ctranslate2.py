@@ -52,6 +52,14 @@ def import_ctranslate2():
     return ctranslate2
 
 
+def ctranslate2_activations() -> dict:
+    """model.activation -> CTranslate2's Activation (its specs' common_spec)."""
+    from ctranslate2.specs.common_spec import Activation
+
+    return {"relu": Activation.RELU, "gelu": Activation.GELU, "gelu_tanh": Activation.GELUTanh,
+            "gelu_sigmoid": Activation.GELUSigmoid, "swish": Activation.SWISH}  # fmt: skip
+
+
 def transformer_spec(checkpoint: Checkpoint):
     """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies.
     Long as one table is: each of their weights named once, beside ours, read top to bottom."""
@@ -59,26 +67,34 @@ def transformer_spec(checkpoint: Checkpoint):
     from ctranslate2.specs.transformer_spec import TransformerSpec
 
     model, cfg, d = checkpoint.model, checkpoint.model.cfg, checkpoint.model.cfg.d_model
+    activations = ctranslate2_activations()
     # copies: CTranslate2's optimize() rewrites a spec's arrays in place (quantizing them), and
     # numpy() of a float32 CPU tensor would be the model's own weights
     weights = {
         name: t.detach().float().cpu().numpy().copy() for name, t in model.state_dict().items()
     }
-    spec = TransformerSpec.from_config((cfg.enc_layers, cfg.dec_layers), cfg.n_heads)
-    spec.config.layer_norm_epsilon = model.encoder_norm.eps
+    spec = TransformerSpec.from_config(
+        (cfg.enc_layers, cfg.dec_layers), cfg.n_heads, pre_norm=cfg.norm == "pre",
+        activation=activations[cfg.activation], layernorm_embedding=cfg.embedding_norm,
+    )  # fmt: skip
+    spec.config.layer_norm_epsilon = cfg.norm_epsilon
+    spec.config.add_source_eos = False  # decoding adds it where the model takes one
 
     def linear(target, name: str, rows: slice = slice(None)) -> None:
         target.weight = weights[f"{name}.weight"][rows]
-        target.bias = weights[f"{name}.bias"][rows]
+        if f"{name}.bias" in weights:  # model.attention_bias, ffn_bias, output_bias
+            target.bias = weights[f"{name}.bias"][rows]
 
     def norm(target, name: str) -> None:
         target.gamma, target.beta = weights[f"{name}.weight"], weights[f"{name}.bias"]
 
     def embed(stack, embeddings, name: str) -> None:
         embeddings.weight = weights[f"{name}.tokens.weight"]
-        stack.scale_embeddings = True  # x sqrt(D), as seq2seq.model.transformer.Embedding does
+        stack.scale_embeddings = cfg.scale_embeddings  # x sqrt(D), as our Embedding does
         positions = getattr(model, name).positions  # a buffer, not in the state_dict
         stack.position_encodings.encodings = positions.float().cpu().numpy().copy()
+        if cfg.embedding_norm:
+            norm(stack.layernorm_embedding, f"{name}.norm")
 
     def attention(target, name: str, norm_name: str) -> None:
         norm(target.layer_norm, norm_name)
@@ -98,15 +114,17 @@ def transformer_spec(checkpoint: Checkpoint):
     for i, layer in enumerate(spec.encoder.layer):
         attention(layer.self_attention, f"encoder.{i}.self_attn", f"encoder.{i}.norm1")
         feed_forward(layer.ffn, f"encoder.{i}", "norm2")
-    norm(spec.encoder.layer_norm, "encoder_norm")
+    if cfg.norm == "pre":  # post-norm layers end with their own LayerNorm
+        norm(spec.encoder.layer_norm, "encoder_norm")
 
     embed(spec.decoder, spec.decoder.embeddings, "tgt_embed")
     for i, layer in enumerate(spec.decoder.layer):
         attention(layer.self_attention, f"decoder.{i}.self_attn", f"decoder.{i}.norm1")
         attention(layer.attention, f"decoder.{i}.cross_attn", f"decoder.{i}.norm2")
         feed_forward(layer.ffn, f"decoder.{i}", "norm3")
-    norm(spec.decoder.layer_norm, "decoder_norm")
-    spec.decoder.projection.weight = weights["generator.weight"]  # no bias
+    if cfg.norm == "pre":
+        norm(spec.decoder.layer_norm, "decoder_norm")
+    linear(spec.decoder.projection, "generator")
 
     spec.register_source_vocabulary(checkpoint.src_vocab.all_pieces())
     spec.register_target_vocabulary(checkpoint.tgt_vocab.all_pieces())

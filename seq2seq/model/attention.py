@@ -66,13 +66,15 @@ class MultiHeadAttention(nn.Module):
     key/value rows on the other.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, backend: str = "sdpa"):
+    def __init__(
+        self, d_model: int, n_heads: int, dropout: float = 0.0, backend: str = "sdpa", bias=True
+    ):
         super().__init__()
         assert d_model % n_heads == 0, "d_model must be divisible by n_heads"
         assert backend in ("sdpa", "math")
         self.d_model, self.n_heads, self.dropout, self.backend = d_model, n_heads, dropout, backend
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         # With record = True, each call keeps its weights (B, H, Tq, Tk) here, for pictures
         # (seq2seq/plot.py); the fused kernel does not return them, so the math path runs.
         self.record = False
@@ -111,11 +113,13 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.append(k, v)  # (B, H, all positions so far, Dh)
         else:  # cross-attention
             d = self.d_model
-            (q,) = self.split_heads(F.linear(x, self.in_proj.weight[:d], self.in_proj.bias[:d]))
+            weight, bias = self.in_proj.weight, self.in_proj.bias
+            bias_q, bias_kv = (None, None) if bias is None else (bias[:d], bias[d:])
+            (q,) = self.split_heads(F.linear(x, weight[:d], bias_q))
             if cache is not None and cache.keys is not None:
                 k, v = cache.keys, cache.values
             else:
-                kv = F.linear(memory, self.in_proj.weight[d:], self.in_proj.bias[d:])
+                kv = F.linear(memory, weight[d:], bias_kv)
                 k, v = self.split_heads(kv, parts=2)
                 if cache is not None:
                     cache.append(k, v)

@@ -35,3 +35,22 @@ class ModelConfig:
     # one matrix for the source and the target embeddings (needs vocab.joint: true); with
     # tie_embeddings, one for all three, as in Vaswani et al.
     share_embeddings: bool = False
+
+    # The settings below describe models made elsewhere (python -m seq2seq.import_model reads
+    # them from a CTranslate2 model); each default is ours.
+    # where each sublayer's LayerNorm sits: pre: x + f(LN(x)), a final LayerNorm closing each
+    # stack (ours, OpenNMT-py's) | post: LN(x + f(x)), as in the paper and Marian's models
+    norm: Literal["pre", "post"] = "pre"
+    norm_epsilon: Annotated[float, "positive"] = 1e-5  # every LayerNorm's epsilon
+    # the feed-forward sublayer's: relu | gelu (erf) | gelu_tanh (its tanh approximation) |
+    # gelu_sigmoid (x * sigmoid(1.702 x), Marian's "gelu") | swish (x * sigmoid(x))
+    activation: Literal["relu", "gelu", "gelu_tanh", "gelu_sigmoid", "swish"] = "relu"
+    attention_bias: bool = True  # biases in the attention projections (OpenNMT-py 3: none)
+    ffn_bias: bool = True  # biases in the feed-forward layers (OpenNMT-py 3: none)
+    output_bias: bool = False  # a bias in the output projection (OpenNMT-py's, Marian's)
+    scale_embeddings: bool = True  # token embeddings times sqrt(d_model) before the positions
+    embedding_norm: bool = False  # a LayerNorm on embeddings + positions (some Marian models)
+    # the sinusoidal table's layout: interleaved: dimensions (2i, 2i+1) are (sin, cos) of the
+    # same frequency (ours, OpenNMT-py's) | halves: the sines, then the cosines (Marian's)
+    positions: Literal["interleaved", "halves"] = "interleaved"
+    source_eos: bool = True  # EOS closes every source sentence (OpenNMT-py's models: no EOS)

@@ -1,4 +1,4 @@
-"""The encoder-decoder Transformer (Vaswani et al., 2017), pre-layer-norm variant.
+"""The encoder-decoder Transformer (Vaswani et al., 2017), pre-layer-norm by default.
 
 Data flow, with B = batch, S = source length, T = target length, D = d_model, V = vocab size:
 
@@ -8,14 +8,17 @@ Data flow, with B = batch, S = source length, T = target length, D = d_model, V 
 
 Each sublayer is wrapped as x + Dropout(Sublayer(LayerNorm(x))) ("pre-norm"): it trains
 stably at higher learning rates without a long warmup, which is why most recent models use
-it. A final LayerNorm closes each stack.
+it. A final LayerNorm closes each stack. model.norm: post wraps them as the paper does,
+LayerNorm(x + Dropout(Sublayer(x))), with no final LayerNorm: the models of Marian (OPUS-MT)
+are made so. The other settings that describe models made elsewhere (biases, activation,
+embedding scale and LayerNorm, the position table's layout) are in seq2seq/model/config.py.
 
 Masks (seq2seq/model/masks.py): encoder self-attention and decoder cross-attention hide source
 padding; decoder self-attention hides target padding and the future (no-peek).
 
 Dropout, in training only: model.dropout on the embeddings and on each sublayer's output,
-model.attention_dropout on the attention weights, model.activation_dropout on the ReLU's
-output inside the feed-forward sublayer.
+model.attention_dropout on the attention weights, model.activation_dropout on the
+activation's output inside the feed-forward sublayer.
 
 Shared matrices (Transformer.share_matrices): the output projection is the target embedding
 (model.tie_embeddings), and with one vocabulary for both languages the source embedding is
@@ -23,6 +26,7 @@ the target embedding (model.share_embeddings): with both, one (V, D) matrix does
 """
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
@@ -34,27 +38,35 @@ from seq2seq.model.dropout import Dropout
 from seq2seq.model.masks import decoder_mask, padding_mask
 
 
-def sinusoidal_positions(max_positions: int, d_model: int) -> torch.Tensor:
-    """(max_positions, D) table: dimension pair (2i, 2i+1) is (sin, cos) of pos / 10000^(2i/D)."""
+def sinusoidal_positions(max_positions: int, d_model: int, layout: str = "interleaved"):
+    """(max_positions, D) table of sin and cos of pos / 10000^(2i/D), i < D/2. Layout
+    "interleaved": dimension pair (2i, 2i+1) is (sin, cos); "halves": dimension i is the sin,
+    D/2 + i the cos (model.positions)."""
     position = torch.arange(max_positions, dtype=torch.float32)[:, None]  # (P, 1)
     frequency = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))  # (D/2,)
+    sin, cos = torch.sin(position * frequency), torch.cos(position * frequency[: d_model // 2])
+    if layout == "halves":
+        return torch.cat([sin, cos], dim=1)
     table = torch.zeros(max_positions, d_model)
-    table[:, 0::2] = torch.sin(position * frequency)
-    table[:, 1::2] = torch.cos(position * frequency[: d_model // 2])
+    table[:, 0::2], table[:, 1::2] = sin, cos
     return table
 
 
 class Embedding(nn.Module):
-    """Token ids (B, L) -> vectors (B, L, D): a learned embedding scaled by sqrt(D), plus the
-    fixed sinusoidal position of each token."""
+    """Token ids (B, L) -> vectors (B, L, D): a learned embedding scaled by sqrt(D)
+    (model.scale_embeddings), plus the fixed sinusoidal position of each token, then a
+    LayerNorm where model.embedding_norm asks for one."""
 
-    def __init__(self, vocab_size: int, d_model: int, max_positions: int, dropout: float):
+    def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
+        d_model = cfg.d_model
         self.tokens = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.tokens.weight, std=d_model**-0.5)
-        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model), False)
-        self.scale = math.sqrt(d_model)
-        self.dropout = Dropout(dropout)
+        table = sinusoidal_positions(cfg.max_positions, d_model, cfg.positions)
+        self.register_buffer("positions", table, False)
+        self.scale = math.sqrt(d_model) if cfg.scale_embeddings else 1.0
+        self.norm = layer_norm(cfg) if cfg.embedding_norm else nn.Identity()
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, ids: torch.Tensor, start: int = 0) -> torch.Tensor:
         """ids: (B, L) at positions start .. start+L-1 -> (B, L, D)."""
@@ -64,51 +76,86 @@ class Embedding(nn.Module):
                 f"sequence of {end} pieces is longer than model.max_positions "
                 f"({self.positions.size(0)})"
             )
-        return self.dropout(self.tokens(ids) * self.scale + self.positions[start:end])
+        x = self.tokens(ids) * self.scale + self.positions[start:end]
+        return self.dropout(self.norm(x))
+
+
+ACTIVATIONS = {  # model.activation
+    "relu": nn.ReLU,
+    "gelu": nn.GELU,
+    "gelu_tanh": lambda: nn.GELU(approximate="tanh"),
+    "gelu_sigmoid": lambda: SigmoidGELU(),
+    "swish": nn.SiLU,
+}
+
+
+class SigmoidGELU(nn.Module):
+    """x * sigmoid(1.702 x): GELU's sigmoid approximation (Marian's "gelu")."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.sigmoid(1.702 * x)
+
+
+def layer_norm(cfg: ModelConfig) -> nn.LayerNorm:
+    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_epsilon)
 
 
 class FeedForward(nn.Module):
-    """Position-wise: (B, L, D) -> (B, L, d_ff) -> ReLU -> Dropout -> (B, L, D)."""
+    """Position-wise: (B, L, D) -> (B, L, d_ff) -> activation -> Dropout -> (B, L, D)."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float):
+    def __init__(self, cfg: ModelConfig):
         super().__init__()
         # net.0 and net.2 are the names checkpoints and the exports know the two layers by
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
-        self.dropout = Dropout(dropout)  # model.activation_dropout
+        self.net = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.ffn_bias),
+            ACTIVATIONS[cfg.activation](),
+            nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.ffn_bias),
+        )
+        self.dropout = Dropout(cfg.activation_dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        expand, relu, contract = self.net
-        return contract(self.dropout(relu(expand(x))))
+        expand, activation, contract = self.net
+        return contract(self.dropout(activation(expand(x))))
+
+
+def residual(x: torch.Tensor, sublayer, norm: nn.LayerNorm, dropout: Dropout, pre: bool):
+    """One sublayer with its residual connection and LayerNorm, where model.norm puts it:
+    pre: x + Dropout(f(LN(x))); post: LN(x + Dropout(f(x)))."""
+    if pre:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
+def attention(cfg: ModelConfig) -> MultiHeadAttention:
+    return MultiHeadAttention(
+        cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention, cfg.attention_bias
+    )
 
 
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(
-            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
-        )
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
-        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.self_attn = attention(cfg)
+        self.ff = FeedForward(cfg)
+        self.norm1, self.norm2 = layer_norm(cfg), layer_norm(cfg)
         self.dropout = Dropout(cfg.dropout)
+        self.pre_norm = cfg.norm == "pre"
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """x: (B, S, D); src_mask: (B, 1, 1, S) -> (B, S, D)."""
-        x = x + self.dropout(self.self_attn(self.norm1(x), mask=src_mask))
-        return x + self.dropout(self.ff(self.norm2(x)))
+        x = residual(x, partial(self.self_attn, mask=src_mask), self.norm1, self.dropout,
+                     self.pre_norm)  # fmt: skip
+        return residual(x, self.ff, self.norm2, self.dropout, self.pre_norm)
 
 
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(
-            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
-        )
-        self.cross_attn = MultiHeadAttention(
-            cfg.d_model, cfg.n_heads, cfg.attention_dropout, cfg.attention
-        )
-        self.ff = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation_dropout)
-        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
+        self.self_attn, self.cross_attn = attention(cfg), attention(cfg)
+        self.ff = FeedForward(cfg)
+        self.norm1, self.norm2, self.norm3 = (layer_norm(cfg) for _ in range(3))
         self.dropout = Dropout(cfg.dropout)
+        self.pre_norm = cfg.norm == "pre"
 
     def forward(
         self,
@@ -120,11 +167,11 @@ class DecoderLayer(nn.Module):
     ) -> torch.Tensor:
         """x: (B, T, D); memory: (B, S, D); tgt_mask: (B, 1, T, T); src_mask: (B, 1, 1, S)."""
         self_cache, cross_cache = (cache.self_attn, cache.cross_attn) if cache else (None, None)
-        x = x + self.dropout(self.self_attn(self.norm1(x), mask=tgt_mask, cache=self_cache))
-        x = x + self.dropout(
-            self.cross_attn(self.norm2(x), memory, mask=src_mask, cache=cross_cache)
-        )
-        return x + self.dropout(self.ff(self.norm3(x)))
+        attend_back = partial(self.self_attn, mask=tgt_mask, cache=self_cache)
+        x = residual(x, attend_back, self.norm1, self.dropout, self.pre_norm)
+        attend_source = partial(self.cross_attn, memory=memory, mask=src_mask, cache=cross_cache)
+        x = residual(x, attend_source, self.norm2, self.dropout, self.pre_norm)
+        return residual(x, self.ff, self.norm3, self.dropout, self.pre_norm)
 
 
 class Transformer(nn.Module):
@@ -135,13 +182,14 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.pad_id = pad_id
-        self.src_embed = Embedding(src_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
-        self.tgt_embed = Embedding(tgt_vocab_size, cfg.d_model, cfg.max_positions, cfg.dropout)
+        self.src_embed = Embedding(src_vocab_size, cfg)
+        self.tgt_embed = Embedding(tgt_vocab_size, cfg)
         self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
-        self.encoder_norm = nn.LayerNorm(cfg.d_model)
-        self.decoder_norm = nn.LayerNorm(cfg.d_model)
-        self.generator = nn.Linear(cfg.d_model, tgt_vocab_size, bias=False)
+        # pre-norm: a last LayerNorm on each stack's output (post-norm's layers end with one)
+        final_norm = layer_norm if cfg.norm == "pre" else lambda _: nn.Identity()
+        self.encoder_norm, self.decoder_norm = final_norm(cfg), final_norm(cfg)
+        self.generator = nn.Linear(cfg.d_model, tgt_vocab_size, bias=cfg.output_bias)
         self.share_matrices()
 
     def share_matrices(self) -> None:

@@ -43,17 +43,19 @@ def padded(sequences, first: int | None = None, last: int | None = None) -> np.n
     return array
 
 
-def source_tensor(sources) -> torch.Tensor:
-    """Source ids -> (B, S) with EOS closing every sentence."""
-    return torch.from_numpy(padded(sources, last=EOS))
+def source_tensor(sources, eos: bool = True) -> torch.Tensor:
+    """Source ids -> (B, S) with EOS closing every sentence (unless eos is False: a model
+    trained without, model.source_eos)."""
+    return torch.from_numpy(padded(sources, last=EOS if eos else None))
 
 
-def pair_tensors(sources, targets) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Sentence pairs' ids -> the training batch: source (B, S) = ids + EOS, decoder input
-    (B, T) = BOS + ids, decoder output (B, T) = ids + EOS, PAD on the right. Each a contiguous
-    tensor of its own (a pinned copy of a strided view would not reach a GPU asynchronously)."""
+def pair_tensors(sources, targets, source_eos: bool = True) -> tuple[torch.Tensor, ...]:
+    """Sentence pairs' ids -> the training batch: source (B, S) = ids + EOS (unless
+    model.source_eos is false), decoder input (B, T) = BOS + ids, decoder output (B, T) = ids +
+    EOS, PAD on the right. Each a contiguous tensor of its own (a pinned copy of a strided
+    view would not reach a GPU asynchronously)."""
     tgt_in, tgt_out = padded(targets, first=BOS), padded(targets, last=EOS)
-    return source_tensor(sources), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out)
+    return source_tensor(sources, source_eos), torch.from_numpy(tgt_in), torch.from_numpy(tgt_out)
 
 
 def token_batches(

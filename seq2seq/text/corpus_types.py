@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from seq2seq.options import Config, CorpusConfig, Language, ServeConfig
+from seq2seq.support.errors import UserError
 from seq2seq.text import multi30k, numbers, parallel, sources
 from seq2seq.text.cleaning import Mixed, Tally, clean_corpus, write_report
 from seq2seq.text.parallel import SPLITS, PairStream, write_pairs
@@ -91,7 +92,23 @@ CORPORA = {
         description=sources.description,
         problems=sources.problems,
     ),
+    # a model made elsewhere, read by python -m seq2seq.import_model: no corpus of its own
+    "imported": CorpusType(
+        splits=lambda config: imported_has_no_corpus(config.corpus),
+        default_languages=lambda corpus: tuple(
+            Language(code, code) for code in (corpus.src_lang, corpus.tgt_lang)
+        ),
+        description=lambda corpus: "another toolkit (an imported model)",
+        cleaned=False,
+    ),
 }
+
+
+def imported_has_no_corpus(corpus: CorpusConfig):
+    raise UserError(
+        f"corpus {corpus.name!r} is an imported model's: it has no texts of its own; to "
+        "fine-tune it, write a config with your corpus and train.init_from: its checkpoint"
+    )
 
 
 def corpus_type(corpus: CorpusConfig) -> CorpusType:

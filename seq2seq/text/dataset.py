@@ -116,7 +116,10 @@ class TokenPairs:
     """A split's sentence pairs as memory-mapped token ids (see the module's docstring).
     With `vocab_files` (src.model, tgt.model), the ids must have been encoded with them."""
 
-    def __init__(self, data_dir: Path, split: str, vocab_files: list[Path] | None = None):
+    def __init__(
+        self, data_dir: Path, split: str, vocab_files: list[Path] | None = None, source_eos=True
+    ):
+        self.source_eos = source_eos  # model.source_eos: whether EOS closes each source
         stamp_path = data_dir / IDS_STAMP
         if not stamp_path.exists():
             raise CorpusError(f"no token ids in {data_dir}/ ({IDS_STAMP}): run `make data`")
@@ -147,4 +150,5 @@ class TokenPairs:
         """Pairs `indices` -> source (B, S), decoder input (B, T), decoder output (B, T), as
         seq2seq/text/batching.py's pair_tensors makes them."""
         sources = [self.pieces("src", i) for i in indices]
-        return pair_tensors(sources, [self.pieces("tgt", i) for i in indices])
+        targets = [self.pieces("tgt", i) for i in indices]
+        return pair_tensors(sources, targets, self.source_eos)

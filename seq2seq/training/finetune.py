@@ -10,14 +10,23 @@ vocabularies kept, instead of from random weights: a released model made better 
 
 Step 0 of the new run is the checkpoint's model exactly; from there it is an ordinary run in
 its own runs/<experiment>/: the config's train.lr, warmup_steps and max_steps, best.pt,
-last.pt, resuming (which never reads train.init_from again).
+last.pt, resuming (which reads train.init_from again only for what keeps its knowledge).
+
+Keeping what the start knew, without its training data (train.keep_teacher, keep_weights):
+start_model is the checkpoint's model, frozen beside the one that trains: the teacher whose
+distribution is part of each token's target (training/loss.py), and the weights that
+pull_toward_start draws the trained ones back to after each step.
 """
 
 from pathlib import Path
 
+import torch
+
 from seq2seq.checkpoint import read_state
 from seq2seq.config import Config
+from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
+from seq2seq.text.special import PAD
 from seq2seq.training.resume import model_differences
 from seq2seq.training.run import Run
 
@@ -26,6 +35,12 @@ def read_source(config: Config) -> dict:
     """The raw state of the checkpoint train.init_from names, checked: a readable checkpoint
     of the model and vocabulary settings the config has (its config's, key by key)."""
     path = Path(config.train.init_from)
+    if path.is_dir() or path.suffix == ".argosmodel":
+        raise UserError(
+            f"train.init_from: {path} is a package, not a checkpoint: import it first "
+            f"(python -m seq2seq.import_model {path}), which writes the checkpoint and the "
+            "config.yaml a fine-tuning config takes as its base (docs/adapt.md)"
+        )
     if not path.is_file():
         raise UserError(f"train.init_from: there is no checkpoint at {path}")
     try:
@@ -59,3 +74,21 @@ def start_from_source(run: Run) -> None:
     run.model.load_state_dict(state["model"])
     if run.world.main:
         print(f"starting from the weights of {config.train.init_from} (train.init_from)")
+
+
+def start_model(run: Run) -> Transformer | None:
+    """train.init_from's model, frozen, on the run's device, when train.keep_teacher or
+    keep_weights asks for it (else None)."""
+    train_cfg = run.config.train
+    if not (train_cfg.keep_teacher or train_cfg.keep_weights):
+        return None
+    model = Transformer(run.config.model, *map(len, run.vocabs), pad_id=PAD)
+    model.load_state_dict(read_source(run.config)["model"])
+    return model.to(run.device).eval().requires_grad_(False)
+
+
+@torch.no_grad()
+def pull_toward_start(model: Transformer, start: Transformer, amount: float) -> None:
+    """Every weight `amount` of the way back to its start value: w += amount x (w0 - w)."""
+    for weight, initial in zip(model.parameters(), start.parameters(), strict=True):
+        weight.lerp_(initial, amount)

@@ -53,8 +53,9 @@ def set_random_states(states: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(states["cuda"].cpu(), device)
 
 
-# What a checkpoint must share with the config to be resumed: the shape of the model and the
-# vocabularies. (Dropout, attention backend, learning rate, max_steps ... may change.)
+# What a checkpoint must share with the config to be resumed: the shape of the model, what
+# it computes, and the vocabularies. (Dropout, attention backend, learning rate, max_steps ...
+# may change.)
 RESUME_KEYS = {
     "model": [
         "d_model",
@@ -64,6 +65,16 @@ RESUME_KEYS = {
         "d_ff",
         "tie_embeddings",
         "share_embeddings",
+        "norm",
+        "norm_epsilon",
+        "activation",
+        "attention_bias",
+        "ffn_bias",
+        "output_bias",
+        "scale_embeddings",
+        "embedding_norm",
+        "positions",
+        "source_eos",
     ],
     "vocab": list(asdict(VocabConfig())),
 }

@@ -50,6 +50,8 @@ class Run:
     batch_settings: dict  # what resuming needs the same (batch_settings below)
     sampler: EpochSampler
     progress: Progress = field(default_factory=Progress)
+    # train.init_from's model, frozen, for train.keep_teacher and keep_weights (finetune.py)
+    start: Transformer | None = None
     saved_at: int | None = None  # the step last.pt holds, once there is one
 
     @property
@@ -79,8 +81,9 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
     torch.manual_seed(train_cfg.seed)
     vocabs = load_vocabs(config)
     on_disk = vocab_files(config.data_dir)
-    data = TokenPairs(config.data_dir, "train", on_disk)
-    valid = (TokenPairs(config.data_dir, "valid", on_disk), load_split(config, "valid"))
+    eos = config.model.source_eos
+    data = TokenPairs(config.data_dir, "train", on_disk, eos)
+    valid = (TokenPairs(config.data_dir, "valid", on_disk, eos), load_split(config, "valid"))
     model = Transformer(config.model, *map(len, vocabs), pad_id=PAD).to(device)
     if world.distributed:
         torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout

@@ -102,7 +102,7 @@ def test_the_activation_dropout_sits_after_the_relu():
     """FeedForward in training: expand, ReLU, dropout (p = model.activation_dropout), contract;
     the same random mask as the model's Dropout draws from the same seed. The names of its
     two layers (net.0, net.2) stay those of earlier checkpoints and of the exports' tables."""
-    ff = FeedForward(D, 64, dropout=0.5).train()
+    ff = FeedForward(ModelConfig(d_model=D, d_ff=64, activation_dropout=0.5)).train()
     x = torch.randn(2, 3, D)
     torch.manual_seed(1)
     dropped = ff(x)

@@ -165,3 +165,28 @@ def test_fine_tuning_errors_are_one_line_and_write_nothing(source, tmp_path, num
 
     with pytest.raises(ConfigError, match="'train.init_from' .* is in runs/round/, which this run"):
         load_config("config.yaml", tuning("runs/round/best.pt"))
+
+
+def distance_from(start: dict, weights: dict) -> float:
+    return sum(float((weights[name] - w0).norm() ** 2) for name, w0 in start.items()) ** 0.5
+
+
+def test_keeping_what_the_start_knew_holds_the_weights_near_it(source, numbers_workdir):
+    """train.keep_weights pulls every weight back toward the start after each step: at
+    lr x keep_weights = 1 the run ends where it started, bit for bit; train.keep_teacher
+    trains toward the start's own outputs too: the weights move less than without it."""
+    numbers_workdir(*tuning(source))
+    start = read_state(source)["model"]
+    moved = {}
+    for name, overrides in [
+        ("free", []),
+        ("teacher", ["train.keep_teacher=0.9"]),
+        ("held", ["train.lr=0.002", "train.min_lr=0.002", "train.warmup_steps=0",
+                  "train.keep_weights=500"]),
+    ]:  # fmt: skip
+        train_with(tuning(source, f"experiment={name}", *overrides))
+        moved[name] = distance_from(start, read_state(Path(f"runs/{name}/last.pt"))["model"])
+    assert moved["held"] == 0.0
+    assert 0 < moved["teacher"] < 0.8 * moved["free"]
+    with pytest.raises(ConfigError, match="keep_teacher' and 'keep_weights' need a start"):
+        load_config("config.yaml", [*SMALL, "train.keep_weights=1"])

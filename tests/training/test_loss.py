@@ -77,3 +77,26 @@ def test_its_gradient_is_autograds_through_log_softmax(eps):
     assert torch.autograd.gradcheck(
         lambda x: smoothed_cross_entropy(x, targets[:10], eps, "sum"), (few,)
     )
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_a_teacher_mixes_its_distribution_into_the_target(eps):
+    """train.keep_teacher = k: the loss and its gradient are those of the target (1 - k) x
+    the smoothed one + k x the teacher's softmax, written out and differentiated by autograd."""
+    logits, targets = example()
+    teacher = torch.randn(logits.shape, generator=torch.Generator().manual_seed(1),
+                          dtype=logits.dtype)  # fmt: skip
+    keep, vocab = 0.4, logits.size(-1)
+    logits.requires_grad_(True)
+    loss = smoothed_cross_entropy(logits, targets, eps, "sum", teacher, keep)
+    loss.backward()
+    ours, logits.grad = logits.grad, None
+    target = torch.full_like(logits, eps / (vocab - 3))
+    target[:, [PAD, BOS, EOS]] = 0.0
+    target[torch.arange(len(targets)), targets] += 1 - eps
+    target = (1 - keep) * target + keep * teacher.softmax(-1)
+    kept = targets != PAD
+    expected = -(target * F.log_softmax(logits, -1)).sum(-1)[kept].sum()
+    expected.backward()
+    assert torch.allclose(loss, expected)
+    assert torch.allclose(ours, logits.grad)

@@ -1,0 +1,422 @@
+"""A model made elsewhere as a checkpoint of ours: an Argos Translate package (.argosmodel or
+an installed package's folder) or a CTranslate2 model folder.
+
+    python -m seq2seq.import_model PACKAGE runs/<name>/best.pt
+
+    package/model/model.bin  --ctranslate2_reader--> float32 weights, flags, aliases
+             model/config.json                       special tokens, epsilon, source </s>
+             model/*_vocabulary.json                 the model's pieces, in its row order
+             sentencepiece.model                     how text becomes those pieces
+             metadata.json                           the pair (from_code -> to_code)
+        --model_config-->  ModelConfig: read from the file, never assumed (below)
+        --rows-->          the vocabulary in our order: <pad> <unk> <s> </s>, then the
+                           model's pieces in its own order; its sentencepiece model rewritten
+                           to number its pieces so (our ids are sentencepiece's)
+        --state_dict-->    our Transformer's weights, rows permuted, q/k/v as ours
+        --> Checkpoint (config, model, vocabularies) that every command takes
+
+What is read from the file: layers (encoder/layer_N), heads (num_heads), widths (the
+matrices' shapes), pre- or post-norm (pre_norm; post-norm has no final LayerNorm), the
+activation, which biases exist (attention, feed-forward, output), embeddings scaled or not,
+a LayerNorm on the embeddings, shared matrices (CTranslate2 stores a matrix equal to another
+once, as an alias: source embedding = target embedding, target embedding = projection), the
+position table (its rows and its layout, sin/cos interleaved or in halves), the epsilon
+(config.json; null means CTranslate2's 1e-5), whether </s> closes each source
+(add_source_eos), and a decoder that starts from a zero vector (Marian's conversions: our
+<s> row is then zeros). A variable of the file that none of this takes (relative
+positions, rotary, ALiBi, gated feed-forward layers, RMSNorm, multi-query attention, source
+features...) is refused, named.
+
+Pieces: the model's vocabulary maps sentencepiece's pieces to rows by string (CTranslate2
+turns an unknown piece into <unk>). A piece of the sentencepiece model that the vocabulary
+lacks is dropped from the rewritten model (sentencepiece then spells the word with pieces the
+model knows); a vocabulary entry that sentencepiece never produces stays, as an unused piece.
+Both are counted in the import's report. Where neither happens, our outputs are
+CTranslate2's (tests/exports/test_import.py).
+"""
+
+import itertools
+import json
+import math
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seq2seq.checkpoint import Checkpoint
+from seq2seq.config import Config, config_from_dict
+from seq2seq.exports.argos import BEAM_SIZE, LENGTH_PENALTY, package_languages, package_metadata
+from seq2seq.exports.ctranslate2_reader import StoredModel, read_model_bin
+from seq2seq.model.config import ModelConfig
+from seq2seq.model.transformer import Transformer, sinusoidal_positions
+from seq2seq.support.errors import UserError
+from seq2seq.text.special import BOS, EOS, PAD, UNK
+from seq2seq.text.vocab import Vocab
+
+ACTIVATIONS = {0: "relu", 1: "gelu_tanh", 2: "swish", 3: "gelu", 4: "gelu_sigmoid"}
+NEVER = -1e9  # an output bias of -inf (a checkpoint holds finite numbers only): as unlikely
+SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, in id order
+NOT_OURS = {  # a variable's name -> what our model lacks to run it
+    "relative_position": "relative positions",
+    "relative_attention_bias": "relative attention biases",
+    "linear_0_noact": "gated feed-forward layers (GLU)",
+    "layer_norm_use_residual": "RMSNorm",
+    "q_norm": "query/key LayerNorms",
+    "k_norm": "query/key LayerNorms",
+    "embeddings_1": "source features (a second source embedding)",
+    "project_in": "projections around the decoder",
+    "input_layer_norm": "LayerNorms before and after each sublayer",
+    "shared_layer_norm": "parallel residual layers",
+    "alibi": "ALiBi",
+    "rotary": "rotary position embeddings",
+    "sliding_window": "sliding-window attention",
+    "scale_outputs": "scaled outputs",
+    "layer_scalar": "layer scalars",
+    "weight_zero": "AWQ quantization",
+}
+
+
+@dataclass
+class Imported:
+    """An imported model and what the import found out on the way (its report)."""
+
+    checkpoint: Checkpoint
+    report: dict = field(default_factory=dict)
+
+
+def import_model(path: Path) -> Imported:
+    """An Argos package (.argosmodel or its folder) or a CTranslate2 model folder (with
+    the sentencepiece model beside or inside it) -> our checkpoint."""
+    if path.is_file():
+        with tempfile.TemporaryDirectory() as staging:
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    archive.extractall(staging)
+            except zipfile.BadZipFile as error:
+                raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None
+            folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
+            if len(folders) != 1:
+                raise UserError(f"{path}: not one folder with a metadata.json in it")
+            return import_folder(folders[0], str(path))
+    if not path.is_dir():
+        raise UserError(f"{path}: no such package or CTranslate2 model folder")
+    return import_folder(path, str(path))
+
+
+def import_folder(folder: Path, origin: str) -> Imported:
+    is_package = (folder / "metadata.json").exists()
+    model_dir = folder / "model" if is_package else folder
+    places = (folder / "sentencepiece.model", model_dir / "sentencepiece.model")
+    sp_path = next((p for p in places if p.exists()), None)
+    if not (model_dir / "model.bin").exists():
+        raise UserError(f"{folder}: no model.bin (not an Argos package nor a CTranslate2 model)")
+    if sp_path is None:
+        raise UserError(f"{folder}: no sentencepiece.model beside the model")
+    stored = read_model_bin(model_dir / "model.bin")
+    has_config = (model_dir / "config.json").exists()
+    ct2_config = read_json(model_dir / "config.json") if has_config else {}
+    src_pieces, tgt_pieces = model_vocabularies(model_dir)
+    languages = package_metadata(folder) if is_package else {}
+    model_cfg = model_config(stored, ct2_config, model_dir / "model.bin")
+    src, src_report = rows_of(src_pieces, ct2_config, sp_path.read_bytes())
+    tgt, tgt_report = (
+        (src, src_report)
+        if tgt_pieces == src_pieces
+        else rows_of(tgt_pieces, ct2_config, sp_path.read_bytes())
+    )
+    model_cfg.share_embeddings &= src is tgt
+    config = our_config(model_cfg, languages, origin, joint=src is tgt)
+    model = Transformer(model_cfg, len(src.pieces), len(tgt.pieces), pad_id=PAD)
+    weights = state_dict(stored, model_cfg, src, tgt, ct2_config)
+    model.load_state_dict(weights, strict=True)
+    src_vocab = Vocab(src.model_bytes)
+    tgt_vocab = src_vocab if tgt is src else Vocab(tgt.model_bytes)
+    info = {"step": 0, "imported_from": origin, "example": ""}
+    report = {"from": origin, "model": stored.spec, "weights": stored_types(stored),
+              "source_pieces": src_report, "target_pieces": tgt_report}  # fmt: skip
+    return Imported(Checkpoint(config, model, src_vocab, tgt_vocab, info), report)
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: not readable JSON ({error})") from None
+
+
+def model_vocabularies(model_dir: Path) -> tuple[list[str], list[str]]:
+    """The model's source and target pieces in row order: shared_vocabulary.json, or
+    source_ and target_vocabulary.json (.txt, a piece a line, before CTranslate2 3.16)."""
+
+    def one(name: str) -> list[str] | None:
+        if (model_dir / f"{name}.json").exists():
+            return read_json(model_dir / f"{name}.json")
+        if (model_dir / f"{name}.txt").exists():
+            return (model_dir / f"{name}.txt").read_text("utf-8").split("\n")[:-1]
+        return None
+
+    shared = one("shared_vocabulary")
+    source, target = one("source_vocabulary"), one("target_vocabulary")
+    if shared is None and (source is None or target is None):
+        raise UserError(f"{model_dir}: no shared_vocabulary.json nor source_/target_vocabulary")
+    return (shared, shared) if shared is not None else (source, target)
+
+
+def variable(stored: StoredModel, name: str) -> torch.Tensor:
+    if name not in stored.weights:
+        raise UserError(f"{stored.spec}: no {name} in the model (not a Transformer we read)")
+    return stored.weights[name]
+
+
+def flag(stored: StoredModel, name: str, default):
+    return stored.flags.get(name, default)
+
+
+def layer_count(stored: StoredModel, stack: str) -> int:
+    return next(i for i in itertools.count() if f"{stack}/layer_{i}/ffn/linear_0/weight"
+                not in stored.weights)  # fmt: skip
+
+
+def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelConfig:
+    """Our ModelConfig for the stored model, every setting read from it (module docstring)."""
+    if stored.spec not in ("TransformerSpec", "TransformerBase", "TransformerBig"):
+        raise UserError(f"{where}: a {stored.spec}, not an encoder-decoder Transformer")
+    refuse_what_we_lack(stored, ct2_config, where)
+    embedding = variable(stored, "encoder/embeddings_0/weight")
+    d_model = embedding.size(1)
+    table = variable(stored, "encoder/position_encodings/encodings")
+    names = stored.weights
+    activation = int(flag(stored, "encoder/activation", 0))
+    if activation not in ACTIVATIONS:
+        raise UserError(f"{where}: activation {activation} (tanh or sigmoid), which ours lacks")
+    return ModelConfig(
+        d_model=d_model,
+        n_heads=int(flag(stored, "encoder/num_heads", 8)),
+        enc_layers=layer_count(stored, "encoder"),
+        dec_layers=layer_count(stored, "decoder"),
+        d_ff=variable(stored, "encoder/layer_0/ffn/linear_0/weight").size(0),
+        max_positions=table.size(0),
+        tie_embeddings=same(stored, "decoder/embeddings/weight", "decoder/projection/weight"),
+        share_embeddings=same(stored, "encoder/embeddings_0/weight", "decoder/embeddings/weight"),
+        norm="pre" if flag(stored, "encoder/pre_norm", True) else "post",
+        norm_epsilon=ct2_config.get("layer_norm_epsilon") or 1e-5,
+        activation=ACTIVATIONS[activation],
+        attention_bias="encoder/layer_0/self_attention/linear_0/bias" in names,
+        ffn_bias="encoder/layer_0/ffn/linear_0/bias" in names,
+        output_bias="decoder/projection/bias" in names,
+        scale_embeddings=embedding_scale(stored, d_model, where),
+        embedding_norm="encoder/layernorm_embedding/gamma" in names,
+        positions=table_layout(table, where),
+        source_eos=bool(ct2_config.get("add_source_eos", False)),
+    )
+
+
+def refuse_what_we_lack(stored: StoredModel, ct2_config: dict, where: Path) -> None:
+    present = [*stored.weights, *(name for name, value in stored.flags.items() if value)]
+    for name in present:
+        for part, what in NOT_OURS.items():
+            if part in name:
+                raise UserError(f"{where}: {name}: {what}, which our model does not have")
+    if ct2_config.get("multi_query_attention"):
+        raise UserError(f"{where}: multi-query attention, which our model does not have")
+    if ct2_config.get("add_source_bos"):
+        raise UserError(f"{where}: <s> before each source (add_source_bos), which ours lacks")
+    if "encoder/position_encodings/encodings" not in stored.weights:
+        raise UserError(f"{where}: no stored position table (CTranslate2's own, not ours)")
+
+
+def same(stored: StoredModel, first: str, second: str) -> bool:
+    """Whether two variables are one matrix stored once (an alias of the other)."""
+    a, b = stored.shared.get(first, first), stored.shared.get(second, second)
+    return a == b
+
+
+def embedding_scale(stored: StoredModel, d_model: int, where: Path) -> bool:
+    """Whether token embeddings are multiplied by sqrt(D): CTranslate2's flag (or the number
+    itself) under <stack>/scale_embeddings, the same for both stacks."""
+    scales = {stored.flags.get(f"{stack}/scale_embeddings", 1) for stack in ("encoder", "decoder")}
+    if len(scales) != 1:
+        raise UserError(f"{where}: the encoder's and decoder's embeddings scaled differently")
+    (value,) = scales
+    if isinstance(value, int):  # a flag: 1 is sqrt(D)
+        return bool(value)
+    if math.isclose(value, math.sqrt(d_model)) or math.isclose(value, 1.0):  # the scale itself
+        return math.isclose(value, math.sqrt(d_model))
+    raise UserError(f"{where}: embeddings scaled by {value}, ours by sqrt(d_model) or 1")
+
+
+def table_layout(table: torch.Tensor, where: Path) -> str:
+    """Which of our sinusoidal layouts the stored position table is."""
+    rows, d_model = table.shape
+    for layout in ("interleaved", "halves"):
+        if torch.allclose(table, sinusoidal_positions(rows, d_model, layout), atol=1e-4):
+            return layout
+    raise UserError(f"{where}: a position table that is not sinusoidal (learned positions)")
+
+
+@dataclass
+class Rows:
+    """A vocabulary in our order: `pieces` by our id, `source_rows` each one's row in the
+    stored model (None: a special the model lacks, a row of zeros), and the rewritten
+    sentencepiece model that numbers pieces so."""
+
+    pieces: list[str]
+    source_rows: list[int | None]
+    model_bytes: bytes
+
+
+def rows_of(model_pieces: list[str], ct2_config: dict, sp_bytes: bytes) -> tuple[Rows, dict]:
+    """Our order of a model's vocabulary, and the sentencepiece model rewritten to match."""
+    from sentencepiece import sentencepiece_model_pb2 as pb  # needs protobuf (.[export])
+
+    index = {piece: row for row, piece in enumerate(model_pieces)}
+    theirs = {  # our special id -> the model's token for it
+        PAD: "<blank>" if "<blank>" in index else "<pad>",
+        UNK: ct2_config.get("unk_token", "<unk>"),
+        BOS: ct2_config.get("decoder_start_token") or ct2_config.get("bos_token", "<s>"),
+        EOS: ct2_config.get("eos_token", "</s>"),
+    }
+    special_rows = [index.get(theirs[i]) for i in (PAD, UNK, BOS, EOS)]
+    taken = {theirs[i] for i in (PAD, UNK, EOS)} | {ct2_config.get("bos_token", "<s>")}
+    rest = [row for row, piece in enumerate(model_pieces) if piece not in taken]
+    sp, Piece = pb.ModelProto.FromString(sp_bytes), pb.ModelProto.SentencePiece
+    known = {p.piece: p for p in sp.pieces}
+    new = pb.ModelProto()
+    new.CopyFrom(sp)
+    del new.pieces[:]
+    for i, name in SPECIAL_NAMES.items():
+        kind = Piece.UNKNOWN if i == UNK else Piece.CONTROL
+        new.pieces.add(piece=name, score=0.0, type=kind)
+    unused = 0
+    for row in rest:
+        piece = known.get(model_pieces[row])
+        if piece is None or piece.type in (piece.CONTROL, piece.UNKNOWN):
+            new.pieces.add(piece=model_pieces[row], score=0.0, type=Piece.UNUSED)
+            unused += 1
+        else:
+            new.pieces.add().CopyFrom(piece)
+    spec = new.trainer_spec
+    spec.pad_id, spec.unk_id, spec.bos_id, spec.eos_id = PAD, UNK, BOS, EOS
+    spec.pad_piece, spec.unk_piece, spec.bos_piece, spec.eos_piece = SPECIAL_NAMES.values()
+    spec.vocab_size = len(new.pieces)
+    in_model = set(model_pieces)
+    dropped = sum(1 for p in sp.pieces if p.type == p.NORMAL and p.piece not in in_model)
+    report = {"pieces": len(new.pieces), "sentencepiece_pieces_not_in_model": dropped,
+              "model_pieces_sentencepiece_never_makes": unused}  # fmt: skip
+    rows = Rows([p.piece for p in new.pieces], special_rows + rest, new.SerializeToString())
+    return rows, report
+
+
+def permuted(matrix: torch.Tensor, rows: Rows) -> torch.Tensor:
+    """A (V, ...) matrix of the stored model's rows in our order (zeros for a missing row)."""
+    out = matrix.new_zeros((len(rows.source_rows), *matrix.shape[1:]))
+    for ours, theirs in enumerate(rows.source_rows):
+        if theirs is not None:
+            out[ours] = matrix[theirs]
+    return out
+
+
+def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows, ct2_config) -> dict:
+    """Our Transformer's state_dict from the stored variables (CTranslate2's names on the
+    right, as seq2seq/exports/ctranslate2.py writes them)."""
+    out, used = {}, set()
+
+    def take(name: str) -> torch.Tensor:
+        used.add(name)
+        return variable(stored, name)
+
+    def linear(ours: str, theirs: str) -> None:
+        out[f"{ours}.weight"] = take(f"{theirs}/weight")
+        if f"{theirs}/bias" in stored.weights:
+            out[f"{ours}.bias"] = take(f"{theirs}/bias")
+
+    def norm(ours: str, theirs: str) -> None:
+        out[f"{ours}.weight"] = take(f"{theirs}/gamma")
+        out[f"{ours}.bias"] = take(f"{theirs}/beta")
+
+    def attention(ours: str, theirs: str, norm_name: str, cross: bool) -> None:
+        norm(norm_name, f"{theirs}/layer_norm")
+        if cross:  # q apart, k and v together: ours is one (3D, D) matrix
+            for part in ("weight", "bias"):
+                q, kv = f"{theirs}/linear_0/{part}", f"{theirs}/linear_1/{part}"
+                if q in stored.weights:
+                    out[f"{ours}.in_proj.{part}"] = torch.cat([take(q), take(kv)])
+        else:
+            linear(f"{ours}.in_proj", f"{theirs}/linear_0")
+        linear(f"{ours}.out_proj", f"{theirs}/linear_{2 if cross else 1}")
+
+    def feed_forward(ours: str, theirs: str, norm_name: str) -> None:
+        norm(norm_name, f"{theirs}/layer_norm")
+        linear(f"{ours}.ff.net.0", f"{theirs}/linear_0")
+        linear(f"{ours}.ff.net.2", f"{theirs}/linear_1")
+
+    def stack_inputs(ours: str, theirs: str, embeddings: str, rows: Rows) -> None:
+        out[f"{ours}.tokens.weight"] = permuted(take(embeddings), rows)
+        take(f"{theirs}/position_encodings/encodings")
+        if cfg.embedding_norm:
+            norm(f"{ours}.norm", f"{theirs}/layernorm_embedding")
+
+    stack_inputs("src_embed", "encoder", "encoder/embeddings_0/weight", src)
+    for i in range(cfg.enc_layers):
+        at = f"encoder/layer_{i}"
+        attention(f"encoder.{i}.self_attn", f"{at}/self_attention", f"encoder.{i}.norm1", False)
+        feed_forward(f"encoder.{i}", f"{at}/ffn", f"encoder.{i}.norm2")
+    stack_inputs("tgt_embed", "decoder", "decoder/embeddings/weight", tgt)
+    for i in range(cfg.dec_layers):
+        at = f"decoder/layer_{i}"
+        attention(f"decoder.{i}.self_attn", f"{at}/self_attention", f"decoder.{i}.norm1", False)
+        attention(f"decoder.{i}.cross_attn", f"{at}/attention", f"decoder.{i}.norm2", True)
+        feed_forward(f"decoder.{i}", f"{at}/ffn", f"decoder.{i}.norm3")
+    if cfg.norm == "pre":
+        norm("encoder_norm", "encoder/layer_norm")
+        norm("decoder_norm", "decoder/layer_norm")
+    out["generator.weight"] = permuted(take("decoder/projection/weight"), tgt)
+    if cfg.output_bias:  # -inf (a token never output, as ours make PAD and BOS) as -1e9
+        bias = take("decoder/projection/bias").clamp(min=NEVER)
+        out["generator.bias"] = permuted(bias[:, None], tgt)[:, 0]
+    left = sorted(set(stored.weights) - used - set(stored.shared))
+    if left:
+        raise UserError(f"{left[0]}: a variable our model has no place for ({len(left)} such)")
+    out = shared_as_one(out, cfg)
+    if flag(stored, "decoder/start_from_zero_embedding", False):
+        out["tgt_embed.tokens.weight"][BOS] = 0.0  # the first step's input is a zero vector
+    return out
+
+
+def shared_as_one(weights: dict, cfg: ModelConfig) -> dict:
+    """Where the matrices are one (share_embeddings, tie_embeddings), the state_dict holds
+    the same values under each name, as torch writes a shared parameter."""
+    if cfg.share_embeddings:
+        weights["tgt_embed.tokens.weight"] = weights["src_embed.tokens.weight"]
+    if cfg.tie_embeddings:
+        weights["generator.weight"] = weights["tgt_embed.tokens.weight"]
+    return weights
+
+
+def stored_types(stored: StoredModel) -> dict[str, int]:
+    """How many matrices were stored in each type (int8, float16...)."""
+    counts: dict[str, int] = {}
+    for dtype in stored.types.values():
+        name = str(dtype).removeprefix("torch.")
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def our_config(model_cfg: ModelConfig, metadata: dict, origin: str, joint: bool) -> Config:
+    """The experiment config of an imported model: its languages (the package's pair), its
+    model settings, and Argos Translate's decoding (beam 4, length penalty 0.2)."""
+    src_lang, tgt_lang = metadata.get("from_code", "src"), metadata.get("to_code", "tgt")
+    name = f"{src_lang}_{tgt_lang}_imported"
+    raw = {
+        "experiment": name,
+        "corpus": {"type": "imported", "name": name, "src_lang": src_lang, "tgt_lang": tgt_lang},
+        "vocab": {"joint": joint},
+        "model": dict(vars(model_cfg)),
+        "decode": {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY},
+    }
+    if metadata:
+        source, target = package_languages(metadata)
+        raw["serve"] = {"source_language": vars(source), "target_language": vars(target)}
+    return config_from_dict(raw, source=origin)
