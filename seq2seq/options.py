@@ -47,15 +47,28 @@ class Source:
     sacrebleu: str | None = None  # a sacreBLEU test set by name, e.g. wmt14 (`sacrebleu --list`)
     # an http(s):// or file:// URL of a .tsv or .tsv.gz file ("source<TAB>target" lines), a .zip
     # holding a Moses pair (two files ending .<src_lang> and .<tgt_lang>), or a Moses pair
-    # itself, plain or .gz, named once with {lang} for the language: https://x.org/train.{lang}.gz
+    # itself, plain or .gz, named once with {lang} for the language: https://x.org/train.{lang}.gz;
+    # or a catalog (pip install 'seq2seq[catalogs]'; seq2seq/text/catalogs.py): gettext's .po
+    # or .mo (msgid -> msgstr), XLIFF 1.2 or 2 (.xlf, .xliff), a TMX translation memory (.tmx)
     url: str | None = None
-    file: str | None = None  # a file of yours, as url: .tsv, .tsv.gz, .zip, or train.{lang}
+    # a file of yours, as url: .tsv, .tsv.gz, .zip, train.{lang} or a catalog; or a folder of
+    # catalogs of one language, read at any depth (a path without a suffix, or ending in /),
+    # e.g. /usr/share/locale/de/LC_MESSAGES
+    file: str | None = None
     # train: this source's pairs go in this many times, 1 or more (your own small data beside
     # a large corpus); the copies are not duplicates to the `clean` section; with more than
     # 1 the pairs are held in memory
     weight: int = 1
     # only the first this many pairs that pass the `clean` section are taken (null: all)
     max_pairs: int | None = None
+    # A folder of catalogs (file:) among train_sources: this share of its programs, in [0, 1),
+    # is held out whole for the valid and test splits (half each, one each at least), so that
+    # their scores are on software the model has not seen. A program is a catalog's path in the
+    # folder less its suffix (x.po and x.mo are one); those held out have the smallest hash
+    # keyed by corpus.seed, the same on every run and in every language's folder of one tree.
+    # valid_source and test_source must then be null (valid_size, test_size are unused);
+    # report.json names the catalogs held out. 0: none. Or name folders as valid_source, test_source
+    hold_out: float = 0.0
 
 
 @dataclass
@@ -81,7 +94,8 @@ class CorpusConfig:
     # numbers: probability that a digit after the first is 0
     zero_prob: Annotated[float, "in [0, 1]"] = 0.3
     # numbers: the corpus is a deterministic function of this seed; other types: which pairs
-    # valid_size and test_size split off the training data
+    # valid_size and test_size split off the training data (sources: which catalogs hold_out
+    # holds out)
     seed: int = 1
     # multi30k, sources: the source language's code (multi30k: de or en; sources: as OPUS and
     # sacreBLEU name it, e.g. fr)

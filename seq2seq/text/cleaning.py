@@ -51,13 +51,15 @@ CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 @dataclass
 class Tally:
     """A split's counts, or a source's: pairs read, removed by each rule (its name), kept, the
-    copies of those kept that a source's weight added, and a mixed split's sources' own."""
+    copies of those kept that a source's weight added, and a mixed split's sources' own; and
+    the entries of a source's catalogs that are no pairs, by why (text/catalogs.py)."""
 
     read: int = 0
     removed: dict[str, int] = field(default_factory=dict)
     kept: int = 0
     copies: int = 0
     sources: dict[str, "Tally"] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def pairs(self) -> int:
@@ -67,15 +69,18 @@ class Tally:
     def add(self, other: "Tally") -> None:
         self.read, self.kept = self.read + other.read, self.kept + other.kept
         self.copies += other.copies
-        for name, count in other.removed.items():
-            self.removed[name] = self.removed.get(name, 0) + count
+        for counts, others in ((self.removed, other.removed), (self.skipped, other.skipped)):
+            for name, count in others.items():
+                counts[name] = counts.get(name, 0) + count
 
     def line(self, split: str) -> str:
         drops = ", ".join(f"{count:,} {name}" for name, count in self.removed.items() if count)
         copies = f", {self.copies:,} copies (weight)" if self.copies else ""
+        skips = ", ".join(f"{count:,} {why}" for why, count in self.skipped.items())
+        skipped = f" ({sum(self.skipped.values()):,} entries skipped: {skips})" if skips else ""
         return (
-            f"{split}: {self.read:,} pairs read, {drops or 'none'} removed, {self.kept:,} kept"
-            f"{copies}"
+            f"{split}: {self.read:,} pairs read{skipped}, {drops or 'none'} removed, "
+            f"{self.kept:,} kept{copies}"
         )
 
 
@@ -88,6 +93,8 @@ class Part:
     pairs: Iterable[Pair]
     max_pairs: int | None = None
     weight: int = 1
+    # a catalog's entries that are no pairs, by why, counted as `pairs` is read (text/catalogs.py)
+    skipped: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +125,7 @@ def clean_mixed(split: Mixed, split_rules: dict[str, Rule], tally: Tally) -> Ite
     """A mixed split's pairs: each part cleaned with the split's rules under its own tally
     (in tally.sources), its first max_pairs, then its weight's copies of them."""
     for part in split.parts:
-        counts = tally.sources[part.label] = Tally()
+        counts = tally.sources[part.label] = Tally(skipped=part.skipped)
         kept = itertools.islice(clean(part.pairs, split_rules, counts, part.label), part.max_pairs)
         if part.weight == 1:
             yield from kept
@@ -230,12 +237,10 @@ def split_off(config: Config, missing: list[str], tallies: dict[str, Tally]) -> 
 def sample(pairs: Iterable[Pair], size: int, seed: int) -> list[Pair]:
     """The `size` distinct pairs whose hash keyed by `seed` is smallest, in that order: a
     uniform random sample that depends on the seed and the set of pairs only."""
-    key = str(seed).encode()
     heap: list[tuple[int, Pair]] = []  # (-hash, pair): the largest hash kept is on top
     kept: set[int] = set()
     for pair in pairs:
-        digest = hashlib.blake2b("\n".join(pair).encode(), digest_size=8, key=key).digest()
-        value = int.from_bytes(digest, "big")
+        value = keyed_hash("\n".join(pair), seed)
         if value in kept:
             continue
         if len(heap) < size:
@@ -246,6 +251,12 @@ def sample(pairs: Iterable[Pair], size: int, seed: int) -> list[Pair]:
             continue
         kept.add(value)
     return [pair for _, pair in sorted(heap, reverse=True)]
+
+
+def keyed_hash(text: str, seed: int) -> int:
+    """A 64-bit hash of a text keyed by a seed: the same on every run and machine."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8, key=str(seed).encode()).digest()
+    return int.from_bytes(digest, "big")
 
 
 def write_report(config: Config, tallies: dict[str, Tally]) -> None:

@@ -4,8 +4,10 @@
     each Source (seq2seq/options.py) is one of
         {opus: Tatoeba}     an OPUS corpus, its Moses zip for the pair (the OPUS API says where)
         {sacrebleu: wmt14}  a test set through sacreBLEU's own registry and download code
-        {url: URL}          a .tsv, .tsv.gz, a .zip of a Moses pair, or a pair named with {lang}
-        {file: PATH}        the same, a file of yours
+        {url: URL}          a .tsv, .tsv.gz, a .zip of a Moses pair, or a pair named with {lang};
+                            or a catalog: .po, .mo, .xlf, .xliff, .tmx (text/catalogs.py)
+        {file: PATH}        the same, a file of yours, or a folder of catalogs (its hold_out:
+                            whole catalogs held out for valid and test)
 
     Source --fetch--> its files: downloaded into data/<corpus.name>/raw/ (text/download.py:
                       checked, recorded in raw/manifest.json), or your own where they are
@@ -18,7 +20,8 @@ its files are in the manifest, a source is read from raw/ with no request at all
 API and sacreBLEU included). The cleaning, max_pairs and weight are build_corpus's, with
 every corpus type's cleaning (text/cleaning.py: clean_mixed), so that each source is cleaned
 before its max_pairs and weight, and its weight's copies are not duplicates; `make data`
-prints, and writes to report.json, each source's counts beside its split's.
+prints, and writes to report.json, each source's counts beside its split's (a catalog's
+entries that are no pairs too: header, fuzzy, untranslated, obsolete).
 """
 
 import copy
@@ -37,9 +40,11 @@ from sacrebleu import DATASETS
 
 from seq2seq.options import Config, CorpusConfig, Source
 from seq2seq.support.paths import RAW
+from seq2seq.text import catalogs
 from seq2seq.text.cleaning import Mixed, Part
 from seq2seq.text.download import DownloadError, Downloads
 from seq2seq.text.parallel import (
+    SPLITS,
     CorpusError,
     PairStream,
     iter_parallel,
@@ -51,6 +56,7 @@ from seq2seq.text.parallel import (
 OPUS_API = "https://opus.nlpl.eu/opusapi/"
 KINDS = ("opus", "sacrebleu", "url", "file")
 LANG = "{lang}"  # in a url or file: a Moses pair, one file per language
+SUFFIXES = (".tsv", ".tsv.gz", ".zip", *catalogs.SUFFIXES)  # of a url or file source
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an OPUS corpus's or release's name
 
 
@@ -59,7 +65,7 @@ class Fetched:
     """A source whose files are at hand: what it is, and how to read its pairs."""
 
     label: str
-    read: Callable[[], PairStream]
+    read: Callable[[catalogs.Skipped], PairStream]  # what is no pair counted in its argument
 
 
 def splits(config: Config) -> dict[str, Mixed]:
@@ -67,22 +73,47 @@ def splits(config: Config) -> dict[str, Mixed]:
     written."""
     corpus = config.corpus
     downloads = Downloads(config.data_dir / RAW, corpus.mirror)
-    chosen = {
-        "train": {f"train_sources[{i}]": source for i, source in enumerate(corpus.train_sources)},
-        "valid": {"valid_source": corpus.valid_source},
-        "test": {"test_source": corpus.test_source},
-    }
-    return {
-        split: Mixed([part(key, source, corpus, downloads) for key, source in sources.items()])
-        for split, sources in chosen.items()
-        if None not in sources.values()  # no valid_source or test_source: split off train
-    }
+    mixed = {split: Mixed([]) for split in SPLITS}
+    for i, source in enumerate(corpus.train_sources):
+        key = f"train_sources[{i}]"
+        if source.hold_out:
+            for split, held in held_out_parts(key, source, corpus).items():
+                mixed[split].parts.append(held)
+        else:
+            mixed["train"].parts.append(part(key, source, corpus, downloads))
+    for split in ("valid", "test"):
+        if source := getattr(corpus, f"{split}_source"):
+            mixed[split].parts.append(part(f"{split}_source", source, corpus, downloads))
+    return {split: m for split, m in mixed.items() if m.parts}  # none: split off train
 
 
 def part(key: str, source: Source, corpus: CorpusConfig, downloads: Downloads) -> Part:
     """A source as a part of its split, named by its config key and what it is."""
     fetched = fetch(source, corpus, downloads)
-    return Part(f"{key} {fetched.label}", fetched.read(), source.max_pairs, source.weight)
+    skipped: catalogs.Skipped = {}
+    pairs = fetched.read(skipped)
+    return Part(f"{key} {fetched.label}", pairs, source.max_pairs, source.weight, skipped)
+
+
+def held_out_parts(key: str, source: Source, corpus: CorpusConfig) -> dict[str, Part]:
+    """A folder of catalogs as a part of each split: whole catalogs, by program, held out for
+    valid and test (catalogs.held_out), each split's named in its label."""
+    folder = Path(source.file)
+    if not folder.is_dir():
+        raise CorpusError(f"{folder}: not a folder ({key}.hold_out is for a folder of catalogs)")
+    paths = catalogs.catalog_files(folder)
+    parts = {}
+    for split, chosen in catalogs.held_out(folder, paths, source.hold_out, corpus.seed).items():
+        names = ", ".join(path.relative_to(folder).as_posix() for path in chosen)
+        skipped: catalogs.Skipped = {}
+        pairs = catalogs.read_catalogs(chosen, sides(corpus), skipped)
+        if split == "train":
+            label = f"{key} ({source.file}, {len(chosen)} catalogs)"
+            parts[split] = Part(label, pairs, source.max_pairs, source.weight, skipped)
+        else:
+            label = f"{key} ({source.file}, {len(chosen)} held out: {names})"
+            parts[split] = Part(label, pairs, skipped=skipped)
+    return parts
 
 
 def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched:
@@ -101,14 +132,20 @@ def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched
     return Fetched(f"({source.file})", pair_reader(local_files(source.file, corpus), corpus))
 
 
-def pair_reader(files: Path | tuple[Path, Path], corpus: CorpusConfig) -> Callable[[], PairStream]:
-    """How to read a source's files: a Moses pair, a zip holding one, or a TSV file."""
+def pair_reader(
+    files: Path | tuple[Path, Path], corpus: CorpusConfig
+) -> Callable[[catalogs.Skipped], PairStream]:
+    """How to read a source's files: a Moses pair, a zip holding one, a TSV file, a catalog, or
+    a folder of catalogs."""
     if isinstance(files, tuple):
-        return lambda: iter_parallel(*files)
+        return lambda skipped: iter_parallel(*files)
+    if files.is_dir() or catalogs.is_catalog(files):
+        paths = catalogs.catalog_files(files) if files.is_dir() else [files]
+        return lambda skipped: catalogs.read_catalogs(paths, sides(corpus), skipped)
     if files.name.endswith(".zip"):
         members = moses_members(files, corpus)
-        return lambda: read_zip(files, members)
-    return lambda: iter_tsv(files)
+        return lambda skipped: read_zip(files, members)
+    return lambda skipped: iter_tsv(files)
 
 
 def sides(corpus: CorpusConfig) -> tuple[str, str]:
@@ -118,9 +155,17 @@ def sides(corpus: CorpusConfig) -> tuple[str, str]:
 def local_files(path: str, corpus: CorpusConfig) -> Path | tuple[Path, Path]:
     files = tuple(Path(path.replace(LANG, lang)) for lang in sides(corpus))
     for file in files:
-        if not file.is_file():
+        if is_folder(path) and not file.is_dir():
+            raise CorpusError(f"{file}: no such folder (a folder of catalogs)")
+        if not is_folder(path) and not file.is_file():
             raise CorpusError(f"{file} not found")
     return files if LANG in path else files[0]
+
+
+def is_folder(path: str) -> bool:
+    """A file: source's path names a folder (of catalogs) when its last part has no suffix,
+    or it ends in /."""
+    return LANG not in path and (path.endswith("/") or not Path(path).suffix)
 
 
 def url_files(url: str, corpus: CorpusConfig, downloads: Downloads) -> Path | tuple[Path, Path]:
@@ -253,6 +298,11 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
         yield from source_problems(source, f"corpus.{split}_source")
         if source.weight != 1:
             yield f"'corpus.{split}_source.weight' is for training sources only"
+        if any(s.hold_out for s in corpus.train_sources):
+            yield (
+                f"'corpus.{split}_source' is given, but a training source's hold_out makes the "
+                "valid and test splits: one or the other"
+            )
 
 
 def source_problems(source: Source, key: str) -> Iterator[str]:
@@ -274,13 +324,26 @@ def source_problems(source: Source, key: str) -> Iterator[str]:
     if kind in ("url", "file"):
         location = getattr(source, kind)
         path = urllib.parse.urlsplit(location).path if kind == "url" else location
-        if LANG not in path and not path.endswith((".tsv", ".tsv.gz", ".zip")):
+        folder = kind == "file" and is_folder(path)
+        if LANG not in path and not folder and not path.endswith(SUFFIXES):
             yield (
-                f"'{key}.{kind}' must end in .tsv, .tsv.gz or .zip, or name a Moses pair with "
-                f"{LANG}; got {location!r}"
+                f"'{key}.{kind}' must end in .tsv, .tsv.gz or .zip, name a Moses pair with "
+                f"{LANG}, be a catalog ({', '.join(catalogs.SUFFIXES)})"
+                f"{' or a folder of them' if kind == 'file' else ''}; got {location!r}"
             )
+    if source.hold_out:
+        yield from hold_out_problems(source, key, kind)
     if kind == "url" and urllib.parse.urlsplit(source.url).scheme not in ("http", "https", "file"):
         yield f"'{key}.url' must be an http://, https:// or file:// URL, got {source.url!r}"
+
+
+def hold_out_problems(source: Source, key: str, kind: str) -> Iterator[str]:
+    if not 0 < source.hold_out < 1:
+        yield f"'{key}.hold_out' must be in [0, 1), got {source.hold_out}"
+    if kind != "file" or not is_folder(source.file):
+        yield f"'{key}.hold_out' is for a file: source that names a folder of catalogs"
+    if not key.startswith("corpus.train_sources"):
+        yield f"'{key}.hold_out' is for training sources only"
 
 
 def description(corpus: CorpusConfig) -> str:

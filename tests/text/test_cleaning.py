@@ -92,6 +92,7 @@ def test_each_pair_is_counted_once_under_the_first_rule_it_fails():
         "kept": 1,
         "copies": 0,
         "sources": {},
+        "skipped": {},
     }  # fmt: skip
 
 
@@ -143,7 +144,8 @@ def test_the_report_counts_each_split_and_train_drops_what_valid_and_test_hold(
     assert build_corpus(config) == {"train": 3, "valid": 1, "test": 2}
     report = json.loads((tmp_path / "data/c/report.json").read_text())
     assert report["test"] == {
-        "read": 3, "removed": {"empty": 1, "too_long": 0}, "kept": 2, "copies": 0, "sources": {}
+        "read": 3, "removed": {"empty": 1, "too_long": 0}, "kept": 2, "copies": 0, "sources": {},
+        "skipped": {},
     }  # fmt: skip
     assert report["valid"]["removed"]["in_other_split"] == 1  # ("t", "2") is in test
     assert report["valid"]["removed"]["duplicate"] == 1
@@ -170,7 +172,9 @@ def test_valid_and_test_are_split_off_train_disjoint_and_deterministic(tmp_path,
     assert set().union(*map(set, splits.values())) == set(pairs)
     report = json.loads((tmp_path / "data/c/report.json").read_text())
     assert report["train"]["removed"]["held_out"] == 50
-    assert report["valid"] == {"read": 20, "removed": {}, "kept": 20, "copies": 0, "sources": {}}
+    assert report["valid"] == {
+        "read": 20, "removed": {}, "kept": 20, "copies": 0, "sources": {}, "skipped": {}
+    }  # fmt: skip
     # The same seed picks the same pairs, whatever their order; another seed others.
     write_tsv(tmp_path / "train.tsv", pairs[::-1])
     build_corpus(config)
@@ -219,4 +223,6 @@ def test_the_numbers_corpus_is_not_cleaned_and_gets_a_report(tmp_path, monkeypat
     config = config_from_dict({"corpus": {"preset": "seed"}})  # nine pairs in every split
     assert build_corpus(config) == {"train": 9, "valid": 9, "test": 9}
     report = json.loads((tmp_path / "data/numbers/report.json").read_text())
-    assert report["train"] == {"read": 9, "removed": {}, "kept": 9, "copies": 0, "sources": {}}
+    assert report["train"] == {
+        "read": 9, "removed": {}, "kept": 9, "copies": 0, "sources": {}, "skipped": {}
+    }  # fmt: skip
