@@ -8,8 +8,9 @@ Without --checkpoint, the best.pt of the run of --config (with its overrides); w
 beside that checkpoint: <from>_<to>.argosmodel (<from>_<to>.int8.argosmodel with int8),
 ctranslate2/ or huggingface/. The CTranslate2 weights (ctranslate2, argos) are float32, or
 int8 with --quantization int8: the matrices a quarter of their size, faster on a CPU, the
-outputs slightly different. Each format's module says what it holds and what differs from
-our own decoding.
+outputs slightly different. A model imported from an int8 package (or fine-tuned from one)
+is exported int8 unless --quantization says otherwise. Each format's module says what it
+holds and what differs from our own decoding.
 """
 
 from pathlib import Path
@@ -35,8 +36,9 @@ def parse_arguments(argv: list[str] | None):
     parser.add_argument("--checkpoint", help="the model file (default: best.pt of --config's run)")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
     parser.add_argument(
-        "--quantization", choices=QUANTIZATIONS, default="float32",
-        help="the CTranslate2 weights' type (ctranslate2, argos; default float32)",
+        "--quantization", choices=QUANTIZATIONS,
+        help="the CTranslate2 weights' type (ctranslate2, argos; default float32, or an "
+        "imported package's)",
     )  # fmt: skip
     args = parser.parse_intermixed_args(argv)
     outs = [word for word in args.words if "=" not in word]
@@ -45,7 +47,7 @@ def parse_arguments(argv: list[str] | None):
         parser.error(f"one OUT at most, not {len(outs)}: {' '.join(outs)}")
     if args.checkpoint and args.overrides:
         parser.error("config overrides choose a run's checkpoint: not with --checkpoint")
-    if args.format == "huggingface" and args.quantization != "float32":
+    if args.format == "huggingface" and args.quantization not in (None, "float32"):
         parser.error("--quantization: the huggingface export is float32")
     args.out = Path(outs[0]) if outs else None
     return args
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     path = Path(args.checkpoint or load_config(args.config, args.overrides).checkpoint_path)
     checkpoint = load_checkpoint(path)
+    origin = checkpoint.info.get("origin", {})
+    args.quantization = args.quantization or origin.get("quantization", "float32")
     out = args.out or default_out(checkpoint, path, args.format, args.quantization)
     if args.format == "argos":
         if not export_argos(checkpoint, out, path, args.quantization):

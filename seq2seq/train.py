@@ -211,7 +211,7 @@ def validate_and_log(run: Run, figures: dict, report: Report) -> None:
         "elapsed_s": progress.elapsed_s,
     }
     improved = keep_if_best(run, result)
-    keep_recent(run, {**result, "example": run.example})  # step-<N>.pt (average_last)
+    keep_recent(run, run.info(result))  # step-<N>.pt (average_last)
     report.write(
         f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
         f"exact match {result['valid_exact_match']:.4f}  "

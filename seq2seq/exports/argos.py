@@ -88,11 +88,22 @@ def argos_spec(checkpoint: Checkpoint):
     return spec
 
 
+def package_version(origin: dict) -> str:
+    """PACKAGE_VERSION; for a model imported from a package (or fine-tuned from one), a
+    version newer than that package's: 1.9 -> 1.9.1, 1.9.1 -> 1.9.2."""
+    if "package_version" not in origin:
+        return PACKAGE_VERSION
+    parts = origin["package_version"].split(".")
+    if len(parts) >= 3 and parts[-1].isdigit():
+        return ".".join([*parts[:-1], str(int(parts[-1]) + 1)])
+    return ".".join([*parts, "1"])
+
+
 def metadata(checkpoint: Checkpoint) -> dict:
     """metadata.json: the versions, and the languages' codes and names (config.translation_pair)."""
     source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     return {
-        "package_version": PACKAGE_VERSION,
+        "package_version": package_version(checkpoint.info.get("origin", {})),
         "argos_version": ARGOS_VERSION,
         "from_code": source.code,
         "from_name": source.name,
@@ -146,7 +157,7 @@ def export_argos(
     if out_file.suffix != ".argosmodel":
         raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
     about = metadata(checkpoint)
-    version = PACKAGE_VERSION.replace(".", "_")
+    version = about["package_version"].replace(".", "_")
     name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
     card = readme(checkpoint, checkpoint_path, about, out_file.name, quantization)
     made_of = {f"{name}/{EXPORT_SOURCE}": checkpoint.sha256, f"{name}/README.md": card}

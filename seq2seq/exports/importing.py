@@ -133,10 +133,18 @@ def import_folder(folder: Path, origin: str) -> Imported:
     model.load_state_dict(weights, strict=True)
     src_vocab = Vocab(src.model_bytes)
     tgt_vocab = src_vocab if tgt is src else Vocab(tgt.model_bytes)
-    info = {"step": 0, "imported_from": origin, "example": ""}
+    info = {"step": 0, "example": "", "origin": origin_of(Path(origin), languages, stored)}
     report = {"from": origin, "model": stored.spec, "weights": stored_types(stored),
               "source_pieces": src_report, "target_pieces": tgt_report}  # fmt: skip
     return Imported(Checkpoint(config, model, src_vocab, tgt_vocab, info), report)
+
+
+def origin_of(path: Path, metadata: dict, stored: StoredModel) -> dict:
+    """What a package made of this model (or of its fine-tuned runs) says it came from: the
+    package's name and version, and the weights' type, int8 if its matrices were."""
+    quantized = torch.int8 in stored.types.values()
+    origin = {"name": path.name, "quantization": "int8" if quantized else "float32"}
+    return origin | {key: metadata[key] for key in ("package_version",) if key in metadata}
 
 
 def read_json(path: Path):

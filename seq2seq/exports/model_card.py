@@ -50,17 +50,25 @@ def facts(checkpoint: Checkpoint, checkpoint_path: Path | None = None) -> str:
         else f"sentencepiece vocabularies of {len(checkpoint.src_vocab):,} (source) and "
         f"{len(checkpoint.tgt_vocab):,} (target) pieces"
     )
-    step = checkpoint.info.get("step")
+    step, origin = checkpoint.info.get("step"), checkpoint.info.get("origin")
+    trained = f"on {corpus_type(config.corpus).description(config.corpus)}" + (
+        f", for {step:,} steps." if step else "."
+    )
+    if origin:  # an imported model (step 0), or one fine-tuned from it
+        version = f" (version {origin['package_version']})" if "package_version" in origin else ""
+        imported = f"Imported by seq2seq from {origin['name']}{version}"
+        trained = f"{imported}, then fine-tuned {trained}" if step else f"{imported}."
+    else:
+        trained = f"Trained with seq2seq {trained}"
     return "\n".join([
         "## Data",
         "",
-        f"Trained with seq2seq on {corpus_type(config.corpus).description(config.corpus)}"
-        + (f", for {step:,} steps." if step else "."),
+        trained,
         "",
         "## Model",
         "",
         f"An encoder-decoder Transformer of {checkpoint.model.num_parameters():,} parameters: "
-        f"{cfg.enc_layers} encoder and {cfg.dec_layers} decoder layers (pre-norm), d_model "
+        f"{cfg.enc_layers} encoder and {cfg.dec_layers} decoder layers ({cfg.norm}-norm), d_model "
         f"{cfg.d_model}, {cfg.n_heads} heads, feed-forward {cfg.d_ff}; {vocabularies}.",
         "",
         "## Test scores",

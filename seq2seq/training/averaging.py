@@ -129,7 +129,7 @@ def average_at_end(run: Run, last: dict) -> str | None:
     won = quality(result, metric) > quality(best, metric)
     if won:
         progress.best = result
-        info = {**result, "example": run.example}
+        info = run.info(result)
         save_checkpoint(config.checkpoint_path, config, model, *run.vocabs, info)
     append_line(run.log_path, json.dumps(result))
     return verdict(result, best, metric, won)

@@ -46,7 +46,7 @@ def keep_if_best(run: Run, result: dict) -> bool:
     improved = progress.best is None or quality(result, metric) > quality(progress.best, metric)
     if improved:
         progress.best, progress.validations_without_gain = result, 0
-        info = {**result, "example": run.example}
+        info = run.info(result)
         save_checkpoint(run.config.checkpoint_path, run.config, run.model, *run.vocabs, info)
     else:
         progress.validations_without_gain += 1
@@ -66,7 +66,7 @@ def save_last(run: Run) -> None:
         "data_sha256": run.data.content_hash,
         "batching": run.batch_settings,
     }
-    info = {"step": run.progress.step, "epoch": run.sampler.epoch, "example": run.example}
+    info = run.info({"step": run.progress.step, "epoch": run.sampler.epoch})
     save_checkpoint(run.last_path, run.config, run.model, *run.vocabs, info, training)
     run.saved_at = run.progress.step
 
@@ -93,6 +93,7 @@ def resume_from_last(run: Run, restart: bool) -> bool:
     data_hash, batches = run.data.content_hash, run.batch_settings
     check_resumable(state, run.config, run.vocabs, data_hash, batches, last_path)
     run.model.load_state_dict(state["model"])
+    run.origin = state["info"].get("origin", {})
     training = state["training"]
     run.optimizer.load_state_dict(training["optimizer"])
     restore_scaler(run.scaler, training["scaler"])

@@ -72,6 +72,7 @@ def start_from_source(run: Run) -> None:
             "the checkpoint's"
         )
     run.model.load_state_dict(state["model"])
+    run.origin = state["info"].get("origin", {})  # an imported model's, kept on
     if run.world.main:
         print(f"starting from the weights of {config.train.init_from} (train.init_from)")
 

@@ -52,7 +52,16 @@ class Run:
     progress: Progress = field(default_factory=Progress)
     # train.init_from's model, frozen, for train.keep_teacher and keep_weights (finetune.py)
     start: Transformer | None = None
+    # an imported model's origin (its package, version, weights' type), kept in every
+    # checkpoint of the runs that fine-tune it, for the package made of them (exports/argos.py)
+    origin: dict = field(default_factory=dict)
     saved_at: int | None = None  # the step last.pt holds, once there is one
+
+    def info(self, result: dict) -> dict:
+        """A checkpoint's info: `result` (step, scores), the example, the origin if any."""
+        return {**result, "example": self.example} | (
+            {"origin": self.origin} if self.origin else {}
+        )
 
     @property
     def train_cfg(self) -> TrainConfig:

@@ -318,3 +318,30 @@ def test_what_is_not_an_argos_package_is_one_line(tmp_path, argos):
     (package / "metadata.json").write_text('{"from_code": "en"}')
     with pytest.raises(UserError, match=r"metadata.json: no to_code"):
         ArgosEngine.load(package)
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_a_package_imported_and_packaged_again_translates_as_the_original(argos, tmp_path):
+    """Back to LibreTranslate: a package imported (python -m seq2seq.import_model) and
+    exported again is a newer version of the same pair, its README naming where it came from,
+    and Argos Translate's outputs on it are those of the original, at beams 1 and 4."""
+    pytest.importorskip("google.protobuf", reason="the import rewrites a sentencepiece model")
+    from seq2seq.exports.importing import import_model
+
+    package, sentences, results = argos
+    imported = import_model(package).checkpoint
+    assert imported.info["origin"] == {"name": package.name, "quantization": "float32",
+                                       "package_version": "1.0"}  # fmt: skip
+    again = tmp_path / "again.argosmodel"
+    export_argos(imported, again)
+    with zipfile.ZipFile(again) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith("/metadata.json")]
+        about = json.loads(archive.read(metadata))
+        readme = archive.read(metadata.replace("metadata.json", "README.md")).decode()
+    assert metadata.startswith("translate-en_digits-1_0_1/")
+    assert (about["package_version"], about["from_code"], about["to_code"]) == (
+        "1.0.1", "en", "digits")  # fmt: skip
+    assert f"Imported by seq2seq from {package.name} (version 1.0)." in readme
+    theirs = run_argos(again, ("en", "digits"), sentences, tmp_path / "home", (1, 4), 1)
+    assert theirs["1"] == results["1"] and theirs["4"] == results["4"]
