@@ -44,7 +44,7 @@ from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translat
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import longest_source, nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
-from seq2seq.text.placeholders import Protected, mask_for, protect
+from seq2seq.text.placeholders import Protected, has_placeables, mask_for, protect
 from seq2seq.text.sentences import Texts
 from seq2seq.text.vocab import Vocab
 
@@ -182,7 +182,7 @@ def translate_texts(
 def protected(engine: Engine, sentences: list[str], placeholders: str) -> list[Protected]:
     """Each sentence as the model gets it: its placeholders masked in a form both vocabularies
     spell, else lifted out (decode.placeholders protect), or as it is (off)."""
-    if placeholders == "off":
+    if placeholders == "off" or not any(map(has_placeables, sentences)):
         return [Protected(sentence, sentence, [], None) for sentence in sentences]
     mask = mask_for(engine.src_vocab, engine.tgt_vocab)
     return [protect(sentence, mask) for sentence in sentences]

@@ -8,13 +8,15 @@ kept from the model, put back in its output (decode.placeholders: protect | off)
       -> protect(text, mask):
            mask "[X{}X]" (the model's vocabularies spell it without UNK: mask_for)
                "Delete [X0X]? [X1X] [X2X]Open"       each run replaced in place
-           mask None (they cannot): the runs lifted out
-               "Delete ? Open"
+           mask None (they cannot): the runs lifted out (the space before one that a
+               mark follows with it)                 "Delete? Open"
       ... the model translates Protected.source ...
       -> Protected.restore(output): each mask found in the output gives its run back; masks
-         the model invented or repeated are dropped; runs it dropped (all of them, lifted) go
-         back at their anchor: the start or the end if they stood there, else after the same
-         share of the output's words, glued to the word they were glued to
+         the model invented or repeated are dropped (lifted: any placeable it wrote); runs
+         it dropped (all of them, lifted) go back at their anchor: the start or the end if
+         they stood there, else after the same share of the output's words, glued to the
+         word they were glued to, two that would touch a space apart; an output without a
+         word: the runs alone
 
 The rule: the restored output holds every run of the source exactly once. Those whose meaning
 depends on their order (printf forms without n$ or (name), "{}", tags) come back in source
@@ -27,7 +29,8 @@ no space flag: "100% sure" is text), Python / .NET braces ({0} {count} {0:N2} {n
 inner text is not translated), Qt's %1 .. %99 and %L1, accelerators (&Open, _File: a & or _
 at a word's start, not R&D, snake_case nor an e-mail's _name@), tags (<b> </b> <br/> <a
 href="...">), entities (&amp; &#39;), escapes as catalogs write them (a literal \\n \\t \\r),
-line breaks and tabs, and Weblate's masks [X<n>X]. A lone "{", "50%", "a < b" are text.
+line breaks (in a text not split into its sentences), and Weblate's masks [X<n>X]. A lone
+"{", "50%", "a < b" and a tab are text.
 
 kept(source, output) says whether every placeable of the source is in the output as many times
 as in the source; share_kept() counts it over pairs (the metric of issue 53).
@@ -49,12 +52,12 @@ PATTERNS = {  # kind -> regex; the first that matches at a place wins
     "brace": r"\{\{\s*[\w.]+\s*\}\}|\{[\w.\[\]]*(?:,-?\d+)?(?:![rsa])?(?::[^{}\s]*)?\}",
     "printf": r"%%|(?<!\d)%(?:\d+\$|\([\w.-]+\))?[-+0#']*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
     + PRINTF_CONVERSION,
-    "qt": r"(?<![\d%])%L?[1-9]\d?(?!\d)",
+    "qt": r"(?<!%)%L?[1-9]\d?(?!\d)",
     "tag": r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?\s*/?>",
     "entity": r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});",
     "accelerator": r"(?<![\w&/.\\-])[&_](?=[^\W\d_])(?!\S*@)",  # not in an e-mail address
     "escape": r"\\[ntr]",
-    "break": r"\r\n|[\n\r\t]",
+    "break": r"\r\n|[\n\r]",  # a tab is white space
 }
 PLACEABLE = re.compile("|".join(f"(?P<{kind}>{regex})" for kind, regex in PATTERNS.items()))
 WORD = re.compile(r"\w+")
@@ -81,6 +84,10 @@ class Placeable(NamedTuple):
 def find(text: str) -> list[Placeable]:
     """The placeables of `text`, in order."""
     return [Placeable(m.group(), m.lastgroup, m.start(), m.end()) for m in PLACEABLE.finditer(text)]
+
+
+def has_placeables(text: str) -> bool:
+    return PLACEABLE.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -175,16 +182,19 @@ class Protected:
             return self.text  # nothing but placeables: nothing to translate
         edits, placed = self.found(output)
         words = [w for w in WORD.finditer(output) if not inside(w.start(), edits)]
+        if not words:  # the model wrote nothing of the text
+            return " ".join(run.text for run in self.runs)
         missing = [run for number, run in enumerate(self.runs) if number not in placed]
         edits += [insertion(run, words, output) for run in missing]
-        edits = in_order(sorted(edits, key=lambda edit: (edit.start, edit.end)))
+        edits = spaced(in_order(sorted(edits, key=lambda edit: (edit.start, edit.end))))
         return apply(output, [(edit.start, edit.end, edit.text) for edit in edits])
 
     def found(self, output: str) -> tuple[list["Edit"], set[int]]:
         """The edits that turn the masks of `output` into their runs (an invented or repeated
-        one into nothing), and the numbers of the runs so placed."""
-        if self.mask is None:
-            return [], set()
+        one into nothing; lifted out: every placeable of `output`), and the numbers of the runs
+        so placed."""
+        if self.mask is None:  # the model saw none: any in its output is invented
+            return [Edit(*dropped(output, p.start, p.end), None) for p in find(output)], set()
         edits, placed = [], set()
         for match in mask_pattern(self.mask).finditer(output):
             number = int(match.group(1))
@@ -192,7 +202,7 @@ class Protected:
                 placed.add(number)
                 edits.append(Edit(*snug(output, match, self.runs[number]), self.runs[number]))
             else:
-                edits.append(Edit(*dropped(output, match), None))
+                edits.append(Edit(*dropped(output, *match.span()), None))
         return edits, placed
 
 
@@ -216,14 +226,27 @@ def in_order(edits: list[Edit]) -> list[Edit]:
     return [e._replace(run=next(ordered)) if e.run and e.run.ordered else e for e in edits]
 
 
+def spaced(edits: list[Edit]) -> list[Edit]:
+    """The edits, two runs that would touch (nothing but deletions between them) separated by
+    a space: they did not touch in the source, or they would be one run."""
+    result: list[Edit] = []
+    run_ends_at = -1  # where the last run put back ends, in the output
+    for edit in edits:
+        if edit.run and edit.start == run_ends_at:
+            edit = edit._replace(before=edit.before or " ")
+        if edit.run or edit.start == run_ends_at:
+            run_ends_at = edit.end
+        result.append(edit)
+    return result
+
+
 def inside(position: int, edits: list[Edit]) -> bool:
     return any(edit.start <= position < edit.end for edit in edits)
 
 
-def dropped(output: str, mask: re.Match) -> tuple[int, int]:
+def dropped(output: str, start: int, end: int) -> tuple[int, int]:
     """The span to delete for an unwanted mask: with the white space before it (at the
     output's start: after it)."""
-    start, end = mask.span()
     if not output[:start].strip():
         return 0, SPACES.match(output, end).end()
     return len(output[:start].rstrip()), end
@@ -246,8 +269,8 @@ def insertion(run: Run, words: list[re.Match], output: str) -> Edit:
     source's, else after round(share x the output's words) words (and as many marks after
     them as stood between it and its word), glued as it was."""
     space = " " if run.space_before else ""
-    if run.glued == "start" or not words:
-        return Edit(0, 0, run, after=" " if run.space_after and output else "")
+    if run.glued == "start":
+        return Edit(0, 0, run, after=" " if run.space_after else "")
     if run.glued == "end":
         end = len(output.rstrip())
         return Edit(end, end, run, before=space)
