@@ -20,6 +20,10 @@ A line of several sentences is split into them by the rules of the model's sourc
 translations are joined with the white space that stood between them; --no-split translates
 each line whole.
 
+Placeholders and markup (%s, %1$s, {0}, %1, &Open, <b>, a literal \\n, Weblate's [X7X]: see
+seq2seq/text/placeholders.py) are kept from the model and put back in the translation, each
+exactly once (--placeholders off: translated as text).
+
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability; for a line of several
 sentences, the Nth best of each joined, with the sum of their scores), searched with a beam
@@ -138,6 +142,12 @@ def parse_arguments(argv: list[str] | None):
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     parser.add_argument(
+        "--placeholders",
+        choices=("protect", "off"),
+        help="%%s, {0}, <b>, [X7X] ...: kept from the model and put back, each exactly once "
+        "(protect), or translated as text (off); default: decode.placeholders, protect",
+    )
+    parser.add_argument(
         "--no-split",
         action="store_true",
         help="translate each input whole (default: split it into its sentences)",
@@ -166,14 +176,16 @@ def utf8_argument(number: int, text: str) -> str:
 
 
 def set_decoding(decoding: DecodeConfig, args) -> None:
-    """The model's decoding, with what --beam-size, --length-penalty, --no-repeat-ngram and
-    --nbest change."""
+    """The model's decoding, with what --beam-size, --length-penalty, --no-repeat-ngram,
+    --placeholders and --nbest change."""
     if args.beam_size is not None:
         decoding.beam_size = args.beam_size
     if args.length_penalty is not None:
         decoding.length_penalty = args.length_penalty
     if args.no_repeat_ngram is not None:
         decoding.no_repeat_ngram = args.no_repeat_ngram
+    if args.placeholders is not None:
+        decoding.placeholders = args.placeholders
     if decoding.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
     if decoding.no_repeat_ngram < 0:

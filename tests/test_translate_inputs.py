@@ -250,3 +250,16 @@ def test_fuzz_parallel_files_pair_up_or_say_why(sources, targets):
             return
         assert len(pairs) == len(sources) == len(targets)
         assert len(read_lines(src)) == len(sources)
+
+
+def test_placeholders_option_sets_the_decoding_and_a_wrong_value_is_one_line(capsys):
+    from seq2seq.config import DecodeConfig
+    from seq2seq.translate import parse_arguments, set_decoding
+
+    decoding = DecodeConfig()
+    assert decoding.placeholders == "protect"  # the default
+    set_decoding(decoding, parse_arguments(["--placeholders", "off", "three is three"]))
+    assert decoding.placeholders == "off"
+    with pytest.raises(SystemExit):
+        parse_arguments(["--placeholders", "keep"])
+    assert "invalid choice: 'keep'" in capsys.readouterr().err

@@ -7,6 +7,11 @@ to translations that every command and the service take.
       -> each on one line, joined text by text         -> Translated: a translation (or the
          (the n-best: the Nth of each sentence)           n best) and the warnings of each text
 
+Each sentence's placeholders (%s, {0}, <b>, [X7X] ...) are kept from the model and put back
+in its translation, each exactly once (decode.placeholders, seq2seq/text/placeholders.py):
+masked in a form both vocabularies spell, else lifted out; a sentence without any goes to
+the model as it is.
+
 Every engine has these members (a new engine is a class with them; nothing that holds one
 asks which one it has):
 
@@ -39,6 +44,7 @@ from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translat
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import longest_source, nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
+from seq2seq.text.placeholders import Protected, has_placeables, mask_for, protect
 from seq2seq.text.sentences import Texts
 from seq2seq.text.vocab import Vocab
 
@@ -157,11 +163,26 @@ def translate_texts(
     """Texts -> each one's translation (its sentences' joined in the white space that stood
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
     sentences of all the texts are decoded together; no translated sentence spans two lines."""
+    shields = protected(engine, texts.sentences, decoding.placeholders)
+    sentences = [shield.source for shield in shields]
     if nbest is None:
-        outputs, warnings = engine.translate(texts.sentences, decoding)
-        translations = texts.joined([one_line(text) for text in outputs])
+        outputs, warnings = engine.translate(sentences, decoding)
+        pairs = zip(shields, outputs, strict=True)
+        translations = texts.joined([shield.restore(one_line(text)) for shield, text in pairs])
     else:
-        ranked, warnings = engine.translate_nbest(texts.sentences, decoding)
-        lines = [[(score, one_line(text)) for score, text in best] for best in ranked]
+        ranked, warnings = engine.translate_nbest(sentences, decoding)
+        lines = [
+            [(score, shield.restore(one_line(text))) for score, text in best]
+            for shield, best in zip(shields, ranked, strict=True)
+        ]
         translations = [best[:nbest] for best in texts.nbest(lines)]
     return Translated(translations, texts.warnings(warnings))
+
+
+def protected(engine: Engine, sentences: list[str], placeholders: str) -> list[Protected]:
+    """Each sentence as the model gets it: its placeholders masked in a form both vocabularies
+    spell, else lifted out (decode.placeholders protect), or as it is (off)."""
+    if placeholders == "off" or not any(map(has_placeables, sentences)):
+        return [Protected(sentence, sentence, [], None) for sentence in sentences]
+    mask = mask_for(engine.src_vocab, engine.tgt_vocab)
+    return [protect(sentence, mask) for sentence in sentences]

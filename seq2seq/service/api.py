@@ -120,6 +120,17 @@ def check_names(fields: dict, names: tuple[str, ...]) -> None:
             raise HTTPError(400, f"unknown field '{key}'{hint}; the fields: {', '.join(names)}")
 
 
+def placeholders_field(fields: dict) -> str | None:
+    """A request's "placeholders": protect | off (decode.placeholders); absent or null: None,
+    each model's own."""
+    value = fields.get("placeholders")
+    if value not in (None, "protect", "off"):
+        raise HTTPError(
+            400, f'\'placeholders\' must be "protect" or "off", got {json.dumps(value)}'
+        )
+    return value
+
+
 def check_sentence(sentence: str, what: str, settings: ServeConfig) -> None:
     if len(sentence) > settings.max_chars:
         raise HTTPError(

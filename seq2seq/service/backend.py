@@ -36,6 +36,7 @@ class Wanted(NamedTuple):
     beam_size: int | None  # None: each model's own (its config's decode.beam_size)
     nbest: int | None  # None: the best translation only, as text
     status: int  # the answer to too many sentences: 413 (ours) or 400 (LibreTranslate's)
+    placeholders: str | None = None  # protect | off; None: each model's decode.placeholders
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Backend:
         warnings: list[list[str]] = [[] for _ in texts]
         for number, model in enumerate(route, 1):
             last = number == len(route)
-            options = Options(wanted.beam_size, wanted.nbest if last else None)
+            options = Options(wanted.beam_size, wanted.nbest if last else None, wanted.placeholders)
             job = Job(self.split(texts, wanted.status, model.source.code), options)
             translated = await self.run_job(request, model, job)
             said = "" if number == 1 else f"through {model.source.code}: "

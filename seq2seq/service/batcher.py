@@ -52,6 +52,7 @@ class Options:
 
     beam_size: int | None  # None: the model's own (its config's decode.beam_size)
     nbest: int | None  # None: the best translation only, as text
+    placeholders: str | None = None  # protect | off; None: the model's decode.placeholders
 
 
 @dataclasses.dataclass(eq=False)
@@ -250,6 +251,7 @@ class Batcher:
             return [engine.attention(job.sentences[0]) for job in jobs]
         beams = beams_for(options.beam_size or engine.config.decode.beam_size, options.nbest)
         decoding = dataclasses.replace(engine.config.decode, beam_size=beams)
+        decoding.placeholders = options.placeholders or decoding.placeholders
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
         translated = translate_texts(engine, together, decoding, options.nbest)
         answers, start = [], 0

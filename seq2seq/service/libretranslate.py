@@ -2,7 +2,8 @@
 apps with a "LibreTranslate URL" setting) can use the model.
 
     POST /translate  {"q": "three is three" | [...], "source": "en" | "auto", "target": ...,
-                      "format": "text" | "html", "alternatives": 2, "api_key": "..."}
+                      "format": "text" | "html", "alternatives": 2, "api_key": "...",
+                      "placeholders": "protect" | "off" (ours: decode.placeholders)}
                      as JSON, or as a form (application/x-www-form-urlencoded, q a string)
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...]}
@@ -46,12 +47,13 @@ from seq2seq.service.api import (
     check_names,
     check_sentence,
     json_response,
+    placeholders_field,
 )
 from seq2seq.service.backend import Backend, Wanted
 from seq2seq.support.errors import UserError
 from seq2seq.text.language_id import Detector
 
-TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key")
+TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key", "placeholders")
 DETECT_FIELDS = ("q", "api_key")
 
 
@@ -134,7 +136,8 @@ class LibreTranslate:
         else:  # each text's pieces (format html) from the text's language
             sources = [d["language"] for d, text in zip(detected, texts, strict=True)
                        for _ in (markup.texts(text) if html_format else [text])]  # fmt: skip
-        translations = await self.by_source(request, to_translate, sources, target, nbest)
+        wanted = Wanted(None, nbest, 400, placeholders_field(fields))
+        translations = await self.by_source(request, to_translate, sources, target, wanted)
         answer = libretranslate_answer(
             translations,
             ranked=nbest is not None,
@@ -147,7 +150,7 @@ class LibreTranslate:
         return json_response(answer)
 
     async def by_source(
-        self, request: Request, texts: list[str], sources: list[str], target: str, nbest
+        self, request: Request, texts: list[str], sources: list[str], target: str, wanted: Wanted
     ) -> list:
         """Each text's translation into `target` from its own source language: the texts of
         each source translated together, through that pair's route (models.py)."""
@@ -157,7 +160,6 @@ class LibreTranslate:
         routes = {source: self.models.route(source, target) for source in groups}  # 400 first
         translations: list = [None] * len(texts)
         for source, numbers in groups.items():
-            wanted = Wanted(None, nbest, 400)
             group = [texts[number] for number in numbers]
             translated = await self.backend.translate(request, routes[source], group, wanted)
             for number, translation in zip(numbers, translated.translations, strict=True):

@@ -164,11 +164,16 @@ def beams(settings: ServeConfig) -> dict:
     return {"type": ["integer", "null"], "minimum": 1, "maximum": settings.max_beam_size}
 
 
+PLACEHOLDERS = {"enum": ["protect", "off", None]}  # decode.placeholders; null: the model's
+
+
 def ours(settings: ServeConfig, languages: Languages) -> dict:
     text = {"type": "array", "items": sentence(settings), "maxItems": settings.max_sentences}
     properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
     properties |= {"source": {"enum": languages.sources}, "target": {"enum": languages.targets}}
-    return strict(properties, optional=("beam_size", "nbest", "source", "target"))
+    properties["placeholders"] = PLACEHOLDERS
+    optional = ("beam_size", "nbest", "source", "target", "placeholders")
+    return strict(properties, optional=optional)
 
 
 def attention_request(settings: ServeConfig) -> dict:
@@ -186,8 +191,9 @@ def libretranslate_request(settings: ServeConfig, languages: Languages, list_q=F
         "format": {"enum": ["text", "html"]},
         "alternatives": {"type": "integer", "minimum": 0, "maximum": settings.max_beam_size - 1},
         "api_key": {"type": "string"},
+        "placeholders": PLACEHOLDERS,
     }
-    return strict(properties, optional=("format", "alternatives", "api_key"))
+    return strict(properties, optional=("format", "alternatives", "api_key", "placeholders"))
 
 
 def detect_request(settings: ServeConfig) -> dict:

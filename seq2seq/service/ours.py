@@ -1,6 +1,7 @@
 """Our API, and the page that uses it.
 
-    POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
+    POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2,
+                      "placeholders": "off"}  (all optional; placeholders: decode.placeholders)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
                      (a text of several sentences: each translated, in the text's spacing)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
@@ -29,7 +30,15 @@ from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.engines import Engine, Translated
 from seq2seq.decoding.warnings import numbered
-from seq2seq.service.api import JSON, Body, HTTPError, check_names, check_sentence, json_response
+from seq2seq.service.api import (
+    JSON,
+    Body,
+    HTTPError,
+    check_names,
+    check_sentence,
+    json_response,
+    placeholders_field,
+)
 from seq2seq.service.backend import Backend, Wanted
 from seq2seq.service.batcher import Job
 from seq2seq.service.models import Models
@@ -73,12 +82,14 @@ class OurApi:
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         self.backend.keys.check(request)
-        data = await read_json(body, ("text", "beam_size", "nbest", "source", "target"))
+        fields = ("text", "beam_size", "nbest", "source", "target", "placeholders")
+        data = await read_json(body, fields)
         texts = text_list(data, self.settings)
         wanted = Wanted(
             beam_field(data, "beam_size", self.settings),
             beam_field(data, "nbest", self.settings),
             status=413,
+            placeholders=placeholders_field(data),
         )
         route = self.backend.models.route(*self.pair(data))
         translated = await self.backend.translate(request, route, texts, wanted)

@@ -11,6 +11,7 @@
     dataset.py                           each split encoded once, memory-mapped by training
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
     sentences.py                         texts -> their sentences, translations joined back
+    placeholders.py                      %s, {0}, <b>, [X7X] ...: kept from the model, put back
     language_id.py                       which language a text is in, among a few (an extra)
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,

@@ -35,3 +35,21 @@ def test_nbest_gives_each_text_at_most_n_scored_translations_best_first(
     assert [hypotheses[0][1] for hypotheses in ranked] == best  # the first is the best
     for hypotheses in ranked:
         assert hypotheses[0][0] >= hypotheses[1][0]
+
+
+def test_placeholders_come_back_and_plain_texts_translate_as_without_protection(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])  # its vocabularies spell no mask
+    protect = dataclasses.replace(engine.config.decode, placeholders="protect")
+    off = dataclasses.replace(engine.config.decode, placeholders="off")
+    plain = Texts(["one is one.  two is two.", "six is six", ""], "en")
+    assert translate_texts(engine, plain, protect) == translate_texts(engine, plain, off)
+    texts = Texts(["<b>seven is seven</b> %s", "%1$s nine is nine {0}"], "en")
+    (seven, nine) = translate_texts(engine, Texts(["seven is seven", "nine is nine"]), off)[0]
+    assert translate_texts(engine, texts, protect).translations == [
+        f"<b>{seven}</b> %s",
+        f"%1$s {nine} {{0}}",
+    ]
+    ranked = translate_texts(engine, texts, dataclasses.replace(protect, beam_size=2), nbest=2)
+    assert all(text.startswith(("<b>", "%1$s ")) for best in ranked[0] for _, text in best)

@@ -383,3 +383,59 @@ def test_text_translations_are_formatted_as_libretranslate_formats_them(
     source, translation, expected
 ):
     assert formatted(source, translation) == expected
+
+
+class WeblateMasks:
+    """A minimal re-implementation of Weblate's masking for machine translation, written from
+    its documented behaviour (weblate/machinery/base.py, BatchMachineTranslation: cleanup_text
+    replaces each placeable it highlights with format_replacement's "[X<start>X]", <start>
+    being the placeable's character offset, and the results are unmasked by replacing each
+    mask with its placeable again). Not Weblate's code (GPL): its rule, for this test. The
+    placeables it highlights here: printf forms and braces (a c-format / python-brace-format
+    string's)."""
+
+    PLACEABLE = re.compile(r"%(?:\d+\$)?[sd]|\{\w*\}")
+
+    def __init__(self, text: str):
+        self.replacements = {f"[X{m.start()}X]": m.group() for m in self.PLACEABLE.finditer(text)}
+        self.masked = self.PLACEABLE.sub(lambda m: f"[X{m.start()}X]", text)
+
+    def unmask(self, translation: str) -> str:
+        for mask, placeable in self.replacements.items():
+            translation = translation.replace(mask, placeable)
+        return translation
+
+
+@pytest.mark.same_outputs
+def test_weblate_masks_come_back_intact_once_each_and_in_order(numbers):
+    """Weblate's LibreTranslate machinery masks the placeables, asks the service, unmasks:
+    with protection (the default) every mask comes back once, in order, around the words'
+    translation."""
+    url, model, _ = numbers
+    strings = {  # a Weblate string -> the words the model translates
+        "%s three is three {0}": "three is three",
+        "{count} twenty one is five %1$s": "twenty one is five",
+        "four hundred six is nine %d": "four hundred six is nine",
+        "%s %d nine is nine": "nine is nine",
+    }
+    masks = [WeblateMasks(text) for text in strings]
+    assert masks[0].masked == "[X0X] three is three [X18X]"
+    request = {"q": [m.masked for m in masks], "source": "en", "target": "digits"}
+    status, answer, _ = call(url, "POST", "/translate", request)
+    words = reference(model, list(strings.values()))
+    for mask, text, translation, output in zip(
+        masks, strings, words, answer["translatedText"], strict=True
+    ):
+        found = re.findall(r"\[X\d+X\]", output)
+        assert found == list(mask.replacements), output  # each once, in the source's order
+        restored = mask.unmask(output)
+        assert [p.group() for p in WeblateMasks.PLACEABLE.finditer(restored)] == [
+            p.group() for p in WeblateMasks.PLACEABLE.finditer(text)
+        ]
+        assert translation in output
+    off = {**request, "placeholders": "off"}
+    assert call(url, "POST", "/translate", off)[0] == 200
+    status, answer, _ = call(url, "POST", "/translate", {**request, "placeholders": "no"})
+    assert status == 400 and answer == {
+        "error": '\'placeholders\' must be "protect" or "off", got "no"'
+    }

@@ -1,0 +1,338 @@
+"""Placeholders and markup that a translation must give back intact: found in the source,
+kept from the model, put back in its output (decode.placeholders: protect | off).
+
+    "Delete <b>%s</b>? [X7X] &Open"
+      -> find(text): the placeables, in order: <b> %s </b> [X7X] &   (PATTERNS, one per kind)
+      -> runs: placeables that touch each other are one run ("<b>%s</b>"); each run's
+         anchor: the share of the text's words before it, and what it is glued to
+      -> protect(text, mask):
+           mask "[X{}X]" (the model's vocabularies spell it without UNK: mask_for)
+               "Delete [X0X]? [X1X] [X2X]Open"       each run replaced in place
+           mask None (they cannot): the runs lifted out (the space before one that a
+               mark follows with it)                 "Delete? Open"
+      ... the model translates Protected.source ...
+      -> Protected.restore(output): each mask found in the output gives its run back; masks
+         the model invented or repeated are dropped (lifted: any placeable it wrote); runs
+         it dropped (all of them, lifted) go back at their anchor: the start or the end if
+         they stood there, else after the same share of the output's words, glued to the
+         word they were glued to, two that would touch a space apart; an output without a
+         word: the runs alone
+
+The rule: the restored output holds every run of the source exactly once. Those whose meaning
+depends on their order (printf forms without n$ or (name), "{}", tags) come back in source
+order among the places the model put them; the others where the model put their mask. A text
+without placeables is not touched: the model sees it as it was.
+
+What counts as a placeable (PATTERNS): printf forms (%s %d %1$s %.2f %-5d %% %(name)s, with
+no space flag: "100% sure" is text), Python / .NET braces ({0} {count} {0:N2} {name!r}
+{0,-10}), ICU arguments ({n, number}) and plural / select blocks, each one opaque run (its
+inner text is not translated), Qt's %1 .. %99 and %L1, accelerators (&Open, _File: a & or _
+at a word's start, not R&D, snake_case nor an e-mail's _name@), tags (<b> </b> <br/> <a
+href="...">), entities (&amp; &#39;), escapes as catalogs write them (a literal \\n \\t \\r),
+line breaks (in a text not split into its sentences), and Weblate's masks [X<n>X]. A lone
+"{", "50%", "a < b" and a tab are text.
+
+kept(source, output) says whether every placeable of the source is in the output as many times
+as in the source; share_kept() counts it over pairs (the metric of issue 53).
+"""
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from seq2seq.text.vocab import Vocab
+
+PRINTF_CONVERSION = r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsp@]"
+PATTERNS = {  # kind -> regex; the first that matches at a place wins
+    "mask": r"\[X\d+X\]",  # Weblate's
+    "icu": r"\{\s*\w+\s*,\s*\w+\s*(?:,(?:[^{}]|\{[^{}]*\})*)?\}",  # one level of nesting
+    "brace": r"\{\{\s*[\w.]+\s*\}\}|\{[\w.\[\]]*(?:,-?\d+)?(?:![rsa])?(?::[^{}\s]*)?\}",
+    "printf": r"%%|(?<!\d)%(?:\d+\$|\([\w.-]+\))?[-+0#']*(?:\d+|\*)?(?:\.(?:\d+|\*))?"
+    + PRINTF_CONVERSION,
+    "qt": r"(?<!%)%L?[1-9]\d?(?!\d)",
+    "tag": r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?\s*/?>",
+    "entity": r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});",
+    "accelerator": r"(?<![\w&/.\\-])[&_](?=[^\W\d_])(?!\S*@)",  # not in an e-mail address
+    "escape": r"\\[ntr]",
+    "break": r"\r\n|[\n\r]",  # a tab is white space
+}
+PLACEABLE = re.compile("|".join(f"(?P<{kind}>{regex})" for kind, regex in PATTERNS.items()))
+WORD = re.compile(r"\w+")
+SPACES = re.compile(r"\s*")
+MARKS = re.compile(r"\s*[^\w\s]*")  # punctuation after a word
+MASKS = ("[X{}X]",)  # the forms tried, in order; the first the vocabularies spell is used
+
+
+class Placeable(NamedTuple):
+    text: str
+    kind: str  # of PATTERNS
+    start: int
+    end: int
+
+    @property
+    def ordered(self) -> bool:
+        """Whether its meaning depends on its order: a printf form without n$ or (name), "{}",
+        a tag."""
+        if self.kind == "printf":
+            return self.text != "%%" and not any(c in self.text for c in "$(")
+        return self.kind == "tag" or self.text == "{}"
+
+
+def find(text: str) -> list[Placeable]:
+    """The placeables of `text`, in order."""
+    return [Placeable(m.group(), m.lastgroup, m.start(), m.end()) for m in PLACEABLE.finditer(text)]
+
+
+def has_placeables(text: str) -> bool:
+    return PLACEABLE.search(text) is not None
+
+
+@dataclass(frozen=True)
+class Run:
+    """Placeables next to each other, as one: what the model gets one mask for."""
+
+    text: str
+    start: int
+    end: int
+    ordered: bool  # one of its placeables is: it keeps its order among the ordered ones
+    share: float  # of the source's words, those before it
+    glued: str  # to the word after it ("next", no space between), "previous", "start", "end"
+    space_before: bool
+    space_after: bool
+    glued_before: bool  # to the word before it (no space between)
+    marks_before: int  # punctuation marks between it and the word before it
+
+
+def runs(text: str) -> list[Run]:
+    """The runs of `text`'s placeables, in order."""
+    groups: list[list[Placeable]] = []
+    for one in find(text):
+        if groups and groups[-1][-1].end == one.start:
+            groups[-1].append(one)
+        else:
+            groups.append([one])
+    blanked = blank(text, [(group[0].start, group[-1].end) for group in groups])
+    words = list(WORD.finditer(blanked))
+    return [run_of(text, blanked, group, words) for group in groups]
+
+
+def run_of(text: str, blanked: str, group: list[Placeable], words: list[re.Match]) -> Run:
+    """The run of the placeables `group`; `blanked`: the text, its placeables as spaces,
+    `words` its words."""
+    start, end = group[0].start, group[-1].end
+    before, after = blanked[:start], blanked[end:]
+    if not before.strip():
+        glued = "start"
+    elif not after.strip():
+        glued = "end"
+    elif WORD.match(text, end) and not WORD.fullmatch(text[start - 1]):
+        glued = "next"
+    else:
+        glued = "previous"
+    previous = [word.end() for word in words if word.end() <= start]
+    share = len(previous) / len(words) if words else 0.0
+    between = blanked[previous[-1] if previous else 0 : start]
+    return Run(
+        text[start:end], start, end, any(one.ordered for one in group), share, glued,
+        space_before=text[start - 1 : start].isspace(), space_after=text[end : end + 1].isspace(),
+        glued_before=bool(WORD.fullmatch(text[start - 1 : start])),
+        marks_before=len(re.findall(r"[^\w\s]", between)),
+    )  # fmt: skip
+
+
+def blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each span of it as spaces."""
+    return apply(text, [(start, end, " " * (end - start)) for start, end in spans])
+
+
+def mask_for(src_vocab: Vocab, tgt_vocab: Vocab) -> str | None:
+    """The first of MASKS that both vocabularies spell without UNK (so the model can read and
+    write it), or None: the runs are lifted out instead."""
+    for mask in MASKS:
+        spelled = " ".join(mask.format(n) for n in range(10))
+        if not (src_vocab.unknown(spelled) or tgt_vocab.unknown(spelled)):
+            return mask
+    return None
+
+
+def mask_pattern(mask: str) -> re.Pattern:
+    """A regex for the mask's forms in an output, white space the model put inside allowed."""
+    head, tail = mask.split("{}")
+    spaced = (r"\s*".join(map(re.escape, part)) for part in (head, tail))
+    return re.compile(r"\s*(\d+)\s*".join(spaced), re.IGNORECASE)  # a lowercasing vocabulary
+
+
+@dataclass(frozen=True)
+class Protected:
+    """A text as the model gets it, and what puts its runs back in the model's output."""
+
+    text: str  # the source
+    source: str  # what the model translates
+    runs: list[Run]
+    mask: str | None  # None: lifted out
+
+    def restore(self, output: str) -> str:
+        """`output` with every run back exactly once (the module's docstring says where)."""
+        if not self.runs:
+            return output
+        if not WORD.search(blank(self.text, [(run.start, run.end) for run in self.runs])):
+            return self.text  # nothing but placeables: nothing to translate
+        edits, placed = self.found(output)
+        words = [w for w in WORD.finditer(output) if not inside(w.start(), edits)]
+        if not words:  # the model wrote nothing of the text
+            return " ".join(run.text for run in self.runs)
+        missing = [run for number, run in enumerate(self.runs) if number not in placed]
+        edits += [insertion(run, words, output) for run in missing]
+        edits = spaced(in_order(sorted(edits, key=lambda edit: (edit.start, edit.end))))
+        return apply(output, [(edit.start, edit.end, edit.text) for edit in edits])
+
+    def found(self, output: str) -> tuple[list["Edit"], set[int]]:
+        """The edits that turn the masks of `output` into their runs (an invented or repeated
+        one into nothing; lifted out: every placeable of `output`), and the numbers of the runs
+        so placed."""
+        if self.mask is None:  # the model saw none: any in its output is invented
+            return [Edit(*dropped(output, p.start, p.end), None) for p in find(output)], set()
+        edits, placed = [], set()
+        for match in mask_pattern(self.mask).finditer(output):
+            number = int(match.group(1))
+            if number < len(self.runs) and number not in placed:
+                placed.add(number)
+                edits.append(Edit(*snug(output, match, self.runs[number]), self.runs[number]))
+            else:
+                edits.append(Edit(*dropped(output, *match.span()), None))
+        return edits, placed
+
+
+class Edit(NamedTuple):
+    """output[start:end] replaced by a run (None: by nothing), with white space around it."""
+
+    start: int
+    end: int
+    run: Run | None
+    before: str = ""
+    after: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.before + self.run.text + self.after if self.run else ""
+
+
+def in_order(edits: list[Edit]) -> list[Edit]:
+    """The edits (in output order) with the ordered runs among them in source order."""
+    ordered = iter(sorted((e.run for e in edits if e.run and e.run.ordered), key=lambda r: r.start))
+    return [e._replace(run=next(ordered)) if e.run and e.run.ordered else e for e in edits]
+
+
+def spaced(edits: list[Edit]) -> list[Edit]:
+    """The edits, two runs that would touch (nothing but deletions between them) separated by
+    a space: they did not touch in the source, or they would be one run."""
+    result: list[Edit] = []
+    run_ends_at = -1  # where the last run put back ends, in the output
+    for edit in edits:
+        if edit.run and edit.start == run_ends_at:
+            edit = edit._replace(before=edit.before or " ")
+        if edit.run or edit.start == run_ends_at:
+            run_ends_at = edit.end
+        result.append(edit)
+    return result
+
+
+def inside(position: int, edits: list[Edit]) -> bool:
+    return any(edit.start <= position < edit.end for edit in edits)
+
+
+def dropped(output: str, start: int, end: int) -> tuple[int, int]:
+    """The span to delete for an unwanted mask: with the white space before it (at the
+    output's start: after it)."""
+    if not output[:start].strip():
+        return 0, SPACES.match(output, end).end()
+    return len(output[:start].rstrip()), end
+
+
+def snug(output: str, mask: re.Match, run: Run) -> tuple[int, int]:
+    """The span a mask's run replaces: with the white space the model put between it and a
+    word it was glued to in the source."""
+    start, end = mask.span()
+    if run.glued == "next" and WORD.match(output, SPACES.match(output, end).end()):
+        end = SPACES.match(output, end).end()
+    trimmed = output[:start].rstrip()
+    if run.glued_before and WORD.fullmatch(trimmed[-1:]):
+        start = len(trimmed)
+    return start, end
+
+
+def insertion(run: Run, words: list[re.Match], output: str) -> Edit:
+    """Where a run the output lacks goes: at the output's start or end if it stood at the
+    source's, else after round(share x the output's words) words (and as many marks after
+    them as stood between it and its word), glued as it was."""
+    space = " " if run.space_before else ""
+    if run.glued == "start":
+        return Edit(0, 0, run, after=" " if run.space_after else "")
+    if run.glued == "end":
+        end = len(output.rstrip())
+        return Edit(end, end, run, before=space)
+    index = min(math.floor(run.share * len(words) + 0.5), len(words))
+    if run.glued == "next" and index < len(words):
+        return Edit(words[index].start(), words[index].start(), run)
+    after = words[max(index, 1) - 1].end()
+    after += len(re.match(r"[^\w\s]*", output[after : after + run.marks_before]).group())
+    gap = SPACES.match(output, after).end() if run.text.isspace() else after
+    return Edit(after, gap, run, before=space)
+
+
+def apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with each (start, end, replacement) done, in order."""
+    parts, done = [], 0
+    for start, end, replacement in edits:
+        parts += [text[done:start], replacement]
+        done = max(done, end)
+    return "".join([*parts, text[done:]])
+
+
+def protect(text: str, mask: str | None) -> Protected:
+    """`text` with its runs masked (`mask`, e.g. "[X{}X]") or lifted out (None: the white
+    space before a run that a mark follows goes with it)."""
+    found = runs(text)
+    if not found:
+        return Protected(text, text, [], mask)
+    if mask is not None:
+        source = apply(text, [(r.start, r.end, mask.format(n)) for n, r in enumerate(found)])
+        return Protected(text, source, found, mask)
+    edits = []
+    for run in found:
+        mark = re.match(r"[^\w\s]", text[run.end : run.end + 1])
+        start = len(text[: run.start].rstrip()) if mark else run.start
+        edits.append((start, run.end, "" if mark else " "))
+    return Protected(text, " ".join(apply(text, edits).split()), found, None)
+
+
+class Kept(NamedTuple):
+    """How many outputs kept every placeable of their source, of those whose source has one."""
+
+    kept: int
+    sources: int
+
+    @property
+    def share(self) -> float | None:
+        return self.kept / self.sources if self.sources else None
+
+
+def kept(source: str, output: str, kinds: Iterable[str] | None = None) -> bool | None:
+    """Whether `output` has each placeable of `source` (of `kinds`: all if None) exactly as
+    many times as `source` has it; None if `source` has none."""
+    wanted = Counter(p.text for p in find(source) if kinds is None or p.kind in kinds)
+    if not wanted:
+        return None
+    got = Counter(p.text for p in find(output))
+    return all(got[text] == count for text, count in wanted.items())
+
+
+def share_kept(pairs: Iterable[tuple[str, str]], kinds: Iterable[str] | None = None) -> Kept:
+    """Over (source, output) pairs: the outputs that kept every placeable of their source (of
+    `kinds`, e.g. ("mask",) for Weblate's alone), of the sources that have one."""
+    verdicts = [kept(source, output, kinds) for source, output in pairs]
+    counted = [verdict for verdict in verdicts if verdict is not None]
+    return Kept(sum(counted), len(counted))
