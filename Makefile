@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs config-docs docs lint install-sizes clean distclean
+	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -197,6 +197,18 @@ bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 # Multi30k recipe's checkpoint -> benchmarks/results/model_memory.{json,md} (seconds).
 bench-models: $(DEV)
 	$(PYTHON) -m benchmarks.service.model_memory
+
+# Fine-tuning a Transformer-base Argos package (random weights, Locomotive's shape) on this
+# machine: tokens/s and peak memory under each way of keeping what it knew ->
+# benchmarks/results/adapt_laptop.{json,md} (minutes; Multi30k from ../shared/corpora/multi30k).
+bench-adapt-laptop: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.laptop $(ARGS)
+
+# A real Argos package imported, against CTranslate2 on it (the Multi30k test set, en -> de):
+# PACKAGES="en_de.argosmodel en_de.int8.argosmodel" -> benchmarks/results/adapt_import.{json,md}
+PACKAGES ?=
+bench-adapt-import: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.exactness $(PACKAGES) $(ARGS)
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

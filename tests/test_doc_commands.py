@@ -8,10 +8,12 @@ HTTP request sent to a closed port, so that a command that downloads fails here 
 offline; a section's Python blocks run after its command lines. A transcript (`$ command` lines,
 each followed by what it prints) must print what the page shows."""
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -389,18 +391,39 @@ def test_the_package_pages_worked_example_runs_offline_from_a_multi30k_mirror(tm
 
 
 @pytest.mark.slow
-def test_the_adapt_pages_import_runs_as_written(trained_joint_numbers_checkpoint, tmp_path):
-    """docs/adapt.md's import, on an Argos package of the tests' numbers model (our own
-    export, laid out as Argos Translate's): the imported checkpoint translates as the
-    package's model did."""
+def test_the_adapt_page_runs_as_written(trained_joint_numbers_checkpoint, tmp_path):
+    """docs/adapt.md from an Argos package (the tests' numbers model, exported as Argos
+    Translate's are) and a folder of gettext catalogs (five programs' numbers sentences) to a
+    package of the fine-tuned model: each section's commands as written, its config's
+    training made short."""
     pytest.importorskip("ctranslate2", reason="an optional extra (.[dev] has it)")
+    polib = pytest.importorskip("polib", reason="an optional extra (.[dev] has it)")
     from seq2seq.exports.argos import export_argos
 
-    checkpoint = trained_joint_numbers_checkpoint[0]
+    checkpoint, test = trained_joint_numbers_checkpoint
     export_argos(checkpoint, tmp_path / "en_de.argosmodel")
+    (tmp_path / "catalogs").mkdir()
+    for program in range(5):
+        catalog = polib.POFile()
+        for source, target in test[program * 40 : (program + 1) * 40]:
+            catalog.append(polib.POEntry(msgid=source, msgstr=target))
+        catalog.save(str(tmp_path / f"catalogs/program{program}.po"))
+    [config] = [text for language, text in fenced_blocks("docs/adapt.md", "Fine-tune it on your "
+                "texts") if language == "yaml"]  # fmt: skip
+    mine = yaml.safe_load(config)
+    mine["train"].update(max_minutes=0, max_steps=20, eval_every=10, warmup_steps=5)
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(mine))
     (tmp_path / "home").mkdir()
-    for line in commands("docs/adapt.md", "Import a package"):
+    sections = ("Import a package", "Fine-tune it on your texts", "Back to LibreTranslate")
+    for line in [line for section in sections for line in commands("docs/adapt.md", section)]:
         done = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=offline(tmp_path / "home"),
                               capture_output=True, text=True, timeout=HANG)  # fmt: skip
         assert done.returncode == 0, (line, done.stderr[-2000:])
-    assert done.stdout == "3 la 3\n"
+        assert "Traceback" not in done.stderr, line
+        if "seq2seq.translate" in line:
+            assert done.stdout == "3 la 3\n"
+    with zipfile.ZipFile(tmp_path / "en_de_mine.argosmodel") as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith("/metadata.json")]
+        readme = archive.read(metadata.replace("metadata.json", "README.md")).decode()
+        assert json.loads(archive.read(metadata))["package_version"] == "1.0.1"
+    assert "Imported by seq2seq from en_de.argosmodel (version 1.0), then fine-tuned" in readme

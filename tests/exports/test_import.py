@@ -9,7 +9,6 @@ positions). No training is needed: the import must give CTranslate2's outputs on
 model, token for token, greedy and at beam 4.
 """
 
-import argparse
 import io
 import json
 import zipfile
@@ -19,17 +18,16 @@ import pytest
 import sentencepiece as spm
 import torch
 
+from benchmarks.adapt.synthetic import marian_npz, opennmt_checkpoint, package, weights
 from seq2seq.checkpoint import load_checkpoint, read_config, save_checkpoint
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.batches import search_sources
 from seq2seq.exports.importing import import_model
-from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
 
 ct2 = pytest.importorskip("ctranslate2")
 from ctranslate2.converters import MarianConverter, OpenNMTPyConverter  # noqa: E402
 
-D, HEADS, FF, LAYERS = 32, 4, 64, 2
 WORDS = "zero one two three four five six seven eight nine ten eleven twelve hundred thousand"
 SENTENCES = [
     " ".join(np.random.default_rng(i).choice(WORDS.split(), size=1 + i % 9)) for i in range(60)
@@ -46,119 +44,6 @@ def sp_model() -> bytes:
         model_type="unigram", hard_vocab_limit=False, minloglevel=2,
     )  # fmt: skip
     return model.getvalue()
-
-
-def pieces_of(sp_bytes: bytes) -> list[str]:
-    sp = spm.SentencePieceProcessor(model_proto=sp_bytes)
-    return [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not sp.is_control(i)]
-
-
-def weights(rng, *shape) -> torch.Tensor:
-    return torch.from_numpy(rng.normal(0, 1.0, shape).astype(np.float32))
-
-
-def opennmt_checkpoint(path, sp_bytes, biases: bool, rng) -> None:
-    """An OpenNMT-py 3 checkpoint as Locomotive trains one (pre-norm, ReLU, one vocabulary,
-    shared embeddings and generator), random weights; `biases`: add_qkvbias and add_ffnbias."""
-    vocab = ["<unk>", "<blank>", "<s>", "</s>"] + [p for p in pieces_of(sp_bytes) if p != "<unk>"]
-    v, model = len(vocab), {}
-    embedding = weights(rng, v, D)
-    pe = sinusoidal_positions(512, D)[:, None, :]  # OpenNMT-py's (max_len, 1, D) buffer
-
-    def linear(name, rows, cols, bias=biases):
-        model[f"{name}.weight"] = weights(rng, rows, cols)
-        if bias:
-            model[f"{name}.bias"] = weights(rng, rows)
-
-    def norm(name):
-        model[f"{name}.weight"] = 1 + 0.1 * weights(rng, D)
-        model[f"{name}.bias"] = 0.1 * weights(rng, D)
-
-    def attention(name):
-        for part in ("linear_query", "linear_keys", "linear_values", "final_linear"):
-            linear(f"{name}.{part}", D, D)
-
-    def feed_forward(name):
-        norm(f"{name}.layer_norm")
-        linear(f"{name}.w_1", FF, D)
-        linear(f"{name}.w_2", D, FF)
-
-    for stack in ("encoder", "decoder"):
-        model[f"{stack}.embeddings.make_embedding.emb_luts.0.weight"] = embedding
-        model[f"{stack}.embeddings.make_embedding.pe.pe"] = pe
-        norm(f"{stack}.layer_norm")
-    for i in range(LAYERS):
-        norm(f"encoder.transformer.{i}.layer_norm")
-        attention(f"encoder.transformer.{i}.self_attn")
-        feed_forward(f"encoder.transformer.{i}.feed_forward")
-        layer = f"decoder.transformer_layers.{i}"
-        norm(f"{layer}.layer_norm_1")
-        attention(f"{layer}.self_attn")
-        norm(f"{layer}.layer_norm_2")
-        attention(f"{layer}.context_attn")
-        feed_forward(f"{layer}.feed_forward")
-    opt = argparse.Namespace(
-        encoder_type="transformer", decoder_type="transformer", enc_layers=LAYERS,
-        dec_layers=LAYERS, heads=HEADS, position_encoding=True, max_relative_positions=0,
-        pos_ffn_activation_fn="relu", self_attn_type="scaled-dot",
-    )  # fmt: skip
-    generator = {"weight": embedding, "bias": weights(rng, v)}
-    torch.save({"model": model, "generator": generator, "opt": opt,
-                "vocab": {"src": vocab, "tgt": vocab}}, path)  # fmt: skip
-
-
-def marian_npz(folder, sp_bytes, rng) -> tuple:
-    """A Marian model as OPUS-MT's are (post-norm, swish, one tied matrix, output bias)."""
-    vocab = ["</s>", "<unk>"] + [p for p in pieces_of(sp_bytes) if p != "<unk>"]
-    v, w = len(vocab), {}
-    yml = ("type: transformer\ntransformer-decoder-autoreg: self-attention\n"
-           "transformer-no-projection: false\ntransformer-ffn-activation: swish\n"
-           "transformer-preprocess: ''\ntransformer-postprocess: dan\n"
-           "transformer-postprocess-emb: d\ntransformer-guided-alignment-layer: last\n"
-           f"enc-depth: {LAYERS}\ndec-depth: {LAYERS}\ntransformer-heads: {HEADS}\n")  # fmt: skip
-    w["special:model.yml"] = np.frombuffer(yml.encode() + b"\0", dtype=np.int8)
-    w["Wemb"] = weights(rng, v, D).numpy()
-
-    def linear(scope, suffix, rows, cols):  # Marian stores (in, out)
-        w[f"{scope}_W{suffix}"] = weights(rng, cols, rows).numpy()
-        w[f"{scope}_b{suffix}"] = weights(rng, 1, rows).numpy()
-
-    def norm(scope):
-        w[f"{scope}_ln_scale"] = 1 + 0.1 * weights(rng, 1, D).numpy()
-        w[f"{scope}_ln_bias"] = 0.1 * weights(rng, 1, D).numpy()
-
-    def attention(scope):
-        for part in "qkvo":
-            linear(scope, part, D, D)
-        norm(f"{scope}_Wo")
-
-    def feed_forward(scope):
-        linear(scope, "1", FF, D)
-        linear(scope, "2", D, FF)
-        norm(f"{scope}_ffn")
-
-    for i in range(1, LAYERS + 1):
-        attention(f"encoder_l{i}_self")
-        feed_forward(f"encoder_l{i}_ffn")
-        attention(f"decoder_l{i}_self")
-        attention(f"decoder_l{i}_context")
-        feed_forward(f"decoder_l{i}_ffn")
-    w["decoder_ff_logit_out_b"] = 0.1 * weights(rng, 1, v).numpy()
-    np.savez(folder / "model.npz", **w)
-    lines = [f"{json.dumps(piece, ensure_ascii=False)}: {i}" for i, piece in enumerate(vocab)]
-    (folder / "vocab.yml").write_text("\n".join(lines) + "\n", "utf-8")
-    return folder / "model.npz", folder / "vocab.yml"
-
-
-def package(folder, converter, sp_bytes, quantization=None):
-    """An Argos package's folder: metadata.json, sentencepiece.model, model/."""
-    folder.mkdir()
-    converter.convert(str(folder / "model"), quantization=quantization)
-    (folder / "sentencepiece.model").write_bytes(sp_bytes)
-    metadata = {"package_version": "1.0", "argos_version": "1.9", "from_code": "en",
-                "from_name": "English", "to_code": "de", "to_name": "German"}  # fmt: skip
-    (folder / "metadata.json").write_text(json.dumps(metadata))
-    return folder
 
 
 def both_outputs(folder, imported, beam):

@@ -1,0 +1,9 @@
+"""An imported model made better on its user's texts (issue 53's figures).
+
+synthetic.py   packages of random weights laid out as OpenNMT-py 3 and Marian write them,
+               converted by CTranslate2's own converters (the tests' and laptop.py's)
+laptop.py      make bench-adapt-laptop: fine-tuning a Transformer-base package on 2 CPU cores,
+               its tokens/s and peak memory under each way of keeping what it knew
+exactness.py   make bench-adapt-import: a real package imported, its outputs against
+               CTranslate2's on the same package (float32 and int8)
+"""
