@@ -5,8 +5,8 @@
                                         pair's backlog never holds another pair's requests;
                                         loaded at start or (serve.lazy) at its first request, by
                                         its decoder thread, and dropped past serve.models_mib
-    models.route(source, target[, name]) -> [model]: the pair's model of that name (else a
-                                        400 naming the pair's), without one its default (the
+    models.route(source, target, name)  -> [model]: the pair's model of that name (else a
+                                        400 naming the pair's); name None: its default (the
                                         first given); else two defaults, through a language
                                         one translates into and the other from (a pivot,
                                         English first, as Argos Translate does); else a 400
