@@ -137,11 +137,17 @@ def read_state(
 
 def read_config(path: Path) -> Config:
     """A checkpoint's config alone, its weights left on disk (mapped, not read)."""
+    return read_header(path)[0]
+
+
+def read_header(path: Path) -> tuple[Config, dict]:
+    """A checkpoint's config and info (step, scores, an imported model's origin), its weights
+    left on disk (mapped, not read)."""
     if not path.exists():
         raise UserError(f"no trained model at {path}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        return config_from_dict(state["config"], source=str(path))
+        return config_from_dict(state["config"], source=str(path)), dict(state["info"])
     except (OSError, RuntimeError, KeyError, TypeError) as error:
         raise UserError(f"{path} is not a readable checkpoint ({error})") from None
 

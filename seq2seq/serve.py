@@ -4,9 +4,11 @@
     python -m seq2seq.serve --engine ctranslate2 --model DIR   (seq2seq/exports/)
     python -m seq2seq.serve --model en_de.argosmodel --model runs/de_en/best.pt ...
                      several models, each pair its own (seq2seq/service/models.py: a pair
-                     without a model of its own goes through a pivot language)
+                     without a model of its own goes through a pivot language); a pair's
+                     versions side by side: --model original=PATH --model tuned=PATH
 
-    POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2}  (both optional)
+    POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2, "model": "tuned"}
+                     (all but text optional)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (not with --engine ctranslate2: 501)
@@ -64,7 +66,6 @@ import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import Loader, add_engine_arguments, load_engine, load_models
-from seq2seq.decoding.engines import Engine
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     supervise(sock, config, args)
 
 
-def load(config: Config, args: argparse.Namespace) -> list[Loader | Engine]:
+def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     """The models of the command line: each --model's (loaded by the server: at once, or at
     its first request with serve.lazy), else the config's best checkpoint with its overrides
     (or --checkpoint), loaded now; with serve.threads torch threads."""
@@ -137,7 +138,8 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader | Engine]:
     if args.model:  # --checkpoint too: the first
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
         return load_models(paths, config, args.engine, args.device, args.compute_type)
-    return [load_engine(config, args.checkpoint, args.engine, None, args.device, args.compute_type)]
+    engine = load_engine(config, args.checkpoint, args.engine, None, args.device, args.compute_type)
+    return [Loader.of(engine, str(args.checkpoint or config.checkpoint_path))]
 
 
 # A worker that dies this many times in a row before it serves stops the service

@@ -13,7 +13,8 @@
     --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
                             .argosmodel file or its folder: argos.py), decoded by CTranslate2;
                             serve takes several (load_models: configs, checkpoints, exports,
-                            packages, folders of installed packages)
+                            packages, folders of installed packages), each NAME=PATH or
+                            named by its file: its experiment, a package's file name
 
 The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
 search is CTranslate2's: a translation, greedy or beam search, is the same tokens in both
@@ -27,12 +28,13 @@ and renamed into place, so that a process reading the old one never sees half a 
 """
 
 import json
+import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from seq2seq.checkpoint import Checkpoint, load_checkpoint, read_config
+from seq2seq.checkpoint import Checkpoint, load_checkpoint, read_header
 from seq2seq.config import (
     Config,
     DecodeConfig,
@@ -164,69 +166,103 @@ def is_argos_package(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class Loader:
-    """A model to serve, before it is loaded (serve.lazy): its name, what it translates
-    (`languages(settings)`: with these serve settings; None: its config's own), the bytes of
-    its weights on disk, and `load()`, its engine."""
+    """A model to serve, before it is loaded (serve.lazy): its name (one of its pair's
+    models), what it is (`path`; `about`: an imported model's origin, a package's version),
+    what it translates (`languages(settings)`: with these serve settings; None: its config's
+    own), the bytes of its weights on disk, and `load()`, its engine."""
 
     name: str
+    path: str
     languages: Callable[[ServeConfig | None], tuple[Language, Language]]
     weights_bytes: int
     load: Callable[[], Engine]
+    about: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, engine: Engine) -> "Loader":
-        """An engine loaded already."""
+    def of(cls, engine: Engine, path: str = "") -> "Loader":
+        """An engine loaded already (from `path`): named as load_models names its file's."""
+        facts = engine.facts()
+        name = package_name(Path(facts["package"])) if "package" in facts else None
+        origin = facts["checkpoint"].get("origin")
+        about = {"origin": origin} if origin else {}
         pair = partial(languages_of, engine)
-        return cls(engine.facts()["engine"], pair, 0, lambda: engine)
+        return cls(name or engine.config.experiment, path, pair, 0, lambda: engine, about)
+
+
+# --model NAME=PATH: a name of letters, digits, "_", "-" and "."
+NAMED = re.compile(r"([\w.-]+)=(.+)")
 
 
 def load_models(
-    paths: list[str], config: Config, choice: str, device: str, compute_type: str
+    arguments: list[str], config: Config, choice: str, device: str, compute_type: str
 ) -> list[Loader]:
-    """The models `paths` name, in order (serve --model, several times): a config (.yaml: its
-    best checkpoint), a checkpoint (.pt), an export (seq2seq.json in it), an Argos package
-    (.argosmodel, or its folder) or a folder of installed packages (each); each known from its
-    config or metadata alone, its weights left on disk until it is loaded."""
-    ours = partial(load_engine, choice=choice, device=device, compute_type=compute_type)
+    """The models `arguments` name, in order (serve --model [NAME=]PATH, several times); each
+    named NAME, else by its file (models_at)."""
     loaders: list[Loader] = []
-    for name in paths:
-        path = Path(name)
-        if path.suffix in (".yaml", ".yml"):
-            named = load_config(path)
-            loaders.append(checkpoint_loader(named.checkpoint_path, partial(ours, named)))
-        elif path.suffix == ".pt":
-            loaders.append(checkpoint_loader(path, partial(ours, config, path)))
-        elif is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
-            loaders.append(argos_loader(path, device, compute_type))
-        elif (path / EXPORT_CONFIG).exists():
-            loaders.append(export_loader(path, partial(ours, config, model=path)))
-        elif path.is_dir() and (packages := package_folders(path)):
-            loaders += [argos_loader(package, device, compute_type) for package in packages]
-        else:
-            raise UserError(
-                f"--model {name}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
-                "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder "
-                "of installed packages"
-            )
+    for argument in arguments:
+        match = NAMED.fullmatch(argument)
+        name, path = (None, argument) if not match or Path(argument).exists() else match.groups()
+        found = models_at(Path(path), argument, config, choice, device, compute_type)
+        if name and len(found) > 1:
+            raise UserError(f"--model {argument}: one name for {len(found)} packages in {path}")
+        loaders += [replace(found[0], name=name)] if name else found
     return loaders
 
 
+def models_at(
+    path: Path, argument: str, config: Config, choice: str, device: str, compute_type: str
+) -> list[Loader]:
+    """The models at `path`: a config (.yaml: its best checkpoint), a checkpoint (.pt), an
+    export (seq2seq.json in it), an Argos package (.argosmodel, or its folder) or a folder of
+    installed packages (each); each known from its config or metadata alone, its weights left
+    on disk until it is loaded. Named by its experiment, a package by its file's name."""
+    ours = partial(load_engine, choice=choice, device=device, compute_type=compute_type)
+    if path.suffix in (".yaml", ".yml"):
+        named = load_config(path)
+        return [checkpoint_loader(named.checkpoint_path, partial(ours, named))]
+    if path.suffix == ".pt":
+        return [checkpoint_loader(path, partial(ours, config, path))]
+    if is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
+        return [argos_loader(path, device, compute_type)]
+    if (path / EXPORT_CONFIG).exists():
+        return [export_loader(path, partial(ours, config, model=path))]
+    if path.is_dir() and (packages := package_folders(path)):
+        return [argos_loader(package, device, compute_type) for package in packages]
+    raise UserError(
+        f"--model {argument}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
+        "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder of "
+        "installed packages"
+    )
+
+
 def checkpoint_loader(path: Path, load: Callable[[], Engine]) -> Loader:
-    pair = partial(model_languages, read_config(path), None)
-    return Loader(str(path), pair, path.stat().st_size, load)
+    config, info = read_header(path)
+    pair = partial(model_languages, config, None)
+    about = {"origin": info["origin"]} if info.get("origin") else {}
+    return Loader(config.experiment, str(path), pair, path.stat().st_size, load, about)
 
 
 def export_loader(folder: Path, load: Callable[[], Engine]) -> Loader:
     saved = folder / EXPORT_CONFIG
     config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
     pair = partial(model_languages, config, None)
-    return Loader(str(folder), pair, (folder / "model.bin").stat().st_size, load)
+    size = (folder / "model.bin").stat().st_size
+    return Loader(config.experiment, str(folder), pair, size, load)
 
 
 def argos_loader(path: Path, device: str, compute_type: str) -> Loader:
-    pair = partial(model_languages, None, package_languages(package_metadata(path)))
+    metadata = package_metadata(path)
+    pair = partial(model_languages, None, package_languages(metadata))
     size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
-    return Loader(str(path), pair, size, partial(ArgosEngine.load, path, device, compute_type))
+    load = partial(ArgosEngine.load, path, device, compute_type)
+    version = metadata.get("package_version")
+    about = {"package_version": version} if version else {}
+    return Loader(package_name(path), str(path), pair, size, load, about)
+
+
+def package_name(path: Path) -> str:
+    """A package's name: its file's without .argosmodel, or its folder's."""
+    return path.name.removesuffix(".argosmodel")
 
 
 def ctranslate2_runs_on(engine: TorchEngine) -> bool:
@@ -251,9 +287,10 @@ def add_engine_arguments(parser, several: bool = False) -> None:
     )  # fmt: skip
     if several:
         parser.add_argument(
-            "--model", action="append", default=[], metavar="PATH",
+            "--model", action="append", default=[], metavar="[NAME=]PATH",
             help="a model to serve, again for each: a config, a checkpoint, an export, an "
-            "Argos package (.argosmodel or its folder), a folder of installed packages",
+            "Argos package (.argosmodel or its folder), a folder of installed packages; "
+            "NAME=PATH names it (default: its experiment, or the package's file name)",
         )  # fmt: skip
     else:
         parser.add_argument(

@@ -131,6 +131,15 @@ def placeholders_field(fields: dict) -> str | None:
     return value
 
 
+def model_field(fields: dict) -> str | None:
+    """A request's "model": the name of one of its pair's models (models.py); absent or null:
+    None, the pair's default."""
+    name = fields.get("model")
+    if name is not None and not isinstance(name, str):
+        raise HTTPError(400, f"'model' must be a model's name (a string), got {json.dumps(name)}")
+    return name
+
+
 def check_sentence(sentence: str, what: str, settings: ServeConfig) -> None:
     if len(sentence) > settings.max_chars:
         raise HTTPError(

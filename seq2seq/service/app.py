@@ -48,7 +48,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         return await ours.post_translate(request, body)
 
     targets = [t for source in models.sources for t in models.targets(source)]
-    languages = openapi.Languages(models.sources, list(dict.fromkeys(targets)))
+    names = list(dict.fromkeys(model.name for model in models.all))
+    choices = openapi.Choices(models.sources, list(dict.fromkeys(targets)), names)
     routes = [
         *ours.page_routes(),
         Route("/health", ours.health, methods=["GET"]),
@@ -57,7 +58,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/attention", ours.attention, methods=["POST"]),
         Route("/languages", libretranslate.list_languages, methods=["GET"]),
         Route("/detect", libretranslate.detect, methods=["POST"]),
-        openapi.route(settings, languages, bool(keys)),
+        openapi.route(settings, choices, bool(keys)),
     ]
     app = Starlette(
         routes=routes,

@@ -3,7 +3,9 @@ apps with a "LibreTranslate URL" setting) can use the model.
 
     POST /translate  {"q": "three is three" | [...], "source": "en" | "auto", "target": ...,
                       "format": "text" | "html", "alternatives": 2, "api_key": "...",
-                      "placeholders": "protect" | "off" (ours: decode.placeholders)}
+                      "placeholders": "protect" | "off" (ours: decode.placeholders),
+                      "model": "tuned" (ours: one of the pair's models by name, else its
+                      first; LibreTranslate's clients send none)}
                      as JSON, or as a form (application/x-www-form-urlencoded, q a string)
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...]}
@@ -18,8 +20,8 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
     its fields checked (400 naming the mistake), its key (access.py, 403); source "auto":
       each text's language detected (candidates)
     -> its texts (format html: their text nodes; the markup is kept: markup.py), by source
-       language, each group through its pair's route (models.py; a pair the service lacks:
-       a 400 naming those it has) -> Backend.translate (backend.py), as for ours
+       language, each group through its pair's route (models.py: its "model" if named; a pair
+       the service lacks: a 400 naming those it has) -> Backend.translate (backend.py), as for ours
     <- the Translated -> libretranslate_answer: LibreTranslate's shape, each text translation
        formatted as LibreTranslate formats it (formatted)
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
@@ -30,6 +32,8 @@ LibreTranslate's); with several, seq2seq/text/language_id.py's.
 """
 
 import json
+from collections.abc import Callable
+from functools import partial
 from urllib.parse import parse_qsl
 
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -47,13 +51,17 @@ from seq2seq.service.api import (
     check_names,
     check_sentence,
     json_response,
+    model_field,
     placeholders_field,
 )
 from seq2seq.service.backend import Backend, Wanted
+from seq2seq.service.models import Model
 from seq2seq.support.errors import UserError
 from seq2seq.text.language_id import Detector
 
-TRANSLATE_FIELDS = ("q", "source", "target", "format", "alternatives", "api_key", "placeholders")
+TRANSLATE_FIELDS = (
+    "q", "source", "target", "format", "alternatives", "api_key", "placeholders", "model",
+)  # fmt: skip
 DETECT_FIELDS = ("q", "api_key")
 
 
@@ -137,7 +145,8 @@ class LibreTranslate:
             sources = [d["language"] for d, text in zip(detected, texts, strict=True)
                        for _ in (markup.texts(text) if html_format else [text])]  # fmt: skip
         wanted = Wanted(None, nbest, 400, placeholders_field(fields))
-        translations = await self.by_source(request, to_translate, sources, target, wanted)
+        route = partial(self.models.route, target=target, name=model_field(fields))
+        translations = await self.by_source(request, to_translate, sources, route, wanted)
         answer = libretranslate_answer(
             translations,
             ranked=nbest is not None,
@@ -150,14 +159,19 @@ class LibreTranslate:
         return json_response(answer)
 
     async def by_source(
-        self, request: Request, texts: list[str], sources: list[str], target: str, wanted: Wanted
+        self,
+        request: Request,
+        texts: list[str],
+        sources: list[str],
+        route: Callable[[str], list[Model]],
+        wanted: Wanted,
     ) -> list:
-        """Each text's translation into `target` from its own source language: the texts of
-        each source translated together, through that pair's route (models.py)."""
+        """Each text's translation from its own source language: the texts of each source
+        translated together, through `route(source)` (models.py's, to the target)."""
         groups: dict[str, list[int]] = {}
         for number, source in enumerate(sources):
             groups.setdefault(source, []).append(number)
-        routes = {source: self.models.route(source, target) for source in groups}  # 400 first
+        routes = {source: route(source) for source in groups}  # 400 first
         translations: list = [None] * len(texts)
         for source, numbers in groups.items():
             group = [texts[number] for number in numbers]

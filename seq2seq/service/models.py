@@ -5,10 +5,12 @@
                                         pair's backlog never holds another pair's requests;
                                         loaded at start or (serve.lazy) at its first request, by
                                         its decoder thread, and dropped past serve.models_mib
-    models.route(source, target)        -> [model]: the model of that pair; else two, through
-                                        a language one translates into and the other from (a
-                                        pivot, English first, as Argos Translate does); else a
-                                        400 that names the pairs the service has
+    models.route(source, target, name)  -> [model]: the pair's model of that name (else a
+                                        400 naming the pair's); name None: its default (the
+                                        first given); else two defaults, through a language
+                                        one translates into and the other from (a pivot,
+                                        English first, as Argos Translate does); else a 400
+                                        that names the pairs the service has
     models.languages()                  LibreTranslate's /languages: every source with the
                                         targets it reaches, directly or through a pivot
     models.default                      the first model: the page's, /attention's, and the pair
@@ -16,10 +18,13 @@
 
 A model's pair: an Argos package's metadata; our models' config (serve.source_language and
 target_language, else the corpus's), with the command's serve settings when it serves one
-model, each model's own config when it serves several.
+model, each model's own config when it serves several. Its name (serve --model NAME=PATH,
+else its experiment or package's file name: engine_choice.py's load_models) tells a pair's
+versions apart: the original and the fine-tuned one, side by side.
 """
 
 import dataclasses
+import json
 
 from seq2seq.config import Language, ServeConfig
 from seq2seq.decoding.engine_choice import Loader
@@ -33,12 +38,15 @@ PIVOTS = ("en",)  # tried first, in this order, before any other shared language
 
 @dataclasses.dataclass(frozen=True)
 class Model:
-    """One model of the service: the pair it translates, where it came from, the bytes of its
-    weights, and its batcher, which holds its engine (None: not loaded, serve.lazy)."""
+    """One model of the service: the pair it translates, its name among the pair's models,
+    what it is (the Loader's path and about), the bytes of its weights, and its batcher, which
+    holds its engine (None: not loaded, serve.lazy)."""
 
     source: Language
     target: Language
     name: str
+    path: str
+    about: dict
     weights_bytes: int
     batcher: Batcher
 
@@ -51,32 +59,49 @@ class Model:
         return self.batcher.engine
 
 
+def refuse_twice_named(loaders: list[Loader], pairs: list[tuple[Language, Language]]) -> None:
+    """A UserError if two models of one pair have one name (a request could not choose)."""
+    named = [
+        f"{loader.name} ({source.code}-{target.code})"
+        for loader, (source, target) in zip(loaders, pairs, strict=True)
+    ]
+    if twice := sorted({name for name in named if named.count(name) > 1}):
+        raise UserError(
+            f"two models of one pair named {', '.join(twice)}: --model NAME=PATH names each"
+        )
+
+
 def pivot_order(code: str) -> tuple[int, str]:
     """PIVOTS first, in their order; then the others by code."""
     return (PIVOTS.index(code) if code in PIVOTS else len(PIVOTS), code)
 
 
 class Models:
-    """Every model of the service, by pair."""
+    """Every model of the service, by pair: `by_pair` the default of each (its first),
+    `versions` all of each by name."""
 
     def __init__(self, models: list[Model], settings: ServeConfig):
         self.all, self.settings = models, settings
-        self.by_pair = {(model.source.code, model.target.code): model for model in models}
+        self.versions: dict[tuple[str, str], dict[str, Model]] = {}
+        for model in models:
+            self.versions.setdefault((model.source.code, model.target.code), {})[model.name] = model
+        self.by_pair = {pair: next(iter(named.values())) for pair, named in self.versions.items()}
 
     @classmethod
     def load(cls, loaders: list[Loader], settings: ServeConfig) -> "Models":
         """Each model with its batcher; loaded now, or (serve.lazy) the first alone. Two
-        models of one pair: a UserError, before any is loaded."""
+        models of one pair with one name: a UserError, before any is loaded."""
         several = len(loaders) > 1
         pairs = [loader.languages(None if several else settings) for loader in loaders]
-        named = [f"{source.code}-{target.code}" for source, target in pairs]
-        if twice := sorted({pair for pair in named if named.count(pair) > 1}):
-            raise UserError(f"two models translate {', '.join(twice)}: serve one of each")
+        refuse_twice_named(loaders, pairs)
         models = []
         for number, (loader, (source, target)) in enumerate(zip(loaders, pairs, strict=True)):
             engine = loader.load() if number == 0 or not settings.lazy else None
             batcher = Batcher(engine, settings, loader.load, lambda b: served.fit(keep=b))
-            models.append(Model(source, target, loader.name, loader.weights_bytes, batcher))
+            models.append(
+                Model(source, target, loader.name, loader.path, loader.about,
+                      loader.weights_bytes, batcher)
+            )  # fmt: skip
         served = cls(models, settings)
         served.fit()
         return served
@@ -109,8 +134,11 @@ class Models:
             m.target.code: m.target for m in self.all
         }
 
-    def route(self, source: str, target: str) -> list[Model]:
-        """The model of source -> target, else two through a pivot; else a 400."""
+    def route(self, source: str, target: str, name: str | None = None) -> list[Model]:
+        """The model of source -> target named `name` (None: the pair's default), else two
+        defaults through a pivot; else a 400."""
+        if name is not None:
+            return [self.named(source, target, name)]
         if (source, target) in self.by_pair:
             return [self.by_pair[source, target]]
         shared = [code for code in self.names() if (source, code) in self.by_pair]
@@ -125,6 +153,22 @@ class Models:
         raise HTTPError(
             400, f"{source} to {target} is not available: this service translates {pairs}"
         )
+
+    def named(self, source: str, target: str, name: str) -> Model:
+        """The model of source -> target named `name`; else a 400 naming the pair's models."""
+        if (source, target) not in self.versions:
+            pivot = self.route(source, target)[0].target.code  # a 400 if not reached at all
+            raise HTTPError(
+                400, f"{source} to {target} goes through {pivot}: a request names a model "
+                "only of a pair that has its own",
+            )  # fmt: skip
+        versions = self.versions[source, target]
+        if name not in versions:
+            raise HTTPError(
+                400, f"no model named {json.dumps(name)} translates {source} to {target}: "
+                f"its models are {', '.join(versions)}",
+            )  # fmt: skip
+        return versions[name]
 
     def targets(self, source: str) -> list[str]:
         """The languages `source` reaches, directly or through one pivot."""

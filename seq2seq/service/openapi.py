@@ -1,6 +1,6 @@
 """The service's API described in OpenAPI 3.1, served at GET /openapi.json.
 
-    the settings in force (limits, keys) and LibreTranslate's languages (app.py)
+    the settings in force (limits, keys), the languages and the models' names (app.py)
       -> description(): every route, its request body and its answers, the limits in force
          as the schemas' bounds (maxItems: serve.max_sentences, maximum: max_beam_size, ...)
       -> GET /openapi.json, built once
@@ -20,11 +20,13 @@ from seq2seq.config import ServeConfig
 from seq2seq.service.api import FORM, JSON, json_response
 
 
-class Languages(NamedTuple):
-    """The codes a request may name: every source, every target the service reaches."""
+class Choices(NamedTuple):
+    """What a request may name: every source, every target the service reaches, every
+    model's name."""
 
     sources: list[str]
     targets: list[str]
+    models: list[str]
 
 
 ERRORS = {
@@ -41,9 +43,9 @@ ERRORS = {
 }
 
 
-def route(settings: ServeConfig, languages: Languages, keys: bool) -> Route:
-    """GET /openapi.json: the description, with these settings, languages and keys (or none)."""
-    body = json_response(description(settings, languages, keys)).body
+def route(settings: ServeConfig, choices: Choices, keys: bool) -> Route:
+    """GET /openapi.json: the description, with these settings, choices and keys (or none)."""
+    body = json_response(description(settings, choices, keys)).body
 
     async def answer(request: Request) -> Response:
         return Response(body, media_type=JSON)
@@ -51,8 +53,8 @@ def route(settings: ServeConfig, languages: Languages, keys: bool) -> Route:
     return Route("/openapi.json", answer, methods=["GET"])
 
 
-def description(settings: ServeConfig, languages: Languages, keys: bool) -> dict:
-    """The API as served with these settings and languages, with or without API keys (one
+def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
+    """The API as served with these settings and choices, with or without API keys (one
     literal, over 50 lines: the whole API reads as one document)."""
     # With keys: ours in the header; LibreTranslate's there or in their api_key field.
     header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
@@ -80,12 +82,12 @@ def description(settings: ServeConfig, languages: Languages, keys: bool) -> dict
                     JSON: {
                         "schema": {
                             "oneOf": [
-                                ours(settings, languages),
-                                libretranslate_request(settings, languages, list_q=True),
+                                ours(settings, choices),
+                                libretranslate_request(settings, choices, list_q=True),
                             ]
                         }
                     },
-                    FORM: {"schema": libretranslate_request(settings, languages)},
+                    FORM: {"schema": libretranslate_request(settings, choices)},
                 },
                 {"oneOf": [TRANSLATIONS, LIBRETRANSLATE_ANSWER]},
                 header_or_field,
@@ -167,12 +169,17 @@ def beams(settings: ServeConfig) -> dict:
 PLACEHOLDERS = {"enum": ["protect", "off", None]}  # decode.placeholders; null: the model's
 
 
-def ours(settings: ServeConfig, languages: Languages) -> dict:
+def model(choices: Choices) -> dict:
+    """A model's name (one of the pair's); null: the pair's default."""
+    return {"enum": [*choices.models, None]}
+
+
+def ours(settings: ServeConfig, choices: Choices) -> dict:
     text = {"type": "array", "items": sentence(settings), "maxItems": settings.max_sentences}
     properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
-    properties |= {"source": {"enum": languages.sources}, "target": {"enum": languages.targets}}
-    properties["placeholders"] = PLACEHOLDERS
-    optional = ("beam_size", "nbest", "source", "target", "placeholders")
+    properties |= {"source": {"enum": choices.sources}, "target": {"enum": choices.targets}}
+    properties |= {"placeholders": PLACEHOLDERS, "model": model(choices)}
+    optional = ("beam_size", "nbest", "source", "target", "placeholders", "model")
     return strict(properties, optional=optional)
 
 
@@ -180,20 +187,22 @@ def attention_request(settings: ServeConfig) -> dict:
     return strict({"text": {**sentence(settings), "pattern": r"\S"}})
 
 
-def libretranslate_request(settings: ServeConfig, languages: Languages, list_q=False):
+def libretranslate_request(settings: ServeConfig, choices: Choices, list_q=False):
     text = {**sentence(settings), "minLength": 1}  # in a list, a text may be empty
     texts = {"type": "array", "items": sentence(settings), "minItems": 1}
     texts["maxItems"] = settings.max_sentences
     properties = {
         "q": {"oneOf": [text, texts]} if list_q else text,
-        "source": {"enum": ["auto", *languages.sources]},
-        "target": {"enum": languages.targets},
+        "source": {"enum": ["auto", *choices.sources]},
+        "target": {"enum": choices.targets},
         "format": {"enum": ["text", "html"]},
         "alternatives": {"type": "integer", "minimum": 0, "maximum": settings.max_beam_size - 1},
         "api_key": {"type": "string"},
         "placeholders": PLACEHOLDERS,
+        "model": model(choices),
     }
-    return strict(properties, optional=("format", "alternatives", "api_key", "placeholders"))
+    optional = ("format", "alternatives", "api_key", "placeholders", "model")
+    return strict(properties, optional=optional)
 
 
 def detect_request(settings: ServeConfig) -> dict:

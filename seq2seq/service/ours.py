@@ -1,7 +1,10 @@
 """Our API, and the page that uses it.
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2,
-                      "placeholders": "off"}  (all optional; placeholders: decode.placeholders)
+                      "placeholders": "off", "source": "en", "target": "de", "model": "tuned"}
+                     (all but text optional; placeholders: decode.placeholders; source and
+                     target: the first model's pair; model: the name of one of the pair's
+                     models, else its first: models.py)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
                      (a text of several sentences: each translated, in the text's spacing)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
@@ -37,6 +40,7 @@ from seq2seq.service.api import (
     check_names,
     check_sentence,
     json_response,
+    model_field,
     placeholders_field,
 )
 from seq2seq.service.backend import Backend, Wanted
@@ -82,7 +86,7 @@ class OurApi:
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         self.backend.keys.check(request)
-        fields = ("text", "beam_size", "nbest", "source", "target", "placeholders")
+        fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model")
         data = await read_json(body, fields)
         texts = text_list(data, self.settings)
         wanted = Wanted(
@@ -91,7 +95,7 @@ class OurApi:
             status=413,
             placeholders=placeholders_field(data),
         )
-        route = self.backend.models.route(*self.pair(data))
+        route = self.backend.models.route(*self.pair(data), model_field(data))
         translated = await self.backend.translate(request, route, texts, wanted)
         return json_response(translate_answer(translated, ranked=wanted.nbest is not None))
 
@@ -218,9 +222,11 @@ CLIENT_SETTINGS = (
 
 def service_info(facts: dict, models: Models, settings: ServeConfig) -> dict:
     """/info: the first model's `facts` (the page's), the settings a client needs, every model
-    (loaded now or not), and the pairs the service reaches through a pivot."""
+    (its name, pair, file and origin; whether its pair's default; loaded now or not), and the
+    pairs the service reaches through a pivot."""
     listed = [
-        {"source": m.source.code, "target": m.target.code, "model": m.name,
+        {"name": m.name, "source": m.source.code, "target": m.target.code, "path": m.path,
+         **m.about, "default": models.by_pair[m.source.code, m.target.code] is m,
          "weights_mib": round(m.weights_bytes / 2**20, 1), "loaded": m.engine is not None}
         for m in models.all
     ]  # fmt: skip

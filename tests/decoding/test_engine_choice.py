@@ -3,6 +3,7 @@ cached beside the checkpoint, made once and again when the checkpoint changes; o
 the attention pictures; the outputs are those of --engine torch."""
 
 import dataclasses
+import re
 import shutil
 import subprocess
 
@@ -115,3 +116,18 @@ def test_a_model_to_serve_is_known_by_its_kind_or_refused_in_one_line(tmp_path, 
         load_models([str(tmp_path)], Config(), "auto", "cpu", "default")
     with pytest.raises(UserError, match="no trained model at .*missing.pt"):
         load_models([str(tmp_path / "missing.pt")], Config(), "auto", "cpu", "default")
+
+
+def test_a_model_to_serve_is_named_by_name_equals_path_else_by_its_experiment(tmp_path, seed_run):
+    """serve --model NAME=PATH: NAME; without one, the checkpoint's experiment. A path that
+    exists as written is a path, "=" and all."""
+    odd = shutil.copy(seed_run / "best.pt", tmp_path / "a=b.pt")
+    arguments = [f"tuned={seed_run / 'best.pt'}", str(seed_run / "best.pt"), str(odd)]
+    loaders = load_models(arguments, Config(), "torch", "cpu", "default")
+    assert [(loader.name, loader.path) for loader in loaders] == [
+        ("tuned", str(seed_run / "best.pt")), ("seed", str(seed_run / "best.pt")),
+        ("seed", str(odd)),
+    ]  # fmt: skip
+    missing = tmp_path / "missing.pt"
+    with pytest.raises(UserError, match=f"^no trained model at {re.escape(str(missing))}$"):
+        load_models([f"tuned={missing}"], Config(), "auto", "cpu", "default")

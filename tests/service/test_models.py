@@ -16,7 +16,7 @@ from seq2seq.config import Language
 from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import TorchEngine, Translations
-from seq2seq.exports.argos import export_argos
+from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service.libretranslate import formatted
 from seq2seq.service.models import Models
 from seq2seq.support.errors import UserError
@@ -25,6 +25,12 @@ from helpers import ENV, call, command, read_address, running
 
 EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
 SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
+# an imported model's (its checkpoint's info["origin"])
+ORIGIN = {
+    "name": "translate-en_de-1_9.argosmodel",
+    "package_version": "1.9",
+    "quantization": "int8",
+}
 
 
 def labelled(checkpoint: Checkpoint, source: Language, target: Language) -> TorchEngine:
@@ -84,10 +90,89 @@ def test_a_pair_the_service_cannot_reach_is_a_400_naming_what_it_has(en_de_fr):
     assert status == 400 and "'target' must be a language code" in answer["error"]
 
 
-def test_two_models_of_one_pair_are_refused(trained_numbers_checkpoint):
+def version(engine: TorchEngine, name: str, **about) -> Loader:
+    """The engine served under `name`, with `about` (/info's)."""
+    return dataclasses.replace(Loader.of(engine), name=name, about=about)
+
+
+@pytest.fixture(scope="module")
+def two_versions(trained_numbers_checkpoint):
+    """A service of two versions of en -> de side by side, "original" (the first: the pair's
+    default) and "tuned" (its outputs cut to one token: told apart at a glance), and de -> fr;
+    the three engines."""
+    checkpoint = trained_numbers_checkpoint[0]
+    original, tuned = labelled(checkpoint, EN, DE), labelled(checkpoint, EN, DE)
+    tuned.config.decode.max_len_a, tuned.config.decode.max_len_b = 0.0, 1
+    second = labelled(checkpoint, DE, FR)
+    models = [version(original, "original"), version(tuned, "tuned", origin=ORIGIN), second]
+    with running(models) as server:
+        yield server.url, original, tuned, second
+
+
+def as_libretranslate(translations: list[str]) -> list[str]:
+    """SENTENCES' `translations` as LibreTranslate's API gives them."""
+    return [formatted(s, t) for s, t in zip(SENTENCES, translations, strict=True)]
+
+
+def test_a_request_names_the_version_it_wants_else_gets_the_pairs_first(two_versions):
+    url, original, tuned, second = two_versions
+    first, other = by_hand(original, SENTENCES), by_hand(tuned, SENTENCES)
+    assert first != other, "the two versions translate apart"
+    for name, expected in [(None, first), ("original", first), ("tuned", other)]:
+        body = {"text": SENTENCES, "source": "en", "target": "de", "model": name}
+        status, answer, _ = call(url, "POST", "/translate", body)
+        assert status == 200 and answer["translations"] == expected, name
+        body = {"q": SENTENCES, "source": "en", "target": "de"} | ({"model": name} if name else {})
+        status, answer, _ = call(url, "POST", "/translate", body)
+        assert answer["translatedText"] == as_libretranslate(expected)
+    client = LibreTranslateAPI(url)  # LibreTranslate's own client names no model: the first
+    assert [client.translate(s, "en", "de") for s in SENTENCES] == as_libretranslate(first)
+    pivoted = by_hand(second, first)  # through the pair's default
+    assert [client.translate(s, "en", "fr") for s in SENTENCES] == as_libretranslate(pivoted)
+
+
+def test_an_unknown_version_is_a_400_naming_the_pairs(two_versions):
+    url = two_versions[0]
+    for body, error in [
+        ({"text": ["x"], "model": "newest"},
+         'no model named "newest" translates en to de: its models are original, tuned'),
+        ({"q": "x", "source": "en", "target": "de", "model": "newest"},
+         'no model named "newest" translates en to de: its models are original, tuned'),
+        ({"text": ["x"], "model": 3}, "'model' must be a model's name (a string), got 3"),
+        ({"text": ["x"], "target": "fr", "model": "tuned"},
+         "en to fr goes through de: a request names a model only of a pair that has its own"),
+    ]:  # fmt: skip
+        assert call(url, "POST", "/translate", body)[:2] == (400, {"error": error}), body
+
+
+def test_info_lists_each_version_with_its_name_and_origin(two_versions):
+    status, info, _ = call(two_versions[0], "GET", "/info")
+    listed = [{k: m[k] for k in ("name", "source", "target", "default")} for m in info["models"]]
+    assert listed == [
+        {"name": "original", "source": "en", "target": "de", "default": True},
+        {"name": "tuned", "source": "en", "target": "de", "default": False},
+        {"name": "numbers", "source": "de", "target": "fr", "default": True},
+    ]
+    assert info["models"][1]["origin"] == ORIGIN and "origin" not in info["models"][0]
+    status, described, _ = call(two_versions[0], "GET", "/openapi.json")
+    ours = described["paths"]["/translate"]["post"]["requestBody"]["content"]["application/json"]
+    model = ours["schema"]["oneOf"][0]["properties"]["model"]
+    assert model == {"enum": ["original", "tuned", "numbers", None]}
+
+
+def test_two_models_of_one_pair_with_one_name_are_refused_before_any_loads(
+    trained_numbers_checkpoint,
+):
     engine = labelled(trained_numbers_checkpoint[0], EN, DE)
-    with pytest.raises(UserError, match="two models translate en-de: serve one of each"):
-        Models.load([Loader.of(engine)] * 2, engine.config.serve)
+    loads = [Counted(engine), Counted(engine), Counted(engine)]
+    loaders = [loader(engine, 1, load) for load in loads]
+    loaders[2] = dataclasses.replace(loaders[2], name="tuned")
+    with pytest.raises(UserError) as refused:
+        Models.load(loaders, engine.config.serve)
+    assert str(refused.value) == (
+        "two models of one pair named numbers (en-de): --model NAME=PATH names each"
+    )
+    assert [load.loads for load in loads] == [0, 0, 0]
 
 
 class Held:
@@ -132,20 +217,21 @@ def test_one_pairs_backlog_never_holds_another_pairs_requests(trained_numbers_ch
 def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
     trained_joint_numbers_checkpoint, tmp_path
 ):
-    """serve --model CHECKPOINT --model FOLDER: our checkpoint (en -> de) and the Argos
-    package installed in FOLDER (de -> fr), en -> fr through German, as by hand."""
+    """serve --model NAME=CHECKPOINT --model FOLDER: our checkpoint (en -> de) and the Argos
+    package installed in FOLDER (de -> fr), en -> fr through German, as by hand; /info names
+    each: the checkpoint by NAME, with its origin; the package by its folder, with its version."""
     checkpoint = trained_joint_numbers_checkpoint[0]
     first = labelled(checkpoint, EN, DE)
     save_checkpoint(
         tmp_path / "en_de.pt", first.config, checkpoint.model, checkpoint.src_vocab,
-        checkpoint.tgt_vocab, {},
+        checkpoint.tgt_vocab, {"origin": ORIGIN},
     )  # fmt: skip
     export_argos(labelled(checkpoint, DE, FR).checkpoint, tmp_path / "de_fr.argosmodel")
     with zipfile.ZipFile(tmp_path / "de_fr.argosmodel") as archive:
         archive.extractall(tmp_path / "packages")  # as Argos Translate installs it
     second = ArgosEngine.load(tmp_path / "de_fr.argosmodel")
     process = subprocess.Popen(
-        command("seq2seq.serve", "--engine", "torch", "--model", str(tmp_path / "en_de.pt"),
+        command("seq2seq.serve", "--engine", "torch", "--model", f"tuned={tmp_path / 'en_de.pt'}",
                 "--model", str(tmp_path / "packages"), "--port", "0"),
         stderr=subprocess.PIPE, text=True, env=ENV,
     )  # fmt: skip
@@ -154,6 +240,11 @@ def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
         assert [language["code"] for language in client.languages()] == ["en", "de", "fr"]
         expected = by_hand(second, by_hand(first, SENTENCES))
         assert [client.translate(s, "en", "fr") for s in SENTENCES] == expected
+        listed = call(client.url, "GET", "/info")[1]["models"]
+        assert [(m["name"], m.get("origin"), m.get("package_version")) for m in listed] == [
+            ("tuned", ORIGIN, None), (f"translate-de_fr-{PACKAGE_VERSION.replace('.', '_')}",
+            None, PACKAGE_VERSION),
+        ]  # fmt: skip
     finally:
         process.kill()
         process.wait()
@@ -236,3 +327,29 @@ def test_lazy_models_load_at_their_first_request_and_drop_past_the_budget(
         assert loaded() == [True, False, True]  # de-fr, idle longest, dropped
         assert translate("de", "fr") == by_hand(engines[1], SENTENCES)
         assert [c.loads for c in loads] == [1, 2, 1] and loaded() == [True, True, False]
+
+
+def test_versions_of_one_pair_load_lazily_each_at_its_first_request(trained_numbers_checkpoint):
+    """serve.lazy and serve.models_mib hold per model: a pair's second version is loaded at the
+    first request naming it, and dropped past the budget when another is asked for."""
+    checkpoint = trained_numbers_checkpoint[0]
+    engines = [
+        labelled(checkpoint, EN, DE),
+        labelled(checkpoint, EN, DE),
+        labelled(checkpoint, DE, FR),
+    ]
+    loads = [Counted(engine) for engine in engines]
+    loaders = [loader(e, 20, c) for e, c in zip(engines, loads, strict=True)]
+    loaders[1] = dataclasses.replace(loaders[1], name="tuned")
+
+    def loaded() -> list[bool]:
+        return [m["loaded"] for m in call(server.url, "GET", "/info")[1]["models"]]
+
+    with running(loaders, lazy=True, models_mib=50) as server:
+        assert loaded() == [True, False, False]
+        body = {"text": SENTENCES, "model": "tuned"}
+        assert call(server.url, "POST", "/translate", body)[0] == 200
+        assert loaded() == [True, True, False]
+        body = {"text": SENTENCES, "source": "de", "target": "fr"}
+        assert call(server.url, "POST", "/translate", body)[0] == 200
+        assert loaded() == [True, False, True] and [c.loads for c in loads] == [1, 1, 1]

@@ -12,13 +12,14 @@ from test_serve import call, running
 
 from seq2seq.config import Config, ServeConfig, translation_pair
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service.openapi import Languages, description
+from seq2seq.service.openapi import Choices, description
 
 # Small limits keep each decoding short; the description's bounds follow them.
 LIMITS = {"max_sentences": 4, "max_chars": 60, "max_beam_size": 3}
 CASES = 100  # per route: about 300 in all (a GET without parameters has one)
 SOURCE, TARGET = (language.code for language in translation_pair(Config(), ServeConfig()))
-DESCRIPTION = description(ServeConfig(**LIMITS), Languages([SOURCE], [TARGET]), keys=False)
+MODELS = [Config().experiment]  # the model's name: its experiment's
+DESCRIPTION = description(ServeConfig(**LIMITS), Choices([SOURCE], [TARGET], MODELS), keys=False)
 SCHEMA = schemathesis.openapi.from_dict(DESCRIPTION)
 SCHEMA.config.generation.update(
     modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=CASES
