@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import config-docs docs lint install-sizes clean distclean
+	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import bench-adapt-package config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -151,7 +151,7 @@ $(JOEYNMT_VENV)/.installed: constraints.txt
 # of GBs: its dependencies are installed with our torch pin, then it without its declared ones
 # (it runs on torch 2.13: benchmarks/README.md).
 OPENNMT_DEPS := torch configargparse "ctranslate2>=4,<5" tensorboard flask waitress \
-	"pyonmttok>=1.37,<2" pyyaml sacrebleu rapidfuzz pyahocorasick fasttext-wheel spacy six
+	"pyonmttok>=1.37,<2" pyyaml sacrebleu sentencepiece rapidfuzz pyahocorasick fasttext-wheel spacy six
 $(OPENNMT_VENV)/.installed: constraints.txt
 	test -x $(OPENNMT_VENV)/bin/python || $(PYTHON) -m venv $(OPENNMT_VENV)
 	$(OPENNMT_VENV)/bin/python -m pip install --quiet -c constraints.txt $(OPENNMT_DEPS)
@@ -203,6 +203,12 @@ bench-models: $(DEV)
 # benchmarks/results/adapt_laptop.{json,md} (minutes; Multi30k from ../shared/corpora/multi30k).
 bench-adapt-laptop: $(DEV)
 	$(PYTHON) -m benchmarks.adapt.laptop $(ARGS)
+
+# An English -> German Argos package made as LibreTranslate's Locomotive makes them (OpenNMT-py
+# 3.5.1, scaled to 2 CPU cores; minutes) -> runs/bench-adapt-package/en_de.argosmodel (int8) and
+# en_de_float32.argosmodel: the package the two targets below measure.
+bench-adapt-package: $(DEV) $(OPENNMT_VENV)/.installed
+	nice -n 5 $(PYTHON) -m benchmarks.adapt.locomotive $(ARGS)
 
 # A real Argos package imported, against CTranslate2 on it (the Multi30k test set, en -> de):
 # PACKAGES="en_de.argosmodel en_de.int8.argosmodel" -> benchmarks/results/adapt_import.{json,md}

@@ -1,5 +1,7 @@
 """An imported model made better on its user's texts (issue 53's figures).
 
+locomotive.py  an English -> German Argos package made as LibreTranslate's Locomotive makes
+               them (OpenNMT-py 3.5.1 in its own venv), scaled to 2 CPU cores
 synthetic.py   packages of random weights laid out as OpenNMT-py 3 and Marian write them,
                converted by CTranslate2's own converters (the tests' and laptop.py's)
 laptop.py      make bench-adapt-laptop: fine-tuning a Transformer-base package on 2 CPU cores,
