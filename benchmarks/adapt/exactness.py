@@ -83,7 +83,8 @@ def compare(package: Path, sentences: list[str], references: list[str]) -> dict:
 
 def table(results: dict) -> str:
     n = results["sentences"]
-    head = "| package | weights | decoding | outputs that differ | BLEU CTranslate2 | BLEU ours |"
+    head = ("| package | variables stored | decoding | outputs that differ | BLEU CTranslate2 "
+            "| BLEU ours |")  # fmt: skip
     out = [head, "| --- | --- | --- | --- | --- | --- |"]
     for row in results["packages"]:
         weights = ", ".join(f"{count} {kind}" for kind, count in row["weights"].items())
