@@ -2,7 +2,7 @@
 CPU cores are the aim): tokens/s and peak resident memory, for each way of keeping what the
 model knew -> benchmarks/results/adapt_laptop.{json,md}.
 
-    python -m benchmarks.adapt.laptop [--steps 30] [--batch-tokens 2000 4000] [--out DIR]
+    python -m benchmarks.adapt.laptop [--steps 30] [--batch-tokens 1000 2000] [--out DIR]
 
 The package is Locomotive's shape (6 + 6 layers, width 512, 8 heads, FFN 2048, one vocabulary
 of 50,000 pieces, shared embeddings, int8 weights), random weights written by CTranslate2's
@@ -106,7 +106,7 @@ def table(results: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="benchmarks.adapt.laptop", description=__doc__)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--batch-tokens", type=int, nargs="+", default=[2000, 4000])
+    parser.add_argument("--batch-tokens", type=int, nargs="+", default=[1000, 2000])
     parser.add_argument("--multi30k", type=Path, default=ROOT.parent / "shared/corpora/multi30k")
     parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt-laptop")
     parser.add_argument("--out", type=Path, default=OUT)
