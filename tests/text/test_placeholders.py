@@ -96,6 +96,9 @@ PLACEABLES = st.sampled_from(
      "\\n", "[X3X]", "&amp;", "{n, plural, one {#} other {#s}}", "%%"]
 )  # fmt: skip
 PARTS = st.lists(st.one_of(WORDS, PLACEABLES), max_size=12)
+# what the model writes: words that cannot join a put-back placeholder into another one, as
+# "50%" before a "%s" would make a "%%" that no source had (a count the checks could not read)
+OUTPUT_WORDS = st.sampled_from(["three", "is", "la", "Open", "file", "?", ".", ","])
 SPACES = st.lists(st.sampled_from([" ", "", "  "]), min_size=13, max_size=13)
 
 
@@ -111,7 +114,7 @@ def test_masked_text_restores_to_itself(parts, spaces):
 
 
 @settings(max_examples=1000)
-@given(PARTS, SPACES, st.lists(st.one_of(WORDS, st.integers(0, 15)), max_size=14))
+@given(PARTS, SPACES, st.lists(st.one_of(OUTPUT_WORDS, st.integers(0, 15)), max_size=14))
 def test_whatever_the_model_writes_every_placeable_comes_back_exactly_once(parts, spaces, out):
     """Outputs of words and masks, some unknown, repeated or missing: every run of the source
     is in the restored output once, and the ordered ones (printf without n$, {}, tags) in
