@@ -25,8 +25,6 @@ tests/exports/test_argos.py, on our packages and on one laid out as Argos's publ
 are). Splitting a text into sentences is ours (seq2seq/text/sentences.py), not Argos's.
 """
 
-import tempfile
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +32,13 @@ from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.ctranslate2 import load_translator, texts_of
 from seq2seq.decoding.engines import Translations, encoded
-from seq2seq.exports.argos import BEAM_SIZE, LENGTH_PENALTY, package_languages, package_metadata
+from seq2seq.exports.argos import (
+    BEAM_SIZE,
+    LENGTH_PENALTY,
+    package_languages,
+    package_metadata,
+    unpacked,
+)
 from seq2seq.support.errors import UserError
 from seq2seq.text.vocab import Vocab
 
@@ -62,17 +66,8 @@ class ArgosEngine:
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", compute_type: str = "default"):
         path = Path(path)
-        if path.is_dir():
-            return cls.from_folder(path, device, compute_type)
-        try:
-            with tempfile.TemporaryDirectory() as staging, zipfile.ZipFile(path) as archive:
-                archive.extractall(staging)  # names with .. or a leading / are made safe
-                folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
-                if len(folders) != 1:
-                    raise UserError(f"{path}: not one folder with a metadata.json in it")
-                return cls.from_folder(folders[0], device, compute_type, origin=str(path))
-        except (OSError, zipfile.BadZipFile) as error:
-            raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None
+        with unpacked(path) as folder:
+            return cls.from_folder(folder, device, compute_type, origin=str(path))
 
     @classmethod
     def from_folder(cls, folder: Path, device: str, compute_type: str, origin: str = ""):

@@ -43,6 +43,8 @@ Argos Translate decodes with the device and compute type of its own settings
 import json
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -234,3 +236,21 @@ def package_languages(metadata: dict) -> tuple[Language, Language]:
         Language(metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"])
         for side in ("from", "to")
     )
+
+
+@contextmanager
+def unpacked(path: Path) -> Iterator[Path]:
+    """The folder of the package at `path`: the folder itself, or (an .argosmodel) its one
+    top folder, extracted into a temporary folder that goes when the block ends."""
+    if path.is_dir():
+        yield path
+        return
+    try:
+        with tempfile.TemporaryDirectory() as staging, zipfile.ZipFile(path) as archive:
+            archive.extractall(staging)  # names with .. or a leading / are made safe
+            folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
+            if len(folders) != 1:
+                raise UserError(f"{path}: not one folder with a metadata.json in it")
+            yield folders[0]
+    except (OSError, zipfile.BadZipFile) as error:
+        raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None

@@ -38,8 +38,6 @@ CTranslate2's (tests/exports/test_import.py).
 import itertools
 import json
 import math
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +45,13 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, config_from_dict
-from seq2seq.exports.argos import BEAM_SIZE, LENGTH_PENALTY, package_languages, package_metadata
+from seq2seq.exports.argos import (
+    BEAM_SIZE,
+    LENGTH_PENALTY,
+    package_languages,
+    package_metadata,
+    unpacked,
+)
 from seq2seq.exports.ctranslate2_reader import StoredModel, read_model_bin
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
@@ -89,20 +93,10 @@ class Imported:
 def import_model(path: Path) -> Imported:
     """An Argos package (.argosmodel or its folder) or a CTranslate2 model folder (with
     the sentencepiece model beside or inside it) -> our checkpoint."""
-    if path.is_file():
-        with tempfile.TemporaryDirectory() as staging:
-            try:
-                with zipfile.ZipFile(path) as archive:
-                    archive.extractall(staging)
-            except zipfile.BadZipFile as error:
-                raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None
-            folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
-            if len(folders) != 1:
-                raise UserError(f"{path}: not one folder with a metadata.json in it")
-            return import_folder(folders[0], str(path))
-    if not path.is_dir():
+    if not path.exists():
         raise UserError(f"{path}: no such package or CTranslate2 model folder")
-    return import_folder(path, str(path))
+    with unpacked(path) as folder:
+        return import_folder(folder, str(path))
 
 
 def import_folder(folder: Path, origin: str) -> Imported:
@@ -120,16 +114,16 @@ def import_folder(folder: Path, origin: str) -> Imported:
     src_pieces, tgt_pieces = model_vocabularies(model_dir)
     languages = package_metadata(folder) if is_package else {}
     model_cfg = model_config(stored, ct2_config, model_dir / "model.bin")
-    src, src_report = rows_of(src_pieces, ct2_config, sp_path.read_bytes())
+    sp_bytes = sp_path.read_bytes()
+    src, src_report = rows_of(src_pieces, ct2_config, sp_bytes)
+    same_pieces = tgt_pieces == src_pieces
     tgt, tgt_report = (
-        (src, src_report)
-        if tgt_pieces == src_pieces
-        else rows_of(tgt_pieces, ct2_config, sp_path.read_bytes())
+        (src, src_report) if same_pieces else rows_of(tgt_pieces, ct2_config, sp_bytes)
     )
     model_cfg.share_embeddings &= src is tgt
     config = our_config(model_cfg, languages, origin, joint=src is tgt)
     model = Transformer(model_cfg, len(src.pieces), len(tgt.pieces), pad_id=PAD)
-    weights = state_dict(stored, model_cfg, src, tgt, ct2_config)
+    weights = state_dict(stored, model_cfg, src, tgt)
     model.load_state_dict(weights, strict=True)
     src_vocab = Vocab(src.model_bytes)
     tgt_vocab = src_vocab if tgt is src else Vocab(tgt.model_bytes)
@@ -178,10 +172,6 @@ def variable(stored: StoredModel, name: str) -> torch.Tensor:
     return stored.weights[name]
 
 
-def flag(stored: StoredModel, name: str, default):
-    return stored.flags.get(name, default)
-
-
 def layer_count(stored: StoredModel, stack: str) -> int:
     return next(i for i in itertools.count() if f"{stack}/layer_{i}/ffn/linear_0/weight"
                 not in stored.weights)  # fmt: skip
@@ -196,19 +186,19 @@ def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelCon
     d_model = embedding.size(1)
     table = variable(stored, "encoder/position_encodings/encodings")
     names = stored.weights
-    activation = int(flag(stored, "encoder/activation", 0))
+    activation = int(stored.flags.get("encoder/activation", 0))
     if activation not in ACTIVATIONS:
         raise UserError(f"{where}: activation {activation} (tanh or sigmoid), which ours lacks")
     return ModelConfig(
         d_model=d_model,
-        n_heads=int(flag(stored, "encoder/num_heads", 8)),
+        n_heads=int(stored.flags.get("encoder/num_heads", 8)),
         enc_layers=layer_count(stored, "encoder"),
         dec_layers=layer_count(stored, "decoder"),
         d_ff=variable(stored, "encoder/layer_0/ffn/linear_0/weight").size(0),
         max_positions=table.size(0),
         tie_embeddings=same(stored, "decoder/embeddings/weight", "decoder/projection/weight"),
         share_embeddings=same(stored, "encoder/embeddings_0/weight", "decoder/embeddings/weight"),
-        norm="pre" if flag(stored, "encoder/pre_norm", True) else "post",
+        norm="pre" if stored.flags.get("encoder/pre_norm", True) else "post",
         norm_epsilon=ct2_config.get("layer_norm_epsilon") or 1e-5,
         activation=ACTIVATIONS[activation],
         attention_bias="encoder/layer_0/self_attention/linear_0/bias" in names,
@@ -326,7 +316,7 @@ def permuted(matrix: torch.Tensor, rows: Rows) -> torch.Tensor:
     return out
 
 
-def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows, ct2_config) -> dict:
+def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> dict:
     """Our Transformer's state_dict from the stored variables (CTranslate2's names on the
     right, as seq2seq/exports/ctranslate2.py writes them)."""
     out, used = {}, set()
@@ -388,7 +378,7 @@ def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows, ct2_
     if left:
         raise UserError(f"{left[0]}: a variable our model has no place for ({len(left)} such)")
     out = shared_as_one(out, cfg)
-    if flag(stored, "decoder/start_from_zero_embedding", False):
+    if stored.flags.get("decoder/start_from_zero_embedding", False):
         out["tgt_embed.tokens.weight"][BOS] = 0.0  # the first step's input is a zero vector
     return out
 
