@@ -5,7 +5,8 @@ service: seq2seq/translate.py, seq2seq/service/).
     texts  ["Drei ist drei.  Zwei ist zwei!\\nEins.", "Vier."]
       -> split(text, language): the text's lines (a line break always ends a sentence), each
          line's sentences by sentencex's rules for the language: rules, no model, nothing to
-         download; a language it has no rules for falls back to a related one's, or English
+         download; a language it has no rules for falls back to a related one's, or English;
+         mended where they would cut a placeholder ("%.*s") or leave punctuation alone ("...")
       -> Texts.sentences  ["Drei ist drei.", "Zwei ist zwei!", "Eins.", "Vier."]
          ... translated, one batch: ["3 la 3.", "2 la 2!", "1.", "4."] ...
       -> Texts.joined     ["3 la 3.  2 la 2!\\n1.", "4."]: each text's translations, with
@@ -23,7 +24,10 @@ from dataclasses import dataclass
 
 import sentencex
 
+from seq2seq.text.placeholders import find
+
 LINE = re.compile(r"[^\r\n]+")  # a line, up to a line break: \n, \r\n or \r
+WORD = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,35 @@ def split(text: str, language: str) -> Split:
 
 def sentence_spans(text: str, language: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each sentence of `text`, without the white space around it."""
+    placeables = [(p.start, p.end) for p in find(text)]
     for line in LINE.finditer(text):
-        position = line.start()
-        for piece in sentencex.segment(language, line.group()):
-            if sentence := piece.strip():
-                start = text.index(sentence, position)
-                position = start + len(sentence)
-                yield start, position
+        yield from mended(list(line_spans(text, line, language)), text, placeables)
+
+
+def line_spans(text: str, line: re.Match, language: str) -> Iterator[tuple[int, int]]:
+    """(start, end) in `text` of each sentence sentencex finds in one of its lines."""
+    position = line.start()
+    for piece in sentencex.segment(language, line.group()):
+        if sentence := piece.strip():
+            start = text.index(sentence, position)
+            position = start + len(sentence)
+            yield start, position
+
+
+def mended(spans: list, text: str, placeables: list) -> list[tuple[int, int]]:
+    """The spans with each cut that falls inside a placeable ("from %.*s": sentencex cuts
+    after "%.") joined again, and each span without a word ("...Sorry!") joined to the next
+    (the last to the one before): a sentence never splits a placeholder or is punctuation."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        cut = out and any(a < start and b > out[-1][1] for a, b in placeables)
+        if cut or (out and not WORD.search(text[out[-1][0] : out[-1][1]])):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    if len(out) > 1 and not WORD.search(text[out[-1][0] : out[-1][1]]):
+        out[-2:] = [(out[-2][0], out[-1][1])]
+    return out
 
 
 class Texts:

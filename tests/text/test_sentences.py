@@ -41,6 +41,19 @@ def test_abbreviations_do_not_end_a_sentence_and_every_code_gets_rules():
         assert split("One is one. Two is two.", code).sentences == ["One is one.", "Two is two."]
 
 
+def test_no_sentence_splits_a_placeholder_or_is_punctuation_alone():
+    """sentencex cuts "%.*s" after its "%." and makes "..." a sentence of its own: found in
+    software catalogs' strings, mended."""
+    assert split("from %.*s", "en") == Split(["from %.*s"], [])
+    assert split("...Sorry, your time is up!", "en") == Split(["...Sorry, your time is up!"], [])
+    assert split("Time is up. ...", "en") == Split(["Time is up. ..."], [])
+    assert split("Saved to %1. Open %.*s? Yes.", "en").sentences == [
+        "Saved to %1.",
+        "Open %.*s?",
+        "Yes.",
+    ]
+
+
 def test_texts_are_one_list_of_sentences_and_their_answers_regroup_text_by_text():
     texts = Texts(["one is one. two is two.", "", "six is six"], "en")
     assert texts.sentences == ["one is one.", "two is two.", "", "six is six"]
