@@ -8,4 +8,8 @@ laptop.py      make bench-adapt-laptop: fine-tuning a Transformer-base package o
                its tokens/s and peak memory under each way of keeping what it knew
 exactness.py   make bench-adapt-import: a real package imported, its outputs against
                CTranslate2's on the same package (float32 and int8)
+target.py      make bench-adapt: that package fine-tuned on software catalogs, against itself
+               and a model trained from scratch, each way of keeping what it knew
+served.py      a fine-tuned model packaged and served by LibreTranslate and by ours, their
+               answers compared (target.py's last step)
 """

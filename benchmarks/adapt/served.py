@@ -1,0 +1,97 @@
+"""A fine-tuned model given back to LibreTranslate: packaged as its original was, served by
+LibreTranslate 1.9.6 (the real server, benchmarks/service/libretranslate_peer.py) and by our
+service, both asked the same strings through LibreTranslate's API -> how many answers differ.
+
+    python -m benchmarks.adapt.served CHECKPOINT STRINGS_FILE [--strings 200]
+        [--libretranslate-python benchmarks/.venv-libretranslate/bin/python]
+
+    CHECKPOINT --python -m seq2seq.export argos--> PACKAGE.argosmodel (the original's pair,
+        a newer package_version, int8 where the original's weights were)
+    the first --strings lines of STRINGS_FILE, one request each, POST /translate {q, source,
+    target}, to LibreTranslate at its defaults (beam 4; ARGOS_INTRA_THREADS=1) and to ours
+    serving the package with "placeholders": "off" (LibreTranslate protects none)
+      -> the strings whose answers differ (0 expected: our Argos engine decodes as Argos does),
+         and how many of them our sentence splitter (sentencex) cuts into several sentences:
+         LibreTranslate here splits with spaCy's rule-based sentencizer, standing in for its
+         own MiniSBD, whose model it would download (libretranslate_peer.py), and where the
+         two splitters cut a string differently its sentences are not the same inputs
+
+Called by benchmarks/adapt/target.py (make bench-adapt) when LibreTranslate's venv is there
+(make benchmarks/.venv-libretranslate/.installed).
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from pathlib import Path
+
+from benchmarks.common import ROOT
+from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
+from benchmarks.service.libretranslate_peer import translate as libretranslate
+from benchmarks.service.process import running_server
+from seq2seq.support.errors import run_cli
+from seq2seq.text.sentences import split
+
+SERVE = ["serve.threads=1"]  # as LibreTranslate's one CTranslate2 thread
+LIBRETRANSLATE_PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"
+
+
+def package_facts(package: Path) -> dict:
+    with zipfile.ZipFile(package) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith("/metadata.json")]
+        metadata = json.loads(archive.read(name))
+    return {key: metadata[key] for key in ("from_code", "to_code", "package_version")}
+
+
+def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
+    """`checkpoint` packaged, served by LibreTranslate and by ours: the strings answered
+    differently."""
+    with tempfile.TemporaryDirectory(prefix="served-") as tmp:
+        package = Path(tmp) / "tuned.argosmodel"
+        export = ["seq2seq.export", "argos", "--checkpoint", str(checkpoint), str(package)]
+        subprocess.run([sys.executable, "-m", *export], check=True, stdout=subprocess.DEVNULL)
+        facts = package_facts(package)
+        pair = (facts["from_code"], facts["to_code"])
+        with running_libretranslate(python, [package], like_for_like(4)) as server:
+            theirs = [libretranslate(server.url, s, *pair)[1].get("translatedText")
+                      for s in strings]  # fmt: skip
+        with running_server(["--model", str(package)], str(ROOT / "config.yaml"), SERVE) as ours:
+            mine = [answer(ours.url, s, *pair) for s in strings]
+    differ = [i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b]
+    several = {i for i, text in enumerate(strings) if len(split(text, pair[0]).sentences) > 1}
+    return {**facts, "strings": len(strings), "differ": len(differ),
+            "several_sentences": len(several), "differ_several": len(several.intersection(differ)),
+            "examples": [[strings[i], theirs[i], mine[i]] for i in differ[:5]]}  # fmt: skip
+
+
+def answer(url: str, text: str, source: str, target: str) -> str | None:
+    """Our service's answer on LibreTranslate's route, placeholders as LibreTranslate treats
+    them (not protected)."""
+    body = {"q": text, "source": source, "target": target, "placeholders": "off"}
+    request = urllib.request.Request(url.rstrip("/") + "/translate", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.load(response).get("translatedText")
+    except urllib.error.HTTPError as error:
+        sys.exit(f"our service answered {error.code}: {error.read().decode(errors='replace')}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="benchmarks.adapt.served", description=__doc__)
+    parser.add_argument("checkpoint", type=Path)
+    parser.add_argument("strings", type=Path)
+    parser.add_argument("--strings", dest="count", type=int, default=200)
+    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
+    args = parser.parse_args(argv)
+    lines = args.strings.read_text("utf-8").splitlines()[: args.count]
+    print(json.dumps(compare(args.checkpoint, lines, args.libretranslate_python), indent=1))
+
+
+if __name__ == "__main__":
+    run_cli(main)
