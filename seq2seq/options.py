@@ -223,6 +223,15 @@ class TrainConfig:
     # at the end validate their average, which becomes best.pt if it is better (0: off)
     average_last: Annotated[int, ">= 0"] = 0
     threads: Annotated[int, ">= 0"] = 0  # CPU threads for torch (0: torch's default)
+    # CPU (Linux, glibc): memory blocks up to this size that a step frees are kept by the
+    # process for the next step instead of going back to the kernel, which would zero them
+    # again (faster steps, a larger resident size between validations); 0: glibc's defaults
+    keep_freed_mib: Annotated[int, ">= 0"] = 1024
+    # CPU: how many compiled kernels oneDNN (torch's bf16 matrix products on a CPU) keeps, one
+    # for each shape of matrix it met, each with buffers of its own: a training's batches come
+    # in hundreds of shapes, and at oneDNN's default, 1024, a bf16 run grew by GBs (fewer: less
+    # memory, more kernels made again). The environment's ONEDNN_PRIMITIVE_CACHE_CAPACITY wins
+    onednn_kernels: Annotated[int, ">= 0"] = 16
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), bf16
     # on a CPU that computes it natively (avx512_bf16, amx_bf16), fp32 elsewhere
     # (seq2seq/support/device.py); fp16 adds a gradient scaler. Weights, gradients, the

@@ -46,7 +46,12 @@ from contextlib import nullcontext
 import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.support.device import autocast, keep_freed_memory, release_freed_memory
+from seq2seq.support.device import (
+    autocast,
+    bound_onednn_kernels,
+    keep_freed_memory,
+    release_freed_memory,
+)
 from seq2seq.support.errors import Interrupted, command_parser, run_cli, warn
 from seq2seq.support.files import append_line
 from seq2seq.support.paths import LAST
@@ -272,7 +277,8 @@ def start_process(config: Config) -> tuple[World, torch.device]:
         torch.set_num_threads(config.train.threads)
     world, device = distributed.start(config.train.device)
     if device.type == "cpu":
-        keep_freed_memory()
+        keep_freed_memory(config.train.keep_freed_mib)
+        bound_onednn_kernels(config.train.onednn_kernels)
     return world, device
 
 

@@ -23,6 +23,7 @@ tokens without padding, as the training log counts them.
 import argparse
 import concurrent.futures
 import multiprocessing
+import resource
 import shlex
 import statistics
 import time
@@ -86,7 +87,8 @@ def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int)
         tokens, seconds = run.take(steps)
     finally:
         run.close()
-    return {"tokens_per_s": tokens / seconds, "warmup_s": warmup_s}
+    peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    return {"tokens_per_s": tokens / seconds, "warmup_s": warmup_s, "peak_rss_mib": peak_rss_mib}
 
 
 def in_own_process(function, *args):
@@ -156,19 +158,20 @@ def table(results: dict) -> str:
     base_speed = statistics.median(settings[0]["tokens_per_s"])
     lines = [
         f"| setting | overrides | tokens/s (median of {results['rounds']}) | rounds | "
-        f"x {base} | warm-up s |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"x {base} | peak RSS | warm-up s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in settings:
         median = statistics.median(s["tokens_per_s"])
         rounds = ", ".join(f"{x:,.0f}" for x in s["tokens_per_s"])
         lines.append(
             f"{named(s)} {median:,.0f} | {rounds} | {median / base_speed:.2f} | "
-            f"{max(s['warmup_s']):.0f} |"
+            f"{max(s['peak_rss_mib']) / 1024:.2f} GiB | {max(s['warmup_s']):.0f} |"
         )
     return "\n".join(lines) + (
         f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
-        f"steps a round; {info['device_name']}, {info['cpu_count']} cores, "
+        f"steps a round (peak RSS: the largest of the rounds' processes); "
+        f"{info['device_name']}, {info['cpu_count']} cores, "
         f"{info['torch_threads']} torch threads, torch {info['torch']}, {info['date'][:10]}.\n"
     )
 
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
                         "data, in one string (e.g. corpus.base_url=file:///mirror)")  # fmt: skip
     args = parser.parse_args(argv)
     settings = [
-        {"name": s[0], "overrides": s[1:], "tokens_per_s": [], "warmup_s": []}
+        {"name": s[0], "overrides": s[1:], "tokens_per_s": [], "warmup_s": [], "peak_rss_mib": []}
         for s in args.setting or LEVERS
         if args.setting or not (args.bleu_steps and s[0] in SPEED_ONLY)
     ]
@@ -208,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
             )
             s["tokens_per_s"].append(speed["tokens_per_s"])
             s["warmup_s"].append(speed["warmup_s"])
+            s["peak_rss_mib"].append(speed["peak_rss_mib"])
             print(f"{s['name']}: {speed['tokens_per_s']:,.0f} tokens/s", flush=True)
     results = {
         "config": args.config, "machine": machine(), "rounds": args.rounds,

@@ -21,6 +21,7 @@ Elsewhere bf16 is emulated, several times slower than fp32, and auto is fp32.
 
 import contextlib
 import ctypes
+import os
 import sys
 
 import torch
@@ -112,19 +113,28 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
     return torch.autocast(device.type, dtype)
 
 
-def keep_freed_memory() -> None:
-    """Let glibc's allocator keep the memory a CPU training step frees, for the next step.
+def keep_freed_memory(mib: int) -> None:
+    """Let glibc's allocator keep the memory a CPU training step frees, blocks up to `mib`
+    MiB, for the next step (train.keep_freed_mib; 0: glibc's defaults).
 
     By default each allocation above a few MB (a step's activations, its (tokens, vocabulary)
     logits) is a fresh mapping from the kernel, which zeroes every page at first touch, and
     freed memory goes back to the kernel: 15-30% of a CPU step went there (the `sys` time).
-    With the thresholds at 1 GiB, a step reuses the last step's memory. What the steps leave
-    free between their blocks is given back at each validation (release_freed_memory).
+    With the thresholds at 1 GiB (the default), a step reuses the last step's memory. What
+    the steps leave free between their blocks is given back at each validation
+    (release_freed_memory).
     Linux with glibc only; a no-op elsewhere."""
-    if mallopt := glibc("mallopt"):
+    if mib and (mallopt := glibc("mallopt")):
         m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
         for option in (m_trim_threshold, m_mmap_threshold):
-            mallopt(option, 1 << 30)
+            mallopt(option, mib << 20)
+
+
+def bound_onednn_kernels(count: int) -> None:
+    """Keep at most `count` of the kernels oneDNN compiles, one per matrix shape
+    (train.onednn_kernels), unless the environment says otherwise: oneDNN reads this once,
+    when it makes its first kernel."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(count))
 
 
 def release_freed_memory() -> None:

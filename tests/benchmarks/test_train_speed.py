@@ -23,6 +23,7 @@ def test_settings_are_timed_in_alternating_rounds(tmp_path, monkeypatch, capsys)
     assert all(
         len(s["tokens_per_s"]) == 2 and min(s["tokens_per_s"]) > 0 for s in results["settings"]
     )
+    assert all(min(s["peak_rss_mib"]) > 100 for s in results["settings"])  # torch alone: more
     table = (tmp_path / "speed.md").read_text()
     assert "| fp32 | `train.precision=fp32` |" in table and "| 1.00 |" in table
     capsys.readouterr()

@@ -1,10 +1,12 @@
 """Devices and precisions, including what a GPU would get, with CUDA's answers faked."""
 
 import contextlib
+import os
 
 import pytest
 import torch
 
+from seq2seq.support import device
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16, pick_device
 from seq2seq.support.errors import UserError
 from seq2seq.training import distributed
@@ -91,3 +93,23 @@ def test_more_torchrun_processes_than_gpus_is_a_clear_error(fake_gpus, monkeypat
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: pytest.fail("set_device"))
     with pytest.raises(UserError, match="torchrun started 3 processes"):
         distributed.start("auto")
+
+
+def test_training_keeps_freed_blocks_up_to_the_size_asked(monkeypatch):
+    """train.keep_freed_mib: glibc's trim and mmap thresholds (mallopt -1 and -3) in bytes;
+    0 leaves glibc's defaults alone."""
+    calls = []
+    monkeypatch.setattr(device, "glibc", lambda name: lambda *args: calls.append((name, args)))
+    device.keep_freed_memory(64)
+    assert calls == [("mallopt", (-1, 64 << 20)), ("mallopt", (-3, 64 << 20))]
+    calls.clear()
+    device.keep_freed_memory(0)
+    assert calls == []
+
+
+def test_oneDNN_keeps_the_kernels_asked_unless_the_environment_says(monkeypatch):
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    device.bound_onednn_kernels(16)
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "16"
+    device.bound_onednn_kernels(64)  # the environment's (here: the first call's) wins
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "16"
