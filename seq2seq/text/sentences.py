@@ -60,9 +60,8 @@ def split(text: str, language: str) -> Split:
 
 def sentence_spans(text: str, language: str) -> Iterator[tuple[int, int]]:
     """(start, end) of each sentence of `text`, without the white space around it."""
-    placeables = [(p.start, p.end) for p in find(text)]
     for line in LINE.finditer(text):
-        yield from mended(list(line_spans(text, line, language)), text, placeables)
+        yield from mended(list(line_spans(text, line, language)), text)
 
 
 def line_spans(text: str, line: re.Match, language: str) -> Iterator[tuple[int, int]]:
@@ -75,10 +74,15 @@ def line_spans(text: str, line: re.Match, language: str) -> Iterator[tuple[int, 
             yield start, position
 
 
-def mended(spans: list, text: str, placeables: list) -> list[tuple[int, int]]:
-    """The spans with each cut that falls inside a placeable ("from %.*s": sentencex cuts
-    after "%.") joined again, and each span without a word ("...Sorry!") joined to the next
-    (the last to the one before): a sentence never splits a placeholder or is punctuation."""
+def mended(spans: list, text: str) -> list[tuple[int, int]]:
+    """The spans of one line with each cut that falls inside a placeable ("from %.*s":
+    sentencex cuts after "%.") joined again, and each span without a word ("...Sorry!") joined
+    to the next (the last to the one before): a sentence never splits a placeholder or is
+    punctuation. A line of one sentence is not searched."""
+    if len(spans) < 2:
+        return spans
+    first = spans[0][0]
+    placeables = [(p.start + first, p.end + first) for p in find(text[first : spans[-1][1]])]
     out: list[tuple[int, int]] = []
     for start, end in spans:
         cut = out and any(a < start and b > out[-1][1] for a, b in placeables)
