@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -109,6 +109,12 @@ gpu-check: $(DEV)
 TRAIN_SPEED_ARGS ?=
 bench-train: $(DEV)
 	$(PYTHON) -m benchmarks.speed.train_speed --config configs/multi30k_de_en.yaml --data-args "$(ARGS)" $(TRAIN_SPEED_ARGS)
+
+# A validation of the Multi30k hour recipe's best checkpoint (train it first), decoded by each
+# engine train.valid_engine can name, in alternating rounds -> benchmarks/results/validation.{json,md}
+# (docs/training-speed.md). ARGS="--config ... --checkpoint ...": another.
+bench-validation: $(DEV)
+	$(PYTHON) -m benchmarks.speed.validation $(ARGS)
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/results/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).

@@ -197,6 +197,11 @@ class TrainConfig:
     # micro-batches per process and step: each step is split into processes x accumulate
     # micro-batches of equal token budgets
     accumulate: Annotated[int, "at least 1"] = 1
+    # Memory for the training process, in MiB (its resident size on a CPU, torch's reserve on
+    # a GPU): at the start a step on the data's costliest batches is measured, and train.
+    # accumulate doubled until it fits (the same steps, in more and smaller micro-batches), or
+    # training stops at once, saying what the model needs. 0: no bound
+    max_memory_mib: Annotated[int, ">= 0"] = 0
     max_steps: Annotated[int, "positive"] = 5000  # training stops here at the latest
     # A time budget: training also stops once it has run this many minutes (validations
     # included; a resumed run counts its earlier minutes), and the learning rate's decay is
@@ -219,6 +224,10 @@ class TrainConfig:
     best_metric: Literal["exact_match", "bleu", "loss"] = "exact_match"
     # validation translates greedily (1), or with this many beams
     valid_beam_size: Annotated[int, "at least 1"] = 1
+    # what decodes the valid split: ctranslate2 (the export extra) gives our own decoding's
+    # outputs several times sooner on a CPU; auto: ctranslate2 when training on a CPU where it
+    # is installed, else torch (our own code, seq2seq/decoding/)
+    valid_engine: Literal["auto", "torch", "ctranslate2"] = "auto"
     # keep the models of the last this many validations (runs/<experiment>/step-<N>.pt) and
     # at the end validate their average, which becomes best.pt if it is better (0: off)
     average_last: Annotated[int, ">= 0"] = 0
@@ -232,6 +241,11 @@ class TrainConfig:
     # in hundreds of shapes, and at oneDNN's default, 1024, a bf16 run grew by GBs (fewer: less
     # memory, more kernels made again). The environment's ONEDNN_PRIMITIVE_CACHE_CAPACITY wins
     onednn_kernels: Annotated[int, ">= 0"] = 16
+    # The memory allocator of `python -m seq2seq.train` (Linux; it starts itself again with the
+    # library preloaded): tcmalloc or jemalloc, from the system's packages, hand freed memory
+    # to the next step with less left unused between blocks than glibc's (peak RSS,
+    # docs/training-speed.md); auto: the first of them installed, else glibc's; system: glibc's
+    allocator: Literal["auto", "tcmalloc", "jemalloc", "system"] = "auto"
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), bf16
     # on a CPU that computes it natively (avx512_bf16, amx_bf16), fp32 elsewhere
     # (seq2seq/support/device.py); fp16 adds a gradient scaler. Weights, gradients, the
@@ -258,6 +272,11 @@ class DecodeConfig:
     # no_repeat_ngram_size; Argos has none); 0: off. 7: no correct numbers output repeats 7
     # pieces, but "1 2 3 4 5 6 la 1 2 3 4 5 6" repeats 6 (docs/learn.md)
     no_repeat_ngram: Annotated[int, ">= 0"] = 7
+    # The memory allocator of `python -m seq2seq.train` (Linux; it starts itself again with the
+    # library preloaded): tcmalloc or jemalloc, from the system's packages, hand freed memory
+    # to the next step with less left unused between blocks than glibc's (peak RSS,
+    # docs/training-speed.md); auto: the first of them installed, else glibc's; system: glibc's
+    allocator: Literal["auto", "tcmalloc", "jemalloc", "system"] = "auto"
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
     # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

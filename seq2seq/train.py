@@ -51,6 +51,7 @@ from seq2seq.support.device import (
     bound_onednn_kernels,
     keep_freed_memory,
     release_freed_memory,
+    start_with_allocator,
 )
 from seq2seq.support.errors import Interrupted, command_parser, run_cli, warn
 from seq2seq.support.files import append_line
@@ -63,6 +64,7 @@ from seq2seq.training.best_and_last import checked_loss, keep_if_best, resume_fr
 from seq2seq.training.distributed import World
 from seq2seq.training.finetune import pull_toward_start, start_from_source, start_model
 from seq2seq.training.loss import batch_loss
+from seq2seq.training.memory import peak_memory
 from seq2seq.training.optimizer import learning_rate, schedule_warning
 from seq2seq.training.report import Report, Throughput
 from seq2seq.training.resume import CutShort, StopOnSignal
@@ -214,6 +216,7 @@ def validate_and_log(run: Run, figures: dict, report: Report) -> None:
         **figures,
         **validate(run.model, run.config, run.vocabs, run.valid, run.device),
         "elapsed_s": progress.elapsed_s,
+        **peak_memory(run.device),  # the process's peak so far (training/memory.py)
     }
     improved = keep_if_best(run, result)
     keep_recent(run, run.info(result))  # step-<N>.pt (average_last)
@@ -266,6 +269,12 @@ def announce(run: Run) -> None:
             f"({run.autocast_dtype or torch.float32}), {len(run.data):,} training pairs, "
             f"up to {run.train_cfg.max_steps:,} steps{budget}"
         )
+        if run.memory_mib:
+            print(
+                f"train.max_memory_mib {run.train_cfg.max_memory_mib:,}: about "
+                f"{run.memory_mib:,} MiB measured with {run.train_cfg.accumulate} micro-batch(es) "
+                "a step (train.accumulate)"
+            )
         if warning := schedule_warning(run.train_cfg):
             warn(warning)
 
@@ -321,7 +330,10 @@ def main(argv: list[str] | None = None) -> None:
         "--restart", action="store_true", help=f"start over, ignoring runs/<experiment>/{LAST}"
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
-    train(load_config(args.config, args.overrides), restart=args.restart)
+    config = load_config(args.config, args.overrides)
+    if argv is None:  # the command itself, not called from Python: the allocator can change
+        start_with_allocator(config.train.allocator)
+    train(config, restart=args.restart)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import pytest
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config
+from seq2seq.config import Config, load_config
 from seq2seq.decoding.batches import longest_source, search_sources
 from seq2seq.decoding.greedy import max_lengths
 from seq2seq.decoding.repeats import repeated_ngrams
@@ -38,8 +38,10 @@ from seq2seq.support.device import pick_device
 from seq2seq.text.batching import pair_tensors, source_tensor, token_batches
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 from seq2seq.text.vocab import Vocab, normalize_source, train_vocab
+from seq2seq.training.distributed import World
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import make_optimizer
+from seq2seq.training.run import Run, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG = 600  # seconds: a process taking longer than this is hung, not slow
@@ -103,6 +105,14 @@ def same_figures(expected: list[float]) -> object:
     """What the figures of a run that should be the same must equal: these on the CPU,
     figures within GPU_TOLERANCE of them on a GPU."""
     return expected if TRAINING_DEVICE == "cpu" else pytest.approx(expected, rel=GPU_TOLERANCE)
+
+
+def seed_preset_run(seed_run: Path, monkeypatch, *overrides: str) -> Run:
+    """A fresh run of the seed preset (nine pairs, a tiny model without dropout) on the CPU in
+    fp32 (auto would be bf16 on some CPUs), on the corpus the `seed_run` fixture built."""
+    monkeypatch.chdir(seed_run.parent.parent)
+    config = load_config("config.yaml", ["train.device=cpu", "train.precision=fp32", *overrides])
+    return set_up(config, World(), torch.device("cpu"))
 
 
 def briefly_trained(config: Config, pairs: list[tuple[str, str]], epochs: int = 8) -> Checkpoint:

@@ -14,21 +14,12 @@ from seq2seq.checkpoint import read_state
 from seq2seq.config import load_config
 from seq2seq.text.special import PAD
 from seq2seq.train import micro_steps, train_step
-from seq2seq.training.distributed import World
 from seq2seq.training.optimizer import learning_rate
 from seq2seq.training.report import Report
 from seq2seq.training.resume import restore_scaler
-from seq2seq.training.run import Run, set_up
+from seq2seq.training.run import Run
 
-from helpers import ROOT
-
-
-def seed_preset_run(seed_run: Path, monkeypatch, *overrides: str) -> Run:
-    """A fresh run of the seed preset (nine pairs, a tiny model without dropout) on the CPU in
-    fp32 (auto would be bf16 on some CPUs), on the corpus the `seed_run` fixture built."""
-    monkeypatch.chdir(seed_run.parent.parent)
-    config = load_config("config.yaml", ["train.device=cpu", "train.precision=fp32", *overrides])
-    return set_up(config, World(), torch.device("cpu"))
+from helpers import ROOT, seed_preset_run
 
 
 def all_pairs(run: Run) -> list[tuple]:

@@ -23,15 +23,18 @@ tokens without padding, as the training log counts them.
 import argparse
 import concurrent.futures
 import multiprocessing
+import os
 import resource
 import shlex
 import statistics
 import time
 from pathlib import Path
+from unittest import mock
 
 from benchmarks.common import RESULTS, machine, save_results
 from seq2seq import data
 from seq2seq.config import load_config
+from seq2seq.support.device import with_allocator
 from seq2seq.support.errors import run_cli
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS
@@ -46,6 +49,8 @@ SMALL_VOCABULARY = ["corpus.name=multi30k_de_en_v6k", "vocab.src_size=6000"]
 LEVERS = [  # the first is the base the others are compared with
     ["fp32", "train.precision=fp32"],
     ["bf16", "train.precision=bf16"],
+    ["bf16, glibc's allocator", "train.precision=bf16", "train.allocator=system"],
+    ["bf16, oneDNN keeps 1,024 kernels", "train.precision=bf16", "train.onednn_kernels=1024"],
     ["bf16, 1 thread", "train.precision=bf16", "train.threads=1"],
     ["bf16, batch 2,000", "train.precision=bf16", "train.batch_tokens=2000"],
     ["bf16, batch 8,000", "train.precision=bf16", "train.batch_tokens=8000"],
@@ -53,7 +58,11 @@ LEVERS = [  # the first is the base the others are compared with
     ["bf16, vocabulary 6,000", "train.precision=bf16", *SMALL_VOCABULARY],
     ["bf16, compiled", "train.precision=bf16", "train.compile=true"],
 ]
-SPEED_ONLY = {"bf16, 1 thread", "bf16, compiled"}  # the same arithmetic: --bleu-steps skips them
+# the same arithmetic: --bleu-steps skips them
+SPEED_ONLY = {
+    "bf16, glibc's allocator", "bf16, oneDNN keeps 1,024 kernels", "bf16, 1 thread",
+    "bf16, compiled",
+}  # fmt: skip
 
 
 class Steps:
@@ -91,12 +100,16 @@ def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int)
     return {"tokens_per_s": tokens / seconds, "warmup_s": warmup_s, "peak_rss_mib": peak_rss_mib}
 
 
-def in_own_process(function, *args):
-    """function(*args) in a new process: what a setting changes of the process (torch's
-    threads, the allocator, compiled code) ends with it."""
+def in_own_process(function, config_path: str, overrides: list[str], *args):
+    """function(config_path, overrides, *args) in a new process: what a setting changes of the
+    process (torch's threads, compiled code) ends with it, and it starts with the setting's
+    train.allocator preloaded, as `python -m seq2seq.train` does."""
     spawn = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn) as pool:
-        return pool.submit(function, *args).result()
+    allocator = load_config(config_path, overrides).train.allocator
+    preloaded = with_allocator(allocator, dict(os.environ)) or {}  # spawn copies os.environ
+    pool = concurrent.futures.ProcessPoolExecutor(1, mp_context=spawn)
+    with mock.patch.dict(os.environ, preloaded), pool:
+        return pool.submit(function, config_path, overrides, *args).result()
 
 
 def profile(config_path: str, overrides: list[str], warmup: int, steps: int) -> None:

@@ -147,7 +147,7 @@ def load_engine(
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
     ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
-    if choice == "torch" or (choice == "auto" and not ctranslate2_runs_on(ours)):
+    if choice == "torch" or (choice == "auto" and not ctranslate2_runs_on(ours.device)):
         return ours
     try:
         folder = cached_export(ours.checkpoint, path)
@@ -265,11 +265,11 @@ def package_name(path: Path) -> str:
     return path.name.removesuffix(".argosmodel")
 
 
-def ctranslate2_runs_on(engine: TorchEngine) -> bool:
-    """Whether CTranslate2 is installed and runs on the torch engine's device."""
+def ctranslate2_runs_on(device: str) -> bool:
+    """Whether CTranslate2 is installed and runs on `device` (a torch engine's, a training's)."""
     try:
         ctranslate2 = import_ctranslate2()
-        ctranslate2_device(engine.device, ctranslate2.get_cuda_device_count())
+        ctranslate2_device(device, ctranslate2.get_cuda_device_count())
     except UserError:  # not installed; or mps, or a GPU CTranslate2 does not see
         return False
     return True

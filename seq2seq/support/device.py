@@ -21,6 +21,7 @@ Elsewhere bf16 is emulated, several times slower than fp32, and auto is fp32.
 
 import contextlib
 import ctypes
+import ctypes.util
 import os
 import sys
 
@@ -135,6 +136,47 @@ def bound_onednn_kernels(count: int) -> None:
     (train.onednn_kernels), unless the environment says otherwise: oneDNN reads this once,
     when it makes its first kernel."""
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(count))
+
+
+# The allocators train.allocator can name: their library, and the Debian and Ubuntu package
+# that installs it; auto tries them in this order
+ALLOCATORS = {
+    "tcmalloc": ("tcmalloc_minimal", "libtcmalloc-minimal4"),
+    "jemalloc": ("jemalloc", "libjemalloc2"),
+}
+
+
+def allocator_library(choice: str) -> str | None:
+    """The shared library of train.allocator `choice` on this system (auto: the first of
+    ALLOCATORS installed), or None: glibc's own (`system`, or auto with none installed)."""
+    if choice == "system" or sys.platform != "linux":
+        return None
+    for name in ALLOCATORS if choice == "auto" else [choice]:
+        if library := ctypes.util.find_library(ALLOCATORS[name][0]):
+            return library
+    if choice != "auto":
+        package = ALLOCATORS[choice][1]
+        raise UserError(f"train.allocator {choice}: not installed (apt install {package})")
+    return None
+
+
+def with_allocator(choice: str, environment: dict) -> dict | None:
+    """`environment` with train.allocator's library preloaded (LD_PRELOAD), for a process to
+    start; None if it has it already, or the choice is glibc's own."""
+    library = allocator_library(choice)
+    preloaded = environment.get("LD_PRELOAD", "")
+    if library is None or library in preloaded.split():
+        return None
+    return {**environment, "LD_PRELOAD": f"{library} {preloaded}".strip()}
+
+
+def start_with_allocator(choice: str) -> None:
+    """Start this command (`python -m ...` with its arguments) again with train.allocator's
+    library preloaded, unless it has it: an allocator is chosen before a process starts."""
+    if environment := with_allocator(choice, dict(os.environ)):
+        command = [sys.executable, *sys.orig_argv[1:]]
+        sys.stdout.flush()
+        os.execve(sys.executable, command, environment)
 
 
 def release_freed_memory() -> None:

@@ -4,6 +4,7 @@
     optimizer.py    AdamW and its learning-rate schedule (warmup, cosine decay)
     loss.py         the loss of a batch: cross-entropy with label smoothing
     validation.py   the valid split's loss, exact match and BLEU; which result is best
+    memory.py       train.max_memory_mib: a trial step measured, more micro-batches to fit
     best_and_last.py  best.pt and last.pt: keeping the best, saving, resuming; divergence
     averaging.py    the last validations' checkpoints (step-<N>.pt) and their average
     finetune.py     a run that starts from a trained checkpoint's weights and vocabularies
@@ -12,5 +13,6 @@
     report.py       the progress bar and the loss / tokens-per-second lines
     metrics.py      exact match, token accuracy, BLEU and chrF of translations
 
-May import: the model, text, decoding (validation translates), the config, support.
+May import: the model, text, decoding (validation translates), exports (validation by
+CTranslate2), the config, support.
 """

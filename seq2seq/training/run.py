@@ -4,6 +4,7 @@
            -> model: the Transformer itself, what is saved, clipped, validated     model/
            -> wrapped: the model in DDP under torchrun, compiled with train.compile
            -> AdamW and the gradient scaler (fp16 only)                     optimizer.py
+           -> train.max_memory_mib: a trial step measured, more micro-batches to fit  memory.py
            -> sampler: this process's micro-batches of each step        text/batching.py
            -> progress: the step, the best validation, patience                resume.py
 
@@ -26,9 +27,10 @@ from seq2seq.text.parallel import load_split
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
 from seq2seq.training.distributed import World
+from seq2seq.training.memory import within_memory
 from seq2seq.training.optimizer import make_optimizer
 from seq2seq.training.resume import Progress
-from seq2seq.training.validation import ValidSplit
+from seq2seq.training.validation import ValidSplit, uses_ctranslate2
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Run:
     # checkpoint of the runs that fine-tune it, for the package made of them (exports/argos.py)
     origin: dict = field(default_factory=dict)
     saved_at: int | None = None  # the step last.pt holds, once there is one
+    memory_mib: int = 0  # what train.max_memory_mib's trial measured (memory.py); 0: no budget
 
     def info(self, result: dict) -> dict:
         """A checkpoint's info: `result` (step, scores), the example, the origin if any."""
@@ -98,6 +101,9 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
         torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout
     optimizer = make_optimizer(model, train_cfg)
     dtype = autocast_dtype(train_cfg.precision, device, "train.precision", cpu_computes_bf16())
+    uses_ctranslate2(train_cfg.valid_engine, device)  # a missing one is an error now, not later
+    config, memory_mib = within_memory(config, model, data, dtype, device, world)
+    train_cfg = config.train  # train.accumulate raised to fit train.max_memory_mib
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
     # DistributedDataParallel averages the gradients of all processes during backward()
     wrapped = DistributedDataParallel(model) if world.distributed else model
@@ -112,7 +118,7 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
     example = valid[1][0][0]
     return Run(
         config, world, device, vocabs, data, valid, example, model, wrapped, optimizer, dtype,
-        scaler, settings, sampler,
+        scaler, settings, sampler, memory_mib=memory_mib,
     )  # fmt: skip
 
 

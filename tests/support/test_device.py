@@ -2,6 +2,8 @@
 
 import contextlib
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -10,6 +12,8 @@ from seq2seq.support import device
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16, pick_device
 from seq2seq.support.errors import UserError
 from seq2seq.training import distributed
+
+from helpers import ROOT
 
 CPU = torch.device("cpu")
 
@@ -113,3 +117,34 @@ def test_oneDNN_keeps_the_kernels_asked_unless_the_environment_says(monkeypatch)
     assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "16"
     device.bound_onednn_kernels(64)  # the environment's (here: the first call's) wins
     assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "16"
+
+
+def test_the_allocator_is_preloaded_once_and_a_missing_one_is_named(monkeypatch):
+    """train.allocator: the library goes before what LD_PRELOAD held, and not twice;
+    a named allocator that is not installed is an error naming its package."""
+    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: f"lib{name}.so.9")
+    environment = device.with_allocator("jemalloc", {"LD_PRELOAD": "libother.so"})
+    assert environment["LD_PRELOAD"] == "libjemalloc.so.9 libother.so"
+    assert device.with_allocator("jemalloc", environment) is None
+    assert device.with_allocator("system", {}) is None
+    assert device.with_allocator("auto", {})["LD_PRELOAD"] == "libtcmalloc_minimal.so.9"
+    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: None)
+    assert device.with_allocator("auto", {}) is None  # glibc's own
+    with pytest.raises(UserError, match="train.allocator tcmalloc: .*apt install libtcmalloc"):
+        device.allocator_library("tcmalloc")
+
+
+@pytest.mark.skipif(not device.allocator_library("auto"), reason="no tcmalloc or jemalloc here")
+def test_a_command_starts_again_with_the_allocator_loaded():
+    """What the process maps once it has started itself again (Linux's /proc/self/maps)."""
+    library = device.allocator_library("auto")
+    code = (
+        "from seq2seq.support.device import start_with_allocator; start_with_allocator('auto');"
+        "print(open('/proc/self/maps').read().count('/' + __import__('sys').argv[1]) > 0)"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    result = subprocess.run(
+        [sys.executable, "-c", code, library], capture_output=True, text=True, env=environment,
+        cwd=ROOT, check=True,
+    )  # fmt: skip
+    assert result.stdout.strip() == "True", result.stderr
