@@ -123,12 +123,14 @@ bench-scale: $(CORE)
 
 # The Multi30k recipes run to the end, one after the other, then their results table in
 # docs/corpora.md, read from runs/<experiment>/ (benchmarks/checks/recipes.py). RECIPE_SET=hour (the
-# default: an hour of training each on a CPU), full (configs/multi30k_de_en.yaml and
+# default: an hour of training each on a CPU), hour_fp32 (the hour on a CPU without bf16; on one
+# with it, ARGS="train.precision=fp32" stands in), full (configs/multi30k_de_en.yaml and
 # multi30k_en_de.yaml) or try (ten minutes); RECIPES="configs/xyz.yaml ..." picks the set's
 # configs. Not in CI.
 RECIPE_SET ?= hour
 RECIPES_hour := configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
 RECIPES_full := configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
+RECIPES_hour_fp32 := configs/multi30k_de_en_hour_fp32.yaml
 RECIPES_try := configs/multi30k_de_en_try.yaml
 RECIPES ?= $(RECIPES_$(RECIPE_SET))
 recipes: $(CORE)

@@ -225,8 +225,8 @@ class TrainConfig:
     # validation translates greedily (1), or with this many beams
     valid_beam_size: Annotated[int, "at least 1"] = 1
     # what decodes the valid split: ctranslate2 (the export extra) gives our own decoding's
-    # outputs several times sooner on a CPU; auto: ctranslate2 when training on a CPU where it
-    # is installed, else torch (our own code, seq2seq/decoding/)
+    # outputs sooner on a CPU, two batches at once on 2 cores; auto: ctranslate2 when training
+    # on a CPU where it is installed, else torch (our own code, seq2seq/decoding/)
     valid_engine: Literal["auto", "torch", "ctranslate2"] = "auto"
     # keep the models of the last this many validations (runs/<experiment>/step-<N>.pt) and
     # at the end validate their average, which becomes best.pt if it is better (0: off)

@@ -6,16 +6,17 @@ GPU?").
     python -m benchmarks.checks.recipes --write      # benchmarks/results/recipes*.json -> the pages
     python -m benchmarks.checks.recipes              # check that the pages are up to date
 
-Three sets of recipes, each with its results file in benchmarks/results/ and its table: the
-hour recipes (recipes.json), the full ones (`--set full`: recipes_full.json) and the first try
-of ten minutes (`--set try`: recipes_try.json). For
+Four sets of recipes, each with its results file in benchmarks/results/ and its table: the
+hour recipes (recipes.json), the hour recipes for a CPU that trains in fp32 (`--set hour_fp32`:
+recipes_hour_fp32.json), the full ones (`--set full`: recipes_full.json) and the first try of
+ten minutes (`--set try`: recipes_try.json). For
 each recipe (a config whose `make train eval` has finished) it reads runs/<experiment>/:
 eval.json (the test scores, greedy and beam, with sacreBLEU's signatures), metrics.jsonl (the
 steps, the training time, each validation and the average's) and best.pt (its parameters and
 the steps it holds). Each table lies in docs/corpora.md between two marker lines, so that no
 figure there is copied by hand; tests/benchmarks/test_recipes.py fails when one is out of date.
-The hour and try sets also have a sentence, between its own markers in each of its SUMMARIES
-pages.
+The hour sets and the try set also have a sentence, between its own markers in each of its
+SUMMARIES pages.
 """
 
 import argparse
@@ -30,12 +31,17 @@ from seq2seq.support.files import atomic_write, write_json
 from seq2seq.support.paths import EVAL, METRICS
 
 DOCS = Path("docs/corpora.md")
-SETS = ["hour", "full", "try"]  # each its table in DOCS
+SETS = ["hour", "hour_fp32", "full", "try"]  # each its table in DOCS
 SUMMARIES = {  # the sets with a sentence: the pages that hold it, between these markers
     "hour": (
         [Path("README.md"), Path("docs/package.md")],
         ("<!-- recipes summary: written by benchmarks/checks/recipes.py -->",
          "<!-- end of recipes summary -->"),
+    ),
+    "hour_fp32": (
+        [Path("docs/package.md")],
+        ("<!-- fp32 recipes summary: written by benchmarks/checks/recipes.py -->",
+         "<!-- end of fp32 recipes summary -->"),
     ),
     "try": (
         [Path("docs/package.md")],
@@ -83,6 +89,10 @@ def read_run(config_path: str) -> dict:
         if averages
         else None,
         "kept": checkpoint.info.get("averaged_steps") or [checkpoint.info["step"]],
+        "precision": checkpoint.config.train.precision,  # as trained (ARGS overrides too)
+        # the training process's peak (metrics.jsonl has it since issue 54; None before)
+        "peak_memory_mib": max((line.get("peak_memory_mib", 0) for line in lines), default=0)
+        or None,
         "test": json.loads((run / EVAL).read_text("utf-8")),
     }
 
@@ -152,9 +162,12 @@ def summary(results: dict) -> str:
         trained = f"these recipes train in {minutes} minutes or less each and score"
     else:
         trained = f"this recipe trains in {minutes} minutes or less and scores"
+    peaks = [r["peak_memory_mib"] for r in recipes if r.get("peak_memory_mib")]
+    memory = f", in {max(peaks) / 1024:.1f} GiB of memory at most" if peaks else ""
+    precision = {"fp32": " in fp32", "bf16": " in bf16"}.get(recipes[0].get("precision"), "")
     return (
-        f"On {info['cpu_count']} cores of an {info['device_name']}, with no GPU, {trained} "
-        f"{scores} BLEU (sacreBLEU, {recipes[0]['test_set']}, beam search)."
+        f"On {info['cpu_count']} cores of an {info['device_name']}{precision}, with no GPU, "
+        f"{trained} {scores} BLEU (sacreBLEU, {recipes[0]['test_set']}, beam search){memory}."
     )
 
 

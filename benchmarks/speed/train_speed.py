@@ -48,6 +48,7 @@ BLEU_OUT = RESULTS / "train_bleu"
 SMALL_VOCABULARY = ["corpus.name=multi30k_de_en_v6k", "vocab.src_size=6000"]
 LEVERS = [  # the first is the base the others are compared with
     ["fp32", "train.precision=fp32"],
+    ["fp32, glibc's allocator", "train.precision=fp32", "train.allocator=system"],
     ["bf16", "train.precision=bf16"],
     ["bf16, glibc's allocator", "train.precision=bf16", "train.allocator=system"],
     ["bf16, oneDNN keeps 1,024 kernels", "train.precision=bf16", "train.onednn_kernels=1024"],
@@ -60,8 +61,8 @@ LEVERS = [  # the first is the base the others are compared with
 ]
 # the same arithmetic: --bleu-steps skips them
 SPEED_ONLY = {
-    "bf16, glibc's allocator", "bf16, oneDNN keeps 1,024 kernels", "bf16, 1 thread",
-    "bf16, compiled",
+    "fp32, glibc's allocator", "bf16, glibc's allocator", "bf16, oneDNN keeps 1,024 kernels",
+    "bf16, 1 thread", "bf16, compiled",
 }  # fmt: skip
 
 

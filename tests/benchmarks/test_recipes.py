@@ -41,6 +41,8 @@ def test_a_recipe_is_read_from_its_run(seed_recipe, monkeypatch):
     assert recipe["average"]["steps"] == [100, 125, 150] == lines[-1]["averaged_steps"]
     assert recipe["best_single"]["valid"] == max(line["valid_exact_match"] for line in lines[:-1])
     assert recipe["test"] == json.loads(Path("runs/seed/eval.json").read_text())
+    assert recipe["peak_memory_mib"] == max(line["peak_memory_mib"] for line in lines) > 0
+    assert recipe["precision"] == "auto"
 
 
 def test_the_table_holds_each_decodings_scores(seed_recipe, monkeypatch):
@@ -87,6 +89,9 @@ def test_the_summary_gives_the_machine_the_minutes_and_each_directions_beam_bleu
     assert f"this recipe trains in {round(recipe['train_minutes'])} minutes" in sentence
     two = recipes.summary({**results, "recipes": [recipe, recipe]})
     assert "these recipes train in" in two and "minutes or less each and score" in two
+    assert sentence.endswith(f"in {recipe['peak_memory_mib'] / 1024:.1f} GiB of memory at most.")
+    fp32 = recipes.summary({**results, "recipes": [{**recipe, "precision": "fp32"}]})
+    assert fp32.startswith("On 2 cores of an AMD EPYC in fp32, with no GPU")
 
 
 def test_the_pages_hold_the_committed_results(monkeypatch):
@@ -122,4 +127,16 @@ def test_the_first_try_has_its_table_and_its_sentence_in_the_package_page(seed_r
     package = Path("docs/package.md")
     assert list(expected) == [recipes.DOCS, package]  # not the README: its is the hour's
     start, end = recipes.SUMMARIES["try"][1]
+    assert f"{start}\n{recipes.summary(results)}\n{end}" in expected[package]
+
+
+def test_the_fp32_hour_recipe_has_its_table_and_its_sentence_in_the_package_page(
+    seed_recipe, monkeypatch
+):
+    results, expected = seed_pages(seed_recipe, monkeypatch, "hour_fp32")
+    package = Path("docs/package.md")
+    assert list(expected) == [recipes.DOCS, package]
+    start, end = recipes.markers("hour_fp32")
+    assert f"{start}\n{recipes.markdown(results)}\n{end}" in expected[recipes.DOCS]
+    start, end = recipes.SUMMARIES["hour_fp32"][1]
     assert f"{start}\n{recipes.summary(results)}\n{end}" in expected[package]
