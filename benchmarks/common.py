@@ -15,6 +15,7 @@ import datetime
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -106,6 +107,13 @@ def cuda_peak_mib(device) -> float | None:
     if torch.device(device).type != "cuda":
         return None
     return torch.cuda.max_memory_allocated(device) / 2**20
+
+
+def median_and_rounds(values: list[float], form: str) -> tuple[float, str]:
+    """A figure measured in rounds: its median, and the table's cells "median | each round"
+    (`form`: the format of each number, e.g. ",.0f")."""
+    median = statistics.median(values)
+    return median, f"{median:{form}} | " + ", ".join(f"{v:{form}}" for v in values)
 
 
 def save_results(stem: Path, results: dict, text: str) -> None:

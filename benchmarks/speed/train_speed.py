@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from unittest import mock
 
-from benchmarks.common import RESULTS, machine, save_results
+from benchmarks.common import RESULTS, machine, median_and_rounds, save_results
 from seq2seq import data
 from seq2seq.config import load_config
 from seq2seq.support.device import with_allocator
@@ -176,10 +176,9 @@ def table(results: dict) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in settings:
-        median = statistics.median(s["tokens_per_s"])
-        rounds = ", ".join(f"{x:,.0f}" for x in s["tokens_per_s"])
+        median, cells = median_and_rounds(s["tokens_per_s"], ",.0f")
         lines.append(
-            f"{named(s)} {median:,.0f} | {rounds} | {median / base_speed:.2f} | "
+            f"{named(s)} {cells} | {median / base_speed:.2f} | "
             f"{max(s['peak_rss_mib']) / 1024:.2f} GiB | {max(s['warmup_s']):.0f} |"
         )
     return "\n".join(lines) + (

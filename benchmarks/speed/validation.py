@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS, machine, save_results
+from benchmarks.common import RESULTS, machine, median_and_rounds, save_results
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
@@ -85,12 +85,8 @@ def table(results: dict) -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for e in engines:
-        median = statistics.median(e["seconds"])
-        rounds = ", ".join(f"{s:.1f}" for s in e["seconds"])
-        lines.append(
-            f"| {e['engine']} | {median:.1f} | {rounds} | {base / median:.1f} | "
-            f"{e['valid_bleu']:.2f} |"
-        )
+        median, cells = median_and_rounds(e["seconds"], ".1f")
+        lines.append(f"| {e['engine']} | {cells} | {base / median:.1f} | {e['valid_bleu']:.2f} |")
     return "\n".join(lines) + (
         f"\n\n`{results['config']}`'s valid split ({results['sentences']:,} sentences: the loss, "
         f"and translations scored as training does), with its checkpoint of step "
