@@ -130,7 +130,7 @@ bench-scale: $(CORE)
 RECIPE_SET ?= hour
 RECIPES_hour := configs/multi30k_de_en_hour.yaml configs/multi30k_en_de_hour.yaml
 RECIPES_full := configs/multi30k_de_en.yaml configs/multi30k_en_de.yaml
-RECIPES_hour_fp32 := configs/multi30k_de_en_hour_fp32.yaml
+RECIPES_hour_fp32 := configs/multi30k_de_en_hour_fp32.yaml configs/multi30k_en_de_hour_fp32.yaml
 RECIPES_try := configs/multi30k_de_en_try.yaml
 RECIPES ?= $(RECIPES_$(RECIPE_SET))
 recipes: $(CORE)

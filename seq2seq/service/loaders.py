@@ -1,0 +1,134 @@
+"""The models a service is given (serve --model, several times), each known before it is
+loaded: its name, its pair, the size of its weights, its beam size, and how to load it (at
+start, or at its first request with serve.lazy: models.py).
+
+    load_models(["tuned=runs/x/best.pt", "packages/", ...])  -> [Loader], in order
+      NAME=PATH, else named by its file (its experiment, a package's file name); each PATH:
+        a config (.yaml)        its best checkpoint     }  decoded by the engine --engine
+        a checkpoint (.pt)                              }  picks (engine_choice.py)
+        an export (a folder with seq2seq.json)          }
+        an Argos package (.argosmodel, or its folder)      decoded as Argos Translate does
+        a folder of installed packages                     each of them
+    Loader.of(engine)   an engine loaded already (serve's one checkpoint; tests)
+"""
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+
+from seq2seq.checkpoint import read_header
+from seq2seq.config import Config, Language, ServeConfig, config_from_dict, load_config
+from seq2seq.decoding.argos import ArgosEngine, package_folders
+from seq2seq.decoding.engine_choice import is_argos_package, load_engine
+from seq2seq.decoding.engines import Engine, languages_of, model_languages
+from seq2seq.exports.argos import BEAM_SIZE, package_languages, package_metadata
+from seq2seq.support.errors import UserError
+from seq2seq.support.paths import EXPORT_CONFIG
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A model to serve, before it is loaded (serve.lazy): its name (one of its pair's
+    models), what it is (`path`; `about`: an imported model's origin, a package's version),
+    what it translates (`languages(settings)`: with these serve settings; None: its config's
+    own), the bytes of its weights on disk, its own beam size (its config's decode.beam_size,
+    Argos Translate's for a package), and `load()`, its engine."""
+
+    name: str
+    path: str
+    languages: Callable[[ServeConfig | None], tuple[Language, Language]]
+    weights_bytes: int
+    beam_size: int
+    load: Callable[[], Engine]
+    about: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, engine: Engine, path: str = "") -> "Loader":
+        """An engine loaded already (from `path`): named as load_models names its file's."""
+        facts = engine.facts()
+        name = package_name(Path(facts["package"])) if "package" in facts else None
+        origin = facts["checkpoint"].get("origin")
+        about = {"origin": origin} if origin else {}
+        pair = partial(languages_of, engine)
+        beams = engine.config.decode.beam_size
+        return cls(name or engine.config.experiment, path, pair, 0, beams, lambda: engine, about)
+
+
+# --model NAME=PATH: a name of letters, digits, "_", "-" and "."
+NAMED = re.compile(r"([\w.-]+)=(.+)")
+
+
+def load_models(
+    arguments: list[str], config: Config, choice: str, device: str, compute_type: str
+) -> list[Loader]:
+    """The models `arguments` name, in order (serve --model [NAME=]PATH, several times); each
+    named NAME, else by its file (models_at)."""
+    loaders: list[Loader] = []
+    for argument in arguments:
+        match = NAMED.fullmatch(argument)
+        name, path = (None, argument) if not match or Path(argument).exists() else match.groups()
+        found = models_at(Path(path), argument, config, choice, device, compute_type)
+        if name and len(found) > 1:
+            raise UserError(f"--model {argument}: one name for {len(found)} packages in {path}")
+        loaders += [replace(found[0], name=name)] if name else found
+    return loaders
+
+
+def models_at(
+    path: Path, argument: str, config: Config, choice: str, device: str, compute_type: str
+) -> list[Loader]:
+    """The models at `path`: a config (.yaml: its best checkpoint), a checkpoint (.pt), an
+    export (seq2seq.json in it), an Argos package (.argosmodel, or its folder) or a folder of
+    installed packages (each); each known from its config or metadata alone, its weights left
+    on disk until it is loaded. Named by its experiment, a package by its file's name."""
+    ours = partial(load_engine, choice=choice, device=device, compute_type=compute_type)
+    if path.suffix in (".yaml", ".yml"):
+        named = load_config(path)
+        return [checkpoint_loader(named.checkpoint_path, partial(ours, named))]
+    if path.suffix == ".pt":
+        return [checkpoint_loader(path, partial(ours, config, path))]
+    if is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
+        return [argos_loader(path, device, compute_type)]
+    if (path / EXPORT_CONFIG).exists():
+        return [export_loader(path, partial(ours, config, model=path))]
+    if path.is_dir() and (packages := package_folders(path)):
+        return [argos_loader(package, device, compute_type) for package in packages]
+    raise UserError(
+        f"--model {argument}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
+        "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder of "
+        "installed packages"
+    )
+
+
+def checkpoint_loader(path: Path, load: Callable[[], Engine]) -> Loader:
+    config, info = read_header(path)
+    pair = partial(model_languages, config, None)
+    about = {"origin": info["origin"]} if info.get("origin") else {}
+    size, beams = path.stat().st_size, config.decode.beam_size
+    return Loader(config.experiment, str(path), pair, size, beams, load, about)
+
+
+def export_loader(folder: Path, load: Callable[[], Engine]) -> Loader:
+    saved = folder / EXPORT_CONFIG
+    config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
+    pair = partial(model_languages, config, None)
+    size = (folder / "model.bin").stat().st_size
+    return Loader(config.experiment, str(folder), pair, size, config.decode.beam_size, load)
+
+
+def argos_loader(path: Path, device: str, compute_type: str) -> Loader:
+    metadata = package_metadata(path)
+    pair = partial(model_languages, None, package_languages(metadata))
+    size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
+    load = partial(ArgosEngine.load, path, device, compute_type)
+    version = metadata.get("package_version")
+    about = {"package_version": version} if version else {}
+    return Loader(package_name(path), str(path), pair, size, BEAM_SIZE, load, about)
+
+
+def package_name(path: Path) -> str:
+    """A package's name: its file's without .argosmodel, or its folder's."""
+    return path.name.removesuffix(".argosmodel")
