@@ -2,11 +2,13 @@
 
     python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt] [--again]
 
-Greedy decoding always; beam search too when decode.beam_size > 1. Writes the translations to
+Greedy decoding always; beam search too when decode.beam_size > 1; always by our torch code
+(the engine eval.json names), whatever is installed. Writes the translations to
 runs/<experiment>/test.hyp (and test.beam.hyp; line N answers line N of the test source) and
 every score to runs/<experiment>/eval.json (beam search's under "beam", sacreBLEU's
 signatures beside its figures), and prints a few lines:
 
+    decoding 1,000 test sentences with torch on cpu
     greedy     exact match 98.6%  BLEU 99.76  chrF 99.89  (1,000 sentences, 2,140/s)
     beam 4     exact match 98.9%  BLEU 99.81  chrF 99.92  (1,000 sentences, 310/s)
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, add_config_arguments, load_config
-from seq2seq.decoding.engine_choice import load_engine
+from seq2seq.decoding.engine_choice import described, load_engine
 from seq2seq.decoding.engines import translate_texts
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json, write_lines
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     test = load_split(config, "test")
     engine = load_engine(config, args.checkpoint, "torch", device=config.train.device)
     sources, references = [s for s, _ in test], [t for _, t in test]
+    print(f"decoding {len(sources):,} test sentences with {described(engine)}", flush=True)
     corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     result.update(
         checkpoint=str(checkpoint),
         checkpoint_step=engine.facts()["checkpoint"].get("step"),
+        engine=engine.facts()["engine"],
         no_repeat_ngram=config.decode.no_repeat_ngram,  # greedy's and beam search's
     )
     if config.decode.beam_size > 1:

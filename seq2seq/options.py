@@ -300,7 +300,8 @@ class ServeConfig:
 
     host: str = "127.0.0.1"  # this machine only; 0.0.0.0 serves every network interface
     port: Annotated[int, "in [0, 65535]"] = 8000  # 0: any free port (the address is printed)
-    # texts in one /translate request, and sentences in all once they are split
+    # sentences in one /translate request, its texts split (a text, or a text between tags of
+    # LibreTranslate's format html, is one at least)
     max_sentences: Annotated[int, "at least 1"] = 64
     max_chars: Annotated[int, "at least 1"] = 1000  # characters in one text
     # Each text of a /translate request, ours and LibreTranslate's, is split into its sentences

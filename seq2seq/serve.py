@@ -16,28 +16,10 @@
     LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
     GET /openapi.json: the API described
 
-What each step of a request's way answers (the stops themselves, file and function:
-docs/architecture.md, checked against the code by tests/test_architecture.py):
-
-    uvicorn (HTTP/1.1 parsed by h11, strictly)   protocol.py's Connection: a request's headers
-      must arrive within serve.timeout_s; over serve.max_client_connections from one address
-      -> 503; over serve.max_connections, a connection waiting for its request is closed
-      (none: 503)
-    Starlette (app.py): Guard (access.py: a Host not ours -> 400; a POST from another
-      origin's page -> 403), CORS (serve.cors_origins), RateLimit (429), the route (else
-      404 / 405)
-    the route, async (ours.py, or libretranslate.py for LibreTranslate's requests): the body
-      read once as it streams in (api.py: over serve.max_body_bytes -> 413, the rest
-      discarded by uvicorn; slower than serve.timeout_s -> 408; ours: Content-Type
-      application/json, else 415), the key (access.py, 403), the JSON and its fields (4xx)
-      -> Job(texts, options) -> Backend.run_job (backend.py) -> Batcher.submit
-         (batcher.py; its queue full -> 503 with Retry-After), then waits for the job's
-         future or the client's hang-up (which cancels the job: it is dropped unless its
-         batch has started)
-    <- the job's result, as the route's JSON: 200 {"translations": ..., "warnings": ...}
-
-So concurrent small requests share a batch, and each gets what `python -m seq2seq.translate`
-gives for its sentences. Every answer is JSON, errors too ({"error": "..."} naming the
+A request's way, stop by stop, is docs/architecture.md's (checked against the code by
+tests/test_architecture.py); each module of seq2seq/service/ says its own step, and
+docs/serve.md what each step answers. Concurrent small requests share a batch, and each gets
+what `python -m seq2seq.translate` gives for its sentences. Every answer is JSON, errors too ({"error": "..."} naming the
 mistake; uvicorn's own 503 over the connection limit is its plain text): a mistake is a 4xx,
 a failure while decoding a 500 (its traceback on stderr), and the server goes on. The limits
 and the address come from the config's `serve` section; it listens on 127.0.0.1 (this machine
@@ -65,7 +47,8 @@ from typing import NamedTuple
 import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.decoding.engine_choice import Loader, add_engine_arguments, load_engine, load_models
+from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
+from seq2seq.service.loaders import Loader, load_models
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
@@ -116,7 +99,11 @@ def main(argv: list[str] | None = None) -> None:
     path = ", ".join(map(str, args.model)) or args.checkpoint or config.checkpoint_path
     if config.serve.workers == 1:
         server = Server(engines, config.serve)
-        print(f"serving {path} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        engine = described(server.models.default.engine)  # the first: loaded at start
+        print(
+            f"serving {path} ({engine}) at {server.url} (Ctrl-C to stop)",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
         serve(server)
         return
     del engines  # each worker loads its own (a cached export is now made: they find it)

@@ -183,38 +183,38 @@ def evaluate_and_save(
         release_freed_memory()  # what the steps and the validation left between their blocks
 
 
-# What rank 0 decides at a validation and every process follows (Progress's fields)
-DECISIONS = ("best", "validations_without_gain", "stopped_early", "cut_validation")
-
-
 def validate_and_keep_best(run: Run, figures: dict, report: Report, stop: StopOnSignal) -> None:
-    """Rank 0 validates, keeps the best checkpoint (and the recent ones, to average at the
-    end) and logs; a signal cuts it short, its decisions undone and the step's `figures`
-    (train_loss, lr, tokens_per_s) kept for the resumed run to validate again. Every process
-    takes the decisions (best, patience, cut short), so that all stop together."""
+    """Rank 0 validates: a signal cuts the decoding short, the step's `figures` (train_loss,
+    lr, tokens_per_s) kept for the resumed run to validate again; else it keeps what the
+    validation found (keep_validation), which no signal cuts. Every process takes the
+    decisions (best, patience, cut short), so that all stop together."""
     progress = run.progress
     progress.cut_validation = None
-    before = {key: getattr(progress, key) for key in DECISIONS}
     if run.world.main:
         try:
             with stop.at_once():
-                validate_and_log(run, figures, report)
+                scores = validate(run.model, run.config, run.vocabs, run.valid, run.device)
         except CutShort:
-            vars(progress).update(before, cut_validation=figures)
+            progress.cut_validation = figures
             report.write(f"step {progress.step:>6}  validation stopped: it runs again on resuming")
+        else:
+            keep_validation(run, {**figures, **scores}, report)
     decided = distributed.from_main({key: getattr(progress, key) for key in DECISIONS}, run.world)
     vars(progress).update(decided)
 
 
-def validate_and_log(run: Run, figures: dict, report: Report) -> None:
-    """This step's validation (rank 0): best.pt if it is the best, step-<N>.pt to average,
+# What rank 0 decides at a validation and every process follows (Progress's fields)
+DECISIONS = ("best", "validations_without_gain", "stopped_early", "cut_validation")
+
+
+def keep_validation(run: Run, figures: dict, report: Report) -> None:
+    """A validation's results (rank 0): best.pt if it is the best, step-<N>.pt to average,
     the report's line and metrics.jsonl's; at the end, the average's."""
     progress, train_cfg = run.progress, run.train_cfg
     result = {
         "step": progress.step,
         "epoch": run.sampler.epoch,
         **figures,
-        **validate(run.model, run.config, run.vocabs, run.valid, run.device),
         "elapsed_s": progress.elapsed_s,
         **peak_memory(run.device),  # the process's peak so far (training/memory.py)
     }

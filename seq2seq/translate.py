@@ -31,10 +31,13 @@ of at least N.
 
 The model is runs/<experiment>/best.pt of the config (config.yaml by default), or the file
 given with --checkpoint, which carries its own vocabularies and settings. Where CTranslate2 is
-installed, greedy decoding runs in it, on an export of the checkpoint cached beside it (made
-the first time): the same outputs, sooner (seq2seq/decoding/engine_choice.py; `--engine torch`: our
-code alone). With `--engine ctranslate2 --model DIR` a model exported by `python -m
-seq2seq.export` decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
+installed (the `export` extra; `make test` and `make package` install it), translations,
+greedy and beam search, run in it, on an export of the checkpoint cached beside it
+(runs/<experiment>/best.ct2/, made the first time): the same outputs, sooner
+(seq2seq/decoding/engine_choice.py; `--engine torch`: our code alone). The engine is named on
+stderr at start ("decoding with ctranslate2 (translations), torch (attention) on cpu").
+With `--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export`
+decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
 """
 
 import itertools
@@ -44,7 +47,7 @@ from functools import partial
 
 from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.engine_choice import add_engine_arguments, load_engine
+from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
@@ -101,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     engine = load_engine(
         config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
     )
+    print(f"decoding with {described(engine)}", file=sys.stderr, flush=True)
     set_decoding(engine.config.decode, args)
     language = None if args.no_split else languages_of(engine)[0].code
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)

@@ -12,6 +12,19 @@ from seq2seq.text import numbers
 
 from helpers import ROOT, briefly_trained
 
+# The fixtures that train a model (or build a corpus to train one on): a test that uses one,
+# directly or through another fixture, is slow, marked so here rather than by hand.
+TRAINING = {
+    "seed_run", "numbers_workdir", "trained_numbers_checkpoint",
+    "trained_joint_numbers_checkpoint", "trained_shared_numbers_checkpoint",
+}  # fmt: skip
+
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if TRAINING & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def seed_run(tmp_path_factory) -> Path:

@@ -30,7 +30,7 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, load_config
-from seq2seq.decoding.batches import longest_source, search_sources
+from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.greedy import max_lengths
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
@@ -167,7 +167,7 @@ def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[l
 def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:
     """Each sentence's longest output in pieces, as our decoding sets it."""
     model = checkpoint.model
-    sources = [ids[: longest_source(model)] for ids in checkpoint.src_vocab.encode(sentences)]
+    sources = [ids[: model.cfg.longest_source] for ids in checkpoint.src_vocab.encode(sentences)]
     return max_lengths(model, source_tensor(sources), checkpoint.config.decode).tolist()
 
 
@@ -196,10 +196,10 @@ def assert_same_or_tied(
                         for o in (ours, theirs))  # fmt: skip
         limit = int(max_lengths(model, source_tensor([source]), checkpoint.config.decode)[0])
         if len(ours) == limit and theirs[:limit] == ours:
-            continue  # ours stopped at its own length limit; CTranslate2 has one limit a batch
+            continue  # ours stopped at its own limit; Argos's calls, HF's generate have none
         ours, theirs = ours + [EOS], theirs + [EOS]
         step = next(i for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) if a != b)
-        source, prefix = source[: longest_source(model)], ours[:step]
+        source, prefix = source[: model.cfg.longest_source], ours[:step]
         log_probs = next_token_log_probs(model, source, prefix, no_repeat)
         best = log_probs.topk(2)
         chosen = {ours[step], theirs[step]}

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 try:
     import tomllib
 except ImportError:  # Python 3.10: the same module, before it joined the standard library
@@ -30,6 +32,7 @@ def layers(package: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_import_contracts_hold():
     lint = Path(sys.executable).with_name("lint-imports")
     done = subprocess.run(

@@ -134,6 +134,7 @@ def test_the_commands_of_the_export_page_run_offline(
     assert done.stdout.strip()  # the last one translates
 
 
+@pytest.mark.slow
 def test_the_mistakes_on_the_getting_started_page_end_as_it_shows(tmp_path):
     project = fresh_clone(tmp_path / "project")
     (tmp_path / "home").mkdir()

@@ -73,7 +73,8 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
 
     capsys.readouterr()
     evaluate.main(["decode.beam_size=3"])
-    printed = capsys.readouterr().out.splitlines()  # a summary; the figures are in eval.json
+    said, *printed = capsys.readouterr().out.splitlines()  # the figures are in eval.json
+    assert said == "decoding 9 test sentences with torch on cpu"
     assert [line.split()[:5] for line in printed[:2]] == [
         ["greedy", "exact", "match", "100.0%", "BLEU"],
         ["beam", "3", "exact", "match", "100.0%"],
@@ -84,6 +85,7 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     result = json.loads((tmp_path / "runs/seed/eval.json").read_text())
     assert result["beam"]["exact_match"] == 1.0 and result["beam"]["beam_size"] == 3
     assert result["exact_match"] == 1.0 and result["n_sentences"] == 9
+    assert result["engine"] == "torch"
     assert result["chrf"] == pytest.approx(100.0)  # (BLEU is 0: no 4-grams in 3 tokens)
     assert set(result) >= {"token_accuracy", "bleu", "bleu_signature", "decode_seconds"}
     assert (tmp_path / "runs/seed/test.hyp").read_text().splitlines()[6] == "7 la 7"
@@ -93,7 +95,7 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert again == ["runs/seed/eval.json is up to date (--again to decode anyway):", *printed[:2]]
     assert (tmp_path / "runs/seed/eval.json").stat().st_mtime_ns == written
     evaluate.main(["decode.beam_size=2"])  # other settings: decoded
-    assert capsys.readouterr().out.splitlines()[1].startswith("beam 2 ")
+    assert capsys.readouterr().out.splitlines()[2].startswith("beam 2 ")
 
     capsys.readouterr()
     translate.main(["three is three", "nine is nine"])
@@ -125,6 +127,7 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert done.stdout == "1 la 1\n5 la 5\n"
 
 
+@pytest.mark.slow
 def test_translate_without_a_trained_model_says_what_to_run(tmp_path):
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     done = run_module("seq2seq.translate", "three is three", cwd=tmp_path)
@@ -197,6 +200,7 @@ def test_no_checkpoint_with_a_non_finite_weight_is_written(seed_run, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_corrupt_checkpoint_is_a_clear_error(tmp_path):
     (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
     done = run_module("seq2seq.translate", "--checkpoint", "broken.pt", "x", cwd=tmp_path)
@@ -205,6 +209,7 @@ def test_a_corrupt_checkpoint_is_a_clear_error(tmp_path):
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_config_mistake_is_one_line_naming_the_key(tmp_path):
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
     done = run_module("seq2seq.train", "train.max_stesp=3", cwd=tmp_path)

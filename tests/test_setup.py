@@ -46,6 +46,7 @@ def make(project, *args, **env):
                           capture_output=True, text=True, timeout=60)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_python(project):
     """`make test` runs pytest with the chosen Python."""
 
@@ -61,6 +62,7 @@ def test_python(project):
     assert python("PYTHON=/y/python", VIRTUAL_ENV="/x") == "/y/python"
 
 
+@pytest.mark.slow
 def test_venv_made_with_python3(project):
     """With nothing active, the install first creates .venv/ with python3."""
     commands = make(project, "-n", "install").stdout

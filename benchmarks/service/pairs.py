@@ -35,7 +35,6 @@ import sys
 import threading
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -48,6 +47,7 @@ from benchmarks.service.libretranslate_peer import (
     translate,
 )
 from benchmarks.service.process import HANG, Service, cpu_seconds, running_server
+from seq2seq.exports.argos import package_metadata
 from seq2seq.service.libretranslate import formatted
 
 SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
@@ -136,9 +136,7 @@ def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
 
 
 def codes(package: Path) -> tuple[str, str]:
-    with zipfile.ZipFile(package) as archive:
-        name = next(n for n in archive.namelist() if n.endswith("/metadata.json"))
-        metadata = json.loads(archive.read(name))
+    metadata = package_metadata(package)
     return metadata["from_code"], metadata["to_code"]
 
 

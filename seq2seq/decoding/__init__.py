@@ -10,8 +10,10 @@
                        torch engine, and translate_texts: texts in, translations out
     ctranslate2.py     the CTranslate2 engine, on an export (seq2seq/exports/ctranslate2.py)
     argos.py           an Argos Translate package as an engine, decoded as Argos decodes it
-    engine_choice.py   which engine decodes (--engine): by default CTranslate2 on an export
-                       cached beside the checkpoint for greedy search, ours for the rest
+    cached.py          a checkpoint's translations by CTranslate2 on an export cached beside
+                       it, its attention pictures by ours
+    engine_choice.py   which engine decodes (--engine): by default the cached export where
+                       CTranslate2 runs, else ours
 
 May import: the checkpoint, exports, the model, text, the config, support. Never training or
 serving.

@@ -30,8 +30,9 @@ from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
+from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.ctranslate2 import load_translator, texts_of
-from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.decoding.engines import Translations, warned
 from seq2seq.exports.argos import (
     BEAM_SIZE,
     LENGTH_PENALTY,
@@ -91,19 +92,30 @@ class ArgosEngine:
         return self.src_vocab
 
     def facts(self) -> dict:
+        """Its config: the decoding Argos Translate gives it, no more (a package holds no
+        training config)."""
+        decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
         return {"engine": "argos package", "package": self.origin, "checkpoint": {},
-                "device": self.translator.device}  # fmt: skip
+                "device": self.translator.device, "config": {"decode": decode}}  # fmt: skip
 
-    def search(self, sentences: list[str], beam_size: int, nbest: int) -> list:
-        """CTranslate2's results for the non-empty sentences (None for the empty ones), with
-        the options Argos Translate passes."""
-        pieces = [self.src_vocab.sp.encode(sentence, out_type=str) for sentence in sentences]
+    def encoded(self, sentences: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+        """Each sentence's pieces, as Argos Translate gives them to CTranslate2 (an unknown
+        one as it is written, which replace_unknowns copies into the output), and its
+        warnings: one encoding."""
+        sp = self.src_vocab.sp
+        pieces = [sp.encode(sentence, out_type=str) for sentence in sentences]
+        _, warnings = warned(self, sentences, [[sp.piece_to_id(p) for p in ps] for ps in pieces])
+        return pieces, warnings
+
+    def search(self, pieces: list[list[str]], beam_size: int, nbest: int) -> list:
+        """CTranslate2's results for the sentences of some `pieces` (None for the empty ones),
+        with the options Argos Translate passes."""
         searched = [p for p in pieces if p]
         prefix = [[self.target_prefix]] * len(searched) if self.target_prefix else None
         results = iter(
             self.translator.translate_batch(
                 searched, target_prefix=prefix, replace_unknowns=True,
-                beam_size=max(nbest, beam_size), num_hypotheses=nbest,
+                beam_size=beams_for(beam_size, nbest), num_hypotheses=nbest,
                 length_penalty=LENGTH_PENALTY, return_scores=True,
             )
         )  # fmt: skip
@@ -117,13 +129,13 @@ class ArgosEngine:
         return text[1:] if text.startswith(" ") else text
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        _, warnings = encoded(self, sentences)
-        results = self.search(sentences, decoding.beam_size, 1)
+        pieces, warnings = self.encoded(sentences)
+        results = self.search(pieces, decoding.beam_size, 1)
         return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        _, warnings = encoded(self, sentences)
-        results = self.search(sentences, decoding.beam_size, decoding.beam_size)
+        pieces, warnings = self.encoded(sentences)
+        results = self.search(pieces, decoding.beam_size, decoding.beam_size)
         return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
 
     def attention(self, sentence: str) -> Attention:

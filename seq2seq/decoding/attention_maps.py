@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.decoding.batches import longest_source, search_batch
+from seq2seq.decoding.batches import search_batch
 from seq2seq.decoding.warnings import numbered, source_warnings
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.support.errors import UserError
@@ -53,8 +53,8 @@ class Attention:
 def attention_maps(checkpoint: Checkpoint, sentence: str) -> Attention:
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
     src_ids = src_vocab.encode([sentence])[0]
-    warnings = numbered([source_warnings(src_vocab, longest_source(model), sentence, src_ids)])
-    src_ids = src_ids[: longest_source(model)]
+    warnings = numbered([source_warnings(src_vocab, model.cfg.longest_source, sentence, src_ids)])
+    src_ids = src_ids[: model.cfg.longest_source]
     if not src_ids:
         raise UserError("nothing to show: the sentence is empty")
     device = next(model.parameters()).device

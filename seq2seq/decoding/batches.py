@@ -36,19 +36,13 @@ def search_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) 
     return greedy(model, src, limits, no_repeat)
 
 
-def longest_source(model: Transformer) -> int:
-    """The most source pieces the model takes: its positions, less one for EOS (where
-    model.source_eos adds one)."""
-    return model.cfg.max_positions - int(model.cfg.source_eos)
-
-
 def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
     """Run decode(src (B, S)) -> B results over batches of similar source length; return
     the results in the order of `sources`. An empty source is not decoded: its result is
     `empty` (an empty line in, an empty line out). A source longer than the model's positions
     is cut to fit."""
     device = next(model.parameters()).device
-    sources = [ids[: longest_source(model)] for ids in sources]  # cut to fit the positions
+    sources = [ids[: model.cfg.longest_source] for ids in sources]  # cut to fit the positions
     order = sorted((i for i in range(len(sources)) if sources[i]), key=lambda i: len(sources[i]))
     results: list = [empty] * len(sources)
     for start in range(0, len(order), batch_size):

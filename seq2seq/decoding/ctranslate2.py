@@ -6,8 +6,10 @@ engine (engines.py).
       -> translate(sentences, decoding): each sentence encoded once (engines.encoded), the
          non-empty ones searched in one call (greedy, or beam search), detokenized
 
-Its search is ours (seq2seq/decoding/beam.py takes CTranslate2's), so its greedy and beam
-outputs are ours (tested), up to the floating-point rounding of two implementations.
+CTranslate2's search is the reference ours follows step for step (seq2seq/decoding/beam.py),
+so its greedy and beam outputs are ours (tested), up to the floating-point rounding of two
+implementations; CTranslate2 takes one length limit a call, which `search` makes each
+sentence's own.
 """
 
 import json
@@ -19,7 +21,7 @@ import torch
 
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
-from seq2seq.decoding.engines import Translations, encoded
+from seq2seq.decoding.engines import Translations, encoded, published
 from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.errors import UserError
@@ -116,11 +118,12 @@ class CTranslate2Engine:
 
     @property
     def longest_source(self) -> int:
-        """Source pieces the model takes, EOS not counted (as batches.longest_source)."""
-        return self.config.model.max_positions - int(self.config.model.source_eos)
+        """Source pieces the model takes (ModelConfig.longest_source)."""
+        return self.config.model.longest_source
 
     def facts(self) -> dict:
-        return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device}
+        return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device,
+                "config": published(self.config)}  # fmt: skip
 
     def search(
         self, sources: list[list[int]], decoding: DecodeConfig, nbest: int
@@ -133,7 +136,7 @@ class CTranslate2Engine:
         own. A beam search's outputs depend on its limit: one call per limit."""
         eos = ["</s>"] if self.config.model.source_eos else []
         tokens = [self.src_vocab.pieces(ids) + eos for ids in sources if ids]
-        longest = self.config.model.max_positions - 1
+        longest = self.config.model.longest_output
         limits = length_limits(torch.tensor([len(t) for t in tokens]), decoding, longest).tolist()
         if decoding.beam_size == 1:
             results = self.translate_batch(tokens, decoding, nbest, max(limits, default=1))

@@ -19,7 +19,8 @@ asks which one it has):
                                       `decode` section is the default decoding
     engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies
     engine.longest_source             source pieces the model takes (longer inputs are cut)
-    engine.facts()                    what it says of itself: engine, device, parameters ...
+    engine.facts()                    what it says of itself: engine, device, parameters,
+                                      config (the settings it knows it has) ...
     engine.translate(sentences, decoding)        -> Translations: one text each, and each
                                                     sentence's warnings (unknown words, a
                                                     cut to fit), from one encoding
@@ -42,7 +43,7 @@ from typing import NamedTuple, Protocol
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translation_pair
 from seq2seq.decoding.attention_maps import Attention, attention_maps
-from seq2seq.decoding.batches import longest_source, nbest_of_sources, search_sources
+from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
 from seq2seq.text.placeholders import Protected, has_placeables, mask_for, protect
 from seq2seq.text.sentences import Texts
@@ -63,13 +64,25 @@ class Translations(NamedTuple):
 
 def encoded(engine, sentences: list[str]) -> tuple[list[list[int]], list[list[str]]]:
     """Each sentence's source ids, cut to what the model takes, and its warnings: one encoding."""
-    sources = engine.src_vocab.encode(sentences)
+    return warned(engine, sentences, engine.src_vocab.encode(sentences))
+
+
+def warned(engine, sentences: list[str], sources: list[list[int]]):
+    """The sentences' source ids (`sources`), cut to what the model takes, and their warnings."""
     longest = engine.longest_source
     warnings = [
         source_warnings(engine.src_vocab, longest, sentence, ids)
         for sentence, ids in zip(sentences, sources, strict=True)
     ]
     return [ids[:longest] for ids in sources], warnings
+
+
+def published(config: Config) -> dict:
+    """A model's config as its engine tells it (facts()): what it was trained with, less the
+    serve section saved then (a service's settings in force are its own)."""
+    settings = config.to_dict()
+    del settings["serve"]
+    return settings
 
 
 @dataclass
@@ -93,7 +106,7 @@ class TorchEngine:
 
     @property
     def longest_source(self) -> int:
-        return longest_source(self.checkpoint.model)
+        return self.checkpoint.model.cfg.longest_source
 
     @property
     def device(self) -> str:
@@ -105,6 +118,7 @@ class TorchEngine:
             "checkpoint": dict(self.checkpoint.info),  # training step, valid scores, example
             "parameters": self.checkpoint.model.num_parameters(),
             "device": self.device,
+            "config": published(self.config),
         }
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:

@@ -37,7 +37,7 @@ from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 
 def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:
     """(B, S) source -> (B,) longest output of each sentence, in pieces."""
-    return length_limits((src != PAD).sum(dim=1), decoding, model.cfg.max_positions - 1)
+    return length_limits((src != PAD).sum(dim=1), decoding, model.cfg.longest_output)
 
 
 def length_limits(source_lengths: torch.Tensor, decoding: DecodeConfig, longest: int):

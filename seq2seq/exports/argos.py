@@ -222,12 +222,15 @@ def package_metadata(path: Path) -> dict:
 
 def metadata_in_zip(path: Path) -> bytes:
     with zipfile.ZipFile(path) as archive:
-        names = [
-            n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")
-        ]
-        if len(names) != 1:
-            raise ValueError("not one folder with a metadata.json in it")
-        return archive.read(names[0])
+        return archive.read(top_folder(archive) + "metadata.json")
+
+
+def top_folder(archive: zipfile.ZipFile) -> str:
+    """The one top folder of a package's zip ("name/"): the one with a metadata.json."""
+    names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")]
+    if len(names) != 1:
+        raise ValueError("not one folder with a metadata.json in it")
+    return names[0].removesuffix("metadata.json")
 
 
 def package_languages(metadata: dict) -> tuple[Language, Language]:
@@ -247,10 +250,8 @@ def unpacked(path: Path) -> Iterator[Path]:
         return
     try:
         with tempfile.TemporaryDirectory() as staging, zipfile.ZipFile(path) as archive:
+            folder = top_folder(archive)
             archive.extractall(staging)  # names with .. or a leading / are made safe
-            folders = [p.parent for p in Path(staging).glob("*/metadata.json")]
-            if len(folders) != 1:
-                raise UserError(f"{path}: not one folder with a metadata.json in it")
-            yield folders[0]
-    except (OSError, zipfile.BadZipFile) as error:
+            yield Path(staging) / folder
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None

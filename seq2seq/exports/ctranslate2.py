@@ -28,9 +28,8 @@ and ours: src.model and tgt.model (the sentencepiece models, which turn text int
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
 size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
 
-Its search is ours (seq2seq/decoding/beam.py is CTranslate2's beam search), so greedy and beam
-outputs are the same tokens as ours (tested); CTranslate2 takes one length limit per call,
-which seq2seq/decoding/ctranslate2.py makes each sentence's own.
+Decoded by CTranslate2 (seq2seq/decoding/ctranslate2.py, the engine), an export gives our
+greedy and beam outputs, the same tokens (tested).
 """
 
 import json

@@ -54,3 +54,15 @@ class ModelConfig:
     # same frequency (ours, OpenNMT-py's) | halves: the sines, then the cosines (Marian's)
     positions: Literal["interleaved", "halves"] = "interleaved"
     source_eos: bool = True  # EOS closes every source sentence (OpenNMT-py's models: no EOS)
+
+    @property
+    def longest_source(self) -> int:
+        """The most source pieces the model takes: its positions, less one for the EOS that
+        source_eos appends."""
+        return self.max_positions - int(self.source_eos)
+
+    @property
+    def longest_output(self) -> int:
+        """The most pieces a translation can have: its positions, less one for the BOS the
+        decoder starts from."""
+        return self.max_positions - 1

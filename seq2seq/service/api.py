@@ -140,6 +140,18 @@ def model_field(fields: dict) -> str | None:
     return name
 
 
+def check_count(count: int, what: str, status: int, settings: ServeConfig) -> None:
+    """serve.max_sentences, the one limit on a request's size: its `count` `what` (texts, or
+    texts between tags: a sentence each at least; sentences, once split) past it are the
+    client's mistake, answered with `status` (ours: 413, LibreTranslate's: 400)."""
+    if count > settings.max_sentences:
+        raise HTTPError(
+            status,
+            f"the request holds {count:,} {what}; the limit is {settings.max_sentences:,} "
+            "sentences (serve.max_sentences)",
+        )
+
+
 def check_sentence(sentence: str, what: str, settings: ServeConfig) -> None:
     if len(sentence) > settings.max_chars:
         raise HTTPError(

@@ -5,7 +5,9 @@ and back.
     a route (ours.py or libretranslate.py): the request checked -> the models of its pair
       (models.py's route: one, or two through a pivot language)
       -> Backend.translate(request, route, texts, wanted), for each model in turn:
-           the texts split into their sentences (Backend.split: seq2seq/text/sentences.py)
+           the texts split into their sentences (Backend.split: seq2seq/text/sentences.py),
+             in a worker thread: milliseconds for a large request, which would hold every
+             other client on the event loop
            -> Job(texts, options) -> Backend.run_job(request, model, job): the model's
               Batcher.submit (batcher.py; its queue full -> 503 with Retry-After; the service
               stopping -> 503, Connection: close), then waits for the job's future or the
@@ -24,7 +26,7 @@ from starlette.requests import ClientDisconnect, Request
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Translated
 from seq2seq.service.access import ApiKeys
-from seq2seq.service.api import HTTPError
+from seq2seq.service.api import HTTPError, check_count
 from seq2seq.service.batcher import Job, Options, QueueFull, Stopping
 from seq2seq.service.models import Model, Models
 from seq2seq.text.sentences import Texts
@@ -53,12 +55,7 @@ class Backend:
         (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
         all are the client's mistake, answered with `status`."""
         split = Texts(texts, language if self.settings.split_sentences else None)
-        count, most = len(split.sentences), self.settings.max_sentences
-        if count > most:
-            raise HTTPError(
-                status,
-                f"the texts hold {count:,} sentences; the limit is {most:,} (serve.max_sentences)",
-            )
+        check_count(len(split.sentences), "sentences", status, self.settings)
         return split
 
     async def translate(
@@ -71,7 +68,8 @@ class Backend:
         for number, model in enumerate(route, 1):
             last = number == len(route)
             options = Options(wanted.beam_size, wanted.nbest if last else None, wanted.placeholders)
-            job = Job(self.split(texts, wanted.status, model.source.code), options)
+            split = await asyncio.to_thread(self.split, texts, wanted.status, model.source.code)
+            job = Job(split, options)
             translated = await self.run_job(request, model, job)
             said = "" if number == 1 else f"through {model.source.code}: "
             for mine, theirs in zip(warnings, translated.warnings, strict=True):

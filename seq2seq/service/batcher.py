@@ -69,20 +69,27 @@ class Job:
         """What the job has to decode: its texts' sentences."""
         return self.texts.sentences
 
-    @property
-    def work(self) -> int:
-        """What decoding it costs, roughly: characters x beam size."""
-        beams = max(self.options.beam_size or 1, self.options.nbest or 1) if self.options else 1
+    def work(self, model_beam_size: int) -> int:
+        """What decoding it costs, roughly: characters x beam size (its options', else the
+        model's own)."""
+        beams = 1
+        if self.options:
+            beams = beams_for(self.options.beam_size or model_beam_size, self.options.nbest)
         return beams * sum(len(sentence) for sentence in self.sentences)
 
 
 class Batcher:
     """The one thread that runs the model, a batch at a time. With `load` and no `engine`,
     the model is loaded by that thread when its first batch comes (serve.lazy), and again
-    after `unload`."""
+    after `unload`. `beam_size`: the model's own (default: the engine's config's), which a
+    job that names none is decoded with, and counted at in the queue."""
 
-    def __init__(self, engine: Engine | None, settings: ServeConfig, load=None, on_load=None):
+    def __init__(
+        self, engine: Engine | None, settings: ServeConfig, load=None, on_load=None,
+        beam_size: int | None = None,
+    ):  # fmt: skip
         self.engine, self.settings, self.load, self.on_load = engine, settings, load, on_load
+        self.beam_size = beam_size or engine.config.decode.beam_size
         self.busy, self.last_used = False, time.monotonic()
         # client -> its waiting jobs, the client to serve next first
         self.waiting: OrderedDict[str, deque[Job]] = OrderedDict()
@@ -98,11 +105,11 @@ class Batcher:
             if self.draining:
                 raise Stopping("the service is shutting down")
             self.drop_cancelled()  # now, not when the decoder reaches them
-            queued, most = self.queued_work(), self.settings.max_queue_work
-            if queued + job.work > most:
+            queued, most, work = self.queued_work(), self.settings.max_queue_work, self.work(job)
+            if queued + work > most:
                 raise QueueFull(
                     f"the decoder's queue holds {queued:,} of work (characters x beam size), "
-                    f"{job.work:,} more would pass its {most:,} (serve.max_queue_work): try "
+                    f"{work:,} more would pass its {most:,} (serve.max_queue_work): try "
                     "again later"
                 )
             self.waiting.setdefault(job.client, deque()).append(job)
@@ -132,7 +139,10 @@ class Batcher:
     def queued_work(self) -> int:
         """The work of the sentences that queued_sentences counts."""
         with self.changed:
-            return self.forming_work + sum(job.work for job in self.queued_jobs())
+            return self.forming_work + sum(self.work(job) for job in self.queued_jobs())
+
+    def work(self, job: Job) -> int:
+        return job.work(self.beam_size)
 
     def drain(self, within_s: float | None = None) -> None:
         with self.changed:
@@ -190,12 +200,12 @@ class Batcher:
             first = self.take(most, deadline=None)
             if first is None:
                 return []
-            batch, self.forming, self.forming_work = [first], len(first.sentences), first.work
+            batch, self.forming, self.forming_work = [first], len(first.sentences), self.work(first)
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
             while self.forming < most and (job := self.take(most - self.forming, deadline)):
                 batch.append(job)
                 self.forming += len(job.sentences)
-                self.forming_work += job.work
+                self.forming_work += self.work(job)
             self.forming = self.forming_work = 0
         return batch
 
@@ -249,7 +259,7 @@ class Batcher:
         engine = self.loaded()
         if options is None:
             return [engine.attention(job.sentences[0]) for job in jobs]
-        beams = beams_for(options.beam_size or engine.config.decode.beam_size, options.nbest)
+        beams = beams_for(options.beam_size or self.beam_size, options.nbest)
         decoding = dataclasses.replace(engine.config.decode, beam_size=beams)
         decoding.placeholders = options.placeholders or decoding.placeholders
         together = Texts.together([job.texts for job in jobs])  # one decoding for all

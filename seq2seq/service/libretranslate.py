@@ -17,13 +17,19 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
 
     fields: a form, or a JSON object with "q" -> LibreTranslate's; else None, and ours.py
       answers it (from the same Body: api.py, read once)
-    its fields checked (400 naming the mistake), its key (access.py, 403); source "auto":
-      each text's language detected (candidates)
-    -> its texts (format html: their text nodes; the markup is kept: markup.py), by source
-       language, each group through its pair's route (models.py: its "model" if named; a pair
-       the service lacks: a 400 naming those it has) -> Backend.translate (backend.py), as for ours
-    <- the Translated -> libretranslate_answer: LibreTranslate's shape, each text translation
-       formatted as LibreTranslate formats it (formatted)
+    post_translate: its key (access.py, 403)
+    -> asked: its fields checked (400 naming the mistake) -> Asked
+    -> parts, in a worker thread (HTML parsing and detection take milliseconds on a large
+       request: off the event loop, they hold no other client): what it translates, each
+       text or (format html) each of its text nodes (markup.py), no more than
+       serve.max_sentences; source "auto": each text's language detected (candidates)
+    -> by source language, translated: each group through its pair's route (models.py: its
+       "model" if named; a pair the service lacks: a 400 naming those it has) ->
+       Backend.translate (backend.py), as for ours; a group already in the target language
+       is itself, as Argos Translate translates a language into itself
+    -> libretranslate_answer, in a worker thread too: LibreTranslate's shape, each text's
+       translation formatted as LibreTranslate formats it (formatted); format html: put back
+       into its markup
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are each model's (service/models.py). Detection: with one source language, that
@@ -31,9 +37,10 @@ one, with as confidence the share of the text's words its vocabulary knows (0 to
 LibreTranslate's); with several, seq2seq/text/language_id.py's.
 """
 
+import asyncio
+import dataclasses
 import json
-from collections.abc import Callable
-from functools import partial
+from typing import NamedTuple
 from urllib.parse import parse_qsl
 
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -48,6 +55,7 @@ from seq2seq.service.api import (
     JSON,
     Body,
     HTTPError,
+    check_count,
     check_names,
     check_sentence,
     json_response,
@@ -127,58 +135,62 @@ class LibreTranslate:
     async def post_translate(self, request: Request, fields: dict) -> Response:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
         self.keys.check(request, api_key(fields))
+        asked = self.asked(fields)
+        parts, detected = await asyncio.to_thread(self.parts, asked)  # parsing and detecting
+        groups = by_source(parts)
+        routes = {source: self.route(source, asked) for source in groups}  # any 400 first
+        translations: list = [None] * len(parts)
+        for source, numbers in groups.items():
+            texts = [parts[number].text for number in numbers]
+            translated = await self.translated(request, texts, routes[source], asked)
+            for number, translation in zip(numbers, translated, strict=True):
+                translations[number] = translation
+        answer = await asyncio.to_thread(libretranslate_answer, translations, asked, detected)
+        return json_response(answer)
+
+    def asked(self, fields: dict) -> "Asked":
+        """The request's fields, checked (400 naming the mistake)."""
         texts = q_texts(fields.get("q"), self.settings)
         source, target = text_field(fields, "source"), text_field(fields, "target")
         text_format = fields.get("format", "text")
         if text_format not in ("text", "html"):
             raise HTTPError(400, f"{json.dumps(text_format)} format is not supported: text or html")
-        alternatives = self.alternatives(fields.get("alternatives", 0))
-        html_format = text_format == "html"
-        to_translate = [n for text in texts for n in markup.texts(text)] if html_format else texts
-        if len(to_translate) > self.settings.max_sentences:
-            raise HTTPError(400, too_many(len(to_translate), html_format, self.settings))
-        nbest = alternatives + 1 if alternatives and not html_format else None
-        detected = [self.detected(text) for text in texts] if source == "auto" else None
-        if detected is None:
-            sources = [source] * len(to_translate)
-        else:  # each text's pieces (format html) from the text's language
-            sources = [d["language"] for d, text in zip(detected, texts, strict=True)
-                       for _ in (markup.texts(text) if html_format else [text])]  # fmt: skip
-        wanted = Wanted(None, nbest, 400, placeholders_field(fields))
-        route = partial(self.models.route, target=target, name=model_field(fields))
-        translations = await self.by_source(request, to_translate, sources, route, wanted)
-        answer = libretranslate_answer(
-            translations,
-            ranked=nbest is not None,
-            texts=texts,
-            html=html_format,
-            alternatives=alternatives,
-            detected=detected,
-            one=isinstance(fields["q"], str),
-        )
-        return json_response(answer)
+        return Asked(
+            texts, isinstance(fields["q"], str), text_format == "html", source, target,
+            self.alternatives(fields.get("alternatives", 0)), model_field(fields),
+            placeholders_field(fields),
+        )  # fmt: skip
 
-    async def by_source(
-        self,
-        request: Request,
-        texts: list[str],
-        sources: list[str],
-        route: Callable[[str], list[Model]],
-        wanted: Wanted,
+    def parts(self, asked: "Asked") -> tuple[list["Part"], list[dict] | None]:
+        """What the request translates: each text, or (format html) each of its text nodes,
+        with its source language; and source auto's detected language of each text (else
+        None)."""
+        nodes = [markup.texts(text) if asked.html else [text] for text in asked.texts]
+        check_count(sum(map(len, nodes)), asked.what, 400, self.settings)
+        detected = None
+        sources = [asked.source] * len(nodes)
+        if asked.source == "auto":
+            detected = [self.detected(text) for text in asked.texts]
+            sources = [language["language"] for language in detected]
+        parts = [Part(n, s) for ns, s in zip(nodes, sources, strict=True) for n in ns]
+        return parts, detected
+
+    def route(self, source: str, asked: "Asked") -> list[Model] | None:
+        """The models from `source` to the target (models.py's route; the model asked.model
+        if named); None where the source is the target, a language of the service: its texts
+        are given back as they are, as LibreTranslate does."""
+        if source == asked.target and source in self.models.names():
+            return None
+        return self.models.route(source, asked.target, asked.model)
+
+    async def translated(
+        self, request: Request, texts: list[str], route: list[Model] | None, asked: "Asked"
     ) -> list:
-        """Each text's translation from its own source language: the texts of each source
-        translated together, through `route(source)` (models.py's, to the target)."""
-        groups: dict[str, list[int]] = {}
-        for number, source in enumerate(sources):
-            groups.setdefault(source, []).append(number)
-        routes = {source: route(source) for source in groups}  # 400 first
-        translations: list = [None] * len(texts)
-        for source, numbers in groups.items():
-            group = [texts[number] for number in numbers]
-            translated = await self.backend.translate(request, routes[source], group, wanted)
-            for number, translation in zip(numbers, translated.translations, strict=True):
-                translations[number] = translation
-        return translations
+        """Texts of one source language through their `route` (None: each itself)."""
+        if route is None:
+            return unchanged(texts, asked.nbest)
+        wanted = Wanted(None, asked.nbest, 400, asked.placeholders)
+        return (await self.backend.translate(request, route, texts, wanted)).translations
 
     def alternatives(self, value) -> int:
         """LibreTranslate's alternatives: how many translations beside the best."""
@@ -191,25 +203,61 @@ class LibreTranslate:
         raise HTTPError(400, f"'alternatives' must be an integer {limit}, got {json.dumps(value)}")
 
 
-def libretranslate_answer(
-    translations: list,
-    ranked: bool,
-    texts: list[str],
-    html: bool,
-    alternatives: int,
-    detected: list | None,
-    one: bool,
-) -> dict:
-    """The job's translations as LibreTranslate's answer. `ranked`: each is its n best
-    (score, text), best first; `texts`: the request's; `html`: format html (a translation each
-    of the texts' text nodes; else one each, formatted as LibreTranslate formats it);
-    `alternatives`: how many were asked for; `detected`: source auto's languages; `one`: q was
-    a string, not a list."""
+def unchanged(texts: list[str], nbest: int | None) -> list:
+    """Texts already in the target language as Argos Translate's identity translation gives
+    them: each itself, its one hypothesis (`nbest`: as (score, text) lists)."""
+    return [[(0.0, text)] for text in texts] if nbest else list(texts)
+
+
+class Part(NamedTuple):
+    """A text to translate (a text of q, or one of its text nodes) and its source language."""
+
+    text: str
+    source: str
+
+
+def by_source(parts: list[Part]) -> dict[str, list[int]]:
+    """The parts' numbers by source language: each language's translated together."""
+    groups: dict[str, list[int]] = {}
+    for number, part in enumerate(parts):
+        groups.setdefault(part.source, []).append(number)
+    return groups
+
+
+@dataclasses.dataclass
+class Asked:
+    """A LibreTranslate /translate request, checked: what to translate, and how to answer."""
+
+    texts: list[str]  # q's
+    one: bool  # q was a text, not a list: so is each field of the answer
+    html: bool  # format html: the texts' text nodes are translated, the markup kept
+    source: str  # a language code, or "auto"
+    target: str
+    alternatives: int  # how many translations beside the best
+    model: str | None  # the name of one of the pair's models; None: its first
+    placeholders: str | None  # protect | off; None: each model's decode.placeholders
+
+    @property
+    def nbest(self) -> int | None:
+        """How many hypotheses each text needs (None: the best only, as text)."""
+        return self.alternatives + 1 if self.alternatives and not self.html else None
+
+    @property
+    def what(self) -> str:
+        return "texts between tags (format html)" if self.html else "texts"
+
+
+def libretranslate_answer(translations: list, asked: Asked, detected: list | None) -> dict:
+    """The translations of the request's parts (Asked.nbest: each its n best (score, text),
+    best first) as LibreTranslate's answer: format html, each text's markup with its text
+    nodes' translations (no alternatives); else each text's, formatted as LibreTranslate
+    formats it, and its alternatives; `detected`: source auto's language of each text."""
     others = [[] for _ in translations]
-    if ranked:
+    if asked.nbest:
         others = [[text for _, text in best[1:]] for best in translations]
         translations = [best[0][1] for best in translations]
-    if html:  # its alternatives are not given
+    texts = asked.texts
+    if asked.html:
         pieces = iter(translations)
         translations = [markup.put_back(text, pieces) for text in texts]
         others = [[] for _ in texts]
@@ -220,11 +268,11 @@ def libretranslate_answer(
             for s, alts, main in zip(texts, others, translations, strict=True)
         ]
     shaped = {"translatedText": translations}
-    if alternatives:
+    if asked.alternatives:
         shaped["alternatives"] = others
     if detected is not None:
         shaped["detectedLanguage"] = detected
-    return {key: value[0] for key, value in shaped.items()} if one else shaped
+    return {key: value[0] for key, value in shaped.items()} if asked.one else shaped
 
 
 PUNCTUATION = "!?.,;。"  # the marks a translation's end is made to match
@@ -257,14 +305,6 @@ def formatted(source: str, translation: str) -> str:
         first = translation[0].lower() if source[0].islower() else translation[0].upper()
         return first + translation[1:]
     return translation
-
-
-def too_many(count: int, html_format: bool, settings: ServeConfig) -> str:
-    what = "texts between tags (format html)" if html_format else "texts"
-    return (
-        f"Invalid request: {count:,} {what}; the limit is {settings.max_sentences:,} "
-        "(serve.max_sentences)"
-    )
 
 
 async def read_fields(request: Request, body: Body, names: tuple[str, ...]) -> dict:
@@ -332,8 +372,7 @@ def q_texts(q, settings: ServeConfig) -> list[str]:
     texts = [q] if isinstance(q, str) else q
     if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
         raise HTTPError(400, "'q' must be a string or a list of strings")
-    if len(texts) > settings.max_sentences:
-        raise HTTPError(400, too_many(len(texts), False, settings))
+    check_count(len(texts), "texts", 400, settings)
     for number, text in enumerate(texts, 1):
         check_text(text, "'q'" if isinstance(q, str) else f"text {number} of 'q'", settings)
     return texts

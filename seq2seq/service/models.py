@@ -1,6 +1,6 @@
 """The models one service serves, by language pair, and the way between two languages.
 
-    Models.load(loaders, settings)      each model (engine_choice.py's Loader) with its pair and
+    Models.load(loaders, settings)      each model (loaders.py's Loader) with its pair and
                                         its own batcher: a decoder thread per model, so that one
                                         pair's backlog never holds another pair's requests;
                                         loaded at start or (serve.lazy) at its first request, by
@@ -19,7 +19,7 @@
 A model's pair: an Argos package's metadata; our models' config (serve.source_language and
 target_language, else the corpus's), with the command's serve settings when it serves one
 model, each model's own config when it serves several. Its name (serve --model NAME=PATH,
-else its experiment or package's file name: engine_choice.py's load_models) tells a pair's
+else its experiment or package's file name: loaders.py's load_models) tells a pair's
 versions apart: the original and the fine-tuned one, side by side.
 """
 
@@ -27,10 +27,10 @@ import dataclasses
 import json
 
 from seq2seq.config import Language, ServeConfig
-from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.api import HTTPError
 from seq2seq.service.batcher import Batcher
+from seq2seq.service.loaders import Loader
 from seq2seq.support.errors import UserError
 
 PIVOTS = ("en",)  # tried first, in this order, before any other shared language
@@ -97,7 +97,9 @@ class Models:
         models = []
         for number, (loader, (source, target)) in enumerate(zip(loaders, pairs, strict=True)):
             engine = loader.load() if number == 0 or not settings.lazy else None
-            batcher = Batcher(engine, settings, loader.load, lambda b: served.fit(keep=b))
+            batcher = Batcher(
+                engine, settings, loader.load, lambda b: served.fit(keep=b), loader.beam_size
+            )
             models.append(
                 Model(source, target, loader.name, loader.path, loader.about,
                       loader.weights_bytes, batcher)
@@ -177,9 +179,11 @@ class Models:
         return list(dict.fromkeys(direct + pivoted))
 
     def languages(self) -> list[dict]:
-        """LibreTranslate's /languages: each language with the targets it reaches."""
+        """LibreTranslate's /languages: each language with the targets it reaches, itself
+        among them (as Argos Translate, each language translates into itself unchanged),
+        sorted as LibreTranslate sorts them."""
         return [
-            {"code": code, "name": language.name, "targets": self.targets(code)}
+            {"code": code, "name": language.name, "targets": sorted({code, *self.targets(code)})}
             for code, language in self.names().items()
         ]
 

@@ -37,6 +37,7 @@ from seq2seq.service.api import (
     JSON,
     Body,
     HTTPError,
+    check_count,
     check_names,
     check_sentence,
     json_response,
@@ -171,12 +172,7 @@ def text_list(data: dict, settings: ServeConfig) -> list[str]:
     text = data["text"]
     if not isinstance(text, list) or not all(isinstance(sentence, str) for sentence in text):
         raise HTTPError(400, "'text' must be a list of strings (sentences)")
-    if len(text) > settings.max_sentences:
-        raise HTTPError(
-            413,
-            f"'text' has {len(text):,} sentences; the limit is {settings.max_sentences:,} "
-            "(serve.max_sentences)",
-        )
+    check_count(len(text), "texts", 413, settings)
     for number, sentence in enumerate(text, 1):
         check_sentence(sentence, f"sentence {number}", settings)
     return text
@@ -236,13 +232,11 @@ def service_info(facts: dict, models: Models, settings: ServeConfig) -> dict:
 
 
 def model_info(engine: Engine) -> dict:
-    config = engine.config.to_dict()
-    del config["serve"]  # as saved at training time; the settings in force are "serve" below
     vocabs = {"source": engine.src_vocab, "target": engine.tgt_vocab}
-    info = engine.facts()  # engine, device, checkpoint (training step, valid scores, example)
+    info = engine.facts()  # engine, device, config, checkpoint (step, valid scores, example)
     info["example"] = info["checkpoint"].get("example", "")  # what the page shows first
     info["attention"] = engine.shows_attention  # whether POST /attention answers
     info["vocab"] = {
         side: {"size": len(vocab), "pieces": vocab.all_pieces()} for side, vocab in vocabs.items()
     }
-    return {**info, "config": config}
+    return info

@@ -18,9 +18,9 @@ import socket
 import uvicorn
 
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.app import build_app
+from seq2seq.service.loaders import Loader
 from seq2seq.service.models import Models
 from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
 

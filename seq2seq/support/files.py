@@ -1,12 +1,13 @@
 """Crash-safe file writing: a file is either its old complete self or its new complete self.
 
-Everything the pipeline produces (corpus files, vocabularies, checkpoints, metrics) goes
+Everything the pipeline produces (corpus files, vocabularies, checkpoints, eval.json) goes
 through `atomic_write`: the bytes go to a temporary file in the same directory, are flushed
 and fsynced, and only then renamed over the destination. A crash or Ctrl-C at any moment
 leaves no truncated file behind. A whole folder (an exported model) is written the same way
 by `replacing_folder`: built beside its destination, then renamed into place. A process killed
 meanwhile leaves its stand-in (.<name>.<its id>.<random>[.tmp]): the next write of the same
-file or folder removes it (`remove_leftovers`).
+file or folder removes it (`remove_leftovers`). A log (metrics.jsonl) is appended to, a line
+at a time (`append_line`): a crash can tear its last line only, which `read_log` forgives.
 """
 
 import hashlib

@@ -16,6 +16,7 @@ MACHINE = {"device_name": "NVIDIA H200", "checked_device": "cuda", "torch": "2.1
            "python": "3.12.3", "date": "2026-11-26T04:43:29+00:00"}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
     hidden = dict(ENV, CUDA_VISIBLE_DEVICES="")  # whatever this machine has
     done = subprocess.run(
@@ -70,6 +71,7 @@ def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
     assert "| `resume` | pass |" in table and "| `pytest` | skip (--quick" in table
 
 
+@pytest.mark.slow
 def test_skip_names_a_check_that_exists(tmp_path):
     done = subprocess.run(
         [sys.executable, *SCRIPT, "--device", "cpu", "--quick", "--skip", "pytest", "tests"],

@@ -10,9 +10,11 @@ import subprocess
 import pytest
 
 from seq2seq.config import Config
+from seq2seq.decoding.cached import Cached, cache_folder
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
-from seq2seq.decoding.engine_choice import Cached, cache_folder, load_engine, load_models
+from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.service.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_SOURCE
 
@@ -96,12 +98,13 @@ def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(chec
     assert fast.translate(batch, short).outputs == expected
 
 
-def test_translate_by_default_writes_the_cache_and_prints_our_translation(checkpoint):
+def test_translate_by_default_writes_the_cache_and_says_which_engine_decodes(checkpoint):
     done = subprocess.run(
         command("seq2seq.translate", "--checkpoint", str(checkpoint), "five is five"),
         capture_output=True, text=True, env=ENV, timeout=HANG,
     )  # fmt: skip
-    assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", "")
+    said = "decoding with ctranslate2 (translations), torch (attention) on cpu\n"
+    assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said)
     assert (cache_folder(checkpoint) / "model.bin").exists()
 
 
@@ -112,6 +115,7 @@ def test_a_model_to_serve_is_known_by_its_kind_or_refused_in_one_line(tmp_path, 
     assert [language.code for language in loader.languages(None)] == ["en", "digits"]
     assert loader.weights_bytes == (seed_run / "best.pt").stat().st_size
     assert loader.load().config.experiment == "seed"
+    assert loader.beam_size == loader.load().config.decode.beam_size  # what a queue counts
     with pytest.raises(UserError, match=r"--model .*: not a config \(.yaml\), a checkpoint"):
         load_models([str(tmp_path)], Config(), "auto", "cpu", "default")
     with pytest.raises(UserError, match="no trained model at .*missing.pt"):

@@ -101,6 +101,7 @@ def test_low_precision_model_with_a_fully_padded_row_gives_no_nan(model, dtype):
     assert torch.isfinite(logits).all()
 
 
+@pytest.mark.slow
 def test_the_model_loads_without_sentencepiece_or_the_corpus_readers():
     heavy = [
         "sentencepiece",

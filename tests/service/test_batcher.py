@@ -91,6 +91,24 @@ def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
     running.stop()
 
 
+def test_a_job_that_names_no_beam_size_counts_at_the_models_own():
+    """A LibreTranslate request names no beam size: an Argos package (beam 4) decodes it with
+    four beams, and the queue counts it so."""
+    model = Shouting()
+    model.gate.clear()
+    running = Batcher(model, ServeConfig(batch_window_ms=0.0, max_queue_work=20), beam_size=4)
+    running.submit(Job(Texts(["first"]), GREEDY))
+    wait_until(lambda: model.calls == [["first"]], "the first decoding")
+    model_beam = Options(beam_size=None, nbest=None)
+    waiting = running.submit(Job(Texts(["abcd"]), model_beam))
+    assert running.queued_work() == 4 * 4
+    with pytest.raises(QueueFull, match=r"holds 16 of work .*, 8 more"):
+        running.submit(Job(Texts(["ab"]), model_beam))
+    model.gate.set()
+    assert waiting.result(HANG).translations == ["ABCD"]
+    running.stop()
+
+
 def test_clients_take_turns_so_one_backlog_does_not_hold_another_client():
     """Five jobs of one client wait; another client's one job is decoded second, not last."""
     model = Shouting()

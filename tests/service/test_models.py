@@ -12,16 +12,17 @@ import pytest
 from libretranslatepy import LibreTranslateAPI
 
 from seq2seq.checkpoint import Checkpoint, save_checkpoint
-from seq2seq.config import Language
+from seq2seq.config import Config, Language
 from seq2seq.decoding.argos import ArgosEngine
-from seq2seq.decoding.engine_choice import Loader
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
-from seq2seq.service.libretranslate import formatted
+from seq2seq.service.libretranslate import LibreTranslate, formatted
+from seq2seq.service.loaders import Loader, load_models
 from seq2seq.service.models import Models
+from seq2seq.service.ours import model_info
 from seq2seq.support.errors import UserError
 
-from helpers import ENV, call, command, read_address, running
+from helpers import ENV, HANG, call, command, read_address, running
 
 EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
 SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
@@ -57,10 +58,10 @@ def by_hand(engine: TorchEngine, texts: list[str]) -> list[str]:
 def test_each_pair_goes_to_its_model_and_the_other_through_the_pivot(en_de_fr):
     url, first, second = en_de_fr
     client = LibreTranslateAPI(url)
-    assert client.languages() == [
-        {"code": "en", "name": "English", "targets": ["de", "fr"]},
-        {"code": "de", "name": "German", "targets": ["fr"]},
-        {"code": "fr", "name": "French", "targets": []},
+    assert client.languages() == [  # each language its own target too, as LibreTranslate's
+        {"code": "en", "name": "English", "targets": ["de", "en", "fr"]},
+        {"code": "de", "name": "German", "targets": ["de", "fr"]},
+        {"code": "fr", "name": "French", "targets": ["fr"]},
     ]
     in_german = by_hand(first, SENTENCES)
     in_french = by_hand(second, in_german)
@@ -250,23 +251,92 @@ def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
         process.wait()
 
 
-def test_source_auto_detects_each_texts_language_among_the_services(en_de_fr):
-    """LibreTranslate's source "auto" and /detect: among the service's source languages (en,
-    de), each text translated from its own."""
-    url, first, second = en_de_fr
-    client = LibreTranslateAPI(url)
+@pytest.fixture(scope="module")
+def numbers_package(trained_joint_numbers_checkpoint, tmp_path_factory):
+    """The joint numbers model as an Argos package, its loader as serve --model makes it."""
+    package = tmp_path_factory.mktemp("argos") / "numbers.argosmodel"
+    export_argos(trained_joint_numbers_checkpoint[0], package)
+    return load_models([str(package)], Config(), "auto", "cpu", "default")[0]
+
+
+def test_an_argos_package_tells_its_own_decoding_and_no_made_up_model(numbers_package):
+    """/info of a package: Argos Translate's decoding (beam 4, length penalty 0.2), which its
+    queue counts at; no model settings, which a package does not hold."""
+    info = model_info(numbers_package.load())
+    assert info["config"] == {"decode": {"beam_size": 4, "length_penalty": 0.2}}
+    assert numbers_package.beam_size == 4
+
+
+class Counting:
+    """A sentencepiece processor that counts its calls to encode."""
+
+    def __init__(self, sp):
+        self.sp, self.encodes = sp, 0
+
+    def encode(self, *args, **kwargs):
+        self.encodes += 1
+        return self.sp.encode(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.sp, name)
+
+
+def test_an_argos_packages_sentences_are_encoded_once(numbers_package):
+    """Each sentence split into pieces once, for the model and for its warnings alike."""
+    engine = numbers_package.load()
+    engine.src_vocab.sp = counting = Counting(engine.src_vocab.sp)
+    translated = engine.translate(["three is three", "seven is seven"], engine.config.decode)
+    assert counting.encodes == 2
+    assert translated == (["3 la 3", "7 la 7"], [[], []])
+
+
+def test_a_text_already_in_the_target_language_comes_back_as_it_is(en_de_fr):
+    """As LibreTranslate answers (Argos Translate translates each language to itself
+    unchanged): source "auto" detecting the target's language gives that text back, the
+    other texts translated; so does a source that is the target; alternatives, none."""
+    url, first, _ = en_de_fr
     german = "Zwei Männer spielen Fußball im Park."
-    assert client.detect(german)[0]["language"] == "de"
-    assert [c["language"] for c in client.detect("Two men play football")] == ["en", "de"]
-    body = {"q": [SENTENCES[0], german], "source": "auto", "target": "fr"}
+    body = {"q": [SENTENCES[0], german], "source": "auto", "target": "de", "alternatives": 1}
     status, answer, _ = call(url, "POST", "/translate", body)
-    raw = by_hand(second, by_hand(first, SENTENCES[:1])) + by_hand(second, [german])
-    expected = [
-        formatted(text, translation) for text, translation in zip(body["q"], raw, strict=True)
-    ]
-    assert expected[1].endswith("."), "LibreTranslate's formatting: the source's final mark"
-    assert status == 200 and answer["translatedText"] == expected
+    assert status == 200, answer
+    assert answer["translatedText"] == [formatted(SENTENCES[0], by_hand(first, SENTENCES[:1])[0]),
+                                        german]  # fmt: skip
+    assert answer["alternatives"][1] == []
     assert [d["language"] for d in answer["detectedLanguage"]] == ["en", "de"]
+    status, answer, _ = call(
+        url, "POST", "/translate", {"q": german, "source": "de", "target": "de"}
+    )
+    assert (status, answer) == (200, {"translatedText": german})
+    status, answer, _ = call(
+        url, "POST", "/translate", {"q": german, "source": "it", "target": "it"}
+    )
+    assert status == 400 and "not available" in answer["error"]
+
+
+def test_detecting_a_requests_languages_holds_no_other_client(en_de_fr, monkeypatch):
+    """source "auto"'s detection (and the HTML parsing beside it) runs off the event loop:
+    while one request's detection is held, another client's request is answered."""
+    entered, release = threading.Event(), threading.Event()
+    detected = LibreTranslate.detected
+
+    def held(self, text):
+        entered.set()
+        assert release.wait(HANG)
+        return detected(self, text)
+
+    monkeypatch.setattr(LibreTranslate, "detected", held)
+    url = en_de_fr[0]
+    body = {"q": SENTENCES[0], "source": "auto", "target": "de"}
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(call(url, "POST", "/translate", body)))
+    waiting.start()
+    try:
+        assert entered.wait(HANG)
+        assert call(url, "GET", "/health")[0] == 200  # while the detection is held
+    finally:
+        release.set()
+        waiting.join(HANG)
+    assert answers[0][0] == 200
 
 
 IT = Language("it", "Italian")

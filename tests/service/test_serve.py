@@ -155,8 +155,8 @@ MISTAKES = [
     ("POST", T, {"text": [], "beam_size": 0}, 400, r"'beam_size' must be an integer"),
     ("POST", T, {"text": [], "nbest": 5}, 400, r"'nbest' must be an integer from 1 to 4 .*got 5"),
     ("POST", T, {"text": [], "nbest": 2.5}, 400, r"'nbest' must be an integer"),
-    ("POST", T, {"text": ["one"] * 101}, 413, r"'text' has 101 sentences; the limit is 100 "
-     r"\(serve.max_sentences\)"),
+    ("POST", T, {"text": ["one"] * 101}, 413, r"the request holds 101 texts; the limit is 100 "
+     r"sentences \(serve.max_sentences\)"),
     ("POST", T, {"text": ["one", "x" * 1501]}, 413, r"sentence 2 has 1,501 characters; the "
      r"limit is 1,500 \(serve.max_chars\)"),
     ("POST", A, {"text": ["one is one"]}, 400, r"'text' must be a string"),
@@ -320,9 +320,9 @@ def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
             for h in best
         ]
         assert lines == cli.stdout.splitlines()
-        assert answer["warnings"] == [
-            line.removeprefix("warning: ") for line in cli.stderr.splitlines()
-        ]
+        said, *warned = cli.stderr.splitlines()
+        assert said.startswith("decoding with ")
+        assert answer["warnings"] == [line.removeprefix("warning: ") for line in warned]
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
         assert process.stderr.read() == "stopped serving (SIGTERM)\n"
@@ -339,6 +339,7 @@ def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
     assert capsys.readouterr().err == message
 
 
+@pytest.mark.slow
 def test_without_starlette_or_uvicorn_the_command_says_what_to_install():
     hide = "import sys; sys.modules['uvicorn'] = None; import runpy; "
     run = "runpy.run_module('seq2seq.serve', run_name='__main__')"

@@ -92,7 +92,7 @@ def test_libretranslates_api_splits_q_as_a_string_a_list_or_html(numbers):
 def test_the_sentences_of_a_request_count_against_max_sentences(numbers):
     nine = "one is one. " * 9
     status, answer, _ = call(numbers, "POST", "/translate", {"text": [nine]})
-    error = "the texts hold 9 sentences; the limit is 8 (serve.max_sentences)"
+    error = "the request holds 9 sentences; the limit is 8 sentences (serve.max_sentences)"
     assert (status, answer) == (413, {"error": error})
     request = {"q": nine, "source": "en", "target": "digits"}
     status, answer, _ = call(numbers, "POST", "/translate", request)

@@ -134,6 +134,7 @@ def test_the_allocator_is_preloaded_once_and_a_missing_one_is_named(monkeypatch)
         device.allocator_library("tcmalloc")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not device.allocator_library("auto"), reason="no tcmalloc or jemalloc here")
 def test_a_command_starts_again_with_the_allocator_loaded():
     """What the process maps once it has started itself again (Linux's /proc/self/maps)."""

@@ -69,6 +69,7 @@ def test_a_po_file_gives_its_translated_entries_and_counts_the_rest(tmp_path):
     assert read(tmp_path / "app.po") == (PAIRS, SKIPPED)
 
 
+@pytest.mark.slow
 def test_an_mo_file_compiled_by_polib_and_by_msgfmt_reads_as_its_po(tmp_path):
     """MO files hold the translated entries only (fuzzy, untranslated and obsolete ones are
     left out by the compiler), sorted by msgid: the same pairs, and the header."""

@@ -258,6 +258,24 @@ def test_a_signal_cuts_a_validation_short_and_the_resume_validates_again(workdir
     )
 
 
+@pytest.mark.slow
+def test_a_signal_while_a_validation_is_kept_lets_it_be_written(workdir, monkeypatch):
+    """Only a validation's decoding is cut short: a SIGTERM while its results are written
+    (best.pt, step-N.pt, metrics.jsonl) waits for them, and training stops after the next
+    step, as a signal between validations stops it."""
+    keep_recent = train_module.keep_recent
+
+    def signalled(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return keep_recent(*args)
+
+    monkeypatch.setattr(train_module, "keep_recent", signalled)
+    with pytest.raises(Interrupted, match=r"stopped at step 16 \(SIGTERM\)"):
+        train(config())
+    assert [e["step"] for e in log("numbers")] == [15]
+    assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == 16
+
+
 def start_training(*overrides: str) -> subprocess.Popen:
     return subprocess.Popen(
         command("seq2seq.train", *SMALL, *overrides),

@@ -162,10 +162,11 @@ async function describeModel() {
     const step = info.checkpoint.step === undefined ? "" : `, step ${info.checkpoint.step}`;
     const size =
       info.parameters === undefined ? engine : `${info.parameters.toLocaleString("en")} parameters`;
-    $("model").textContent =
-      `${info.config.experiment}${step}: ${size}, ` +
-      `${info.config.model.enc_layers} + ${info.config.model.dec_layers} layers, ` +
-      `${info.config.model.n_heads} heads, on ${info.device}`;
+    const model = info.config.model; // none for an Argos package
+    const shape = model
+      ? `, ${model.enc_layers} + ${model.dec_layers} layers, ${model.n_heads} heads`
+      : "";
+    $("model").textContent = `${info.models[0].name}${step}: ${size}${shape}, on ${info.device}`;
     const pieces = info.vocab.source.pieces.filter((p) => !/^<.*>$/.test(p));
     if (pieces.length <= MOST_PIECES_SHOWN) {
       $("pieces").textContent = pieces.map((p) => p.replace(/^\u2581/, "")).join(" ");
