@@ -17,6 +17,7 @@ from helpers import ROOT, briefly_trained
 TRAINING = {
     "seed_run", "numbers_workdir", "trained_numbers_checkpoint",
     "trained_joint_numbers_checkpoint", "trained_shared_numbers_checkpoint",
+    "seed_recipe",  # tests/benchmarks/test_recipes.py's
 }  # fmt: skip
 
 

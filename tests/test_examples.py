@@ -22,6 +22,7 @@ def test_patches_are_the_image_cut_in_2x2_squares():
     assert patches[0, 0].tolist() == [0, 1, 8, 9] and patches[0, 5].tolist() == [18, 19, 26, 27]
 
 
+@pytest.mark.slow
 def test_the_attention_models_learn_on_a_subset_in_seconds():
     torch.set_num_threads(1)
     results, models, data = patch_attention.run(epochs=25, seeds=[0], subset=500)

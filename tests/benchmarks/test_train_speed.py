@@ -4,12 +4,15 @@ relative to the first, the profile's table of operators, and each setting's BLEU
 import json
 import shutil
 
+import pytest
+
 from benchmarks.speed import train_speed
 from seq2seq import data
 
 from helpers import ROOT
 
 
+@pytest.mark.slow
 def test_settings_are_timed_in_alternating_rounds(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     shutil.copy(ROOT / "configs/seed.yaml", "seed.yaml")
@@ -32,6 +35,7 @@ def test_settings_are_timed_in_alternating_rounds(tmp_path, monkeypatch, capsys)
     assert "aten::mm" in capsys.readouterr().out  # the matrix products, by name
 
 
+@pytest.mark.slow
 def test_each_settings_bleu_after_the_same_steps(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     shutil.copy(ROOT / "configs/seed.yaml", "seed.yaml")
