@@ -91,12 +91,9 @@ def test_each_step_trains_at_the_learning_rate_of_the_schedule(seed_run, tmp_pat
 
 
 def test_resuming_with_a_gradient_scaler_from_a_run_without_one():
-    # last.pt of a bf16 or fp32 run holds the state of a disabled scaler: {}
+    # last.pt of a bf16 or fp32 run holds the state of a disabled scaler (torch's: {})
     saved_without = torch.amp.GradScaler("cpu", enabled=False).state_dict()
-    assert saved_without == {}
     fp16 = torch.amp.GradScaler("cpu", enabled=True, init_scale=1024.0)
-    with pytest.raises(RuntimeError, match="source state dict is empty"):
-        fp16.load_state_dict(saved_without)  # what resuming did
     restore_scaler(fp16, saved_without)
     assert fp16.get_scale() == 1024.0  # a fresh scale
     restore_scaler(fp16, torch.amp.GradScaler("cpu", init_scale=8.0).state_dict())
