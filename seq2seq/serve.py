@@ -19,11 +19,11 @@
 A request's way, stop by stop, is docs/architecture.md's (checked against the code by
 tests/test_architecture.py); each module of seq2seq/service/ says its own step, and
 docs/serve.md what each step answers. Concurrent small requests share a batch, and each gets
-what `python -m seq2seq.translate` gives for its sentences. Every answer is JSON, errors too ({"error": "..."} naming the
-mistake; uvicorn's own 503 over the connection limit is its plain text): a mistake is a 4xx,
-a failure while decoding a 500 (its traceback on stderr), and the server goes on. The limits
-and the address come from the config's `serve` section; it listens on 127.0.0.1 (this machine
-only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
+what `python -m seq2seq.translate` gives for its sentences. Every answer is JSON, errors too
+({"error": "..."} naming the mistake; uvicorn's own 503 over the connection limit is its plain
+text): a mistake is a 4xx, a failure while decoding a 500 (its traceback on stderr), and the
+server goes on. The limits and the address come from the config's `serve` section; it listens
+on 127.0.0.1 (this machine only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
 request already received (new ones on open connections get a 503), then exits.
 
 With serve.workers N, this process binds the socket and starts N workers (supervise), each
