@@ -23,8 +23,9 @@ what `python -m seq2seq.translate` gives for its sentences. Every answer is JSON
 ({"error": "..."} naming the mistake; uvicorn's own 503 over the connection limit is its plain
 text): a mistake is a 4xx, a failure while decoding a 500 (its traceback on stderr), and the
 server goes on. The limits and the address come from the config's `serve` section; it listens
-on 127.0.0.1 (this machine only) unless told otherwise. Ctrl-C or SIGTERM stops accepting connections, answers every
-request already received (new ones on open connections get a 503), then exits.
+on 127.0.0.1 (this machine only) unless told otherwise. Ctrl-C or SIGTERM stops accepting
+connections, answers every request already received (new ones on open connections get a 503),
+then exits.
 
 With serve.workers N, this process binds the socket and starts N workers (supervise), each
 all of the above on that socket with its own engine; it then watches them, replacing one that
