@@ -69,13 +69,9 @@ class Job:
         """What the job has to decode: its texts' sentences."""
         return self.texts.sentences
 
-    def work(self, model_beam_size: int) -> int:
-        """What decoding it costs, roughly: characters x beam size (its options', else the
-        model's own)."""
-        beams = 1
-        if self.options:
-            beams = beams_for(self.options.beam_size or model_beam_size, self.options.nbest)
-        return beams * sum(len(sentence) for sentence in self.sentences)
+    @property
+    def characters(self) -> int:
+        return sum(len(sentence) for sentence in self.sentences)
 
 
 class Batcher:
@@ -141,8 +137,16 @@ class Batcher:
         with self.changed:
             return self.forming_work + sum(self.work(job) for job in self.queued_jobs())
 
+    def beams(self, options: Options | None) -> int:
+        """The beams a job with these options is decoded with: its beam size, else the
+        model's own (an attention job: one)."""
+        if options is None:
+            return 1
+        return beams_for(options.beam_size or self.beam_size, options.nbest)
+
     def work(self, job: Job) -> int:
-        return job.work(self.beam_size)
+        """What decoding a job costs, roughly: characters x beams."""
+        return self.beams(job.options) * job.characters
 
     def drain(self, within_s: float | None = None) -> None:
         with self.changed:
@@ -259,8 +263,7 @@ class Batcher:
         engine = self.loaded()
         if options is None:
             return [engine.attention(job.sentences[0]) for job in jobs]
-        beams = beams_for(options.beam_size or self.beam_size, options.nbest)
-        decoding = dataclasses.replace(engine.config.decode, beam_size=beams)
+        decoding = dataclasses.replace(engine.config.decode, beam_size=self.beams(options))
         decoding.placeholders = options.placeholders or decoding.placeholders
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
         translated = translate_texts(engine, together, decoding, options.nbest)
