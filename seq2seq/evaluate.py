@@ -69,10 +69,11 @@ def main(argv: list[str] | None = None) -> None:
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
     result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)
+    facts = engine.facts()
     result.update(
         checkpoint=str(checkpoint),
-        checkpoint_step=engine.facts()["checkpoint"].get("step"),
-        engine=engine.facts()["engine"],
+        checkpoint_step=facts["checkpoint"].get("step"),
+        engine=facts["engine"],
         no_repeat_ngram=config.decode.no_repeat_ngram,  # greedy's and beam search's
     )
     if config.decode.beam_size > 1:

@@ -224,7 +224,7 @@ def by_source(parts: list[Part]) -> dict[str, list[int]]:
     return groups
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Asked:
     """A LibreTranslate /translate request, checked: what to translate, and how to answer."""
 
