@@ -4,7 +4,11 @@ page between two marker lines).
 
     machine()                     device, its name, cores, threads, torch, Python, the date
     machine_speed(device)         a 2048x2048 matmul's GFLOP/s and `import torch`'s seconds
-    run_and_measure(command)      a command's wall seconds and peak resident memory
+    run(command, ...) -> Ran      THE way a benchmark runs a command to its end: its wall seconds,
+                                  peak resident memory, exit code and output (stopped at a budget)
+    run_and_measure(command)      run's wall seconds and peak memory, for a command that must pass
+    timed_translation(translate, sentences, decoding)   THE in-process decoding timer: seconds
+                                  and the outputs of one call, after a warm-up
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
@@ -15,10 +19,15 @@ import datetime
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -81,15 +90,92 @@ def import_torch_seconds(runs: int = 3) -> float:
     return min(run_and_measure([sys.executable, "-c", "import torch"])[0] for _ in range(runs))
 
 
+POLL_SECONDS = 0.2  # how often run() looks at a command given a budget or on_poll
+GRACE_SECONDS = 60  # after the stop signal at the budget, before SIGKILL
+WARMUP_SENTENCES = 16  # decoded before a timed translation
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A command run to its end."""
+
+    seconds: float  # wall
+    peak_mib: float  # its peak resident memory (Linux's ru_maxrss)
+    code: int  # exit code
+    stdout: str  # what it printed, unless it went to the file `out`
+
+
+def run(
+    command: list[str],
+    *,
+    stdin: Path | None = None,
+    out: Path | None = None,
+    log: Path | None = None,
+    cwd: Path | None = None,
+    env: dict | None = None,
+    budget: float | None = None,
+    stop: int = signal.SIGTERM,
+    on_poll: Callable[[float], None] | None = None,
+    allowed: tuple[int, ...] | None = (0,),
+) -> Ran:
+    """Run `command` in `cwd` (None: this process's), progress bars off and `env` added to the
+    environment: stdin from the file `stdin`, stdout to the file `out` (else kept in
+    Ran.stdout), stderr to the file `log` (else a temporary one). While it runs, on_poll(seconds
+    since the start); at `budget` seconds it gets `stop` (SIGKILL GRACE_SECONDS later). An exit
+    code not in `allowed` (None: any) stops the benchmark with the end of its stderr."""
+    env = dict(os.environ, TQDM_DISABLE="1", **(env or {}))
+    with tempfile.TemporaryDirectory() as folder, ExitStack() as files:
+        log, printed = log or Path(folder, "stderr"), out or Path(folder, "stdout")
+        err = files.enter_context(open(log, "w"))
+        stdout = files.enter_context(open(printed, "w"))
+        inp = files.enter_context(open(stdin or os.devnull, "rb"))
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdin=inp, stdout=stdout, stderr=err, env=env, cwd=cwd)
+        if budget is None and on_poll is None:
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = time.perf_counter() - start
+        else:
+            status, usage, seconds = watch(process, start, budget, stop, on_poll)
+        code = process.returncode = os.waitstatus_to_exitcode(status)  # reaped by os.wait4
+        files.close()
+        if allowed is not None and code not in allowed:
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            sys.exit(f"{' '.join(map(str, command[:6]))} ... exited {code}:\n" + "\n".join(tail))
+        text = "" if out else printed.read_text(errors="replace")
+    return Ran(seconds, usage.ru_maxrss / 1024, code, text)
+
+
+def watch(process, start: float, budget, stop: int, on_poll) -> tuple:
+    """Poll a running process until it exits; -> its os.wait4 status, rusage, wall seconds."""
+    stopped_at = None
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        elapsed = time.perf_counter() - start
+        if on_poll:
+            on_poll(elapsed)
+        if pid:
+            return status, usage, elapsed
+        if budget is not None and stopped_at is None and elapsed >= budget:
+            process.send_signal(stop)
+            stopped_at = elapsed
+        elif stopped_at is not None and elapsed - stopped_at > GRACE_SECONDS:
+            process.kill()
+        time.sleep(POLL_SECONDS)
+
+
 def run_and_measure(command: list[str]) -> tuple[float, float]:
-    """Run a command; return its wall seconds and its peak resident memory in MiB."""
+    """Run a command that must succeed; return its wall seconds and peak resident memory in MiB."""
+    ran = run(command)
+    return ran.seconds, ran.peak_mib
+
+
+def timed_translation(translate: Callable, sentences: list, decoding) -> tuple[float, object]:
+    """`translate(sentences, decoding)` (an engine's translate, or anything called alike),
+    after a warm-up on the first WARMUP_SENTENCES: its wall seconds and what it returned."""
+    translate(sentences[:WARMUP_SENTENCES], decoding)
     start = time.perf_counter()
-    quiet = dict(os.environ, TQDM_DISABLE="1")  # no progress bars in the benchmark's output
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=quiet)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"benchmark step failed: {' '.join(command)}")
-    return time.perf_counter() - start, usage.ru_maxrss / 1024  # Linux reports KiB
+    result = translate(sentences, decoding)
+    return time.perf_counter() - start, result
 
 
 def synchronize(device) -> None:

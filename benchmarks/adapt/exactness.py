@@ -14,7 +14,6 @@ and each side's BLEU (sacreBLEU, against the references).
 """
 
 import argparse
-import gzip
 import json
 import tempfile
 import zipfile
@@ -23,20 +22,17 @@ from pathlib import Path
 import sacrebleu
 import sentencepiece as spm
 
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.adapt.tuning import MULTI30K
+from benchmarks.common import RESULTS, machine, save_results
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.batches import search_sources
 from seq2seq.exports.importing import import_model
 from seq2seq.support.errors import run_cli
+from seq2seq.text.parallel import read_lines
 
 OUT = RESULTS / "adapt_import"
 LONGEST = 200  # output pieces, both sides
 BEAMS = (1, 4)
-
-
-def lines(path: Path) -> list[str]:
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode().splitlines()
 
 
 def ctranslate2_outputs(folder: Path, sentences: list[str], beam: int) -> list[str]:
@@ -101,14 +97,14 @@ def table(results: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="benchmarks.adapt.exactness", description=__doc__)
     parser.add_argument("packages", type=Path, nargs="+")
-    default_test = ROOT.parent / "shared/corpora/multi30k/test_2016_flickr"
+    default_test = MULTI30K / "test_2016_flickr"
     parser.add_argument("--test", type=Path, default=default_test, help="PREFIX of PREFIX.src.gz")
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    sentences = lines(args.test.with_name(f"{args.test.name}.{args.src}.gz"))
-    references = lines(args.test.with_name(f"{args.test.name}.{args.tgt}.gz"))
+    sentences = read_lines(args.test.with_name(f"{args.test.name}.{args.src}.gz"))
+    references = read_lines(args.test.with_name(f"{args.test.name}.{args.tgt}.gz"))
     rows = [compare(package, sentences, references) for package in args.packages]
     results = {"machine": machine(), "test": f"{args.test.name} ({args.src} -> {args.tgt})",
                "sentences": len(sentences), "packages": rows}  # fmt: skip

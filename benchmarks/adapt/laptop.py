@@ -10,26 +10,23 @@ own OpenNMT-py converter (synthetic.py): speed and memory do not depend on what 
 know. It is imported (python -m seq2seq.import_model) and fine-tuned on Multi30k's English
 -> German pairs (../shared/corpora/multi30k, or --multi30k) for --steps steps with the
 machine's precision (train.precision auto: bf16 where the CPU computes it), each setting in
-a process of its own: the whole run's wall time and peak RSS (validation included: 20
-sentences), and the training's tokens/s (source and target tokens, the training log's).
+a process of its own (tuning.py): the whole run's wall time and peak RSS (validation
+included: 20 sentences), and the training's tokens/s (source and target tokens, the training
+log's).
 """
 
 import argparse
-import gzip
 import io
-import json
-import os
-import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import sentencepiece as spm
-import yaml
 
 from benchmarks.adapt.synthetic import BASE, Shape, opennmt_checkpoint, package
-from benchmarks.common import RESULTS, ROOT, machine, run_and_measure, save_results
+from benchmarks.adapt.tuning import MULTI30K, fine_tuning, footnote, fresh, prepare, train
+from benchmarks.common import RESULTS, ROOT, machine, save_results
 from seq2seq.support.errors import UserError, run_cli
+from seq2seq.text.parallel import read_lines
 
 OUT = RESULTS / "adapt_laptop"
 PIECES = 50_000  # Locomotive's sentencepiece vocabulary
@@ -38,13 +35,14 @@ KEEPS = [  # a setting's name and the train section's overrides
     ("keep_teacher 0.5", {"keep_teacher": 0.5}),
     ("keep_weights 1", {"keep_weights": 1.0}),
 ]
+CORPUS = {"type": "sources", "name": "multi30k_en_de", "train_sources": [{"file": "pairs.tsv"}],
+          "valid_size": 20}  # fmt: skip
 
 
 def multi30k_pairs(folder: Path) -> list[str]:
     """English -> German training pairs of Multi30k, as TSV lines."""
-    en, de = (gzip.decompress((folder / f"train.{lang}.gz").read_bytes()) for lang in ("en", "de"))
-    pairs = zip(en.decode().splitlines(), de.decode().splitlines(), strict=True)
-    return [f"{' '.join(a.split())}\t{' '.join(b.split())}" for a, b in pairs]  # no tab inside
+    en, de = (read_lines(folder / f"train.{lang}.gz") for lang in ("en", "de"))
+    return [f"{' '.join(a.split())}\t{' '.join(b.split())}" for a, b in zip(en, de, strict=True)]
 
 
 def base_package(work: Path, pairs: list[str]) -> Path:
@@ -66,27 +64,17 @@ def base_package(work: Path, pairs: list[str]) -> Path:
     return package(work / "en_de", converter, sp_bytes, quantization="int8")
 
 
-def fine_tuning_config(work: Path, steps: int, batch_tokens: int, keep: dict) -> dict:
-    return {
-        "base": "imported/config.yaml",
-        "experiment": "tuned",
-        "corpus": {"type": "sources", "name": "multi30k_en_de",
-                   "train_sources": [{"file": "pairs.tsv"}], "valid_size": 20},
-        "train": {"init_from": "imported/best.pt", "max_steps": steps, "eval_every": steps,
-                  "warmup_steps": 10, "lr": 1e-4, "min_lr": 1e-5, "batch_tokens": batch_tokens,
-                  "average_last": 0, **keep},
-    }  # fmt: skip
+def config(steps: int, batch_tokens: int, keep: dict) -> dict:
+    train = {"max_steps": steps, "eval_every": steps, "warmup_steps": 10, "lr": 1e-4,
+             "min_lr": 1e-5, "batch_tokens": batch_tokens, "average_last": 0, **keep}  # fmt: skip
+    return fine_tuning(CORPUS, train)
 
 
 def measure(work: Path, steps: int, batch_tokens: int, keep: dict) -> dict:
     """One fine-tuning run in its own process: wall seconds, peak RSS, tokens/s."""
-    config = work / "tuned.yaml"
-    config.write_text(yaml.safe_dump(fine_tuning_config(work, steps, batch_tokens, keep)))
-    shutil.rmtree(work / "runs/tuned", ignore_errors=True)
-    seconds, rss = run_and_measure([sys.executable, "-m", "seq2seq.train", "--config", str(config)])
-    records = [json.loads(line) for line in (work / "runs/tuned/metrics.jsonl").open()]
-    return {"wall_s": round(seconds, 1), "peak_rss_mib": round(rss),
-            "tokens_per_s": round(records[-1]["tokens_per_s"])}  # fmt: skip
+    trained = train(work, "tuned", config(steps, batch_tokens, keep))
+    return {"wall_s": round(trained.ran.seconds, 1), "peak_rss_mib": round(trained.ran.peak_mib),
+            "tokens_per_s": round(trained.metrics[-1]["tokens_per_s"])}  # fmt: skip
 
 
 def table(results: dict) -> str:
@@ -97,9 +85,8 @@ def table(results: dict) -> str:
     for row in results["runs"]:
         lines.append(f"| {row['setting']} | {row['batch_tokens']:,} | {row['tokens_per_s']:,} | "
                      f"{row['peak_rss_mib'] / 1024:.2f} GiB | {row['wall_s']} |")  # fmt: skip
-    m = results["machine"]
-    lines += ["", f"{results['steps']} steps each; {m['device_name']}, {m['cpu_count']} cores, "
-              f"torch {m['torch']}, {m['date'][:10]} (`make bench-adapt-laptop`)."]  # fmt: skip
+    lines += ["", f"{results['steps']} steps each; "
+              + footnote(results["machine"], "make bench-adapt-laptop")]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -107,24 +94,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="benchmarks.adapt.laptop", description=__doc__)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-tokens", type=int, nargs="+", default=[1000, 2000])
-    parser.add_argument("--multi30k", type=Path, default=ROOT.parent / "shared/corpora/multi30k")
+    parser.add_argument("--multi30k", type=Path, default=MULTI30K)
     parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt-laptop")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     if not (args.multi30k / "train.en.gz").exists():
         raise UserError(f"{args.multi30k}: no train.en.gz (Multi30k's files: --multi30k DIR)")
-    work = args.work.resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    os.chdir(work)  # the runs' data/ and runs/ go there
-    pairs = multi30k_pairs(args.multi30k)
+    work, pairs = fresh(args.work.resolve()), multi30k_pairs(args.multi30k)
     (work / "pairs.tsv").write_text("\n".join(pairs) + "\n", "utf-8")
-    folder = base_package(work, pairs)
-    imported = str(work / "imported/best.pt")
-    run_and_measure([sys.executable, "-m", "seq2seq.import_model", str(folder), imported])
-    run_and_measure(
-        [sys.executable, "-m", "seq2seq.data", "--config", str(write_data_config(work))]
-    )
+    prepare(work, base_package(work, pairs), config(1, 2000, {}))  # only its corpus counts
     runs = []
     for batch_tokens in args.batch_tokens:
         for name, keep in KEEPS:
@@ -133,12 +111,6 @@ def main(argv: list[str] | None = None) -> None:
             print(runs[-1], flush=True)
     results = {"machine": machine(), "steps": args.steps, "pieces": PIECES, "runs": runs}
     save_results(args.out, results, table(results))
-
-
-def write_data_config(work: Path) -> Path:
-    config = work / "tuned.yaml"
-    config.write_text(yaml.safe_dump(fine_tuning_config(work, 1, 2000, {})))
-    return config
 
 
 if __name__ == "__main__":

@@ -62,14 +62,10 @@ model in the package (not downloadable here; Argos then splits sentences with Mi
 """
 
 import argparse
-import gzip
 import json
 import os
 import random
 import re
-import signal
-import subprocess
-import time
 import zipfile
 from pathlib import Path
 
@@ -77,21 +73,17 @@ import ctranslate2
 import sacrebleu
 import sentencepiece as spm
 
+from benchmarks.adapt.synthetic import METADATA
+from benchmarks.adapt.tuning import MULTI30K
+from benchmarks.common import ROOT, run, timed_translation
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
+from seq2seq.text.parallel import read_lines
 
-ROOT = Path(__file__).resolve().parents[2]
-CORPUS = ROOT.parent / "shared/corpora/multi30k"
-SRC, TGT = "en", "de"
-METADATA = {
-    "package_version": "1.0",
-    "argos_version": "1.9.0",
-    "from_code": SRC,
-    "from_name": "English",
-    "to_code": TGT,
-    "to_name": "German",
-}
+SRC, TGT = METADATA["from_code"], METADATA["to_code"]
 ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # its checkpoints pickle its options
+ARGOS_DECODING = {"replace_unknowns": True, "max_batch_size": 32, "batch_type": "tokens",
+                  "beam_size": 4, "num_hypotheses": 1, "length_penalty": 0.2}  # fmt: skip
 
 
 def main() -> None:
@@ -135,7 +127,7 @@ def main() -> None:
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=ROOT / "runs/bench-adapt-package")
-    p.add_argument("--corpus", type=Path, default=CORPUS, help="Multi30k's folder (*.en.gz)")
+    p.add_argument("--corpus", type=Path, default=MULTI30K, help="Multi30k's folder (*.en.gz)")
     p.add_argument("--onmt-venv", type=Path, default=ROOT / "benchmarks/.venv-opennmt")
     p.add_argument("--minutes", type=float, default=45.0, help="onmt_train's time budget")
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
@@ -147,6 +139,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--toy", action="store_true", help="1+1 layers for 90 seconds: a smoke test")
     args = p.parse_args()
+    args.onmt_venv = args.onmt_venv.resolve()
     if args.toy:
         args.layers, args.minutes, args.checkpoint_steps = 1, 1.5, 10
     for name in ("train", "val", "test_2016_flickr"):
@@ -158,22 +151,12 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def read_lines(path: Path) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
 def prepare_data(corpus: Path, data: Path) -> None:
     """Locomotive's merge_shuffle for one source: the pairs shuffled, as src-/tgt-*.txt."""
     data.mkdir(parents=True, exist_ok=True)
-    for split, name in (("train", "train"), ("val", "val")):
-        pairs = list(
-            zip(
-                read_lines(corpus / f"{name}.{SRC}.gz"),
-                read_lines(corpus / f"{name}.{TGT}.gz"),
-                strict=True,
-            )
-        )
+    for split in ("train", "val"):
+        sides = (read_lines(corpus / f"{split}.{lang}.gz") for lang in (SRC, TGT))
+        pairs = list(zip(*sides, strict=True))
         random.Random(1).shuffle(pairs)
         for side, lines in zip(("src", "tgt"), zip(*pairs, strict=True), strict=True):
             (data / f"{side}-{split}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -215,86 +198,42 @@ def onmt_config(out: Path, args: argparse.Namespace) -> dict:
         "valid": {"path_src": str(data / "src-val.txt"), "path_tgt": str(data / "tgt-val.txt"),
                   "transforms": transforms},
     }  # fmt: skip
+    vocab, steps = str(onmt / "openmt.vocab"), args.checkpoint_steps
     return {
-        "save_data": str(onmt),
-        "src_vocab": str(onmt / "openmt.vocab"),
-        "tgt_vocab": str(onmt / "openmt.vocab"),
-        "src_vocab_size": args.vocab_size,
-        "tgt_vocab_size": args.vocab_size,
-        "share_vocab": True,
-        "data": corpora,
-        "src_subword_type": "sentencepiece",
-        "tgt_subword_type": "sentencepiece",
+        # data, vocabulary and pieces
+        "save_data": str(onmt), "src_vocab": vocab, "tgt_vocab": vocab,
+        "src_vocab_size": args.vocab_size, "tgt_vocab_size": args.vocab_size, "share_vocab": True,
+        "data": corpora, "src_subword_type": "sentencepiece", "tgt_subword_type": "sentencepiece",
         "src_onmttok_kwargs": {"mode": "none", "lang": SRC},
         "tgt_onmttok_kwargs": {"mode": "none", "lang": TGT},
-        "src_subword_model": sp,
-        "tgt_subword_model": sp,
-        "src_subword_nbest": 1,
-        "src_subword_alpha": 0.0,
-        "tgt_subword_nbest": 1,
-        "tgt_subword_alpha": 0.0,
-        "src_seq_length": 150,
-        "tgt_seq_length": 150,
-        "skip_empty_level": "silent",
-        "save_model": str(onmt / "openmt.model"),
-        "save_checkpoint_steps": args.checkpoint_steps,
-        "keep_checkpoint": 10,
-        "valid_steps": args.checkpoint_steps,
-        "train_steps": 100000,
-        "early_stopping": 4,
-        "bucket_size": 32768,
-        "num_worker": 2,
-        "world_size": 1,
-        "batch_type": "tokens",
-        "queue_size": 10000,
-        "batch_size": args.batch_size,
-        "valid_batch_size": 2048,
-        "max_generator_batches": 2,
-        "accum_count": [1],
-        "accum_steps": [0],
-        "model_dtype": "fp32",
-        "optim": "adam",
-        "learning_rate": 0.15,
-        "warmup_steps": 16000,
-        "decay_method": "rsqrt",
-        "adam_beta2": 0.998,
-        "max_grad_norm": 0,
-        "label_smoothing": 0.1,
-        "param_init": 0,
-        "param_init_glorot": True,
-        "normalization": "tokens",
-        "encoder_type": "transformer",
-        "decoder_type": "transformer",
-        "position_encoding": True,
-        "enc_layers": args.layers,
-        "dec_layers": args.layers,
-        "heads": args.heads,
-        "hidden_size": args.width,
-        "word_vec_size": args.width,
-        "transformer_ff": 4 * args.width,
-        "dropout_steps": [0],
-        "dropout": [0.1],
-        "attention_dropout": [0.1],
-        "share_decoder_embeddings": True,
-        "share_embeddings": True,
-        "seed": 1,
-    }
+        "src_subword_model": sp, "tgt_subword_model": sp,
+        "src_subword_nbest": 1, "src_subword_alpha": 0.0,
+        "tgt_subword_nbest": 1, "tgt_subword_alpha": 0.0,
+        "src_seq_length": 150, "tgt_seq_length": 150, "skip_empty_level": "silent",
+        # checkpoints, batches
+        "save_model": str(onmt / "openmt.model"), "save_checkpoint_steps": steps,
+        "keep_checkpoint": 10, "valid_steps": steps, "train_steps": 100000, "early_stopping": 4,
+        "bucket_size": 32768, "num_worker": 2, "world_size": 1, "batch_type": "tokens",
+        "queue_size": 10000, "batch_size": args.batch_size, "valid_batch_size": 2048,
+        "max_generator_batches": 2, "accum_count": [1], "accum_steps": [0], "model_dtype": "fp32",
+        # optimizer
+        "optim": "adam", "learning_rate": 0.15, "warmup_steps": 16000, "decay_method": "rsqrt",
+        "adam_beta2": 0.998, "max_grad_norm": 0, "label_smoothing": 0.1, "param_init": 0,
+        "param_init_glorot": True, "normalization": "tokens",
+        # model
+        "encoder_type": "transformer", "decoder_type": "transformer", "position_encoding": True,
+        "enc_layers": args.layers, "dec_layers": args.layers, "heads": args.heads,
+        "hidden_size": args.width, "word_vec_size": args.width, "transformer_ff": 4 * args.width,
+        "dropout_steps": [0], "dropout": [0.1], "attention_dropout": [0.1],
+        "share_decoder_embeddings": True, "share_embeddings": True, "seed": 1,
+    }  # fmt: skip
 
 
 def train(args: argparse.Namespace, config: Path, log: Path) -> float:
     """onmt_train until it ends or --minutes pass (then SIGTERM); returns the minutes it ran."""
     command = [str(args.onmt_venv / "bin/onmt_train"), "-config", str(config)]
-    start = time.monotonic()
-    with open(log, "w") as log_file:
-        process = subprocess.Popen(
-            command, stdout=log_file, stderr=subprocess.STDOUT, env=os.environ | ONMT_ENV
-        )
-        try:
-            process.wait(timeout=args.minutes * 60)
-        except subprocess.TimeoutExpired:
-            process.send_signal(signal.SIGTERM)
-            process.wait()
-    return (time.monotonic() - start) / 60
+    ran = run(command, log=log, env=ONMT_ENV, budget=args.minutes * 60, allowed=None)
+    return ran.seconds / 60  # its exit code: a checkpoint saved or not (last_checkpoint)
 
 
 def checkpoint_step(path: Path) -> int:
@@ -318,7 +257,7 @@ def scaled_dot(onmt_venv: Path, checkpoint: Path) -> Path:
         "c['opt'].self_attn_type = 'scaled-dot'; torch.save(c, sys.argv[2])"
     )
     command = [str(onmt_venv / "bin/python"), "-c", code, str(checkpoint), str(copy)]
-    subprocess.run(command, check=True)
+    run(command)
     return copy
 
 
@@ -327,7 +266,7 @@ def convert(onmt_venv: Path, checkpoint: Path, output: Path, quantization: str |
                "--output_dir", str(output), "--force", "--unsafe_deserialization"]  # fmt: skip
     if quantization:
         command += ["--quantization", quantization]
-    subprocess.run(command, check=True, env=os.environ | ONMT_ENV)
+    run(command, env=ONMT_ENV)
 
 
 def package(model: Path, sp_model: Path, archive: Path, top: str) -> None:
@@ -350,18 +289,16 @@ def package(model: Path, sp_model: Path, archive: Path, top: str) -> None:
 def test_bleu(model: Path, sp_model: Path, corpus: Path, threads: int) -> dict:
     """The int8 model on test_2016_flickr as Argos decodes one sentence: pieces from
     sentencepiece, beam 4, length_penalty 0.2, unknowns replaced, decoded by sentencepiece,
-    a leading space removed (no sentence splitting: Multi30k's lines are one sentence each)."""
+    a leading space removed (no sentence splitting: Multi30k's lines are one sentence each);
+    the seconds of that decoding, after a warm-up."""
     sp = spm.SentencePieceProcessor(model_file=str(sp_model))
     sources = read_lines(corpus / f"test_2016_flickr.{SRC}.gz")
     references = read_lines(corpus / f"test_2016_flickr.{TGT}.gz")
     translator = ctranslate2.Translator(str(model), device="cpu", intra_threads=threads)
-    start = time.monotonic()
-    results = translator.translate_batch(
-        [sp.encode(s, out_type=str) for s in sources],
-        replace_unknowns=True, max_batch_size=32, batch_type="tokens",
-        beam_size=4, num_hypotheses=1, length_penalty=0.2,
+    seconds, results = timed_translation(
+        lambda pieces, options: translator.translate_batch(pieces, **options),
+        [sp.encode(s, out_type=str) for s in sources], ARGOS_DECODING,
     )  # fmt: skip
-    seconds = time.monotonic() - start
     hypotheses = [sp.decode(r.hypotheses[0]).removeprefix(" ") for r in results]
     (model.parent / "test_2016_flickr.int8.de").write_text("\n".join(hypotheses) + "\n")
     metric = sacrebleu.BLEU()
@@ -372,7 +309,7 @@ def test_bleu(model: Path, sp_model: Path, corpus: Path, threads: int) -> dict:
 
 def onmt_torch_version(onmt_venv: Path) -> str:
     command = [str(onmt_venv / "bin/python"), "-c", "import torch; print(torch.__version__)"]
-    return subprocess.run(command, capture_output=True, text=True).stdout.strip()
+    return run(command).stdout.strip()
 
 
 if __name__ == "__main__":

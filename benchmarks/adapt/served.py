@@ -22,23 +22,20 @@ Called by benchmarks/adapt/target.py (make bench-adapt) when LibreTranslate's ve
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, run
+from benchmarks.service.clients import Shape, ask
+from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
-from benchmarks.service.libretranslate_peer import translate as libretranslate
 from benchmarks.service.process import running_server
 from seq2seq.support.errors import run_cli
 from seq2seq.text.sentences import split
 
 SERVE = ["serve.threads=1"]  # as LibreTranslate's one CTranslate2 thread
-LIBRETRANSLATE_PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"
 
 
 def package_facts(package: Path) -> dict:
@@ -54,32 +51,28 @@ def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="served-") as tmp:
         package = Path(tmp) / "tuned.argosmodel"
         export = ["seq2seq.export", "argos", "--checkpoint", str(checkpoint), str(package)]
-        subprocess.run([sys.executable, "-m", *export], check=True, stdout=subprocess.DEVNULL)
+        run([sys.executable, "-m", *export])
         facts = package_facts(package)
-        pair = (facts["from_code"], facts["to_code"])
+        shape = Shape.libretranslate(facts["from_code"], facts["to_code"])
         with running_libretranslate(python, [package], like_for_like(4)) as server:
-            theirs = [libretranslate(server.url, s, *pair)[1].get("translatedText")
-                      for s in strings]  # fmt: skip
+            theirs = [ask(server.url, shape, s)[1] for s in strings]  # None: not answered
         with running_server(["--model", str(package)], str(ROOT / "config.yaml"), SERVE) as ours:
-            mine = [answer(ours.url, s, *pair) for s in strings]
+            mine = [answer(ours.url, shape, s) for s in strings]
     differ = [i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b]
-    several = {i for i, text in enumerate(strings) if len(split(text, pair[0]).sentences) > 1}
+    source = facts["from_code"]
+    several = {i for i, text in enumerate(strings) if len(split(text, source).sentences) > 1}
     return {**facts, "strings": len(strings), "differ": len(differ),
             "several_sentences": len(several), "differ_several": len(several.intersection(differ)),
             "examples": [[strings[i], theirs[i], mine[i]] for i in differ[:5]]}  # fmt: skip
 
 
-def answer(url: str, text: str, source: str, target: str) -> str | None:
+def answer(url: str, shape: Shape, text: str) -> str:
     """Our service's answer on LibreTranslate's route, placeholders as LibreTranslate treats
     them (not protected)."""
-    body = {"q": text, "source": source, "target": target, "placeholders": "off"}
-    request = urllib.request.Request(url.rstrip("/") + "/translate", json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response).get("translatedText")
-    except urllib.error.HTTPError as error:
-        sys.exit(f"our service answered {error.code}: {error.read().decode(errors='replace')}")
+    status, translation = ask(url, Shape(shape.api, {**shape.fields, "placeholders": "off"}), text)
+    if status != 200:
+        sys.exit(f"our service answered {status} to {text!r}")
+    return translation
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -33,6 +33,8 @@ class Shape:
 
 
 BASE = Shape(512, 8, 2048, 6, 5000)  # Transformer base, as Locomotive trains it
+METADATA = {"package_version": "1.0", "argos_version": "1.9.0", "from_code": "en",  # Locomotive's
+            "from_name": "English", "to_code": "de", "to_name": "German"}  # fmt: skip
 
 
 def pieces_of(sp_bytes: bytes) -> list[str]:
@@ -141,11 +143,9 @@ def marian_npz(folder: Path, sp_bytes: bytes, rng, shape=Shape()) -> tuple[Path,
 
 
 def package(folder: Path, converter, sp_bytes: bytes, quantization=None) -> Path:
-    """An Argos package's folder: metadata.json (en -> de), sentencepiece.model, model/."""
+    """An Argos package's folder: metadata.json (METADATA), sentencepiece.model, model/."""
     folder.mkdir()
     converter.convert(str(folder / "model"), quantization=quantization)
     (folder / "sentencepiece.model").write_bytes(sp_bytes)
-    metadata = {"package_version": "1.0", "argos_version": "1.9", "from_code": "en",
-                "from_name": "English", "to_code": "de", "to_name": "German"}  # fmt: skip
-    (folder / "metadata.json").write_text(json.dumps(metadata))
+    (folder / "metadata.json").write_text(json.dumps(METADATA))
     return folder

@@ -25,29 +25,26 @@ architecture and pieces, random weights, the toolkit's learning rate 2e-3), fine
 (learning rate 5e-4 warmed up over 100 steps, as suits continued training), and fine-tuned with
 keep_teacher 0.5 or keep_weights 100 (train.keep_*: the pull toward the package's weights is
 lr x 100 a step, 5% at 5e-4). Every run in the same work folder shares one data/ (the catalogs
-encoded with the package's pieces). Last, when LibreTranslate's venv is there, the fine-tuned
-setting chosen by both test sets (chosen()) is given back to LibreTranslate (served.py).
+encoded with the package's pieces: tuning.py). Last, when LibreTranslate's venv is there, the
+fine-tuned setting chosen by both test sets (chosen()) is given back to LibreTranslate
+(served.py).
 """
 
 import argparse
 import dataclasses
-import gzip
 import json
-import os
-import re
-import shutil
-import sys
 from pathlib import Path
 
 import sacrebleu
-import yaml
 
 from benchmarks.adapt.served import LIBRETRANSLATE_PYTHON, compare
-from benchmarks.common import RESULTS, ROOT, machine, run_and_measure, save_results
+from benchmarks.adapt.tuning import IMPORTED, MULTI30K, fine_tuning, footnote, fresh, prepare, train
+from benchmarks.common import RESULTS, ROOT, machine, save_results
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
 from seq2seq.support.errors import UserError, run_cli
+from seq2seq.text.parallel import read_lines
 from seq2seq.text.placeholders import find, share_kept
 from seq2seq.text.sentences import Texts
 
@@ -63,32 +60,21 @@ SETTINGS = {  # a setting's name -> the train section's overrides (None: not tra
 
 
 def config_for(catalogs: Path, minutes: float, overrides: dict) -> dict:
-    return {
-        "base": "imported/config.yaml",
-        "experiment": "tuned",
-        "corpus": {"type": "sources", "name": "catalogs",
-                   "train_sources": [{"file": str(catalogs), "hold_out": 0.2}]},
-        "train": {"init_from": "imported/best.pt", "max_minutes": minutes, "max_steps": 100_000,
-                  "eval_every": 1000, "best_metric": "bleu", **overrides},
-    }  # fmt: skip
+    corpus = {"type": "sources", "name": "catalogs",
+              "train_sources": [{"file": str(catalogs), "hold_out": 0.2}]}  # fmt: skip
+    train = {"max_minutes": minutes, "max_steps": 100_000, "eval_every": 1000,
+             "best_metric": "bleu", **overrides}  # fmt: skip
+    return fine_tuning(corpus, train)
 
 
-def write_config(work: Path, name: str, settings: dict) -> Path:
-    path = work / f"{re.sub(r'[^a-z0-9]+', '_', name).strip('_')}.yaml"
-    settings = {**settings, "experiment": path.stem}
-    path.write_text(yaml.safe_dump(settings, sort_keys=False), "utf-8")
-    return path
-
-
-def train(work: Path, name: str, settings: dict) -> tuple[Path, dict]:
+def train_setting(work: Path, name: str, config: dict) -> tuple[Path, dict]:
     """One setting trained in its own process -> its best checkpoint, minutes and peak RSS."""
-    config = write_config(work, name, settings)
-    shutil.rmtree(work / "runs" / config.stem, ignore_errors=True)
-    seconds, rss = run_and_measure([sys.executable, "-m", "seq2seq.train", "--config", str(config)])
-    steps = [json.loads(line) for line in (work / "runs" / config.stem / "metrics.jsonl").open()]
-    cost = {"minutes": round(seconds / 60, 1), "peak_rss_mib": round(rss),
-            "steps": max(r.get("step", 0) for r in steps)}  # fmt: skip
-    return work / "runs" / config.stem / "best.pt", cost
+    trained = train(work, name, config)
+    return trained.folder / "best.pt", {
+        "minutes": round(trained.ran.seconds / 60, 1),
+        "peak_rss_mib": round(trained.ran.peak_mib),
+        "steps": max(record.get("step", 0) for record in trained.metrics),
+    }
 
 
 def weblate_masked(text: str) -> str:
@@ -132,13 +118,10 @@ def spread(lines: list[str], count: int) -> list[str]:
     return [lines[i * len(lines) // count] for i in range(count)]
 
 
-def split_of(sources: list[str], references: list[str]) -> dict:
-    return {"sources": sources, "references": references}
-
-
-def read_lines(path: Path) -> list[str]:
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8").splitlines()
+def split_of(sources: Path, references: Path, count: int = 0) -> dict:
+    """A test set: `count` of its pairs spread over it (0: all)."""
+    return {"sources": spread(read_lines(sources), count),
+            "references": spread(read_lines(references), count)}  # fmt: skip
 
 
 def table(results: dict) -> str:
@@ -162,15 +145,14 @@ def table(results: dict) -> str:
                   f"differently, {served['differ_several']} of them among the "
                   f"{served['several_sentences']} that our splitter cuts into several sentences "
                   "(LibreTranslate's splitter here: spaCy's sentencizer)."]  # fmt: skip
-    m, d = results["machine"], results["data"]
+    d = results["data"]
     programs = len(d["test_programs"])
     lines += ["", f"In-domain: {d['test']:,} of the {d['test_split']:,} strings of the "
               f"{programs} programs held out "
               f"(English -> German catalogs of {d['catalogs']}; {d['train']:,} training pairs); "
               f"Multi30k: test_2016_flickr. Beam {results['beam']}, length penalty "
               f"{results['length_penalty']}; {results['minutes']} minutes a run; "
-              f"{m['device_name']}, {m['cpu_count']} cores, torch {m['torch']}, "
-              f"{m['date'][:10]} (`make bench-adapt`)."]  # fmt: skip
+              + footnote(results["machine"], "make bench-adapt")]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -190,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--catalogs", type=Path, default=Path("/usr/share/locale/de/LC_MESSAGES"))
     parser.add_argument("--minutes", type=float, default=60, help="each run's time budget")
     parser.add_argument("--beam", type=int, default=4)
-    parser.add_argument("--multi30k", type=Path, default=ROOT.parent / "shared/corpora/multi30k")
+    parser.add_argument("--multi30k", type=Path, default=MULTI30K)
     parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON,
@@ -204,26 +186,18 @@ def main(argv: list[str] | None = None) -> None:
         if not needed.exists():
             raise UserError(f"{needed}: not found (make bench-adapt-package makes the package)")
     package, catalogs = args.package.resolve(), args.catalogs.resolve()
-    multi30k = args.multi30k.resolve()
-    work = args.work.resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    os.chdir(work)  # the runs' data/ and runs/ go there
-    imported = ["seq2seq.import_model", str(package), "imported/best.pt"]
-    run_and_measure([sys.executable, "-m", *imported])
-    data_config = write_config(work, "data", config_for(catalogs, args.minutes, {}))
-    run_and_measure([sys.executable, "-m", "seq2seq.data", "--config", str(data_config)])
+    work = fresh(args.work.resolve())
+    data_config = prepare(work, package, config_for(catalogs, args.minutes, {}))
     decoding = dataclasses.replace(load_config(data_config).decode, beam_size=args.beam)
-    test = split_of(*(read_lines(work / f"data/catalogs/test.{side}") for side in ("src", "tgt")))
-    test = {side: spread(lines, args.test_strings) for side, lines in test.items()}
-    general = split_of(*(read_lines(multi30k / f"test_2016_flickr.{lang}.gz") for lang in
-                         ("en", "de")))  # fmt: skip
+    test = split_of(*(work / f"data/catalogs/test.{side}" for side in ("src", "tgt")),
+                    args.test_strings)  # fmt: skip
+    general = split_of(*(args.multi30k / f"test_2016_flickr.{lang}.gz" for lang in ("en", "de")))
     rows, checkpoints = [], {}
     for name, overrides in SETTINGS.items():
-        row, checkpoints[name] = {"setting": name}, work / "imported/best.pt"
+        row, checkpoints[name] = {"setting": name}, work / IMPORTED
         if overrides is not None:
-            checkpoints[name], cost = train(work, name, config_for(catalogs, args.minutes,
-                                                                   overrides))  # fmt: skip
+            config = config_for(catalogs, args.minutes, overrides)
+            checkpoints[name], cost = train_setting(work, name, config)
             row.update(cost)
         row.update(scores(checkpoints[name], decoding, test, general))
         rows.append(row)

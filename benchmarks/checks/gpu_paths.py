@@ -6,15 +6,15 @@ import contextlib
 import copy
 import json
 import math
-import subprocess
 import sys
-import time
+import tempfile
+from pathlib import Path
 
 import torch
 
 from benchmarks.checks.gpu_setup import RECIPE, Setup, Skip
 from benchmarks.checks.gpu_training import metrics_log
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, run
 from benchmarks.service.load import load_check, timed_command
 from seq2seq.config import Config
 from seq2seq.model.attention import MultiHeadAttention
@@ -94,15 +94,20 @@ def check_attention(setup: Setup) -> tuple[dict, list[str]]:
 # -- the other commands, as subprocesses -------------------------------------------------
 
 
-def run(command: list[str], timeout: float | None = None, **kwargs) -> tuple[float, str]:
-    """Run a command to its end -> (wall seconds, its stdout); an error with the end of its
-    output if it fails."""
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:6])} ... exited {done.returncode}: "
-                           f"{(done.stdout + done.stderr)[-1500:]}")  # fmt: skip
-    return time.perf_counter() - start, done.stdout
+def run_command(command: list[str], cwd: Path | None = None, budget: float | None = None):
+    """Run a command to its end in `cwd` (default: the current folder, the checks' scratch
+    folder), stopped at `budget` seconds -> (wall seconds, its stdout); a RuntimeError with the
+    end of its output when it fails, which gpu_check records as a failed check."""
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder, "stderr")
+        ran = run(command, log=log, cwd=cwd, budget=budget, allowed=None)
+        if ran.code != 0:
+            ended = f"exited {ran.code}"
+            if budget is not None and ran.seconds >= budget:
+                ended = f"did not finish within {budget:.0f} s"
+            output = ran.stdout + log.read_text(errors="replace")
+            raise RuntimeError(f"{' '.join(command[:6])} ... {ended}: {output[-1500:]}")
+    return ran.seconds, ran.stdout
 
 
 def python(*args: str) -> list[str]:
@@ -115,8 +120,8 @@ def check_torchrun(setup: Setup) -> tuple[dict, list[str]]:
     experiment = "experiment=gpu-check-ddp"
     overrides = [experiment, f"train.max_steps={steps}", f"train.eval_every={steps}"]
     launcher = ["torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
-    seconds, _ = run(python(*launcher, "-m", "seq2seq.train", "--restart",
-                            *setup.command_config(*overrides)))  # fmt: skip
+    seconds, _ = run_command(python(*launcher, "-m", "seq2seq.train", "--restart",
+                                    *setup.command_config(*overrides)))  # fmt: skip
     (last,) = metrics_log(setup.config(*overrides))[-1:]
     figures = {"processes": processes, "steps": last["step"], "seconds": seconds,
                "tokens_per_s": last["tokens_per_s"], "valid_loss": last["valid_loss"]}  # fmt: skip
@@ -134,7 +139,7 @@ def trained(setup: Setup) -> Config:
 def check_eval(setup: Setup) -> tuple[dict, list[str]]:
     config = trained(setup)
     settings = setup.command_config(f"experiment={config.experiment}", "decode.beam_size=5")
-    run(python("seq2seq.evaluate", "--again", *settings))  # timed afresh, whatever eval.json has
+    run_command(python("seq2seq.evaluate", "--again", *settings))  # timed afresh
     scores = json.loads((config.run_dir / "eval.json").read_text())
     figures = {
         "greedy_sentences_per_s": scores["sentences_per_s"],
@@ -149,8 +154,8 @@ def check_serve(setup: Setup) -> tuple[dict, list[str]]:
     config = trained(setup)
     source = text_files(config.data_dir, "test")[0]
     figures = load_check(config.checkpoint_path, source, setup.quick, str(RECIPE))
-    failed = figures["serve_failed"] + figures["serve_mismatched"]
-    return figures, [f"{failed} requests failed or mismatched"] if failed else []
+    failed = figures["serve_failed"] + figures["serve_unlike"]
+    return figures, [f"{failed} requests failed or unlike the command's answer"] if failed else []
 
 
 def check_ctranslate2(setup: Setup) -> tuple[dict, list[str]]:
@@ -162,8 +167,8 @@ def check_ctranslate2(setup: Setup) -> tuple[dict, list[str]]:
         raise Skip(f"this ctranslate2 {ctranslate2.__version__} build sees no CUDA device")
     config = trained(setup)
     exported = config.run_dir / "ctranslate2"
-    run(python("seq2seq.export", "ctranslate2", str(exported),
-               "--checkpoint", str(config.checkpoint_path)))  # fmt: skip
+    run_command(python("seq2seq.export", "ctranslate2", str(exported),
+                       "--checkpoint", str(config.checkpoint_path)))  # fmt: skip
     source = text_files(config.data_dir, "test")[0]
     device = ["--device", str(setup.device)]
     ours_s, ours = timed_command(
@@ -187,10 +192,8 @@ def check_pytest(setup: Setup, timeout: float) -> tuple[dict, list[str]]:
     if setup.quick:
         raise Skip("--quick: the nested test suite is skipped (it is the one that runs this)")
     try:
-        seconds, out = run(python("pytest", "-q", "-p", "no:cacheprovider"), timeout, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"timeout_s": timeout}, [f"the suite did not finish within {timeout:.0f} s"]
-    except RuntimeError as error:
+        seconds, out = run_command(python("pytest", "-q", "-p", "no:cacheprovider"), ROOT, timeout)
+    except RuntimeError as error:  # failed, or stopped at the timeout
         return {}, [str(error)[-1500:]]
     summary = out.strip().splitlines()[-1]  # "201 passed, 3 skipped in 95.2s"
     return {"summary": summary.strip("= "), "seconds": seconds}, []

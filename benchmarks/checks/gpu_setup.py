@@ -1,5 +1,5 @@
 """What every check of make gpu-check (gpu_check.py) shares: the recipe, the sizes of a full
-and a quick run, the device, and how a check says it cannot run here (Skip)."""
+and a quick run, the device, how a check says it cannot run here (Skip) and its problems."""
 
 from dataclasses import dataclass
 
@@ -34,6 +34,11 @@ QUICK = Sizes(
 
 class Skip(Exception):
     """This check cannot run here; the message says why."""
+
+
+def problems(*checks: tuple[bool, str]) -> list[str]:
+    """A check's problems: the message of each (holds, message) that does not hold."""
+    return [message for holds, message in checks if not holds]
 
 
 @dataclass

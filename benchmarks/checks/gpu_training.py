@@ -11,7 +11,7 @@ import torch
 from torch._dynamo.utils import counters
 
 import seq2seq.train as train_module
-from benchmarks.checks.gpu_setup import Setup, Skip
+from benchmarks.checks.gpu_setup import Setup, Skip, problems
 from benchmarks.common import cuda_peak_mib, reset_cuda_peak
 from benchmarks.speed.training import compare_training
 from seq2seq.checkpoint import read_state
@@ -91,14 +91,10 @@ def check_training(setup: Setup, tokens: int, mode: str) -> tuple[dict, list[str
     figures = train_and_measure(setup, config)
     first, last = figures["train_loss_first"], figures["train_loss_last"]
     finite = all(math.isfinite(figures[k]) for k in ("train_loss_last", "valid_loss"))
-    return figures, [
-        message
-        for ok, message in [
-            (finite, "the loss is not finite"),
-            (last < first, f"the train loss did not fall ({first:.3f} -> {last:.3f})"),
-        ]
-        if not ok
-    ]
+    return figures, problems(
+        (finite, "the loss is not finite"),
+        (last < first, f"the train loss did not fall ({first:.3f} -> {last:.3f})"),
+    )
 
 
 def check_nn_transformer(setup: Setup) -> tuple[dict, list[str]]:
@@ -161,11 +157,7 @@ def check_resume(setup: Setup) -> tuple[dict, list[str]]:
         "straight_runs_relative_difference": drift,
         "tolerance": allowed,
     }
-    return figures, [
-        message
-        for ok, message in [
-            (stopped_at == stop, f"training did not stop at step {stop}"),
-            (difference <= allowed, f"resumed parameters differ by {difference:.2e}"),
-        ]
-        if not ok
-    ]
+    return figures, problems(
+        (stopped_at == stop, f"training did not stop at step {stop}"),
+        (difference <= allowed, f"resumed parameters differ by {difference:.2e}"),
+    )

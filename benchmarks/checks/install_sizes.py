@@ -16,13 +16,11 @@ A few minutes: the development set alone is over a hundred packages.
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, save_results, with_table
+from benchmarks.common import RESULTS, ROOT, machine, run, save_results, with_table
 
 # Each set, and the make targets that install it (tests/test_setup.py checks them against the
 # Makefile), in the order of the table.
@@ -41,14 +39,12 @@ def measure(python: str, name: str) -> dict:
     spec = "." if name == "core" else f".[{name}]"
     with tempfile.TemporaryDirectory(prefix=f"install-{name}-") as tmp:
         venv = Path(tmp) / "venv"
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        run([python, "-m", "venv", str(venv)])
         pip = [str(venv / "bin/python"), "-m", "pip"]
-        start = time.perf_counter()
-        subprocess.run([*pip, "install", "--quiet", "--no-cache-dir", "-c", "constraints.txt",
-                        "-e", spec], cwd=ROOT, check=True)  # fmt: skip
-        seconds = time.perf_counter() - start
-        listed = subprocess.run([*pip, "list", "--format=json"], capture_output=True, check=True)
-        packages = len(json.loads(listed.stdout)) - 2  # not pip and the project itself
+        install = [*pip, "install", "--quiet", "--no-cache-dir", "-c", "constraints.txt"]
+        seconds = run([*install, "-e", spec], cwd=ROOT).seconds
+        listed = run([*pip, "list", "--format=json"]).stdout
+        packages = len(json.loads(listed)) - 2  # not pip and the project itself
         size = sum(p.stat().st_size for p in venv.rglob("*") if p.is_file() and not p.is_symlink())
     return {"targets": SETS[name], "packages": packages, "bytes": size, "seconds": round(seconds)}
 
@@ -85,7 +81,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     version = [args.python, "-c", "import platform; print(platform.python_version())"]
-    python = subprocess.run(version, capture_output=True, text=True, check=True).stdout.strip()
+    python = run(version).stdout.strip()
     results = {"machine": machine() | {"python": python}, "sets": {}}
     for name in SETS:
         print(f"installing {name} ...", file=sys.stderr, flush=True)

@@ -1,7 +1,7 @@
 """`make bench-peers`: seq2seq against JoeyNMT 2.3.0 and OpenNMT-py 3.5.1 (the trainer of Argos
 Translate's packages), on the same machine, data, vocabulary and model size.
 
-    python -m benchmarks.peers.compare [--budget 360] [--out benchmarks] [--config config.yaml]
+    python -m benchmarks.peers.compare [--budget 360] [--out DIR] [--config config.yaml]
     python -m benchmarks.peers.compare --quick      # 30 s of training each, 100 test sentences
     python -m benchmarks.peers.compare --config configs/multi30k_de_en.yaml --peers opennmt \
         --budget 900
@@ -11,10 +11,7 @@ Trains each toolkit for the same wall-clock budget, one after the other, then de
 sentences greedily with each one's best checkpoint (by valid exact match on the numbers corpus,
 by BLEU on a real one); writes <out>/peers.json and <out>/peers.md (peers_<corpus>.* for
 another corpus than numbers). What each figure measures, the settings chosen for each peer
-and the workarounds for them: benchmarks/README.md. The parts: pieces.py (the text every
-peer reads: our pieces), joeynmt_config.py and joeynmt_peer.py (JoeyNMT's settings,
-running it), opennmt_peer.py (the same for OpenNMT-py), ours.py, measure.py
-(timing, RSS, scores, figures) and report.py (the Markdown).
+and the workarounds for them: benchmarks/README.md; the parts: benchmarks/peers/__init__.py.
 """
 
 import argparse
@@ -23,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import machine, machine_speed, save_results
+from benchmarks.common import RESULTS, ROOT, machine, machine_speed, save_results
 from benchmarks.peers.joeynmt_config import (
     batch_settings,
     joey_config,
@@ -32,7 +29,7 @@ from benchmarks.peers.joeynmt_config import (
     write_yaml,
 )
 from benchmarks.peers.joeynmt_peer import JOEY_PYTHON, decode_joey, train_joey
-from benchmarks.peers.measure import ROOT, Scoring, metric_of
+from benchmarks.peers.measure import Scoring, metric_of
 from benchmarks.peers.opennmt_peer import ONMT_PYTHON, opennmt_config, run_opennmt
 from benchmarks.peers.ours import decode_ours, train_ours
 from benchmarks.peers.pieces import detokenizer, write_pieces
@@ -76,7 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for peer, (name, python) in PEERS.items():
         parser.add_argument(f"--{peer}-python", default=str(python), help=f"{name}'s venv python")
     parser.add_argument(
-        "--out", help="folder for peers.json and .md (default benchmarks; quick runs/peers-quick)"
+        "--out", help=f"folder for peers.json and .md (default {RESULTS}; quick runs/peers-quick)"
     )
     parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
     args = parser.parse_args(argv)
@@ -84,7 +81,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.budget = args.budget or (30.0 if quick else 360.0)
     args.sentences = args.sentences or (100 if quick else 1000)
     args.eval_every = args.eval_every or (50 if quick else 100)
-    args.out = args.out or ("runs/peers-quick" if quick else "benchmarks")
+    args.out = args.out or ("runs/peers-quick" if quick else RESULTS)
     args.experiment = "peers-quick" if quick else "peers"  # runs/<experiment>/
     args.peers = [peer.strip() for peer in args.peers.split(",") if peer.strip()]
     if unknown := set(args.peers) - set(PEERS):
@@ -113,8 +110,11 @@ def scorings(config: Config, pieces: Path, count: int) -> dict:
 
 
 def prepare(args, config: Config) -> dict:
-    """The settings of every side; writes the pieces and each peer's YAML."""
+    """The settings of every side; writes the pieces and each peer's YAML, and makes the
+    folders of each side's logs."""
     run = config.run_dir
+    for side in ("", *args.peers):  # <run>/logs, <run>/<peer>/logs
+        (run / side / "logs").mkdir(parents=True, exist_ok=True)
     pieces = write_pieces(config, run / "pieces")
     limit = output_limit(config, pieces)
     raw = config.to_dict()
@@ -151,7 +151,7 @@ def run_all(args, config: Config, settings: dict) -> tuple[dict, dict]:
     settings["test_sentences"] = len(scoring["ours_test"].refs)
     print(f"training ours for {args.budget:.0f} s ...", flush=True)
     load["ours"] = os.getloadavg()[0]
-    ours = train_ours(args, config, run, settings["metric"])
+    ours = train_ours(args, config, settings["metric"])
     ours.update(decode_ours(config.checkpoint_path, scoring["ours_test"], run / "logs"))
     if "joeynmt" in args.peers:
         print(f"training JoeyNMT for {args.budget:.0f} s, then decoding ...", flush=True)

@@ -8,10 +8,11 @@ import shutil
 import signal
 from pathlib import Path
 
+from benchmarks.common import ROOT, WARMUP_SENTENCES, run
 from benchmarks.peers import measure
 from seq2seq.support.errors import UserError
 
-JOEY_PYTHON = measure.ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
+JOEY_PYTHON = ROOT / "benchmarks/.venv-joeynmt/bin/python"  # installed by make bench-peers
 DRIVER = Path(__file__).with_name("joeynmt_driver.py")  # run by JoeyNMT's Python
 
 
@@ -30,13 +31,13 @@ def train_joey(args, model_dir: Path, config_path: Path, scoring) -> dict:
             appeared.setdefault(int(path.stem), elapsed)
 
     shutil.rmtree(model_dir, ignore_errors=True)  # no <step>.hyps of an earlier run
-    wall, peak, code = measure.run_watched(
-        command, log, budget=args.budget, stop=signal.SIGINT, on_poll=poll
+    stopped = (0, 128 + signal.SIGINT)
+    ran = run(
+        command, log=log, budget=args.budget, stop=signal.SIGINT, on_poll=poll, allowed=stopped
     )
-    measure.check_exit(code, (0, 128 + signal.SIGINT), "JoeyNMT training", log)
     curve = [joey_validation(model_dir, step, appeared[step], scoring) for step in sorted(appeared)]
     curve = [v for v in curve if v is not None]
-    figures = measure.curve_figures(curve, wall, peak, scoring.metric)
+    figures = measure.curve_figures(curve, ran.seconds, ran.peak_mib, scoring.metric)
     step = figures["best_step"] if curve else last_joey_step(model_dir, log)
     keep_only_checkpoint(model_dir, step)
     return {**figures, "decoded_step": step, "curve": curve}
@@ -88,13 +89,10 @@ def decode_joey(args, joey_dir: Path, scoring) -> dict:
         figures[size] = scoring.command_figures(command, logs / f"joeynmt-batch{size}")
     sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
     command = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
-    command += [str(scoring.source), str(measure.WARMUP_SENTENCES), sizes]
-    log, out = logs / "joeynmt-driver.log", logs / "joeynmt-driver.json"
-    _, _, code = measure.run_watched(command, log, out=out)
-    measure.check_exit(code, (0,), "the JoeyNMT decoding driver", log)
-    timed = json.loads(out.read_text("utf-8"))
+    command += [str(scoring.source), str(WARMUP_SENTENCES), sizes]
+    timed = json.loads(run(command, log=logs / "joeynmt-driver.log").stdout)
     for size in measure.BATCH_SIZES:
-        run = timed[str(size)]
-        figures[size].update(scoring.inprocess_figures(run["seconds"], run["hypotheses"]))
+        decoded = timed[str(size)]
+        figures[size].update(scoring.inprocess_figures(decoded["seconds"], decoded["hypotheses"]))
     sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
     return {**measure.flatten_batches(figures), **sizes_info}

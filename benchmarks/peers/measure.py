@@ -1,17 +1,12 @@
-"""How `make bench-peers` measures every toolkit alike (benchmarks/README.md): a command's wall
-time and peak RSS, validations read from a file as it grows, the score of a decoding (exact
-match, or BLEU on a real corpus), and the figures of a training run and of a decoding."""
+"""How `make bench-peers` measures every toolkit alike (benchmarks/README.md): validations read
+from a file as it grows, the score of a decoding (exact match, or BLEU on a real corpus), and
+the figures of a training run and of a decoding (its command run by benchmarks.common.run)."""
 
-import os
-import signal
-import subprocess
-import time
 from collections.abc import Callable
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import ROOT
+from benchmarks.common import run
 from seq2seq.config import Config
 from seq2seq.support.errors import UserError
 from seq2seq.training.metrics import exact_match, sacrebleu_scores
@@ -20,69 +15,6 @@ from seq2seq.training.metrics import exact_match, sacrebleu_scores
 # whose figure is the time to the best validation of the budget (seconds_to_best)
 TARGETS = {"exact_match": {"99": 0.99, "99_5": 0.995}, "bleu": {}}
 BATCH_SIZES = (64, 1)  # decoding
-WARMUP_SENTENCES = 16  # decoded before the in-process timing
-POLL_SECONDS = 0.2
-GRACE_SECONDS = 60  # after the stop signal, before SIGKILL
-
-
-# ---------------------------------------------------------------- running and watching
-
-
-def run_watched(
-    command: list[str],
-    log: Path,
-    out: Path | None = None,
-    stdin: Path | None = None,
-    budget: float | None = None,
-    stop: int = signal.SIGTERM,
-    on_poll=None,
-    env: dict | None = None,
-) -> tuple[float, float, int]:
-    """Run `command` in the repository root, with `env` added to the environment: stdin from
-    the file `stdin`, stdout to `out` (or with stderr to `log`). While it runs, call
-    on_poll(seconds since the start); at `budget` seconds send it `stop`. -> (wall seconds,
-    peak RSS in MiB, exit code)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, TQDM_DISABLE="1", **(env or {}))
-    with ExitStack() as files:
-        err = files.enter_context(open(log, "w"))
-        stdout = files.enter_context(open(out, "w")) if out else err
-        inp = files.enter_context(open(stdin or os.devnull, "rb"))
-        start = time.perf_counter()
-        process = subprocess.Popen(
-            command, stdin=inp, stdout=stdout, stderr=err, env=env, cwd=ROOT
-        )  # fmt: skip
-        if budget is None and on_poll is None:
-            _, status, usage = os.wait4(process.pid, 0)
-            elapsed = time.perf_counter() - start
-        else:
-            status, usage, elapsed = watch(process, start, budget, stop, on_poll)
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped by os.wait4
-    return elapsed, usage.ru_maxrss / 1024, process.returncode
-
-
-def watch(process, start: float, budget, stop: int, on_poll) -> tuple:
-    """Poll a running process until it exits; -> its os.wait4 status, rusage, wall seconds."""
-    stopped_at = None
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        elapsed = time.perf_counter() - start
-        if on_poll:
-            on_poll(elapsed)
-        if pid:
-            return status, usage, elapsed
-        if budget is not None and stopped_at is None and elapsed >= budget:
-            process.send_signal(stop)
-            stopped_at = elapsed
-        elif stopped_at is not None and elapsed - stopped_at > GRACE_SECONDS:
-            process.kill()
-        time.sleep(POLL_SECONDS)
-
-
-def check_exit(code: int, allowed: tuple, what: str, log: Path) -> None:
-    if code not in allowed:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise UserError(f"{what} failed (exit code {code}); the end of {log}:\n{tail}")
 
 
 def new_lines(path: Path, seen: int) -> list[str]:
@@ -159,15 +91,14 @@ class Scoring:
         log, out, output = (stem.with_suffix(suffix) for suffix in (".log", ".out", ".hyps"))
         translations = output if "{output}" in command else out
         command = [str(output) if arg == "{output}" else arg for arg in command]
-        wall, peak, code = run_watched(command, log, out=out, stdin=self.source, env=env)
-        check_exit(code, (0,), f"translation ({' '.join(command[1:4])} ...)", log)
+        ran = run(command, stdin=self.source, out=out, log=log, env=env)
         hyps = translations.read_text("utf-8").splitlines()
         if len(hyps) != len(self.refs):
             raise UserError(f"{out}: {len(hyps)} lines for {len(self.refs)} inputs (see {log})")
         return {
-            "command_sentences_per_s": len(hyps) / wall,
-            "command_seconds": wall,
-            "command_peak_memory_mib": peak,
+            "command_sentences_per_s": len(hyps) / ran.seconds,
+            "command_seconds": ran.seconds,
+            "command_peak_memory_mib": ran.peak_mib,
             f"command_{self.metric}": self.score(hyps),
         }
 

@@ -12,11 +12,12 @@ import json
 import signal
 from pathlib import Path
 
+from benchmarks.common import ROOT, WARMUP_SENTENCES, run
 from benchmarks.peers import measure
 from seq2seq.config import Config
 from seq2seq.support.errors import UserError
 
-ONMT_PYTHON = measure.ROOT / "benchmarks/.venv-opennmt/bin/python"  # installed by make bench-peers
+ONMT_PYTHON = ROOT / "benchmarks/.venv-opennmt/bin/python"  # installed by make bench-peers
 DRIVER = Path(__file__).with_name("opennmt_driver.py")  # run by OpenNMT-py's Python
 # OpenNMT-py 3.5.1 pickles its options into its checkpoints: torch >= 2.6 loads them only with
 # weights_only off, which this variable turns on for its processes (their own files only).
@@ -90,14 +91,11 @@ def train_opennmt(args, model_dir: Path, config_path: Path) -> tuple[dict, float
 
     for old in model_dir.glob("model_step_*.pt") if model_dir.is_dir() else ():
         old.unlink()  # no checkpoint of an earlier run
-    wall, peak, code = measure.run_watched(
-        command, log, budget=args.budget, on_poll=poll, env=ENV
-    )  # fmt: skip
     stopped = (0, -signal.SIGTERM, 128 + signal.SIGTERM)
-    measure.check_exit(code, stopped, "OpenNMT-py training", log)
+    ran = run(command, log=log, env=ENV, budget=args.budget, on_poll=poll, allowed=stopped)
     if not appeared:
         raise UserError(f"OpenNMT-py saved no checkpoint within {args.budget:.0f} s (see {log})")
-    return appeared, wall, peak
+    return appeared, ran.seconds, ran.peak_mib
 
 
 def opennmt_curve(args, model_dir: Path, appeared: dict, valid, max_length: int) -> list[dict]:
@@ -135,11 +133,11 @@ def decode_opennmt(args, model_dir: Path, step: int, test, max_length: int) -> d
         figures[size] = test.command_figures(command, logs / f"opennmt-batch{size}", ENV)
     sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
     timed = drive(
-        args, [checkpoint], test.source, sizes, measure.WARMUP_SENTENCES, max_length, logs / "test"
-    )  # fmt: skip
+        args, [checkpoint], test.source, sizes, WARMUP_SENTENCES, max_length, logs / "test"
+    )
     for size in measure.BATCH_SIZES:
-        run = timed[checkpoint][str(size)]
-        figures[size].update(test.inprocess_figures(run["seconds"], run["hypotheses"]))
+        decoded = timed[checkpoint][str(size)]
+        figures[size].update(test.inprocess_figures(decoded["seconds"], decoded["hypotheses"]))
     sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
     return {**measure.flatten_batches(figures), **sizes_info}
 
@@ -150,10 +148,7 @@ def drive(args, checkpoints: list[str], source: Path, sizes: str, warmup: int, m
     command = [args.opennmt_python, str(DRIVER), str(source), str(warmup), sizes]
     command += [str(max_length), *checkpoints]
     log = stem.with_name(f"opennmt-driver-{stem.name}.log")
-    out = log.with_suffix(".json")
-    _, _, code = measure.run_watched(command, log, out=out, env=ENV)
-    measure.check_exit(code, (0,), "the OpenNMT-py decoding driver", log)
-    return json.loads(out.read_text("utf-8"))
+    return json.loads(run(command, log=log, env=ENV).stdout)
 
 
 def run_opennmt(args, config_path: Path, valid, test, max_length: int) -> dict:

@@ -5,10 +5,10 @@ process."""
 import json
 import signal
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
+from benchmarks.common import run, timed_translation
 from benchmarks.peers import measure
 from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
@@ -17,10 +17,10 @@ from seq2seq.support.errors import UserError
 from seq2seq.support.paths import METRICS
 
 
-def train_ours(args, config: Config, run: Path, metric: str) -> dict:
+def train_ours(args, config: Config, metric: str) -> dict:
     """`python -m seq2seq.train` for the budget (SIGTERM: it saves and exits), validations
     timed by when their line appears in metrics.jsonl."""
-    log, metrics, curve = run / "logs/ours-train.log", config.run_dir / METRICS, []
+    log, metrics, curve = config.run_dir / "logs/ours-train.log", config.run_dir / METRICS, []
     command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", args.config]
     command += [*args.overrides, f"experiment={config.experiment}"]
     command += [f"train.eval_every={args.eval_every}"]
@@ -33,15 +33,15 @@ def train_ours(args, config: Config, run: Path, metric: str) -> dict:
 
     metrics.unlink(missing_ok=True)  # and best.pt: nothing of an earlier run
     config.checkpoint_path.unlink(missing_ok=True)
-    wall, peak, code = measure.run_watched(command, log, budget=args.budget, on_poll=poll)
-    measure.check_exit(code, (0, 128 + signal.SIGTERM), "our training", log)
+    stopped = (0, 128 + signal.SIGTERM)
+    ran = run(command, log=log, budget=args.budget, on_poll=poll, allowed=stopped)
     if not curve:
         raise UserError(f"our training did not validate within {args.budget:.0f} s (see {log})")
     own = {
         f"own_clock_seconds_to_{n}": measure.seconds_to(curve, t, metric, "elapsed_s")
         for n, t in measure.TARGETS[metric].items()
     }
-    figures = measure.curve_figures(curve, wall, peak, metric)
+    figures = measure.curve_figures(curve, ran.seconds, ran.peak_mib, metric)
     return {**figures, **own, "decoded_step": figures["best_step"], "curve": curve}
 
 
@@ -71,10 +71,8 @@ def decode_ours(best: Path, scoring: measure.Scoring, logs: Path) -> dict:
     sentences = scoring.source.read_text("utf-8").splitlines()
     for size in measure.BATCH_SIZES:
         decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
-        engine.translate(sentences[: measure.WARMUP_SENTENCES], decoding)
-        start = time.perf_counter()
-        hyps = engine.translate(sentences, decoding).outputs
-        figures[size].update(scoring.inprocess_figures(time.perf_counter() - start, hyps))
+        seconds, translated = timed_translation(engine.translate, sentences, decoding)
+        figures[size].update(scoring.inprocess_figures(seconds, translated.outputs))
     return {
         **measure.flatten_batches(figures),
         "parameters": checkpoint.model.num_parameters(),

@@ -120,13 +120,7 @@ def shown(value) -> str:
         return "not reached"
     if isinstance(value, int):
         return f"{value:,}"
-    return (
-        f"{value:.3f}"
-        if abs(value) < 10
-        else f"{value:,.1f}"
-        if abs(value) < 1000
-        else f"{value:,.0f}"
-    )
+    return f"{value:.3f}" if abs(value) < 10 else f"{value:,.{1 if abs(value) < 1000 else 0}f}"
 
 
 def markdown(results: dict) -> str:

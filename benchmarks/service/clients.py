@@ -1,158 +1,215 @@
-"""The clients of the service benchmarks: how a request asks for one sentence (our API's shape
-or LibreTranslate's), keep-alive client threads that share the numbered requests, and a phase's
-figures pooled over its rounds.
+"""The one load harness of the service benchmarks (load.py, latency.py, pairs.py): how a request
+asks for one sentence, keep-alive clients sharing numbered requests, and a load's figures pooled
+over its rounds.
 
-    numbered_work(n) -> work       client threads take request numbers from it
-    client(url, shape, work, ...)  one keep-alive connection: (latency, answered, as expected)
-    run_load(service, shape, ...)  `requests` requests from `clients` threads, into a Phase
-    Phase.figures(label)           requests/s, latency p50 and p99, failed, mismatched, ...
+    Shape.ours(beam_size=1), Shape.libretranslate("de", "en"), libretranslate_shape(url)
+    ask(url, shape, sentence) -> (status, translation)     one request, alone
+    run_load(service, shape, sentences, expected, requests, clients, load)
+        `requests` requests of one sentence each (request i asks sentences[i % n] and expects
+        expected[i % n]) from `clients` keep-alive clients (threads, in `processes` processes:
+        one Python process's clients can be the bottleneck), into `load`
+    Load.figures() -> requests_per_s, p50_ms, p99_ms, server_cpu_ms_per_request (Linux), failed
+        (not 200, or not sent within the bound), unlike (answered, but not as expected),
+        sentences_per_batch (our server's batches, from GET /health), an attack's counts
 """
 
 import http.client
 import json
+import math
+import multiprocessing
 import queue
 import statistics
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
-from benchmarks.service.process import HANG, cpu_seconds, get_json
+from benchmarks.service.process import HANG, Service, cpu_seconds, get_json
+
+ATTACK_COUNTS = ("poison_as_expected", "poison_otherwise", "idle_reopened")  # attack.py's
 
 
 @dataclass(frozen=True)
 class Shape:
-    """How a load asks for the translation of one sentence, and reads it from the answer."""
+    """How a request asks for the translation of one sentence: our API's JSON (with `fields`
+    such as beam_size) or LibreTranslate's form (q, with source and target)."""
 
-    name: str
-    path: str
-    content_type: str
-    body: Callable[[str], bytes]
-    translation: Callable[[dict], str]
+    api: str  # "ours" or "libretranslate"
+    fields: dict = field(default_factory=dict)
 
+    @classmethod
+    def ours(cls, **fields) -> "Shape":
+        return cls("ours", fields)
 
-OURS = Shape(
-    "ours",
-    "/translate",
-    "application/json",
-    lambda sentence: json.dumps({"text": [sentence]}).encode(),
-    lambda answer: answer["translations"][0],
-)
+    @classmethod
+    def libretranslate(cls, source: str, target: str) -> "Shape":
+        return cls("libretranslate", {"source": source, "target": target})
+
+    def body(self, sentence: str) -> tuple[bytes, dict]:
+        if self.api == "ours":
+            body = json.dumps({"text": [sentence], **self.fields}).encode()
+            return body, {"Content-Type": "application/json"}
+        body = urlencode({"q": sentence, **self.fields}).encode()
+        return body, {"Content-Type": "application/x-www-form-urlencoded"}
+
+    def translation(self, answer: dict) -> str:
+        return answer["translations"][0] if self.api == "ours" else answer["translatedText"]
 
 
 def libretranslate_shape(url: str) -> Shape:
-    """LibreTranslate's request: a form with q, source and target, the pair the service
-    names at GET /languages (LibreTranslate lists each language as a target of itself too);
-    the answer's translatedText."""
+    """LibreTranslate's request for the pair the service at `url` names at GET /languages
+    (where each language is also listed as a target of itself)."""
     status, languages = get_json(url, "/languages")
     if status != 200:
         sys.exit(f"the service answered GET /languages with {status}: no LibreTranslate API")
-    source, target = next(
-        (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
-    )
-    return Shape(
-        "libretranslate",
-        "/translate",
-        "application/x-www-form-urlencoded",
-        lambda sentence: urlencode({"q": sentence, "source": source, "target": target}).encode(),
-        lambda answer: answer["translatedText"],
+    return Shape.libretranslate(
+        *next(
+            (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
+        )
     )
 
 
-def numbered_work(count: int) -> queue.Queue:
-    """The requests' numbers, for the clients to take."""
-    work: queue.Queue[int] = queue.Queue()
-    for i in range(count):
-        work.put(i)
-    return work
+def post(connection, shape: Shape, sentence: str) -> tuple[int, str | None]:
+    """One request on `connection` -> (its status, the translation if it is 200)."""
+    body, headers = shape.body(sentence)
+    connection.request("POST", "/translate", body, headers)
+    response = connection.getresponse()
+    answer = response.read()
+    return response.status, shape.translation(
+        json.loads(answer)
+    ) if response.status == 200 else None
+
+
+def ask(url: str, shape: Shape, sentence: str) -> tuple[int, str | None]:
+    """One request on a connection of its own."""
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    try:
+        return post(connection, shape, sentence)
+    finally:
+        connection.close()
 
 
 def client(url, shape: Shape, work: queue.Queue, sentences, expected, deadline, results) -> None:
-    """Send requests on one keep-alive connection while there is work and time:
-    results get (latency in seconds, answered with 200, the expected translation)."""
+    """Send requests on one keep-alive connection while there is work and time: results get
+    (latency in seconds, answered with 200, the expected translation)."""
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    headers = {"Content-Type": shape.content_type}
     while time.monotonic() < deadline:
         try:
             i = work.get_nowait()
         except queue.Empty:
             break
-        body = shape.body(sentences[i % len(sentences)])
         start = time.perf_counter()
         try:
-            connection.request("POST", shape.path, body, headers)
-            response = connection.getresponse()
-            answer = json.loads(response.read())
-            ok = response.status == 200
-            same = ok and shape.translation(answer) == expected[i % len(expected)]
+            status, translation = post(connection, shape, sentences[i % len(sentences)])
+            ok = status == 200
         except (OSError, http.client.HTTPException, ValueError, KeyError, IndexError):
             connection.close()  # reconnects at the next request
-            ok = same = False
-        results.append((time.perf_counter() - start, ok, same))
+            ok, translation = False, None
+        results.append(
+            (time.perf_counter() - start, ok, ok and translation == expected[i % len(expected)])
+        )
     connection.close()
 
 
-@dataclass
-class Phase:
-    """One kind of load, pooled over its rounds."""
+def clients_of(url, shape, sentences, expected, clients: int, numbers, deadline) -> tuple:
+    """`clients` client threads sharing the requests `numbers` -> (when they started and
+    ended, on time.monotonic's clock, which every process shares; their results)."""
+    work: queue.Queue[int] = queue.Queue()
+    for number in numbers:
+        work.put(number)
+    results: list = []
+    args = (url, shape, work, sentences, expected, deadline, results)
+    threads = [threading.Thread(target=client, args=args) for _ in range(clients)]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return start, time.monotonic(), results
 
+
+@dataclass
+class Load:
+    """One kind of load on one server, pooled over its rounds. `batches`: whether the server's
+    GET /health counts the batches of all its work (ours in one process)."""
+
+    batches: bool = True
+    attack: Counter | None = None  # the attacker's counts, for a load under attack
     requests: int = 0
     seconds: float = 0.0
-    batches: int = 0
-    sentences: int = 0
     cpu: float | None = 0.0  # the server's CPU seconds (None: unknown)
+    counts: Counter = field(default_factory=Counter)  # batches and sentences (GET /health)
     results: list = field(default_factory=list)  # (latency, answered, as expected)
-    attack: Counter | None = None  # the attacker's counts, for a phase under attack
 
     def add(self, requests: int, seconds: float, results: list, before: dict, after: dict):
         self.requests += requests
         self.seconds += seconds
         self.results += results
-        self.batches += after["batches"] - before["batches"]
-        self.sentences += after["sentences"] - before["sentences"]
         known = None not in (self.cpu, before["cpu"], after["cpu"])
         self.cpu = self.cpu + after["cpu"] - before["cpu"] if known else None
+        for key in ("batches", "sentences"):
+            self.counts[key] += after.get(key, 0) - before.get(key, 0)
 
-    def figures(self, label: str) -> dict:
-        results = self.results
-        answered = sum(ok for _, ok, _ in results)
-        latencies = [latency for latency, ok, _ in results if ok] or [float("nan")] * 2
-        percentiles = statistics.quantiles(latencies, n=100, method="inclusive")
+    def figures(self) -> dict:
+        latencies = [latency for latency, ok, _ in self.results if ok]
+        cuts = (
+            statistics.quantiles(latencies, n=100, method="inclusive")
+            if len(latencies) > 1
+            else [latencies[0] if latencies else math.nan] * 99
+        )
         figures = {
-            f"serve_{label}_requests_per_s": answered / self.seconds,  # one sentence each
-            f"serve_{label}_latency_p50_ms": 1000 * percentiles[49],
-            f"serve_{label}_latency_p99_ms": 1000 * percentiles[98],
-            f"serve_{label}_failed": self.requests - answered,  # an error, or not sent in time
-            f"serve_{label}_mismatched": sum(ok and not same for _, ok, same in results),
-            f"serve_{label}_sentences_per_batch": self.sentences / max(1, self.batches),
+            "requests_per_s": len(latencies) / self.seconds,  # one sentence each
+            "p50_ms": 1000 * cuts[49],
+            "p99_ms": 1000 * cuts[98],
+            "failed": self.requests - len(latencies),
+            "unlike": sum(ok and not same for _, ok, same in self.results),
         }
         if self.cpu is not None:  # what the server spends on a request, however busy the machine
-            figures[f"serve_{label}_server_cpu_ms_per_request"] = 1000 * self.cpu / max(1, answered)
+            figures["server_cpu_ms_per_request"] = 1000 * self.cpu / max(1, len(latencies))
+        if self.batches and self.counts["batches"]:
+            figures["sentences_per_batch"] = self.counts["sentences"] / self.counts["batches"]
         if self.attack is not None:
-            for key in ("poison_as_expected", "poison_otherwise", "idle_reopened"):
-                figures[f"serve_{label}_{key}"] = self.attack[key]
+            figures.update({key: self.attack[key] for key in ATTACK_COUNTS})
         return figures
 
 
-def run_load(service, shape: Shape, sentences, expected, requests: int, load: tuple, phase):
-    """`requests` requests of one sentence from `clients` keep-alive clients, within `bound`
-    seconds (load = (clients, bound)), into `phase`."""
-    clients, bound = load
-    url = service.url
-    work = numbered_work(requests)
-    results: list = []
+def run_load(
+    service: Service,
+    shape: Shape,
+    sentences: list[str],
+    expected: list[str],
+    requests: int,
+    clients: int,
+    load: Load,
+    processes: int = 1,
+    bound: float = HANG,
+) -> None:
+    """`requests` one-sentence requests from `clients` keep-alive clients in up to `processes`
+    processes, within `bound` seconds, into `load`."""
+    processes = min(processes, clients)
+    shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     deadline = time.monotonic() + bound
-    args = (url, shape, work, sentences, expected, deadline, results)
-    threads = [threading.Thread(target=client, args=args) for _ in range(clients)]
-    before = {**get_json(url, "/health")[1], "cpu": cpu_seconds(service.pid)}
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    seconds = time.perf_counter() - start
-    after = {**get_json(url, "/health")[1], "cpu": cpu_seconds(service.pid)}
-    phase.add(requests, seconds, results, before, after)
+    jobs = [
+        (service.url, shape, sentences, expected, share, range(i, requests, processes), deadline)
+        for i, share in enumerate(shares)
+    ]
+    before = snapshot(service, load)
+    if processes == 1:
+        done = [clients_of(*jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(processes) as pool:
+            done = pool.starmap(clients_of, jobs)
+    after = snapshot(service, load)
+    seconds = max(end for _, end, _ in done) - min(start for start, _, _ in done)
+    load.add(requests, seconds, [one for _, _, results in done for one in results], before, after)
+
+
+def snapshot(service: Service, load: Load) -> dict:
+    """The server's CPU seconds so far, and its batches and sentences where it counts them."""
+    counts = get_json(service.url, "/health")[1] if load.batches else {}
+    return {
+        "cpu": cpu_seconds(service.pid),
+        **{key: counts[key] for key in ("batches", "sentences") if key in (counts or {})},
+    }

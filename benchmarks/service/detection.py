@@ -14,17 +14,17 @@ the installed size of each library -> <out>/detection.{json,md}.
 """
 
 import argparse
-import gzip
 import json
-import subprocess
 import sys
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.common import RESULTS, ROOT, machine, run, save_results
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from seq2seq.text.language_id import Detector
+from seq2seq.text.parallel import read_lines
 
 LANGUAGES = ("de", "en")
 FILES = ("test_2016_flickr", "test_2017_flickr")
@@ -49,8 +49,8 @@ def texts(corpus: Path) -> dict[str, list[tuple[str, str]]]:
     sentences = []
     for name in FILES:
         for language in LANGUAGES:
-            with gzip.open(corpus / f"{name}.{language}.gz", "rt", encoding="utf-8") as lines:
-                sentences += [(line.strip(), language) for line in lines if line.strip()]
+            lines = read_lines(corpus / f"{name}.{language}.gz")
+            sentences += [(line.strip(), language) for line in lines if line.strip()]
     return {
         kind: [(" ".join(s.split()[:words]) if words else s, lang) for s, lang in sentences]
         for kind, words in KINDS.items()
@@ -92,23 +92,28 @@ def langdetect():
     return detect
 
 
-def measure(detect, pairs: list[tuple[str, str]]) -> tuple[float, float]:
-    """Accuracy, and microseconds per text."""
+def in_process(detect, pairs: list[tuple[str, str]]) -> dict:
+    """detect() on each text, in this process: figures()."""
     start = time.perf_counter()
     found = [detect(text) for text, _ in pairs]
-    seconds = time.perf_counter() - start
+    return figures(found, time.perf_counter() - start, pairs)
+
+
+def libretranslates(python: Path, pairs: list[tuple[str, str]]) -> dict:
+    """LibreTranslate's detector in its venv's Python: the texts on its stdin, what it found
+    and its seconds (its imports left out) on its stdout."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as texts:
+        json.dump([text for text, _ in pairs], texts)
+        texts.flush()
+        command = [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)]
+        answer = json.loads(run(command, stdin=Path(texts.name)).stdout)
+    return figures(answer["found"], answer["seconds"], pairs)
+
+
+def figures(found: list, seconds: float, pairs: list[tuple[str, str]]) -> dict:
+    """Accuracy, and microseconds per text."""
     right = sum(f == language for f, (_, language) in zip(found, pairs, strict=True))
-    return right / len(pairs), 1e6 * seconds / len(pairs)
-
-
-def libretranslates(python: Path, pairs: list[tuple[str, str]]) -> tuple[float, float]:
-    done = subprocess.run(
-        [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)], input=json.dumps(
-            [text for text, _ in pairs]), capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    answer = json.loads(done.stdout)
-    right = sum(f == lang for f, (_, lang) in zip(answer["found"], pairs, strict=True))
-    return right / len(pairs), 1e6 * answer["seconds"] / len(pairs)
+    return {"accuracy": right / len(pairs), "us_per_text": 1e6 * seconds / len(pairs)}
 
 
 def installed_mib(distribution: str) -> float:
@@ -155,16 +160,12 @@ def main() -> None:
     for name, detect in detectors.items():
         libraries = LIBRARIES.get(name, ("py3langid", "lingua-language-detector"))
         rows[name] = {"installed_mib": sum(map(installed_mib, libraries))}
-        for kind, pairs in kinds.items():
-            accuracy, us = measure(detect, pairs)
-            rows[name][kind] = {"accuracy": accuracy, "us_per_text": us}
+        rows[name] |= {kind: in_process(detect, pairs) for kind, pairs in kinds.items()}
         print(name, rows[name], flush=True)
     if args.libretranslate_python.exists():
         name = "LibreTranslate 1.9.6 (langdetect; LexiLang under 20 characters)"
-        rows[name] = {}
-        for kind, pairs in kinds.items():
-            accuracy, us = libretranslates(args.libretranslate_python, pairs)
-            rows[name][kind] = {"accuracy": accuracy, "us_per_text": us}
+        python = args.libretranslate_python
+        rows[name] = {kind: libretranslates(python, pairs) for kind, pairs in kinds.items()}
         print(name, rows[name], flush=True)
     else:
         print(f"no LibreTranslate at {args.libretranslate_python}: its row is left out")

@@ -19,12 +19,13 @@
       <- that many client threads of this process, each with one keep-alive connection, each
          request one test sentence in LibreTranslate's form (q, source, target), the same
          client and request for every server, until 1,000 requests (100: --quick) are answered
-      -> requests/s, latency p50 and p99, the server's CPU ms per request (Linux: its process
-         and its workers), answers unlike `translate --engine torch`'s (0 expected, but where
-         LibreTranslate's answer is formatted otherwise or runs past our length limit)
-      -> ours: sentences per batch (GET /health), and the service's share of its engine's
-         speed in-process, on batches of that size (the engine loaded here, the same sentences
-         translated in chunks of that size, timed alone)
+      -> the figures of the load harness (clients.py): requests/s, p50, p99, the server's CPU
+         ms per request (Linux: its process and its workers), failed, unlike (answers unlike
+         `translate --engine torch`'s: 0 expected, but where LibreTranslate's answer is
+         formatted otherwise or runs past our length limit), our sentences per batch
+      -> ours: the service's share of its engine's speed in-process, on batches of that size
+         (the engine loaded here, the same sentences translated in batches of that size,
+         timed alone)
       -> ours / LibreTranslate: requests/s, p99
 
 Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
@@ -33,16 +34,13 @@ Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
 import argparse
 import contextlib
 import dataclasses
-import statistics
 import sys
 import tempfile
-import threading
-import time
 from functools import cache
 from pathlib import Path
 
-from benchmarks.common import RESULTS, machine, save_results
-from benchmarks.service.clients import client, libretranslate_shape, numbered_work
+from benchmarks.common import RESULTS, machine, save_results, timed_translation
+from benchmarks.service.clients import Load, libretranslate_shape, run_load
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import (
     SETTINGS,
@@ -50,7 +48,7 @@ from benchmarks.service.libretranslate_peer import (
     running_libretranslate,
 )
 from benchmarks.service.load import timed_command
-from benchmarks.service.process import Service, cpu_seconds, get_json, running_server
+from benchmarks.service.process import running_server
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -82,68 +80,9 @@ def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
     """LibreTranslate serving the Argos export of `checkpoint`, made into `folder`."""
     package = folder / "model.argosmodel"
     export_argos(load_checkpoint(checkpoint), package)
-
-    @contextlib.contextmanager
-    def start():
-        with running_libretranslate(python, [package], like_for_like(1)) as server:
-            yield Service(server.url, server.pid)
-
-    return Server("LibreTranslate 1.9.6", start)
-
-
-@dataclasses.dataclass
-class Load:
-    """What the requests to one server at one number of clients got, pooled over rounds."""
-
-    seconds: float = 0.0
-    cpu: float = 0.0  # the server's CPU seconds
-    latencies: list = dataclasses.field(default_factory=list)  # of the answered requests
-    failed: int = 0
-    unlike_ours: int = 0
-    batches: int = 0  # ours: decoded (GET /health)
-    sentences: int = 0
-
-    def figures(self) -> dict:
-        cuts = statistics.quantiles(self.latencies, n=100, method="inclusive")
-        answered = len(self.latencies)
-        figures = {
-            "requests_per_s": answered / self.seconds,
-            "p50_ms": 1000 * cuts[49],
-            "p99_ms": 1000 * cuts[98],
-            "server_cpu_ms_per_request": 1000 * self.cpu / max(1, answered),
-            "failed": self.failed,
-            "unlike_ours": self.unlike_ours,
-        }
-        if self.batches:
-            figures["sentences_per_batch"] = self.sentences / self.batches
-        return figures
-
-
-def measure(service: Service, ours: bool, clients: int, requests: int, sentences, expected, load):
-    """`requests` one-sentence requests from `clients` keep-alive clients, into `load` (for
-    `ours`, with the batches GET /health counts)."""
-    shape = libretranslate_shape(service.url)
-    work = numbered_work(requests)
-    results: list = []
-    before = get_json(service.url, "/health")[1] if ours else None
-    cpu = cpu_seconds(service.pid)
-    args = (service.url, shape, work, sentences, expected, time.monotonic() + 600, results)
-    threads = [threading.Thread(target=client, args=args) for _ in range(clients)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    load.seconds += time.perf_counter() - start
-    load.cpu += cpu_seconds(service.pid) - cpu
-    answered = [latency for latency, ok, _ in results if ok]
-    load.latencies += answered
-    load.failed += requests - len(answered)
-    load.unlike_ours += sum(ok and not same for _, ok, same in results)
-    if ours:
-        after = get_json(service.url, "/health")[1]
-        load.batches += after["batches"] - before["batches"]
-        load.sentences += after["sentences"] - before["sentences"]
+    return Server(
+        "LibreTranslate 1.9.6", lambda: running_libretranslate(python, [package], like_for_like(1))
+    )
 
 
 @cache
@@ -152,14 +91,11 @@ def loaded(checkpoint: Path, engine: str):
 
 
 def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int) -> float:
-    """Sentences/s of the engine in this process, translating `sentences` `batch` at a time."""
+    """Sentences/s of the engine in this process, greedy, translating `sentences` `batch` at a
+    time."""
     engine = loaded(checkpoint, engine)
-    greedy = dataclasses.replace(engine.config.decode, beam_size=1)
-    engine.translate(sentences[:batch], greedy)  # warm-up
-    start = time.perf_counter()
-    for i in range(0, len(sentences), batch):
-        engine.translate(sentences[i : i + batch], greedy)
-    return len(sentences) / (time.perf_counter() - start)
+    greedy = dataclasses.replace(engine.config.decode, beam_size=1, batch_size=batch)
+    return len(sentences) / timed_translation(engine.translate, sentences, greedy)[0]
 
 
 def run(servers: list[Server], requests: int, sentences, expected) -> dict:
@@ -167,15 +103,14 @@ def run(servers: list[Server], requests: int, sentences, expected) -> dict:
     figures: dict = {server.label: {} for server in servers}
     with contextlib.ExitStack() as stack:
         services = [stack.enter_context(server.start()) for server in servers]
-        for service in services:  # warm-up
-            measure(service, False, 4, 50, sentences, expected, Load())
+        shapes = [libretranslate_shape(service.url) for service in services]
+        for service, shape in zip(services, shapes, strict=True):  # warm-up
+            run_load(service, shape, sentences, expected, 50, 4, Load())
         for clients in CLIENTS:
-            loads = [Load() for _ in servers]
+            loads = [Load(batches=server.engine is not None) for server in servers]
             for _ in range(ROUNDS):
-                for server, service, load in zip(servers, services, loads, strict=True):
-                    ours = server.engine is not None
-                    share = requests // ROUNDS
-                    measure(service, ours, clients, share, sentences, expected, load)
+                for service, shape, load in zip(services, shapes, loads, strict=True):
+                    run_load(service, shape, sentences, expected, requests // ROUNDS, clients, load)
             for server, load in zip(servers, loads, strict=True):
                 figures[server.label][clients] = load.figures()
                 print(server.label, clients, "clients:", load.figures(), flush=True)
@@ -227,7 +162,7 @@ def markdown(results: dict) -> str:
             )
     lines += ["", "Answers unlike `translate --engine torch` (of all requests), and failures:", ""]
     for label, points in results["servers"].items():
-        unlike = sum(p["unlike_ours"] for p in points.values())
+        unlike = sum(p["unlike"] for p in points.values())
         failed = sum(p["failed"] for p in points.values())
         lines.append(f"- {label}: {unlike} unlike, {failed} failed")
     if peer:

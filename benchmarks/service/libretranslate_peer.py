@@ -33,26 +33,22 @@ Everything else is LibreTranslate's default (SETTINGS).
 
 import argparse
 import contextlib
-import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from benchmarks.common import ROOT
+from benchmarks.service.clients import ask, libretranslate_shape
+from benchmarks.service.process import Service, started
 
 PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's LIBRETRANSLATE_VENV
-START_S = 180  # seconds for it to answer GET /languages: imports, boot, the model's languages
-STOP_S = 30  # seconds for it to exit after SIGTERM
 
 # How LibreTranslate 1.9.6 decodes with its defaults (files in its venv's site-packages).
 SETTINGS = {
@@ -93,11 +89,6 @@ print(",".join(sorted({code for p in installed for code in (p.from_code, p.to_co
 """
 
 
-class Server(NamedTuple):
-    url: str
-    pid: int
-
-
 def environment(home: Path) -> dict[str, str]:
     """The variables of LibreTranslate's processes (the module's docstring says why), their
     folders made under `home`."""
@@ -131,7 +122,7 @@ def answers(url: str) -> bool:
 @contextlib.contextmanager
 def running_libretranslate(
     python: Path, packages: list[Path], settings: dict[str, str] | None = None
-) -> Iterator[Server]:
+) -> Iterator[Service]:
     """LibreTranslate on a free port of 127.0.0.1, serving `packages` (.argosmodel files) alone,
     once it answers GET /languages; stopped with SIGTERM at the end. `python`: its venv's;
     `settings`: ARGOS_* variables to set (ARGOS_BEAM_SIZE, ARGOS_INTRA_THREADS)."""
@@ -145,39 +136,12 @@ def running_libretranslate(
         if installed.returncode != 0:
             sys.exit(f"installing {paths} for LibreTranslate failed:\n{installed.stderr}")
         languages = installed.stdout.strip()
-        port = free_port()
-        log_path = home / "libretranslate.log"
-        with log_path.open("wb") as log:
-            server = subprocess.Popen(
-                [python.parent / "libretranslate", "--host", "127.0.0.1", "--port", str(port),
-                 "--load-only", languages],
-                env=env, cwd=home, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + START_S
-            while not answers(url + "/languages"):
-                if server.poll() is not None or time.monotonic() > deadline:
-                    why = "exited" if server.poll() is not None else f"hung for {START_S} s"
-                    sys.exit(f"LibreTranslate {why}:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.2)
-            yield Server(url, server.pid)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
-
-
-def translate(url: str, sentence: str, source: str, target: str) -> tuple[int, dict]:
-    form = urllib.parse.urlencode({"q": sentence, "source": source, "target": target}).encode()
-    try:
-        with urllib.request.urlopen(url + "/translate", data=form, timeout=60) as response:
-            return response.status, json.load(response)
-    except urllib.error.HTTPError as error:
-        return error.code, {"error": error.read().decode(errors="replace")}
+        url = f"http://127.0.0.1:{free_port()}"
+        command = [python.parent / "libretranslate", "--host", "127.0.0.1",
+                   "--port", url.rpartition(":")[2], "--load-only", languages]  # fmt: skip
+        ready = lambda _: answers(url + "/languages") and url  # noqa: E731
+        with started(command, ready, "LibreTranslate", env=env, cwd=home) as server:
+            yield server
 
 
 def main() -> None:
@@ -191,19 +155,13 @@ def main() -> None:
     sentences = (args.data / "test.src").read_text().splitlines()[:20]
     references = (args.data / "test.tgt").read_text().splitlines()[:20]
     with running_libretranslate(args.python, [args.package]) as server:
-        with urllib.request.urlopen(server.url + "/languages") as response:
-            languages = json.load(response)
-        print("GET /languages:", json.dumps(languages))
-        # the pair: each language is also listed as a target of itself
-        pair = next(
-            (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
-        )
+        shape = libretranslate_shape(server.url)
         failed = same = 0
         for sentence, reference in zip(sentences, references, strict=True):
-            status, answer = translate(server.url, sentence, *pair)
+            status, translation = ask(server.url, shape, sentence)
             failed += status != 200
-            same += answer.get("translatedText") == reference
-            print(status, repr(sentence), "->", answer.get("translatedText", answer))
+            same += translation == reference
+            print(status, repr(sentence), "->", translation)
     print(f"{len(sentences) - failed} of {len(sentences)} answered 200, {same} as test.tgt")
     sys.exit(1 if failed else 0)
 

@@ -23,12 +23,12 @@
                      (400), a body of serve.max_body_bytes + 1 bytes (413)
          two rounds of calm then attack (one in quick mode), after a warm-up; each phase's
          figures pool its rounds
-      -> per engine and phase: requests/s, latency p50 and p99, failed (not 200, or never
-         sent in time), mismatched (not the command's line for that sentence), sentences
-         per batch, the server's CPU ms per request (Linux); poison answered as expected,
-         and otherwise; idle connections re-opened
-      -> serve_failed: the sum over every load; serve_mismatched: over the torch engine's
-         (both must be 0, and so must serve_ctranslate2_*mismatched)
+      -> per engine and phase, the figures of the load harness (clients.py): requests/s,
+         p50, p99, failed, unlike (not the command's line for that sentence), sentences per
+         batch, the server's CPU ms per request; poison answered as expected, and otherwise;
+         idle connections re-opened
+      -> serve_failed: the sum over every load; serve_unlike: over the torch engine's
+         (both must be 0, and so must serve_ctranslate2_*unlike)
 
 Ratios: serve_<engine>_p99_attack_vs_calm (the target: at most 2); serve_ctranslate2_vs_torch
 (requests/s at one sentence per request); serve_vs_translate_command compares the torch
@@ -61,13 +61,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import ROOT
-from benchmarks.service.clients import OURS, Phase, Shape, libretranslate_shape, run_load
+from benchmarks.common import ROOT, run, timed_translation
+from benchmarks.service.clients import Load, Shape, libretranslate_shape, run_load
 from benchmarks.service.process import HANG, Service, running_server
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.service.protocol import allow_files
@@ -85,10 +84,6 @@ class Sizes:
     bound: float  # seconds a phase may take at most
     poison_pause: float  # seconds between two poison requests (besides waiting for the answer)
 
-    @property
-    def load(self) -> tuple[int, float]:
-        return self.clients, self.bound
-
     @classmethod
     def of(cls, quick: bool) -> "Sizes":
         if quick:
@@ -98,25 +93,16 @@ class Sizes:
 
 def timed_command(source: Path, *args: str) -> tuple[float, list[str]]:
     """Wall seconds of `python -m seq2seq.translate args < source`, and its output lines."""
-    start = time.perf_counter()
-    with source.open("rb") as stdin:
-        done = subprocess.run(
-            [sys.executable, "-m", "seq2seq.translate", *args],
-            stdin=stdin, capture_output=True, text=True, check=True,
-        )  # fmt: skip
-    return time.perf_counter() - start, done.stdout.splitlines()
+    ran = run([sys.executable, "-m", "seq2seq.translate", *args], stdin=source)
+    return ran.seconds, ran.stdout.splitlines()
 
 
 def timed_in_process(checkpoint: Path, sentences: list[str]) -> float:
     from seq2seq.checkpoint import load_checkpoint  # torch: not in the attacker's process
     from seq2seq.decoding.engines import TorchEngine
-    from seq2seq.translate import translate_lines
 
-    model = TorchEngine(load_checkpoint(checkpoint))
-    translate_lines(model, sentences[:16])  # warm-up
-    start = time.perf_counter()
-    translate_lines(model, sentences)
-    return time.perf_counter() - start
+    engine = TorchEngine(load_checkpoint(checkpoint))
+    return timed_translation(engine.translate, sentences, engine.config.decode)[0]
 
 
 @contextlib.contextmanager
@@ -144,26 +130,29 @@ def attacked(url: str, sizes: Sizes, stats: Counter):
     stats.update(json.loads(report))
 
 
-def engine_loads(
-    service: Service, label: str, shapes: list[Shape], sentences, expected, sizes: Sizes
-) -> dict:
-    """Warm-up; rounds of calm then attack with our requests; the other shapes, calm."""
-    others = [make_shape(service.url) for make_shape in shapes]  # a missing API stops here
-    run_load(service, OURS, sentences, expected, 2 * sizes.clients, sizes.load, Phase())
-    calm, attack = Phase(), Phase(attack=Counter())
+def engine_loads(service: Service, label: str, sentences, expected, sizes: Sizes) -> dict:
+    """Warm-up; rounds of our requests calm and under attack, and of LibreTranslate's, calm."""
+    ours, theirs = Shape.ours(), libretranslate_shape(service.url)  # a missing API stops here
+    loads = {"": Load(), "_attack": Load(attack=Counter()), "_libretranslate": Load()}
+
+    def send(shape: Shape, load: Load, requests: int = sizes.requests) -> None:
+        run_load(
+            service, shape, sentences, expected, requests, sizes.clients, load, bound=sizes.bound
+        )
+
+    send(ours, Load(), 2 * sizes.clients)  # warm-up
     for _ in range(sizes.rounds):
-        run_load(service, OURS, sentences, expected, sizes.requests, sizes.load, calm)
-        with attacked(service.url, sizes, attack.attack):
-            run_load(service, OURS, sentences, expected, sizes.requests, sizes.load, attack)
-    figures = {**calm.figures(label), **attack.figures(f"{label}_attack")}
-    p99 = f"serve_{label}_latency_p99_ms"
-    attack_p99 = figures[f"serve_{label}_attack_latency_p99_ms"]
-    figures[f"serve_{label}_p99_attack_vs_calm"] = attack_p99 / figures[p99]
-    for shape in others:
-        phase = Phase()
-        for _ in range(sizes.rounds):
-            run_load(service, shape, sentences, expected, sizes.requests, sizes.load, phase)
-        figures.update(phase.figures(f"{label}_{shape.name}"))
+        send(ours, loads[""])
+        with attacked(service.url, sizes, loads["_attack"].attack):
+            send(ours, loads["_attack"])
+        send(theirs, loads["_libretranslate"])
+    figures = {
+        f"serve_{label}{kind}_{key}": value
+        for kind, load in loads.items()
+        for key, value in load.figures().items()
+    }
+    calm, attack = figures[f"serve_{label}_p99_ms"], figures[f"serve_{label}_attack_p99_ms"]
+    figures[f"serve_{label}_p99_attack_vs_calm"] = attack / calm
     return figures
 
 
@@ -174,7 +163,6 @@ def load_check(
     config: str = DEFAULT_CONFIG,
 ) -> dict:
     sizes = Sizes.of(quick)
-    shapes = [libretranslate_shape]
     needed = sizes.idle + sizes.clients + 1024  # the rest: libraries, logs, margin
     hard = allow_files(needed)  # the server and the attacker inherit it
     if hard is not None:
@@ -196,8 +184,8 @@ def load_check(
         "serve_idle_connections": sizes.idle,
     }
     with running_server(torch, config, overrides) as service:
-        figures.update(engine_loads(service, "torch", shapes, sentences, expected, sizes))
-    figures.update(ctranslate2_loads(checkpoint, source, config, overrides, shapes, sizes))
+        figures.update(engine_loads(service, "torch", sentences, expected, sizes))
+    figures.update(ctranslate2_loads(checkpoint, source, config, overrides, sizes))
 
     rate = figures["serve_torch_requests_per_s"]
     command_rate = len(sentences) / command_seconds
@@ -205,11 +193,11 @@ def load_check(
     if "serve_ctranslate2_requests_per_s" in figures:
         figures["serve_ctranslate2_vs_torch"] = figures["serve_ctranslate2_requests_per_s"] / rate
     failed = [key for key in figures if key.endswith("_failed")]
-    torch_mismatched = [key for key in figures if re.fullmatch(r"serve_torch\w*_mismatched", key)]
+    torch_unlike = [key for key in figures if re.fullmatch(r"serve_torch\w*_unlike", key)]
     return {
         **figures,
         "serve_failed": sum(figures[key] for key in failed),
-        "serve_mismatched": sum(figures[key] for key in torch_mismatched),
+        "serve_unlike": sum(figures[key] for key in torch_unlike),
         "serve_translate_command_sentences_per_s": command_rate,
         "serve_translate_in_process_sentences_per_s": in_process_rate,
         "serve_vs_translate_command": rate / command_rate,
@@ -217,7 +205,7 @@ def load_check(
     }
 
 
-def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, shapes, sizes):
+def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sizes):
     """The same loads with the checkpoint exported to CTranslate2, its answers checked against
     translate --engine ctranslate2's; nothing if the ctranslate2 package is missing."""
     try:
@@ -237,7 +225,7 @@ def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sh
         engine = ["--engine", "ctranslate2", "--model", str(exported)]
         _, expected = timed_command(source, *engine)
         with running_server(engine, config, overrides) as service:
-            return engine_loads(service, "ctranslate2", shapes, sentences, expected, sizes)
+            return engine_loads(service, "ctranslate2", sentences, expected, sizes)
 
 
 def main() -> None:

@@ -13,12 +13,11 @@ first translation, and the load's seconds -> <out>/model_memory.{json,md}.
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.common import RESULTS, ROOT, machine, run, save_results
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
@@ -53,11 +52,8 @@ json.dump({"before_mib": before, "loaded_mib": loaded, "translated_mib": rss(),
 
 
 def measure(form: str, path: Path, compute_type: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, form, str(path), compute_type],
-        capture_output=True, text=True, check=True, cwd=ROOT,
-    )  # fmt: skip
-    figures = json.loads(done.stdout)
+    command = [sys.executable, "-c", CHILD, form, str(path.resolve()), compute_type]
+    figures = json.loads(run(command, cwd=ROOT).stdout)  # seq2seq importable from there
     figures["load_mib"] = figures["translated_mib"] - figures["before_mib"]
     return figures
 

@@ -16,8 +16,8 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
     for the direct pair (A) and the pivoted one, at 1 and 16 clients: keep-alive client threads
     in 4 processes (one Python process's client would be the bottleneck), cycling through the
     first 200 test sentences, 1,000 requests (200: --quick), after a warm-up
-      -> requests/s, latency p50 and p99, the server's CPU ms per request (its process and
-         children)
+      -> the figures of the load harness (clients.py): requests/s, p50, p99, the server's CPU
+         ms per request (its process and children), failed
       -> of the sentences, asked one at a time, ours (formatted as LibreTranslate formats its
          text answers) unlike LibreTranslate's: 0 expected, our Argos engine decodes as Argos
       -> ours / LibreTranslate: requests/s and CPU per request
@@ -27,26 +27,14 @@ Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere, --name for ano
 
 import argparse
 import contextlib
-import json
-import multiprocessing
-import queue
-import statistics
 import sys
-import threading
-import time
-import urllib.request
 from pathlib import Path
-from urllib.parse import urlencode
 
 from benchmarks.common import RESULTS, machine, save_results
-from benchmarks.service.clients import Shape, client
+from benchmarks.service.clients import Load, Shape, ask, run_load
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import (
-    like_for_like,
-    running_libretranslate,
-    translate,
-)
-from benchmarks.service.process import HANG, Service, cpu_seconds, running_server
+from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
+from benchmarks.service.process import running_server
 from seq2seq.exports.argos import package_metadata
 from seq2seq.service.libretranslate import formatted
 
@@ -57,74 +45,15 @@ CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
 def shape(server: str, source: str, target: str, beam: int) -> Shape:
     """One sentence's request, ours (JSON, with the beam size) or LibreTranslate's (a form)."""
     if server == "ours":
-        fields = {"source": source, "target": target, "beam_size": beam}
-        return Shape(
-            "ours", "/translate", "application/json",
-            lambda s: json.dumps({"text": [s], **fields}).encode(),
-            lambda answer: answer["translations"][0],
-        )  # fmt: skip
-    return Shape(
-        "libretranslate", "/translate", "application/x-www-form-urlencoded",
-        lambda s: urlencode({"q": s, "source": source, "target": target}).encode(),
-        lambda answer: answer["translatedText"],
-    )  # fmt: skip
+        return Shape.ours(source=source, target=target, beam_size=beam)
+    return Shape.libretranslate(source, target)
 
 
-def clients_process(url, spec, sentences, expected, clients, numbers, results) -> None:
-    """(In a process of its own.) `clients` threads sharing the requests `numbers`."""
-    work: queue.Queue[int] = queue.Queue()
-    for number in numbers:
-        work.put(number)
-    found: list = []
-    deadline = time.monotonic() + HANG
-    args = (url, shape(*spec), work, sentences, expected, deadline, found)
-    threads = [threading.Thread(target=client, args=args) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    results.put(found)
-
-
-def load(service: Service, spec: tuple, sentences, expected, clients: int, requests: int):
+def load(service, asked: Shape, sentences, expected, clients: int, requests: int) -> dict:
     """`requests` requests from `clients` clients in up to PROCESSES processes -> figures."""
-    processes = min(PROCESSES, clients)
-    spawn = multiprocessing.get_context("spawn")
-    results = spawn.Queue()
-    shares = [clients // processes + (i < clients % processes) for i in range(processes)]
-    workers = [
-        spawn.Process(
-            target=clients_process,
-            args=(
-                service.url,
-                spec,
-                sentences,
-                expected,
-                share,
-                range(number, requests, processes),
-                results,
-            ),
-        )  # fmt: skip
-        for number, share in enumerate(shares)
-    ]
-    cpu, start = cpu_seconds(service.pid), time.perf_counter()
-    for worker in workers:
-        worker.start()
-    found = [one for _ in workers for one in results.get(timeout=HANG)]
-    seconds = time.perf_counter() - start
-    cpu = cpu_seconds(service.pid) - cpu
-    for worker in workers:
-        worker.join()
-    answered = [latency for latency, ok, _ in found if ok]
-    percentiles = statistics.quantiles(answered or [0.0, 0.0], n=100, method="inclusive")
-    return {
-        "requests_per_s": len(answered) / seconds,
-        "p50_ms": 1000 * percentiles[49],
-        "p99_ms": 1000 * percentiles[98],
-        "cpu_ms_per_request": 1000 * cpu / max(1, len(answered)),
-        "failed": len(found) - len(answered) + (requests - len(found)),
-        "unlike_libretranslate": sum(ok and not same for _, ok, same in found),
-    }
+    measured = Load(batches=False)
+    run_load(service, asked, sentences, expected, requests, clients, measured, PROCESSES)
+    return measured.figures()
 
 
 def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
@@ -148,7 +77,7 @@ def server(name: str, packages: list[Path], beam: int, python: Path, ours: list[
             yield service
     else:
         with running_libretranslate(python, packages, like_for_like(beam)) as service:
-            yield Service(service.url, service.pid)
+            yield service
 
 
 def measure(args, sentences: list[str]) -> tuple[dict, dict]:
@@ -161,38 +90,24 @@ def measure(args, sentences: list[str]) -> tuple[dict, dict]:
         for name in ("libretranslate", "ours"):
             with server(name, args.package, beam, args.libretranslate_python, args.ours) as service:
                 for route, (source, target) in pairs.items():
-                    if name == "libretranslate":  # its own answers, one at a time
-                        expected[route] = [
-                            translate(service.url, s, source, target)[1].get("translatedText")
-                            for s in sentences
-                        ]
+                    asked = shape(name, source, target, beam)
+                    answers = [ask(service.url, asked, s)[1] for s in sentences]  # one at a time
+                    if name == "libretranslate":  # its own answers
+                        expected[route] = answers
                     else:  # ours, formatted as LibreTranslate formats its text answers
                         unlike[route] = sum(
-                            formatted(s, ours_one(service.url, s, source, target, beam)) != e
-                            for s, e in zip(sentences, expected[route], strict=True)
+                            formatted(s, a) != e
+                            for s, a, e in zip(sentences, answers, expected[route], strict=True)
                         )
-                    spec = (name, source, target, beam)
-                    load(service, spec, sentences, expected[route], 2, 20)  # warm-up
+                    load(service, asked, sentences, expected[route], 2, 20)  # warm-up
                     for clients in CLIENTS:
-                        point = load(service, spec, sentences, expected[route], clients, requests)
+                        point = load(service, asked, sentences, expected[route], clients, requests)
                         figures.setdefault(setting, {}).setdefault(route, {}).setdefault(
                             str(clients), {}
                         )[name] = point
                         print(setting, route, clients, name, point, flush=True)
         unlikes[setting] = unlike
     return figures, unlikes
-
-
-def ours_one(url: str, sentence: str, source: str, target: str, beam: int) -> str:
-    """Our API's translation of one sentence."""
-    body = {"text": [sentence], "source": source, "target": target, "beam_size": beam}
-    request = urllib.request.Request(
-        url.rstrip("/") + "/translate",
-        json.dumps(body).encode(),
-        {"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=HANG) as response:
-        return json.load(response)["translations"][0]
 
 
 def markdown(results: dict) -> str:
@@ -219,11 +134,12 @@ def markdown(results: dict) -> str:
             for clients, point in points.items():
                 ours, theirs = point["ours"], point["libretranslate"]
                 rps = ours["requests_per_s"] / theirs["requests_per_s"]
-                cpu = ours["cpu_ms_per_request"] / theirs["cpu_ms_per_request"]
+                cpu = ours["server_cpu_ms_per_request"] / theirs["server_cpu_ms_per_request"]
                 lines.append(
                     f"| {setting} | {route} | {clients} | {ours['requests_per_s']:.0f} | "
                     f"{theirs['requests_per_s']:.0f} | {rps:.2f} | "
-                    f"{ours['cpu_ms_per_request']:.1f} | {theirs['cpu_ms_per_request']:.1f} | "
+                    f"{ours['server_cpu_ms_per_request']:.1f} | "
+                    f"{theirs['server_cpu_ms_per_request']:.1f} | "
                     f"{cpu:.2f} | {ours['p99_ms']:.0f} | {theirs['p99_ms']:.0f} | "
                     f"{unlike} |"
                 )

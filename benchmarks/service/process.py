@@ -1,5 +1,6 @@
 """The service as a process, for the benchmarks: started on a free port of 127.0.0.1 and
-stopped, asked for JSON, its CPU seconds.
+stopped (started(): any server's command, LibreTranslate's too), asked for JSON, its CPU
+seconds.
 
     with running_server(["--engine", "torch"], config, overrides) as service:
         get_json(service.url, "/health")   # (200, {"status": "ok", ...})
@@ -16,11 +17,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 HANG = 600  # seconds: a server that has not started by then, or an answer not come, is hung
+STOP_S = 30  # seconds for a server to exit after SIGTERM
 
 
 class Service(NamedTuple):
@@ -44,30 +47,40 @@ def cpu_seconds(pid: int) -> float | None:
 
 @contextlib.contextmanager
 def running_server(engine_args: list[str], config: str, overrides: list[str]):
-    """The service on a free port of 127.0.0.1, once it answers /health; stopped with
-    SIGTERM at the end."""
+    """The service on a free port of 127.0.0.1, once it answers /health."""
+    command = [sys.executable, "-m", "seq2seq.serve", "--config", config, *engine_args,
+               "--host", "127.0.0.1", "--port", "0", *overrides]  # fmt: skip
+
+    def url(log: str) -> str | None:
+        found = re.search(r"serving .* at (http://\S+)", log)
+        return found and get_json(found.group(1), "/health")[1]["status"] == "ok" and found[1]
+
+    with started(command, url, "the service") as service:
+        yield service
+
+
+@contextlib.contextmanager
+def started(command: list, url_of, what: str, **popen) -> Iterator[Service]:
+    """`command` started (Popen's `popen` arguments), its output to a log, until url_of(the log
+    so far) gives the URL where it answers; stopped with SIGTERM at the end (SIGKILL after
+    STOP_S)."""
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "seq2seq.serve", "--config", config, *engine_args,
-             "--host", "127.0.0.1", "--port", "0", *overrides],
-            stderr=log,
-        )  # fmt: skip
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
         try:
             deadline = time.monotonic() + HANG
-            while not (found := re.search(r"serving .* at (http://\S+)", read(log))):
+            while not (url := url_of(Path(log.name).read_text(errors="replace"))):
                 if server.poll() is not None or time.monotonic() > deadline:
-                    sys.exit(f"the service did not start: {read(log)}")
+                    why = "exited" if server.poll() is not None else f"hung for {HANG} s"
+                    sys.exit(f"{what} {why}:\n{Path(log.name).read_text()[-3000:]}")
                 time.sleep(0.05)
-            url = found.group(1)
-            assert get_json(url, "/health")[1]["status"] == "ok"
             yield Service(url, server.pid)
         finally:
             server.send_signal(signal.SIGTERM)
-            server.wait(timeout=HANG)
-
-
-def read(log) -> str:
-    return Path(log.name).read_text()
+            try:
+                server.wait(timeout=STOP_S)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def get_json(url: str, path: str) -> tuple[int, dict | list | None]:

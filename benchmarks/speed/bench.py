@@ -46,7 +46,6 @@ import argparse
 import json
 import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -57,17 +56,18 @@ from benchmarks.common import (
     machine_speed,
     run_and_measure,
     save_results,
-    synchronize,
+    timed_translation,
 )
 from benchmarks.service.load import load_check
 from benchmarks.speed.exports import exports_decoding
 from benchmarks.speed.training import Treatment, compare_training, flops_fraction
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, load_config
+from seq2seq.decoding.batches import in_length_order
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS, text_files
-from seq2seq.text.batching import source_tensor
 from seq2seq.text.parallel import load_split
 from seq2seq.text.special import PAD
 
@@ -82,26 +82,22 @@ def decode_speed(
     rounds: int = 3,
 ) -> tuple[float, float]:
     """Sentences per second (the best of `rounds` passes: other work on a shared machine only
-    ever slows a pass down) and mean output length, decoding `sources` in length-sorted
-    batches."""
-    device = next(model.parameters()).device
+    ever slows a pass down) and mean output length, decoding `sources` greedily in batches of
+    similar length, as translation does (seq2seq.decoding.batches.in_length_order)."""
     greedy = greedy_decode_cached if cached else greedy_decode_recompute
-    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-    tensors = [source_tensor([sources[i] for i in batch]).to(device) for batch in batches]
-    best = 0.0
-    for _ in range(rounds):
-        lengths = 0
-        synchronize(device)
-        start = time.perf_counter()
-        for src in tensors:
-            limits = max_lengths(model, src, decode_cfg)
-            if limits_override is not None:
-                limits = torch.full_like(limits, limits_override)
-            lengths += sum(len(out) for out in greedy(model, src, limits))
-        synchronize(device)
-        best = max(best, len(sources) / (time.perf_counter() - start))
-    return best, lengths / len(sources)
+
+    def search(src: torch.Tensor) -> list[list[int]]:
+        limits = max_lengths(model, src, decode_cfg)
+        if limits_override is not None:
+            limits = torch.full_like(limits, limits_override)
+        return greedy(model, src, limits)
+
+    def translate(some: list[list[int]], _) -> list[list[int]]:  # called as an engine's
+        return in_length_order(model, some, batch_size, search, [])
+
+    passes = [timed_translation(translate, sources, None) for _ in range(rounds)]
+    fastest, outputs = min(seconds for seconds, _ in passes), passes[-1][1]
+    return len(sources) / fastest, sum(map(len, outputs)) / len(sources)
 
 
 def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) -> dict:
@@ -135,7 +131,7 @@ def decoding(checkpoint_path: Path, config: Config, n_sentences: int, device) ->
     return result
 
 
-def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tuple[dict, Path]:
+def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tuple[dict, Config]:
     """Train the config (as `make train` would) in a subprocess, validating every 100 steps."""
     experiment = "bench-quick" if quick else "bench"
     extra = [f"experiment={experiment}", "train.eval_every=100"]
@@ -145,11 +141,10 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     command += [*overrides, *extra]
     seconds, peak = run_and_measure(command)
     config = load_config(config_path, [*overrides, *extra])
-    log = [json.loads(line) for line in (config.run_dir / METRICS).read_text().splitlines()]
+    log = read_log(config.run_dir / METRICS)
 
     def seconds_to(target: float) -> float | None:
-        reached = [entry["elapsed_s"] for entry in log if entry["valid_exact_match"] >= target]
-        return reached[0] if reached else None
+        return next((v["elapsed_s"] for v in log if v["valid_exact_match"] >= target), None)
 
     result = {
         "seconds_to_99_exact_match": seconds_to(0.99),
@@ -163,10 +158,8 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
 
 
 def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str) -> dict:
-    _, eval_peak = run_and_measure(
-        [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides,
-         f"experiment={experiment}"]
-    )  # fmt: skip
+    evaluate = [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides]
+    _, eval_peak = run_and_measure([*evaluate, f"experiment={experiment}"])
     _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 

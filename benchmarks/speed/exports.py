@@ -20,16 +20,15 @@ vocabularies, which a package cannot hold.
 
 import argparse
 import dataclasses
+import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import run, timed_translation
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DecodeConfig, translation_pair
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
@@ -78,20 +77,17 @@ def run_argos(
     beam size: {"1": outputs, ..., "seconds": {"1": s}, "readme": ..., "to_code": ...}.
     `threads`: CTranslate2's intra_threads (Argos's default, 0: as many as the machine has)."""
     env = {
-        **os.environ,
         "ARGOS_INTRA_THREADS": str(threads),
         "HOME": str(home),
         **{f"XDG_{d}_HOME": str(home / d.lower()) for d in ("DATA", "CONFIG", "CACHE")},
         "ARGOS_DEVICE_TYPE": "cpu",
         "ARGOS_COMPUTE_TYPE": "float32",  # its default, "auto", may quantize to int8
     }
-    done = subprocess.run(
-        [sys.executable, "-c", ARGOS, str(package), *codes, *map(str, beams)],
-        input=json.dumps(sentences), capture_output=True, text=True, env=env, timeout=1800,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"Argos Translate failed: {done.stderr[-3000:]}")
-    return json.loads(done.stdout)
+    command = [sys.executable, "-c", ARGOS, str(package), *codes, *map(str, beams)]
+    with tempfile.TemporaryDirectory() as folder:
+        inputs = Path(folder, "sentences.json")
+        inputs.write_text(json.dumps(sentences))
+        return json.loads(run(command, stdin=inputs, env=env, budget=1800).stdout)
 
 
 def transformers_engine(folder: Path, max_positions: int):
@@ -124,23 +120,23 @@ def outputs_of(engine):
     return lambda sentences, decoding: engine.translate(sentences, decoding).outputs
 
 
+def installed(package: str) -> bool:
+    """Whether `package` can be imported; a note that its figures are skipped where not."""
+    if importlib.util.find_spec(package) is None:
+        print(f"{package} not installed: its figures are skipped", flush=True)
+        return False
+    return True
+
+
 def engines(checkpoint: Checkpoint, folder: Path) -> dict:
     """Each installed form's translate(sentences, decoding), ours first."""
     found = {"ours": outputs_of(TorchEngine(checkpoint))}
-    try:
-        import ctranslate2  # noqa: F401
-    except ImportError:
-        print("ctranslate2 not installed: its figures are skipped", flush=True)
-    else:
+    if installed("ctranslate2"):
         export_ctranslate2(checkpoint, folder / "ct2")
         for compute in ("float32", "int8"):
             model = CTranslate2Engine.load(folder / "ct2", "cpu", compute)
             found[f"ctranslate2_{compute}"] = outputs_of(model)
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        print("transformers not installed: its figures are skipped", flush=True)
-    else:
+    if installed("transformers"):
         export_huggingface(checkpoint, folder / "hf")
         max_positions = checkpoint.model.cfg.max_positions
         found["transformers_float32"] = transformers_engine(folder / "hf", max_positions)
@@ -183,10 +179,8 @@ def exports_decoding(checkpoint_path: Path, sentences: list[str]) -> dict:
             )
             outputs = {}
             for name, translate in found.items():
-                translate(sentences[:16], decoding)  # warm-up
-                start = time.perf_counter()
-                outputs[name] = translate(sentences, decoding)
-                rate = len(sentences) / (time.perf_counter() - start)
+                seconds, outputs[name] = timed_translation(translate, sentences, decoding)
+                rate = len(sentences) / seconds
                 result[f"translate_sentences_per_s_{name}_batch{batch_size}"] = rate
                 ours = result[f"translate_sentences_per_s_ours_batch{batch_size}"]
                 if name != "ours":

@@ -1,7 +1,7 @@
 """`make bench-scale`: how the data path behaves as the corpus grows, from 20,000 to 5,000,000
 training pairs of the numbers corpus (the default model and config otherwise).
 
-    python -m benchmarks.speed.scale [--sizes 20000 5000000] [--out benchmarks]
+    python -m benchmarks.speed.scale [--sizes 20000 5000000] [--out DIR]
     python -m benchmarks.speed.scale --quick          # 2,000 and 20,000 pairs: a smoke test
 
 For each size, in its own folder under runs/bench-scale/, one after the other:
@@ -17,38 +17,35 @@ several GB of disk); the quick mode is cheap.
 """
 
 import argparse
-import json
-import os
+import re
 import shutil
-import subprocess
 import sys
-import time
+import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run_and_measure, save_results
+from benchmarks.common import RESULTS, ROOT, machine, run, save_results
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import LAST, METRICS
 
 STEPS = 200  # steps of each training run; validations at STEPS / 2 and STEPS
+FIRST_STEP = re.compile(r"^step [\d,]+/", re.MULTILINE)  # training's progress line off a terminal
 
 
 def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
-    """Run a training command; -> (seconds until its first progress line, "step N/M ...",
-    peak RSS in MiB). stderr is a pipe, so training reports its first step on a line of its
-    own."""
-    start = time.perf_counter()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    process = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    first, tail = None, []
-    for line in process.stderr:
-        tail = (tail + [line])[-20:]
-        if first is None and line.startswith("step ") and "/" in line.split()[1]:
-            first = time.perf_counter() - start
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0 or first is None:
-        sys.exit(f"benchmark step failed: {' '.join(command)}\n{''.join(tail)}")
-    return first, usage.ru_maxrss / 1024
+    """Run a training command to its end -> (seconds until its first progress line, "step
+    N/M ...", in its stderr as it grows; peak RSS in MiB)."""
+    first: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        log = Path(folder, "stderr")
+
+        def poll(elapsed: float) -> None:
+            if not first and FIRST_STEP.search(log.read_text(errors="replace")):
+                first.append(elapsed)
+
+        ran = run(command, log=log, cwd=cwd, env={"PYTHONPATH": str(ROOT)}, on_poll=poll)
+    if not first:
+        sys.exit(f"no progress line from {' '.join(command)}")
+    return first[0], ran.peak_mib
 
 
 def measure(size: int, folder: Path) -> dict:
@@ -57,28 +54,21 @@ def measure(size: int, folder: Path) -> dict:
     shutil.copy(ROOT / "config.yaml", folder / "config.yaml")
     corpus = [f"corpus.train_size={size}", "corpus.valid_size=500", "corpus.test_size=500"]
     steps = [f"train.max_steps={STEPS}", f"train.eval_every={STEPS // 2}", "--restart"]
-    python = [sys.executable, "-m"]
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        data_s, data_rss = run_and_measure([*python, "seq2seq.data", *corpus])
-        first_s, train_rss = time_to_first_step([*python, "seq2seq.train", *corpus, *steps], folder)
-        run = Path("runs/numbers")
-        log = [json.loads(line) for line in (run / METRICS).read_text().splitlines()]
-        last_mib = (run / LAST).stat().st_size / 2**20
-        more = [f"train.max_steps={STEPS + 10}", f"train.eval_every={STEPS // 2}"]
-        resume_s, _ = time_to_first_step([*python, "seq2seq.train", *corpus, *more], folder)
-        torchrun = [*python, "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-        _, ddp_rss = time_to_first_step(
-            [*torchrun, "-m", "seq2seq.train", *corpus, *steps, "experiment=ddp"], folder
-        )
-    finally:
-        os.chdir(cwd)
+    train = [sys.executable, "-m", "seq2seq.train", *corpus]
+    data = run([sys.executable, "-m", "seq2seq.data", *corpus], cwd=folder)
+    first_s, train_rss = time_to_first_step([*train, *steps], folder)
+    log = read_log(folder / "runs/numbers" / METRICS)
+    last_mib = (folder / "runs/numbers" / LAST).stat().st_size / 2**20
+    more = [f"train.max_steps={STEPS + 10}", f"train.eval_every={STEPS // 2}"]
+    resume_s, _ = time_to_first_step([*train, *more], folder)
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    ddp = [*torchrun, "-m", "seq2seq.train", *corpus, *steps, "experiment=ddp"]
+    _, ddp_rss = time_to_first_step(ddp, folder)
     return {
         "train_pairs": size,
-        "data_seconds": data_s,
-        "data_microseconds_per_pair": 1e6 * data_s / size,
-        "data_peak_rss_mib": data_rss,
+        "data_seconds": data.seconds,
+        "data_microseconds_per_pair": 1e6 * data.seconds / size,
+        "data_peak_rss_mib": data.peak_mib,
         "train_seconds_to_first_step": first_s,
         "train_peak_rss_mib": train_rss,
         "train_tokens_per_s": log[-1]["tokens_per_s"],

@@ -160,17 +160,10 @@ def training_flops(cfg: ModelConfig, batch: tuple, tgt_vocab_size: int) -> float
     forward), counted on the padded tensors the step really computes on."""
     src, tgt_in, _ = batch
     b, s, t, d, f = src.size(0), src.size(1), tgt_in.size(1), cfg.d_model, cfg.d_ff
-    encoder = cfg.enc_layers * b * s * (2 * 4 * d * d + 2 * 2 * d * f + 2 * 2 * s * d)
-    decoder = (
-        cfg.dec_layers
-        * b
-        * (
-            t * (2 * 4 * d * d + 2 * 2 * d * f + 2 * 2 * t * d)  # self-attention and feed-forward
-            + t * 2 * 2 * d * d
-            + s * 2 * 2 * d * d
-            + t * 2 * 2 * s * d  # cross-attention
-        )
-    )
+    layer = 2 * 4 * d * d + 2 * 2 * d * f  # a position: self-attention's projections, feed-forward
+    encoder = cfg.enc_layers * b * s * (layer + 2 * 2 * s * d)
+    cross = t * 2 * 2 * d * d + s * 2 * 2 * d * d + t * 2 * 2 * s * d  # projections, scores, sums
+    decoder = cfg.dec_layers * b * (t * (layer + 2 * 2 * t * d) + cross)
     output = b * t * 2 * d * tgt_vocab_size
     return 3.0 * (encoder + decoder + output)
 

@@ -65,7 +65,7 @@ def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
         assert figures["attention"][f"{way}_tf32_max_error"] < 1e-4
     assert figures["torchrun"]["processes"] == 2
     assert figures["eval"]["beam5_sentences_per_s"] > 0
-    assert figures["serve"]["serve_failed"] == figures["serve"]["serve_mismatched"] == 0
+    assert figures["serve"]["serve_failed"] == figures["serve"]["serve_unlike"] == 0
     assert 0 < figures["ctranslate2"]["same_outputs_as_ours"] <= 1
     table = (tmp_path / "out/gpu.md").read_text()
     assert "| `resume` | pass |" in table and "| `pytest` | skip (--quick" in table

@@ -25,7 +25,7 @@ def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, t
     for label, points in servers.items():
         assert list(points) == ["1", "4", "16", "32", "64"], label
         for point in points.values():
-            assert point["failed"] == point["unlike_ours"] == 0, label
+            assert point["failed"] == point["unlike"] == 0, label
             assert point["requests_per_s"] > 0 and point["p99_ms"] >= point["p50_ms"] > 0
     for label in ("ours, torch", "ours, CTranslate2"):
         assert servers[label]["1"]["sentences_per_batch"] == 1.0  # nobody else to wait for
