@@ -109,7 +109,11 @@ def anchor_paths(raw: dict, folder: Path) -> None:
     for split in ("train", "valid", "test"):  # corpus.type parallel
         named += [(corpus.get(split), side) for side in ("src", "tgt", "tsv")]
     sources = [*(corpus.get("train_sources") or []), corpus.get("valid_source")]
-    named += [(source, "file") for source in (*sources, corpus.get("test_source"))]
+    named += [
+        (source, kind)
+        for source in (*sources, corpus.get("test_source"))
+        for kind in ("file", "suggestions")
+    ]
     if not str(serve.get("api_keys", "")).startswith("env:"):
         named.append((serve, "api_keys"))
     for mapping, key in named:

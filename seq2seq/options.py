@@ -40,7 +40,8 @@ class SplitFiles:
 @dataclass
 class Source:
     """One source of sentence pairs for corpus.type: sources (seq2seq/text/sources.py): exactly
-    one of `opus`, `sacrebleu`, `url` and `file`, in the pair corpus.src_lang -> tgt_lang."""
+    one of `opus`, `sacrebleu`, `url`, `file` and `suggestions`, in the pair corpus.src_lang ->
+    tgt_lang."""
 
     opus: str | None = None  # an OPUS corpus by name (opus.nlpl.eu), e.g. Tatoeba, its Moses files
     version: str = "latest"  # opus: the corpus's release, e.g. v2023-04-12
@@ -55,6 +56,9 @@ class Source:
     # catalogs of one language, read at any depth (a path without a suffix, or ending in /),
     # e.g. /usr/share/locale/de/LC_MESSAGES
     file: str | None = None
+    # the SQLite file where a service keeps its users' suggestions (serve.suggestions_file):
+    # the better translations they sent for corpus.src_lang -> tgt_lang, each once
+    suggestions: str | None = None
     # train: this source's pairs go in this many times, 1 or more (your own small data beside
     # a large corpus); the copies are not duplicates to the `clean` section; with more than
     # 1 the pairs are held in memory
@@ -355,6 +359,14 @@ class ServeConfig:
     # POST requests one client address may make per minute, in bursts of as many; more get a
     # 429 with Retry-After. 0: no limit.
     requests_per_minute: Annotated[int, ">= 0"] = 0
+    # POST /suggest, LibreTranslate's: a user's better translation of a text, kept in
+    # suggestions_file to fine-tune the model on (a corpus source {suggestions: FILE}).
+    # false: it answers 403, as LibreTranslate's does.
+    suggestions: bool = False
+    # SQLite (seq2seq/text/suggestions.py), relative to the working directory, as runs/ is
+    suggestions_file: str = "runs/suggestions.db"
+    # Suggestions one client address may send per hour, repeats included; more get a 429.
+    suggestions_per_hour: Annotated[int, "at least 1"] = 60
     # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
     # names the client; from any other address the header is ignored. []: none, the
     # connection's own address is the client's (so no client can choose its address).

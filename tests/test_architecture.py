@@ -183,8 +183,8 @@ HOPS = {
         "service/libretranslate.py LibreTranslate.translated: await self.backend.translate()",
     ),
     ("Backend.translate", "Backend.run_job"): (
-        "calls, with the texts split in a worker thread (asyncio.to_thread)",
-        "service/backend.py Backend.translate: split = await asyncio.to_thread(self.split, texts)",
+        "calls, with the texts split in a worker thread if large (api.off_the_loop)",
+        "service/backend.py Backend.translate: split = await off_the_loop(chars, self.split)",
         "service/backend.py Backend.translate: job = Job(split, options)",
         "service/backend.py Backend.translate: await self.run_job(request, model, job)",
     ),
@@ -227,7 +227,7 @@ HOPS = {
     ),
     ("CTranslate2Engine", "libretranslate_answer"): (
         "returns, through the job's future, to LibreTranslate's route, which passes it to "
-        "asyncio.to_thread",
+        "off_the_loop",
         *ANSWERED,
         "service/libretranslate.py LibreTranslate.translated: return (await ...).translations",
         "service/libretranslate.py LibreTranslate.post_translate: "
@@ -235,7 +235,7 @@ HOPS = {
         "service/libretranslate.py LibreTranslate.post_translate: "
         "translations[number] = translation",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "answer = await asyncio.to_thread(libretranslate_answer, translations)",
+        "answer = await off_the_loop(chars, libretranslate_answer, translations)",
     ),
     ("translate_answer", "json_response"): (
         "its answer is passed to",
@@ -244,7 +244,7 @@ HOPS = {
     ("libretranslate_answer", "json_response"): (
         "its answer is passed to",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "answer = await asyncio.to_thread(libretranslate_answer)",
+        "answer = await off_the_loop(chars, libretranslate_answer)",
         "service/libretranslate.py LibreTranslate.post_translate: return json_response(answer)",
     ),
 }

@@ -179,21 +179,42 @@ def is_local(host: str) -> bool:
         return False
 
 
-class RateLimit:
-    """Before any route: each client address may make serve.requests_per_minute POSTs a
-    minute (a token bucket: that many at once, then one every 60 / requests_per_minute s)."""
+class Buckets:
+    """A token bucket for each client address: `size` tokens at once, then one every
+    `seconds` / `size` s. Bounded memory, O(1) a take: past most_clients, the least recently
+    seen is forgotten."""
 
     clock = staticmethod(time.monotonic)
-    most_clients = 10_000  # buckets kept; past this, the least recently seen is forgotten
+    most_clients = 10_000
+
+    def __init__(self, size: int, seconds: float):
+        self.size, self.rate = size, size / seconds
+        # address -> (tokens, when), least recently seen first
+        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, client: str) -> int:
+        """Takes one of the client's tokens: 0, or the seconds until it has one."""
+        now = self.clock()
+        tokens, then = self.buckets.pop(client, (self.size, now))
+        tokens = min(self.size, tokens + (now - then) * self.rate)
+        taken = tokens >= 1
+        self.buckets[client] = (tokens - 1 if taken else tokens, now)  # now the most recent
+        if len(self.buckets) > self.most_clients:
+            self.buckets.popitem(last=False)
+        return 0 if taken else math.ceil((1 - tokens) / self.rate)
+
+
+class RateLimit:
+    """Before any route: each client address may make serve.requests_per_minute POSTs a
+    minute (Buckets: that many at once, then one every 60 / requests_per_minute s)."""
 
     def __init__(self, app, settings: ServeConfig):
         self.app, self.per_minute = app, settings.requests_per_minute
-        # address -> (tokens, when), least recently seen first: bounded memory, O(1) a request
-        self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self.buckets = Buckets(self.per_minute, 60) if self.per_minute else None
 
     async def __call__(self, scope, receive, send) -> None:
-        if self.per_minute and scope["type"] == "http" and scope["method"] == "POST":
-            wait = self.take(scope["client"][0] if scope.get("client") else "")
+        if self.buckets and scope["type"] == "http" and scope["method"] == "POST":
+            wait = self.buckets.take(scope["client"][0] if scope.get("client") else "")
             if wait:
                 message = (
                     f"Slowdown: {self.per_minute} requests per minute at most "
@@ -202,14 +223,3 @@ class RateLimit:
                 response = error_response(429, message, {"Retry-After": str(wait)})
                 return await response(scope, receive, send)
         await self.app(scope, receive, send)
-
-    def take(self, client: str) -> int:
-        """Takes one of the client's tokens: 0, or the seconds until it has one."""
-        now, rate = self.clock(), self.per_minute / 60
-        tokens, then = self.buckets.pop(client, (self.per_minute, now))
-        tokens = min(self.per_minute, tokens + (now - then) * rate)
-        taken = tokens >= 1
-        self.buckets[client] = (tokens - 1 if taken else tokens, now)  # now the most recent
-        if len(self.buckets) > self.most_clients:
-            self.buckets.popitem(last=False)
-        return 0 if taken else math.ceil((1 - tokens) / rate)

@@ -6,8 +6,8 @@ and back.
       (models.py's route: one, or two through a pivot language)
       -> Backend.translate(request, route, texts, wanted), for each model in turn:
            the texts split into their sentences (Backend.split: seq2seq/text/sentences.py),
-             in a worker thread: milliseconds for a large request, which would hold every
-             other client on the event loop
+             in a worker thread past api.INLINE_CHARS characters: milliseconds for a large
+             request, which would hold every other client on the event loop
            -> Job(texts, options) -> Backend.run_job(request, model, job): the model's
               Batcher.submit (batcher.py; its queue full -> 503 with Retry-After; the service
               stopping -> 503, Connection: close), then waits for the job's future or the
@@ -26,7 +26,7 @@ from starlette.requests import ClientDisconnect, Request
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Translated
 from seq2seq.service.access import ApiKeys
-from seq2seq.service.api import HTTPError, check_count
+from seq2seq.service.api import HTTPError, check_count, off_the_loop
 from seq2seq.service.batcher import Job, Options, QueueFull, Stopping
 from seq2seq.service.models import Model, Models
 from seq2seq.text.sentences import Texts
@@ -68,7 +68,8 @@ class Backend:
         for number, model in enumerate(route, 1):
             last = number == len(route)
             options = Options(wanted.beam_size, wanted.nbest if last else None, wanted.placeholders)
-            split = await asyncio.to_thread(self.split, texts, wanted.status, model.source.code)
+            chars = sum(map(len, texts))
+            split = await off_the_loop(chars, self.split, texts, wanted.status, model.source.code)
             job = Job(split, options)
             translated = await self.run_job(request, model, job)
             said = "" if number == 1 else f"through {model.source.code}: "

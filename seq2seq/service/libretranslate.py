@@ -10,6 +10,10 @@ apps with a "LibreTranslate URL" setting) can use the model.
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...]}
     POST /detect     {"q": "..."} (JSON or a form) -> [{"confidence": 0..100, "language"}]
+    POST /suggest    {"q": text, "s": its better translation, "source", "target", "api_key"}
+                     (JSON or a form) -> {"success": true}, kept (text/suggestions.py) before
+                     the answer; 403 unless serve.suggestions; 429 past
+                     serve.suggestions_per_hour from one client
     GET  /languages  -> [{"code", "name", "targets": [...]}]: every language of the models
                      (service/models.py), with the targets it reaches
 
@@ -19,17 +23,18 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
       answers it (from the same Body: api.py, read once)
     post_translate: its key (access.py, 403)
     -> asked: its fields checked (400 naming the mistake) -> Asked
-    -> parts, in a worker thread (HTML parsing and detection take milliseconds on a large
-       request: off the event loop, they hold no other client): what it translates, each
+    -> parts, in a worker thread past api.INLINE_CHARS characters (HTML parsing and detection
+       take milliseconds on a large request: off the event loop, they hold no other client;
+       a small one's cost less than the hand-over): what it translates, each
        text or (format html) each of its text nodes (markup.py), no more than
        serve.max_sentences; source "auto": each text's language detected (candidates)
     -> by source language, translated: each group through its pair's route (models.py: its
        "model" if named; a pair the service lacks: a 400 naming those it has) ->
        Backend.translate (backend.py), as for ours; a group already in the target language
        is itself, as Argos Translate translates a language into itself
-    -> libretranslate_answer, in a worker thread too: LibreTranslate's shape, each text's
-       translation formatted as LibreTranslate formats it (formatted); format html: put back
-       into its markup
+    -> libretranslate_answer, in a worker thread too past INLINE_CHARS: LibreTranslate's
+       shape, each text's translation formatted as LibreTranslate formats it (formatted);
+       format html: put back into its markup
     <- 200 {"translatedText": ...}, or {"error": "..."}: 400, 403, 429 (access.py), 500
 
 The languages are each model's (service/models.py). Detection: with one source language, that
@@ -40,6 +45,7 @@ LibreTranslate's); with several, seq2seq/text/language_id.py's.
 import asyncio
 import dataclasses
 import json
+from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import parse_qsl
 
@@ -49,6 +55,7 @@ from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
 from seq2seq.service import markup
+from seq2seq.service.access import Buckets
 from seq2seq.service.api import (
     FORM,
     FORMS,
@@ -60,17 +67,20 @@ from seq2seq.service.api import (
     check_sentence,
     json_response,
     model_field,
+    off_the_loop,
     placeholders_field,
 )
 from seq2seq.service.backend import Backend, Wanted
 from seq2seq.service.models import Model
 from seq2seq.support.errors import UserError
 from seq2seq.text.language_id import Detector
+from seq2seq.text.suggestions import Suggestions
 
 TRANSLATE_FIELDS = (
     "q", "source", "target", "format", "alternatives", "api_key", "placeholders", "model",
 )  # fmt: skip
 DETECT_FIELDS = ("q", "api_key")
+SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
 
 
 class LibreTranslate:
@@ -79,6 +89,9 @@ class LibreTranslate:
     def __init__(self, backend: Backend):
         self.backend, self.settings, self.keys = backend, backend.settings, backend.keys
         self.models = backend.models
+        on = self.settings.suggestions
+        self.suggestions = Suggestions(Path(self.settings.suggestions_file)) if on else None
+        self.suggesters = Buckets(self.settings.suggestions_per_hour, 3600)  # by client address
         self.detector, self.no_detector = None, ""
         if len(self.models.sources) > 1:
             try:
@@ -97,6 +110,25 @@ class LibreTranslate:
             raise HTTPError(400, "Invalid request: missing q parameter (a string)")
         check_text(q, "'q'", self.settings)
         return json_response(self.candidates(q))
+
+    async def suggest(self, request: Request) -> Response:
+        """POST /suggest: `s`, a better translation of `q` from `source` to `target`, kept in
+        serve.suggestions_file (text/suggestions.py) before the answer."""
+        if self.suggestions is None:
+            raise HTTPError(403, "Suggestions are disabled on this server.")
+        fields = await read_fields(request, Body(request, self.settings), SUGGEST_FIELDS)
+        self.keys.check(request, api_key(fields))
+        q, s = text_field(fields, "q"), text_field(fields, "s")
+        for text, name in ((q, "'q'"), (s, "'s'")):
+            check_text(text, name, self.settings)
+        source, target = text_field(fields, "source"), text_field(fields, "target")
+        self.models.route(source, target)  # a pair the service lacks: a 400 naming its pairs
+        if wait := self.suggesters.take(request.client.host if request.client else ""):
+            most = f"{self.settings.suggestions_per_hour} suggestions an hour at most"
+            message = f"Slowdown: {most} (serve.suggestions_per_hour); try again in {wait} s"
+            raise HTTPError(429, message, {"Retry-After": str(wait)})
+        await asyncio.to_thread(self.suggestions.add, q, s, source, target)  # synced to disk
+        return json_response({"success": True})
 
     def candidates(self, text: str) -> list[dict]:
         """The text's likely source languages, best first, with their confidence (0 to 100):
@@ -136,7 +168,8 @@ class LibreTranslate:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
         self.keys.check(request, api_key(fields))
         asked = self.asked(fields)
-        parts, detected = await asyncio.to_thread(self.parts, asked)  # parsing and detecting
+        chars = sum(map(len, asked.texts))
+        parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
         routes = {source: self.route(source, asked) for source in groups}  # any 400 first
         translations: list = [None] * len(parts)
@@ -145,7 +178,7 @@ class LibreTranslate:
             translated = await self.translated(request, texts, routes[source], asked)
             for number, translation in zip(numbers, translated, strict=True):
                 translations[number] = translation
-        answer = await asyncio.to_thread(libretranslate_answer, translations, asked, detected)
+        answer = await off_the_loop(chars, libretranslate_answer, translations, asked, detected)
         return json_response(answer)
 
     def asked(self, fields: dict) -> "Asked":

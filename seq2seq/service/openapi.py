@@ -105,6 +105,16 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                 DETECTIONS,
                 header_or_field,
             ),
+            "/suggest": post(
+                "LibreTranslate's: a better translation s of q, kept to fine-tune the model on",
+                {
+                    media_type: {"schema": suggest_request(settings, choices)}
+                    for media_type in (JSON, FORM)
+                },
+                strict({"success": {"const": True}}),
+                header_or_field,
+                extra={"403": "suggestions are off (serve.suggestions), or a key is needed"},
+            ),
         },
         "components": {
             "schemas": {"Error": ERROR},
@@ -208,6 +218,13 @@ def libretranslate_request(settings: ServeConfig, choices: Choices, list_q=False
 def detect_request(settings: ServeConfig) -> dict:
     q = {**sentence(settings), "minLength": 1}
     return strict({"q": q, "api_key": {"type": "string"}}, optional=("api_key",))
+
+
+def suggest_request(settings: ServeConfig, choices: Choices) -> dict:
+    text = {**sentence(settings), "minLength": 1}
+    properties = {"q": text, "s": text, "source": {"enum": choices.sources}}
+    properties |= {"target": {"enum": choices.targets}, "api_key": {"type": "string"}}
+    return strict(properties, optional=("api_key",))
 
 
 OBJECT = {"type": "object"}

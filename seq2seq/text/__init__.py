@@ -13,6 +13,7 @@
     sentences.py                         texts -> their sentences, translations joined back
     placeholders.py                      %s, {0}, <b>, [X7X] ...: kept from the model, put back
     language_id.py                       which language a text is in, among a few (an extra)
+    suggestions.py                       the service's users' better translations, kept, read back
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.

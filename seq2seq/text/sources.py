@@ -8,6 +8,8 @@
                             or a catalog: .po, .mo, .xlf, .xliff, .tmx (text/catalogs.py)
         {file: PATH}        the same, a file of yours, or a folder of catalogs (its hold_out:
                             whole catalogs held out for valid and test)
+        {suggestions: PATH} a service's suggestions file (text/suggestions.py): what its
+                            users corrected
 
     Source --fetch--> its files: downloaded into data/<corpus.name>/raw/ (text/download.py:
                       checked, recorded in raw/manifest.json), or your own where they are
@@ -52,9 +54,10 @@ from seq2seq.text.parallel import (
     utf8_lines,
     zip_parallel,
 )
+from seq2seq.text.suggestions import read_suggestions
 
 OPUS_API = "https://opus.nlpl.eu/opusapi/"
-KINDS = ("opus", "sacrebleu", "url", "file")
+KINDS = ("opus", "sacrebleu", "url", "file", "suggestions")
 LANG = "{lang}"  # in a url or file: a Moses pair, one file per language
 SUFFIXES = (".tsv", ".tsv.gz", ".zip", *catalogs.SUFFIXES)  # of a url or file source
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an OPUS corpus's or release's name
@@ -129,6 +132,9 @@ def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched
         return Fetched(
             f"({source.url})", pair_reader(url_files(source.url, corpus, downloads), corpus)
         )
+    if source.suggestions:
+        pairs = read_suggestions(Path(source.suggestions), *sides(corpus))  # now: it may grow
+        return Fetched(f"({source.suggestions})", lambda skipped: iter(pairs))
     return Fetched(f"({source.file})", pair_reader(local_files(source.file, corpus), corpus))
 
 

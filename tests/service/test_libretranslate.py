@@ -284,7 +284,7 @@ def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys)
 
 def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monkeypatch):
     """3 a minute, on a clock that stands still: the 4th POST in a row is refused."""
-    monkeypatch.setattr(access.RateLimit, "clock", staticmethod(lambda: 1000.0))
+    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1000.0))
     model = TorchEngine(trained_numbers_checkpoint[0])
     with running(model, requests_per_minute=3) as server:
         request = {"q": "three is three", **PAIR}
@@ -294,7 +294,7 @@ def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monke
         assert answer["error"].startswith("Slowdown: 3 requests per minute at most")
         assert call(server.url, "POST", D, {"q": "one"})[0] == 429
         assert call(server.url, "GET", "/languages")[0] == 200  # GETs are not counted
-        monkeypatch.setattr(access.RateLimit, "clock", staticmethod(lambda: 1020.0))
+        monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1020.0))
         assert call(server.url, "POST", T, request)[0] == 200  # a token back after 20 s
         assert call(server.url, "POST", T, request)[0] == 429
 
@@ -317,8 +317,8 @@ def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(trained_numb
 
 def test_the_rate_limit_keeps_a_bounded_table_of_clients(monkeypatch):
     """Any number of clients: the table keeps the most recently seen, each request O(1)."""
-    monkeypatch.setattr(access.RateLimit, "most_clients", 100)
-    limit = access.RateLimit(app=None, settings=ServeConfig(requests_per_minute=2))
+    monkeypatch.setattr(access.Buckets, "most_clients", 100)
+    limit = access.Buckets(2, 60)
     for n in range(5_000):
         assert limit.take(f"client {n}") == 0
     assert len(limit.buckets) == 100 and next(iter(limit.buckets)) == "client 4900"

@@ -2,6 +2,7 @@
 a pair without one through a pivot language, every language listed, and one pair's backlog
 never holding another pair's requests."""
 
+import asyncio
 import copy
 import dataclasses
 import subprocess
@@ -16,6 +17,7 @@ from seq2seq.config import Config, Language
 from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
+from seq2seq.service import api
 from seq2seq.service.libretranslate import LibreTranslate, formatted
 from seq2seq.service.loaders import Loader, load_models
 from seq2seq.service.models import Models
@@ -314,8 +316,10 @@ def test_a_text_already_in_the_target_language_comes_back_as_it_is(en_de_fr):
 
 
 def test_detecting_a_requests_languages_holds_no_other_client(en_de_fr, monkeypatch):
-    """source "auto"'s detection (and the HTML parsing beside it) runs off the event loop:
-    while one request's detection is held, another client's request is answered."""
+    """source "auto"'s detection (and the HTML parsing beside it) of a request past
+    api.INLINE_CHARS (here 0) runs off the event loop: while one request's detection is held,
+    another client's request is answered."""
+    monkeypatch.setattr(api, "INLINE_CHARS", 0)
     entered, release = threading.Event(), threading.Event()
     detected = LibreTranslate.detected
 
@@ -337,6 +341,18 @@ def test_detecting_a_requests_languages_holds_no_other_client(en_de_fr, monkeypa
         release.set()
         waiting.join(HANG)
     assert answers[0][0] == 200
+
+
+def test_a_small_requests_work_stays_on_the_event_loop_and_a_large_ones_goes_to_a_thread():
+    """Under INLINE_CHARS characters a thread's hand-over would cost more than the work."""
+
+    async def threads() -> tuple[int, int, int]:
+        small = await api.off_the_loop(api.INLINE_CHARS, threading.get_ident)
+        large = await api.off_the_loop(api.INLINE_CHARS + 1, threading.get_ident)
+        return threading.get_ident(), small, large
+
+    loop, small, large = asyncio.run(threads())
+    assert small == loop != large
 
 
 IT = Language("it", "Italian")

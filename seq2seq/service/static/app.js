@@ -6,6 +6,8 @@
 //        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
 //   (an engine without attention, as /info says: POST /translate, and no attention to draw)
 //   on opening: /info's example sentence in the box, translated as if typed
+//   with serve.suggestions on (/info): under the translation, a box to correct it ->
+//     POST /suggest {"q": sentence, "s": the correction, "source", "target"}, kept
 "use strict";
 
 const DEBOUNCE_MS = 250;
@@ -20,6 +22,8 @@ const $ = (id) => document.getElementById(id);
 let attention = null; // the last answer of /attention
 let engine = "torch"; // /info's engine
 let showsAttention = true; // /info's attention: whether the engine answers /attention
+let suggesting = false; // /info's serve.suggestions: whether POST /suggest keeps corrections
+let pair = {}; // the first model's {source, target}: the language codes of a suggestion
 let pending = null; // the AbortController of the request in flight
 let timer = null;
 
@@ -67,6 +71,7 @@ async function update() {
     $("translation").textContent = "";
     showWarnings([]);
     showError("");
+    offerSuggestion("");
     draw();
     return;
   }
@@ -84,11 +89,31 @@ async function update() {
       $("translation").textContent = answer.translations[0];
       showWarnings(answer.warnings);
     }
+    offerSuggestion($("translation").textContent);
     showError("");
   } catch (error) {
     if (error.name !== "AbortError") showError(error.message);
   } finally {
     if (pending === controller) $("translation").removeAttribute("aria-busy");
+  }
+}
+
+// The translation in a box of its own, to correct and send as a suggestion (if the service
+// keeps them).
+function offerSuggestion(translation) {
+  $("suggest").hidden = !suggesting || !translation;
+  $("better").value = translation;
+  $("suggested").textContent = "";
+}
+
+async function suggest(event) {
+  event.preventDefault();
+  const suggestion = { q: $("sentence").value, s: $("better").value, ...pair };
+  try {
+    await post("/suggest", suggestion);
+    $("suggested").textContent = "Thank you: kept, to improve the model.";
+  } catch (error) {
+    $("suggested").textContent = error.message;
   }
 }
 
@@ -158,6 +183,8 @@ async function describeModel() {
     const info = await response.json();
     engine = info.engine;
     showsAttention = info.attention;
+    suggesting = info.serve.suggestions;
+    pair = { source: info.models[0].source, target: info.models[0].target };
     draw();
     const step = info.checkpoint.step === undefined ? "" : `, step ${info.checkpoint.step}`;
     const size =
@@ -196,6 +223,7 @@ $("kind").addEventListener("change", () => {
   if (attention) chooseOptions();
   draw();
 });
+$("suggest").addEventListener("submit", suggest);
 $("layer").addEventListener("change", draw);
 $("head").addEventListener("change", draw);
 describeModel();

@@ -1,0 +1,157 @@
+"""Suggestions (POST /suggest, LibreTranslate's): kept in an SQLite file before the answer, each
+different one once, read back as a corpus source; off, keyless, over the limit, for a pair the
+service lacks: refused, saying why."""
+
+import signal
+import sqlite3
+import subprocess
+from urllib.parse import urlencode
+
+import pytest
+from test_serve import call, chromium, read_address, running
+
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.options import CorpusConfig, Source
+from seq2seq.service import access
+from seq2seq.support.errors import UserError
+from seq2seq.text.sources import fetch
+from seq2seq.text.suggestions import Suggestions, read_suggestions
+
+from helpers import ENV, HANG, command
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+ONE = {"q": "three is three", "s": "3 la 3", "source": "en", "target": "digits"}
+
+
+def rows(path) -> list[tuple]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT q, s, source, target, count FROM suggestions").fetchall()
+
+
+def test_a_suggestion_made_again_is_counted_once_and_read_back_for_its_pair(tmp_path):
+    path = tmp_path / "kept/suggestions.db"  # its folder made
+    store = Suggestions(path)
+    store.add("one", "1", "en", "digits")
+    store.add("two", "2", "en", "digits")
+    store.add("one", "1", "en", "digits")
+    store.add("one", "un", "en", "fr")
+    store.close()
+    assert rows(path) == [
+        ("one", "1", "en", "digits", 2), ("two", "2", "en", "digits", 1),
+        ("one", "un", "en", "fr", 1),
+    ]  # fmt: skip
+    assert read_suggestions(path, "en", "digits") == [("one", "1"), ("two", "2")]
+    corpus = CorpusConfig(type="sources", src_lang="en", tgt_lang="fr")
+    fetched = fetch(Source(suggestions=str(path)), corpus, downloads=None)
+    assert list(fetched.read({})) == [("one", "un")]
+
+
+def test_a_missing_or_foreign_suggestions_file_is_named(tmp_path):
+    with pytest.raises(UserError, match="no such suggestions file"):
+        read_suggestions(tmp_path / "none.db", "en", "fr")
+    (tmp_path / "text.db").write_text("not a database at all, and long enough to say so")
+    with pytest.raises(UserError, match="text.db: not a suggestions file"):
+        read_suggestions(tmp_path / "text.db", "en", "fr")
+
+
+def test_suggest_answers_and_refuses_as_libretranslate_does(trained_numbers_checkpoint, tmp_path):
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    path = tmp_path / "suggestions.db"
+
+    def suggest(url, fields, form=False):
+        body = urlencode(fields).encode() if form else fields
+        status, answer, _ = call(url, "POST", "/suggest", body, *([FORM] if form else []))
+        return status, answer
+
+    with running(model) as server:  # off by default, as LibreTranslate's
+        assert suggest(server.url, ONE) == (
+            403,
+            {"error": "Suggestions are disabled on this server."},
+        )
+    with running(model, suggestions=True, suggestions_file=str(path), max_chars=40) as server:
+        assert suggest(server.url, ONE) == (200, {"success": True})
+        assert suggest(server.url, ONE, form=True) == (200, {"success": True})  # a form too
+        status, answer = suggest(server.url, {**ONE, "s": ""})
+        assert status == 400 and answer["error"] == "Invalid request: missing s parameter"
+        status, answer = suggest(server.url, {**ONE, "q": "one " * 20})
+        assert status == 400 and "'q'" in answer["error"] and "40" in answer["error"]
+        status, answer = suggest(server.url, {**ONE, "target": "fr"})
+        assert status == 400 and "en to fr is not available" in answer["error"]
+        status, answer = suggest(server.url, {**ONE, "score": 5})
+        assert status == 400 and "score" in answer["error"]
+    assert rows(path) == [("three is three", "3 la 3", "en", "digits", 2)]
+    keys = tmp_path / "keys"
+    keys.write_text("sesame\n")
+    on = {"suggestions": True, "suggestions_file": str(path), "api_keys": str(keys)}
+    with running(model, **on) as server:
+        assert suggest(server.url, ONE)[0] == 403
+        assert suggest(server.url, {**ONE, "api_key": "sesame"}) == (200, {"success": True})
+
+
+def test_one_client_may_suggest_so_many_an_hour(trained_numbers_checkpoint, tmp_path, monkeypatch):
+    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1000.0))
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
+    with running(model, suggestions_per_hour=2, **on) as server:
+        statuses = [call(server.url, "POST", "/suggest", ONE)[0] for _ in range(3)]
+        status, answer, headers = call(server.url, "POST", "/suggest", ONE)
+    assert statuses == [200, 200, 429] and status == 429
+    assert headers["Retry-After"] == "1800"
+    assert answer["error"].startswith("Slowdown: 2 suggestions an hour at most")
+    assert rows(tmp_path / "s.db")[0][4] == 2  # the refused ones are not kept
+
+
+@pytest.mark.slow
+def test_no_acknowledged_suggestion_is_lost_to_kill_9(seed_run, tmp_path):
+    """Suggestions sent one after another; the server killed with SIGKILL at once after the last
+    answer: every suggestion it acknowledged is in the file."""
+    path = tmp_path / "suggestions.db"
+    process = subprocess.Popen(
+        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
+                "serve.suggestions=true", f"serve.suggestions_file={path}"),
+        stderr=subprocess.PIPE, text=True, env=ENV, cwd=seed_run.parent.parent,
+    )  # fmt: skip
+    try:
+        url = read_address(process)
+        pair = {"source": "en", "target": "digits"}
+        acknowledged = [
+            n
+            for n in range(40)
+            if call(url, "POST", "/suggest", {"q": f"one {n}", "s": f"1 {n}", **pair})[0] == 200
+        ]
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=HANG)
+    finally:
+        process.kill()
+    assert len(acknowledged) == 40
+    assert [q for q, *_ in rows(path)] == [f"one {n}" for n in acknowledged]
+
+
+@pytest.mark.slow
+def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(seed_run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
+    path = tmp_path / "suggestions.db"
+    with running(model, suggestions=True, suggestions_file=str(path)) as server:
+        browser = chromium(1000)
+        try:
+            browser.get(server.url)
+            wait = WebDriverWait(browser, HANG)
+            box = browser.find_element(By.ID, "sentence")
+            box.clear()
+            box.send_keys("three is three")
+            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
+            better = browser.find_element(By.ID, "better")
+            wait.until(seen.visibility_of(better))
+            assert better.get_attribute("value") == "3 la 3"  # the translation, to correct
+            better.clear()
+            better.send_keys("3 la 3 indeed")
+            browser.find_element(By.CSS_SELECTOR, "#suggest button").click()
+            wait.until(seen.text_to_be_present_in_element((By.ID, "suggested"), "Thank you"))
+        finally:
+            browser.quit()
+    assert rows(path) == [("three is three", "3 la 3 indeed", "en", "digits", 1)]
