@@ -6,7 +6,8 @@ a request -> Guard (access.py: a Host not ours -> 400; a POST from another origi
     POST /translate   a form, or a JSON object with "q": libretranslate.py; else ours.py
                       (one Body, api.py: the body read once, whichever reads it)
     POST /attention                                  ours.py
-    GET  /languages, POST /detect, POST /suggest     libretranslate.py
+    GET  /languages, /frontend/settings,
+    POST /detect, /suggest                           libretranslate.py
     GET  /openapi.json                               openapi.py
   any other path or method -> 404, 405
 an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
@@ -57,6 +58,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/translate", post_translate, methods=["POST"]),
         Route("/attention", ours.attention, methods=["POST"]),
         Route("/languages", libretranslate.list_languages, methods=["GET"]),
+        Route("/frontend/settings", libretranslate.frontend_settings, methods=["GET"]),
         Route("/detect", libretranslate.detect, methods=["POST"]),
         Route("/suggest", libretranslate.suggest, methods=["POST"]),
         openapi.route(settings, choices, bool(keys)),

@@ -16,6 +16,8 @@ apps with a "LibreTranslate URL" setting) can use the model.
                      serve.suggestions_per_hour from one client
     GET  /languages  -> [{"code", "name", "targets": [...]}]: every language of the models
                      (service/models.py), with the targets it reaches
+    GET  /frontend/settings -> {"charLimit", "suggestions", "language": {"source", "target"},
+                     ...}: what LibreTranslate's page reads at start-up
 
 A request's way (app.py asks `fields` whether a /translate request is LibreTranslate's):
 
@@ -81,6 +83,7 @@ TRANSLATE_FIELDS = (
 )  # fmt: skip
 DETECT_FIELDS = ("q", "api_key")
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
+FRONTEND_TIMEOUT_MS = 500  # how long LibreTranslate's page waits after typing (its default)
 
 
 class LibreTranslate:
@@ -101,6 +104,25 @@ class LibreTranslate:
 
     async def list_languages(self, request: Request) -> Response:
         return json_response(self.models.languages())
+
+    async def frontend_settings(self, request: Request) -> Response:
+        """GET /frontend/settings: what LibreTranslate's own page, and clients that read it
+        first, need to know of the service, in LibreTranslate 1.9's fields."""
+        default = self.models.default
+        source = {"code": default.source.code, "name": default.source.name}
+        if self.detector is not None:  # as LibreTranslate's page starts: detecting
+            source = {"code": "auto", "name": "Auto Detect"}
+        target = {"code": default.target.code, "name": default.target.name}
+        return json_response({
+            "charLimit": self.settings.max_chars,  # a text's, as the page sends one
+            "frontendTimeout": FRONTEND_TIMEOUT_MS,
+            "apiKeys": bool(self.keys),
+            "keyRequired": bool(self.keys),
+            "suggestions": self.settings.suggestions,
+            "filesTranslation": False,
+            "supportedFilesFormat": [],
+            "language": {"source": source, "target": target},
+        })  # fmt: skip
 
     async def detect(self, request: Request) -> Response:
         fields = await read_fields(request, Body(request, self.settings), DETECT_FIELDS)

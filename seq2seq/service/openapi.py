@@ -76,6 +76,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
             "/info": get("the model, its vocabularies, its config, the settings", OBJECT),
             "/openapi.json": get("this description", OBJECT),
             "/languages": get("LibreTranslate's: the model's languages", LANGUAGES),
+            "/frontend/settings": get("LibreTranslate's: what its page reads first", FRONTEND),
             "/translate": post(
                 "a translation: ours ({text}) or LibreTranslate's ({q, source, target})",
                 {
@@ -245,4 +246,17 @@ LIBRETRANSLATE_ANSWER = strict(
     optional=("alternatives", "detectedLanguage"),
 )
 LANGUAGES = {"type": "array", "items": strict({"code": STRING, "name": STRING, "targets": STRINGS})}
+NAMED = strict({"code": STRING, "name": STRING})
+FRONTEND = strict(
+    {
+        "charLimit": {"type": "integer"},
+        "frontendTimeout": {"type": "integer"},
+        "apiKeys": {"type": "boolean"},
+        "keyRequired": {"type": "boolean"},
+        "suggestions": {"type": "boolean"},
+        "filesTranslation": {"type": "boolean"},
+        "supportedFilesFormat": STRINGS,
+        "language": strict({"source": NAMED, "target": NAMED}),
+    }
+)
 ATTENTION = strict({"translation": STRING, "warnings": STRINGS, "maps": {"type": "array"}})

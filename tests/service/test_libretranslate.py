@@ -75,6 +75,22 @@ def test_the_libretranslatepy_client_translates_detects_and_lists_languages(numb
 
 
 @pytest.mark.same_outputs
+def test_frontend_settings_answers_libretranslate_19s_fields_with_ours(numbers):
+    """The fields of LibreTranslate 1.9's GET /frontend/settings (libretranslate/app.py), which
+    its page reads at start-up: the limit of a text, suggestions off, the pair it starts on."""
+    url = numbers[0]
+    status, settings, _ = call(url, "GET", "/frontend/settings")
+    assert status == 200
+    assert set(settings) == {
+        "charLimit", "frontendTimeout", "apiKeys", "keyRequired", "suggestions",
+        "filesTranslation", "supportedFilesFormat", "language",
+    }  # fmt: skip
+    assert settings["charLimit"] == LIMITS["max_chars"]
+    assert settings["apiKeys"] is settings["keyRequired"] is settings["suggestions"] is False
+    english, digits = {"code": "en", "name": "English"}, {"code": "digits", "name": "Digits"}
+    assert settings["language"] == {"source": english, "target": digits}
+
+
 def test_each_request_is_answered_in_its_own_shape(numbers):
     url, model, test = numbers
     request = {"q": test[:3], "source": "auto", "target": "digits", "alternatives": 2}
