@@ -14,8 +14,8 @@ modules and what it may import; tests/test_architecture.py holds them to it):
     support/             errors, atomic files, paths, devices
 
 and the commands, each `python -m seq2seq.<command>`: data, train, average, evaluate,
-translate, plot, serve, export, import_model (and config_docs, which writes config.yaml and
-the options' reference). No module imports a command.
+translate, plot, serve, keys (the service's API keys), export, import_model (and config_docs,
+which writes config.yaml and the options' reference). No module imports a command.
 """
 
 __version__ = "0.1.0"

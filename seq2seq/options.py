@@ -352,9 +352,10 @@ class ServeConfig:
     # digits, Digits; parallel: src, Source -> tgt, Target).
     source_language: Language | None = None
     target_language: Language | None = None  # see source_language
-    # Where the API keys are (seq2seq/service/access.py): "" (none), a file of keys one a line, or
-    # env:NAME, the environment variable NAME holding them separated by commas or spaces.
-    # With keys, every POST needs one.
+    # Where the API keys are (seq2seq/service/access.py): "" (none), a file of keys one a line,
+    # env:NAME (the environment variable NAME, keys separated by commas or spaces), or a keys
+    # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
+    # again when it changes). With keys, every POST needs one.
     api_keys: str = ""
     # POST requests one client address may make per minute, in bursts of as many; more get a
     # 429 with Retry-After. 0: no limit.

@@ -9,6 +9,7 @@
     libretranslate.py  LibreTranslate's API, its equal over the same backend
     openapi.py         the API described in OpenAPI 3.1
     access.py          the Host and Origin guard, CORS, API keys and the per-client rate limit
+    keystore.py        API keys with limits of their own, in SQLite (python -m seq2seq.keys)
     app.py             the routes of both, the guards before them, every error as JSON
     protocol.py        below the routes: HTTP/1.1 connections and their limits, the socket,
                        the open-file limit

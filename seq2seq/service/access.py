@@ -1,19 +1,22 @@
 """Who may use the translation service, and how often: the Host and Origin guard, CORS, API
-keys and a per-client rate limit.
+keys with their limits, and a per-client rate limit.
 
-    serve.api_keys: a file, or env:NAME  ->  ApiKeys.load  (once, at start-up)
+    serve.api_keys: a file, env:NAME, or a keys database (.db: keystore.py, each key with its
+      own limits, managed by `python -m seq2seq.keys`)  ->  ApiKeys.load (at start-up; a
+      database is read again when it changes, so that keys added or removed count at once)
     every request
       Guard, before anything: a Host not this service's -> 400 (DNS rebinding); a POST from a
         page of another origin -> 403, unless serve.cors_origins allows it; every answer gets
         SECURITY_HEADERS
       then CORS: Starlette's middleware for the pages of serve.cors_origins (cross_origin)
-    a POST request (/translate, /attention, /detect)
+    a POST request (/translate, /attention, /detect, /suggest)
       RateLimit, before any route: the client's address (the connection's; the one
         X-Forwarded-For names only from serve.trusted_proxies) has a bucket of
         serve.requests_per_minute tokens, refilled at that rate; a POST takes one, and one
         that finds none gets 429 {"error": "Slowdown: ..."} with Retry-After
       the route: ApiKeys.check(the key it was given) -> 403 unless it is one of the keys
-        (compared in constant time with each of them); no keys loaded: anyone may
+        (looked up by its SHA-256); a key over its own requests a minute -> 429; its limits,
+        for the route to hold its texts to (check_chars); no keys: anyone may
 
 Where a request puts its key: the header `Authorization: Bearer KEY`, on every POST; or, on
 LibreTranslate's requests (libretranslate.py), their `api_key` field, as LibreTranslate's
@@ -21,7 +24,6 @@ clients send it. GET requests (the page, /health, /info, /languages, /openapi.js
 so the page is for keyless use: with keys set, its translations get the 403's error.
 """
 
-import hmac
 import ipaddress
 import math
 import os
@@ -37,6 +39,7 @@ from starlette.requests import Request
 
 from seq2seq.config import ServeConfig
 from seq2seq.service.api import HTTPError, error_response
+from seq2seq.service.keystore import KeyLimits, KeyStore, digest
 from seq2seq.support.errors import UserError
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
@@ -114,16 +117,28 @@ def cross_origin(settings: ServeConfig) -> list[Middleware]:
 
 
 class ApiKeys:
-    """The keys a request may present; none: the service is open to all."""
+    """The keys a request may present, by their SHA-256, each with its limits; none (and no
+    keys database): the service is open to all."""
 
-    def __init__(self, keys: list[str]):
-        self.keys = [key.encode() for key in keys]
+    clock = staticmethod(time.monotonic)
+    look_every_s = 1.0  # how often a keys database's file is looked at for a change
+
+    def __init__(self, keys: list[str], store: Path | None = None):
+        self.keys = {digest(key): KeyLimits() for key in keys}
+        self.store, self.changed, self.looked = store, None, -math.inf
+        self.buckets: dict[str, Buckets] = {}  # each key's own rate limit, by its digest
 
     @classmethod
     def load(cls, where: str) -> "ApiKeys":
-        """The keys that serve.api_keys names: "" (none), a file, or env:NAME."""
+        """The keys that serve.api_keys names: "" (none), a keys database (.db), a file of keys
+        one a line, or env:NAME."""
         if not where:
             return cls([])
+        if where.endswith(".db"):
+            KeyStore(Path(where)).close()  # there, and a keys database: else a UserError now
+            keys = cls([], Path(where))
+            keys.refresh()
+            return keys
         if where.startswith("env:"):
             name = where.removeprefix("env:")
             text, origin = os.environ.get(name, ""), f"the environment variable {name}"
@@ -139,21 +154,52 @@ class ApiKeys:
             raise UserError(f"{origin}: API keys are printable ASCII (serve.api_keys)")
         return cls(keys)
 
-    def __bool__(self) -> bool:
-        return bool(self.keys)
-
-    def check(self, request: Request, field: str | None = None) -> None:
-        """A 403 unless keys are off, or the request's key (`field`, LibreTranslate's api_key,
-        else the Authorization header's) is one of them. Every key is compared, each in
-        constant time: the time taken says nothing of how close a wrong key was."""
-        if not self.keys:
+    def refresh(self) -> None:
+        """A keys database's keys read again if its file changed (looked at most once every
+        look_every_s seconds)."""
+        if self.store is None or (now := self.clock()) - self.looked < self.look_every_s:
             return
+        self.looked = now
+        changed = self.store.stat().st_mtime_ns if self.store.exists() else None
+        if changed is None:  # removed: no key is valid
+            self.keys, self.changed = {}, None
+        elif changed != self.changed:
+            store = KeyStore(self.store)
+            self.keys, self.changed = store.limits(), changed
+            store.close()
+
+    def __bool__(self) -> bool:
+        return bool(self.keys) or self.store is not None
+
+    def check(self, request: Request, field: str | None = None) -> KeyLimits:
+        """The limits of the request's key (`field`, LibreTranslate's api_key, else the
+        Authorization header's): a 403 unless keys are off or it is one of them, a 429 past
+        its own requests a minute. Looked up by its SHA-256, the time taken says nothing of
+        how close a wrong key was."""
+        self.refresh()
+        if not self:
+            return KeyLimits()
         presented = field or bearer(request)
         if not presented:
             raise HTTPError(403, "an API key is needed: Authorization: Bearer KEY (or api_key)")
-        given = presented.encode("utf-8", "surrogatepass")
-        if not sum(hmac.compare_digest(given, key) for key in self.keys):
+        key = digest(presented)
+        limits = self.keys.get(key)
+        if limits is None:
             raise HTTPError(403, "Invalid API key")
+        if limits.requests_per_minute:
+            bucket = self.buckets.setdefault(key, Buckets(limits.requests_per_minute, 60))
+            if wait := bucket.take(key):
+                most = f"{limits.requests_per_minute} requests per minute at most"
+                message = f"Slowdown: this API key may make {most}; try again in {wait} s"
+                raise HTTPError(429, message, {"Retry-After": str(wait)})
+        return limits
+
+
+def check_chars(limits: KeyLimits, chars: int, status: int) -> None:
+    """A request's texts of `chars` characters within its key's max_chars (else `status`)."""
+    if limits.max_chars and chars > limits.max_chars:
+        message = f"this API key may send {limits.max_chars} characters a request, not {chars}"
+        raise HTTPError(status, message)
 
 
 def bearer(request: Request) -> str | None:

@@ -57,7 +57,7 @@ from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
 from seq2seq.service import markup
-from seq2seq.service.access import Buckets
+from seq2seq.service.access import Buckets, check_chars
 from seq2seq.service.api import (
     FORM,
     FORMS,
@@ -188,9 +188,10 @@ class LibreTranslate:
 
     async def post_translate(self, request: Request, fields: dict) -> Response:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
-        self.keys.check(request, api_key(fields))
+        limits = self.keys.check(request, api_key(fields))
         asked = self.asked(fields)
         chars = sum(map(len, asked.texts))
+        check_chars(limits, chars, 400)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
         routes = {source: self.route(source, asked) for source in groups}  # any 400 first

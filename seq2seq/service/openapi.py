@@ -34,10 +34,11 @@ ERRORS = {
     "texts or sentences, a language pair the model does not translate)",
     "403": "no API key, or not one of serve.api_keys",
     "408": "the body did not arrive within serve.timeout_s",
-    "413": "too large: the body (serve.max_body_bytes) or, in our API, a text, or the texts' "
-    "sentences (serve.max_sentences)",
+    "413": "too large: the body (serve.max_body_bytes) or, in our API, a text, the texts' "
+    "sentences (serve.max_sentences) or their characters (the API key's max_chars)",
     "415": "a body neither JSON nor, where LibreTranslate's API takes one, a form",
-    "429": "over serve.requests_per_minute for this client: Retry-After says when to try again",
+    "429": "over serve.requests_per_minute for this client, or the API key's own limit: "
+    "Retry-After says when to try again",
     "500": "a failure while decoding",
     "503": "the decoder's queue is full (Retry-After), or the service is stopping",
 }

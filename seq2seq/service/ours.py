@@ -33,6 +33,7 @@ from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.engines import Engine, Translated
 from seq2seq.decoding.warnings import numbered
+from seq2seq.service.access import check_chars
 from seq2seq.service.api import (
     JSON,
     Body,
@@ -86,10 +87,11 @@ class OurApi:
 
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
-        self.backend.keys.check(request)
+        limits = self.backend.keys.check(request)
         fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model")
         data = await read_json(body, fields)
         texts = text_list(data, self.settings)
+        check_chars(limits, sum(map(len, texts)), 413)
         wanted = Wanted(
             beam_field(data, "beam_size", self.settings),
             beam_field(data, "nbest", self.settings),

@@ -19,6 +19,7 @@ from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict,
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service import access, markup
+from seq2seq.service.keystore import KeyLimits, digest
 from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
 
@@ -280,7 +281,8 @@ def test_a_key_in_the_query_string_or_a_multipart_form_as_libretranslate_takes_i
 
 def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KEYS_FOR_TEST", "one, two three")
-    assert access.ApiKeys.load("env:KEYS_FOR_TEST").keys == [b"one", b"two", b"three"]
+    keys = access.ApiKeys.load("env:KEYS_FOR_TEST").keys
+    assert keys == {digest(key): KeyLimits() for key in ("one", "two", "three")}
     assert not access.ApiKeys.load("")
     for where, message in (
         ("env:NO_SUCH_VARIABLE", r"no API keys in the environment variable NO_SUCH_VARIABLE"),

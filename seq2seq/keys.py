@@ -1,0 +1,63 @@
+"""API keys with limits of their own, in a keys database, as LibreTranslate's `ltmanage keys`.
+
+    python -m seq2seq.keys add [--requests-per-minute N] [--max-chars N] [--key KEY]
+        a key (a new random one unless given), printed: keep it, the file holds its SHA-256
+    python -m seq2seq.keys list              each key's id, limits and when it was added
+    python -m seq2seq.keys remove KEY_OR_ID
+
+The file (seq2seq/service/keystore.py): --db, else the config's serve.api_keys if it ends in
+.db, else runs/keys.db. `serve.api_keys: runs/keys.db` makes the service take these keys, and
+see a key added or removed within a second, without a restart.
+"""
+
+from pathlib import Path
+
+from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.service.keystore import KeyLimits, KeyStore
+from seq2seq.support.errors import UserError, command_parser, run_cli
+
+DEFAULT_DB = Path("runs/keys.db")
+
+
+def keys_file(db: str | None, config_path: str) -> Path:
+    """--db, else the config's serve.api_keys if it is a keys database, else DEFAULT_DB."""
+    if db:
+        return Path(db)
+    named = load_config(config_path).serve.api_keys if Path(config_path).is_file() else ""
+    return Path(named) if named.endswith(".db") else DEFAULT_DB
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = command_parser("seq2seq.keys", __doc__.splitlines()[0])
+    parser.add_argument("--db", help="the keys database (default: see above)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add = commands.add_parser("add", help="add a key and print it")
+    add.add_argument("--requests-per-minute", type=int, default=0, help="0: no limit of its own")
+    add.add_argument("--max-chars", type=int, default=0, help="a request's; 0: none of its own")
+    add.add_argument("--key", help="the key (default: a new random one)")
+    commands.add_parser("list", help="each key's id, limits and when it was added")
+    remove = commands.add_parser("remove", help="remove a key, given or by its id")
+    remove.add_argument("key", metavar="KEY_OR_ID")
+    args = parser.parse_args(argv)
+    path = keys_file(args.db, args.config)
+    if args.command == "add":
+        if args.requests_per_minute < 0 or args.max_chars < 0:
+            parser.error("--requests-per-minute and --max-chars are 0 (none) or more")
+        store = KeyStore(path, create=True)
+        print(store.add(KeyLimits(args.requests_per_minute, args.max_chars), args.key))
+    elif args.command == "list":
+        listed = KeyStore(path).listed()
+        for id_, limits, added in listed:
+            per_minute = limits.requests_per_minute or "no limit of its own"
+            chars = limits.max_chars or "no limit of its own"
+            print(f"{id_}  requests a minute: {per_minute}  characters a request: {chars}  "
+                  f"added {added}")  # fmt: skip
+        if not listed:
+            print(f"no keys in {path}")
+    elif not KeyStore(path).remove(args.key):
+        raise UserError(f"{path}: no key {args.key} (a key, or an id that list shows)")
+
+
+if __name__ == "__main__":
+    run_cli(main)
