@@ -4,7 +4,7 @@
     python -m seq2seq.serve --engine ctranslate2 --model DIR   (seq2seq/exports/)
     python -m seq2seq.serve --model en_de.argosmodel --model runs/de_en/best.pt ...
                      several models, each pair its own (seq2seq/service/models.py: a pair
-                     without a model of its own goes through a pivot language); a pair's
+                     without a model of its own goes through pivot languages); a pair's
                      versions side by side: --model original=PATH --model tuned=PATH
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2, "model": "tuned"}

@@ -3,7 +3,7 @@
     batcher.py         one thread that decodes the requests' sentences a batch at a time
     api.py             requests and answers shared by both APIs: the body read once, errors
     loaders.py         the models a service is given (serve --model), known before they load
-    models.py          the models served, by pair; a pair's route, through a pivot if need be
+    models.py          the models served, by pair; a pair's route, through pivots if need be
     backend.py         what both APIs stand on (models, settings, keys); a request's run
     ours.py            our API and the page
     libretranslate.py  LibreTranslate's API, its equal over the same backend

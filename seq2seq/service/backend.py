@@ -3,7 +3,7 @@ settings in force and the API keys; and a request's way from a route to the deco
 and back.
 
     a route (ours.py or libretranslate.py): the request checked -> the models of its pair
-      (models.py's route: one, or two through a pivot language)
+      (models.py's route: one, or several through languages between)
       -> Backend.translate(request, route, texts, wanted), for each model in turn:
            the texts split into their sentences (Backend.split: seq2seq/text/sentences.py),
              in a worker thread past api.INLINE_CHARS characters: milliseconds for a large

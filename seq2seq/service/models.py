@@ -7,12 +7,12 @@
                                         its decoder thread, and dropped past serve.models_mib
     models.route(source, target, name)  -> [model]: the pair's model of that name (else a
                                         400 naming the pair's); name None: its default (the
-                                        first given); else two defaults, through a language
-                                        one translates into and the other from (a pivot,
-                                        English first, as Argos Translate does); else a 400
-                                        that names the pairs the service has
+                                        first given); else the defaults of the fewest pairs
+                                        that lead there, through languages between (pivots,
+                                        English first, as Argos Translate chains its
+                                        packages); else a 400 that names the pairs it has
     models.languages()                  LibreTranslate's /languages: every source with the
-                                        targets it reaches, directly or through a pivot
+                                        targets it reaches, directly or through pivots
     models.default                      the first model: the page's, /attention's, and the pair
                                         of a request that names none
 
@@ -86,6 +86,7 @@ class Models:
         for model in models:
             self.versions.setdefault((model.source.code, model.target.code), {})[model.name] = model
         self.by_pair = {pair: next(iter(named.values())) for pair, named in self.versions.items()}
+        self.reach = {code: self.paths(code) for code in self.names()}  # by source language
 
     @classmethod
     def load(cls, loaders: list[Loader], settings: ServeConfig) -> "Models":
@@ -137,17 +138,12 @@ class Models:
         }
 
     def route(self, source: str, target: str, name: str | None = None) -> list[Model]:
-        """The model of source -> target named `name` (None: the pair's default), else two
-        defaults through a pivot; else a 400."""
+        """The model of source -> target named `name` (None: the pair's default), else the
+        defaults of the fewest pairs that lead there (paths); else a 400."""
         if name is not None:
             return [self.named(source, target, name)]
-        if (source, target) in self.by_pair:
-            return [self.by_pair[source, target]]
-        shared = [code for code in self.names() if (source, code) in self.by_pair]
-        shared = [code for code in shared if (code, target) in self.by_pair and source != target]
-        if shared:
-            pivot = min(shared, key=pivot_order)
-            return [self.by_pair[source, pivot], self.by_pair[pivot, target]]
+        if (path := self.reach.get(source, {}).get(target)) is not None:
+            return [self.by_pair[pair] for pair in path]
         pairs = ", ".join(
             f"{m.source.code} ({m.source.name}) to {m.target.code} ({m.target.name})"
             for m in self.all
@@ -155,6 +151,26 @@ class Models:
         raise HTTPError(
             400, f"{source} to {target} is not available: this service translates {pairs}"
         )
+
+    def paths(self, source: str) -> dict[str, list[tuple[str, str]]]:
+        """Each language `source` reaches (not itself), with the fewest pairs that lead there,
+        as Argos Translate chains its packages through languages between: breadth first, each
+        language's next ones in pivot_order (English first). Found once: Models.reach."""
+        paths: dict[str, list[tuple[str, str]]] = {source: []}
+        frontier = [source]
+        while frontier:
+            reached = []
+            for language in frontier:
+                pairs = sorted(
+                    (p for p in self.by_pair if p[0] == language), key=lambda p: pivot_order(p[1])
+                )
+                for pair in pairs:
+                    if pair[1] not in paths:
+                        paths[pair[1]] = [*paths[language], pair]
+                        reached.append(pair[1])
+            frontier = reached
+        del paths[source]
+        return paths
 
     def named(self, source: str, target: str, name: str) -> Model:
         """The model of source -> target named `name`; else a 400 naming the pair's models."""
@@ -173,10 +189,8 @@ class Models:
         return versions[name]
 
     def targets(self, source: str) -> list[str]:
-        """The languages `source` reaches, directly or through one pivot."""
-        direct = [t for s, t in self.by_pair if s == source]
-        pivoted = [t for p in direct for s, t in self.by_pair if s == p and t != source]
-        return list(dict.fromkeys(direct + pivoted))
+        """The languages `source` reaches, directly or through others, nearest first."""
+        return list(self.reach.get(source, {}))
 
     def languages(self) -> list[dict]:
         """LibreTranslate's /languages: each language with the targets it reaches, itself
@@ -188,10 +202,11 @@ class Models:
         ]
 
     def pivoted(self) -> list[dict]:
-        """The pairs the service translates through a pivot, and the pivot of each (/info)."""
+        """The pairs the service translates through other languages, and those languages, in
+        order (/info)."""
         return [
-            {"pair": f"{source}-{target}", "through": route[0].target.code}
+            {"pair": f"{source}-{target}", "through": [pair[1] for pair in path[:-1]]}
             for source in self.names()
-            for target in self.targets(source)
-            if len(route := self.route(source, target)) > 1
+            for target, path in self.reach[source].items()
+            if len(path) > 1
         ]

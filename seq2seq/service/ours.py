@@ -221,7 +221,7 @@ CLIENT_SETTINGS = (
 def service_info(facts: dict, models: Models, settings: ServeConfig) -> dict:
     """/info: the first model's `facts` (the page's), the settings a client needs, every model
     (its name, pair, file and origin; whether its pair's default; loaded now or not), and the
-    pairs the service reaches through a pivot."""
+    pairs the service reaches through pivots."""
     listed = [
         {"name": m.name, "source": m.source.code, "target": m.target.code, "path": m.path,
          **m.about, "default": models.by_pair[m.source.code, m.target.code] is m,

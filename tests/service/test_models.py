@@ -20,13 +20,14 @@ from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service import api
 from seq2seq.service.libretranslate import LibreTranslate, formatted
 from seq2seq.service.loaders import Loader, load_models
-from seq2seq.service.models import Models
+from seq2seq.service.models import Model, Models
 from seq2seq.service.ours import model_info
 from seq2seq.support.errors import UserError
 
 from helpers import ENV, HANG, call, command, read_address, running
 
 EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
+ES = Language("es", "Spanish")
 SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
 # an imported model's (its checkpoint's info["origin"])
 ORIGIN = {
@@ -78,7 +79,7 @@ def test_each_pair_goes_to_its_model_and_the_other_through_the_pivot(en_de_fr):
     status, answer, _ = call(url, "POST", "/translate", {"text": SENTENCES})  # the first pair
     assert answer["translations"] == in_german
     status, info, _ = call(url, "GET", "/info")
-    assert info["pivoted"] == [{"pair": "en-fr", "through": "de"}]
+    assert info["pivoted"] == [{"pair": "en-fr", "through": ["de"]}]
     assert [(m["source"], m["target"]) for m in info["models"]] == [("en", "de"), ("de", "fr")]
 
 
@@ -91,6 +92,23 @@ def test_a_pair_the_service_cannot_reach_is_a_400_naming_what_it_has(en_de_fr):
     )
     status, answer, _ = call(en_de_fr[0], "POST", "/translate", {"text": ["x"], "target": 3})
     assert status == 400 and "'target' must be a language code" in answer["error"]
+
+
+def test_a_pair_goes_the_fewest_pairs_through_several_languages_english_first():
+    """Models of en-de, de-da, da-it, de-en, en-it and it-es (no engines: routing only):
+    de-es goes de-en-it-es, English before Danish for the first of two as short ways; en-es
+    through it alone, not through de and da; every language's targets, nearest first."""
+    da = Language("da", "Danish")
+    pairs = [(EN, DE), (DE, da), (da, IT), (DE, EN), (EN, IT), (IT, ES)]
+    models = Models([Model(s, t, f"{s.code}-{t.code}", "", {}, 0, None) for s, t in pairs], None)
+    route = lambda source, target: [m.name for m in models.route(source, target)]  # noqa: E731
+    assert route("de", "es") == ["de-en", "en-it", "it-es"]
+    assert route("en", "es") == ["en-it", "it-es"]
+    assert route("da", "es") == ["da-it", "it-es"]
+    assert models.targets("de") == ["en", "da", "it", "es"]
+    assert {"pair": "de-es", "through": ["en", "it"]} in models.pivoted()
+    with pytest.raises(api.HTTPError, match="es to en is not available"):
+        models.route("es", "en")
 
 
 def version(engine: TorchEngine, name: str, **about) -> Loader:
