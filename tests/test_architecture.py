@@ -184,9 +184,8 @@ HOPS = {
     ),
     ("Backend.translate", "Backend.run_job"): (
         "calls, with the texts split in a worker thread if large (api.off_the_loop)",
-        "service/backend.py Backend.translate: split = await off_the_loop(chars, self.split)",
-        "service/backend.py Backend.translate: job = Job(split, options)",
-        "service/backend.py Backend.translate: await self.run_job(request, model, job)",
+        "service/backend.py Backend.translate: split = await off_the_loop(..., self.split)",
+        "service/backend.py Backend.translate: await self.run_job(request, model, Job(split))",
     ),
     ("Backend.run_job", "Batcher.run_batch"): (
         "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "

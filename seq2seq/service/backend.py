@@ -13,7 +13,8 @@ and back.
               stopping -> 503, Connection: close), then waits for the job's future or the
               client's hang-up (which cancels the job: it is dropped unless its batch has
               started)
-           <- its Translated: the next model's texts
+           <- its Translated: the next model's texts (with n best asked, each model's n
+              best of each of the previous one's, scores summed: Argos Translate's chains)
       <- the last one's Translated, which the route makes its JSON answer
 """
 
@@ -50,33 +51,48 @@ class Backend:
     settings: ServeConfig
     keys: ApiKeys
 
-    def split(self, texts: list[str], status: int, language: str) -> Texts:
+    def split(self, texts: list[str], status: int | None, language: str) -> Texts:
         """A request's texts, each split into its sentences by `language`'s rules
         (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
-        all are the client's mistake, answered with `status`."""
+        all are the client's mistake, answered with `status` (None: not the client's texts,
+        but a pivot's hypotheses of them)."""
         split = Texts(texts, language if self.settings.split_sentences else None)
-        check_count(len(split.sentences), "sentences", status, self.settings)
+        if status is not None:
+            check_count(len(split.sentences), "sentences", status, self.settings)
         return split
 
     async def translate(
         self, request: Request, route: list[Model], texts: list[str], wanted: Wanted
     ) -> Translated:
         """`texts` through each model of `route` (models.py) in turn, each hop's translations
-        the next one's texts; the last hop gives the n best if asked. A pivot's warnings
-        are the text's too, saying which language they were found in."""
+        the next one's texts. The n best through several models are Argos Translate's: each
+        model's n best of each of the previous one's, their scores summed, the n highest kept.
+        A pivot's warnings are the text's too, saying which language they were found in."""
+        hypotheses = [[(0.0, text)] for text in texts]  # each text's, so far: (score, text)
         warnings: list[list[str]] = [[] for _ in texts]
         for number, model in enumerate(route, 1):
-            last = number == len(route)
-            options = Options(wanted.beam_size, wanted.nbest if last else None, wanted.placeholders)
-            chars = sum(map(len, texts))
-            split = await off_the_loop(chars, self.split, texts, wanted.status, model.source.code)
-            job = Job(split, options)
-            translated = await self.run_job(request, model, job)
-            said = "" if number == 1 else f"through {model.source.code}: "
-            for mine, theirs in zip(warnings, translated.warnings, strict=True):
-                mine += [said + message for message in theirs]
-            texts = translated.translations
-        return Translated(texts, warnings)
+            flat = [text for each in hypotheses for _, text in each]
+            status = wanted.status if number == 1 else None
+            language = model.source.code
+            split = await off_the_loop(sum(map(len, flat)), self.split, flat, status, language)
+            options = Options(wanted.beam_size, wanted.nbest, wanted.placeholders)
+            translated = await self.run_job(request, model, Job(split, options))
+            said = "" if number == 1 else f"through {language}: "
+            found = iter(zip(translated.translations, translated.warnings, strict=True))
+            for each, mine in zip(hypotheses, warnings, strict=True):
+                chained = []
+                for score, _ in each:
+                    result, theirs = next(found)
+                    best = result if wanted.nbest else [(0.0, result)]
+                    chained += [(score + more, text) for more, text in best]
+                    new = [said + message for message in theirs]
+                    mine += new if len(each) == 1 else [m for m in new if m not in mine]
+                if len(route) > 1:  # one model's n best stay in its own order
+                    chained.sort(key=lambda hypothesis: hypothesis[0], reverse=True)
+                each[:] = chained[: wanted.nbest or 1]
+        if wanted.nbest:
+            return Translated(hypotheses, warnings)
+        return Translated([each[0][1] for each in hypotheses], warnings)
 
     async def run_job(self, request: Request, model: Model, job: Job):
         """The job's result from the model's decoder thread (batcher.py); if the client hangs up

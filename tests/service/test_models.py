@@ -15,7 +15,7 @@ from libretranslatepy import LibreTranslateAPI
 from seq2seq.checkpoint import Checkpoint, save_checkpoint
 from seq2seq.config import Config, Language
 from seq2seq.decoding.argos import ArgosEngine
-from seq2seq.decoding.engines import TorchEngine, Translations
+from seq2seq.decoding.engines import TorchEngine, Translations, translate_texts
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service import api
 from seq2seq.service.libretranslate import LibreTranslate, formatted
@@ -23,6 +23,7 @@ from seq2seq.service.loaders import Loader, load_models
 from seq2seq.service.models import Model, Models
 from seq2seq.service.ours import model_info
 from seq2seq.support.errors import UserError
+from seq2seq.text.sentences import Texts
 
 from helpers import ENV, HANG, call, command, read_address, running
 
@@ -81,6 +82,34 @@ def test_each_pair_goes_to_its_model_and_the_other_through_the_pivot(en_de_fr):
     status, info, _ = call(url, "GET", "/info")
     assert info["pivoted"] == [{"pair": "en-fr", "through": ["de"]}]
     assert [(m["source"], m["target"]) for m in info["models"]] == [("en", "de"), ("de", "fr")]
+
+
+def test_the_n_best_through_a_pivot_are_chained_as_argos_translate_chains_them(en_de_fr):
+    """nbest 2 from en to fr (through de): the first model's 2 best of each text, each
+    translated by the second into its 2 best, the scores summed and the 2 highest kept, as
+    Argos Translate's CompositeTranslation gives them (computed here by hand on the same
+    decodings: the same batches, the same scores)."""
+    url, first, second = en_de_fr
+
+    def nbest(engine: TorchEngine, texts: list[str], language: str) -> list:
+        """The 2 best of each text, decoded as the service's batcher decodes them."""
+        beams = max(engine.config.decode.beam_size, 2)
+        decoding = dataclasses.replace(engine.config.decode, beam_size=beams)
+        return translate_texts(engine, Texts(texts, language), decoding, 2).translations
+
+    firsts = nbest(first, SENTENCES, "en")
+    seconds = iter(nbest(second, [text for best in firsts for _, text in best], "de"))
+    expected = []
+    for best in firsts:
+        chained = [(score + more, text) for score, _ in best for more, text in next(seconds)]
+        expected.append(sorted(chained, key=lambda h: h[0], reverse=True)[:2])
+    body = {"text": SENTENCES, "source": "en", "target": "fr", "nbest": 2}
+    status, answer, _ = call(url, "POST", "/translate", body)
+    assert status == 200
+    found = [[(h["score"], h["translation"]) for h in best] for best in answer["translations"]]
+    assert [[t for _, t in best] for best in found] == [[t for _, t in best] for best in expected]
+    scores = [score for best in found for score, _ in best]
+    assert scores == pytest.approx([score for best in expected for score, _ in best])
 
 
 def test_a_pair_the_service_cannot_reach_is_a_400_naming_what_it_has(en_de_fr):
