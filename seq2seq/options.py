@@ -368,6 +368,18 @@ class ServeConfig:
     suggestions_file: str = "runs/suggestions.db"
     # Suggestions one client address may send per hour, repeats included; more get a 429.
     suggestions_per_hour: Annotated[int, "at least 1"] = 60
+    # POST /translate_file and GET /download_file, LibreTranslate's: a document (.txt .html
+    # .srt .docx .pptx .odt .odp .epub: seq2seq/text/documents.py) translated, its formatting
+    # kept, and kept in files_dir to download. false: they answer 403, as LibreTranslate's
+    # with --disable-files-translation.
+    files: bool = True
+    files_dir: str = "runs/files"  # relative to the working directory, as runs/ is
+    max_file_bytes: Annotated[int, "at least 1"] = 10_000_000  # a document sent, at most
+    # characters of text in one document, at most (a page holds about 3,000)
+    max_file_chars: Annotated[int, "at least 1"] = 200_000
+    files_keep_minutes: Annotated[float, "positive"] = 30.0  # each translated file's, to download
+    # MiB of translated files kept, at most: past it, the oldest are removed first
+    files_max_mib: Annotated[int, "at least 1"] = 1024
     # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
     # names the client; from any other address the header is ignored. []: none, the
     # connection's own address is the client's (so no client can choose its address).

@@ -36,6 +36,10 @@ greedy and beam search, run in it, on an export of the checkpoint cached beside 
 (runs/<experiment>/best.ct2/, made the first time): the same outputs, sooner
 (seq2seq/decoding/engine_choice.py; `--engine torch`: our code alone). The engine is named on
 stderr at start ("decoding with ctranslate2 (translations), torch (attention) on cpu").
+With --file report.docx, a document (.txt .html .srt .docx .pptx .odt .odp .epub:
+seq2seq/text/documents.py) is translated, its formatting kept, into report.<target>.docx
+beside it (the target language's code; written whole or not at all), with a progress bar.
+
 With `--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export`
 decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
 """
@@ -44,6 +48,9 @@ import itertools
 import sys
 from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
+
+from tqdm import tqdm
 
 from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
 from seq2seq.decoding.beam import beams_for
@@ -51,6 +58,8 @@ from seq2seq.decoding.engine_choice import add_engine_arguments, described, load
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
+from seq2seq.support.files import atomic_write
+from seq2seq.text import documents
 from seq2seq.text.parallel import utf8_lines
 from seq2seq.text.sentences import Texts
 
@@ -108,7 +117,9 @@ def main(argv: list[str] | None = None) -> None:
     set_decoding(engine.config.decode, args)
     language = None if args.no_split else languages_of(engine)[0].code
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
-    if args.sentences:
+    if args.file:
+        print(translate_file(engine, Path(args.file), language))
+    elif args.sentences:
         print("\n".join(translated(args.sentences)))
     elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
         print("type a sentence and press Enter (Ctrl-D to quit)", file=sys.stderr)
@@ -126,6 +137,28 @@ def main(argv: list[str] | None = None) -> None:
             lines = translated(chunk, first_line=first)
             sys.stdout.writelines(line + "\n" for line in lines)
             sys.stdout.flush()
+
+
+def translate_file(engine: Engine, path: Path, language: str | None) -> Path:
+    """The document at `path` translated beside it (report.docx -> report.<target>.docx),
+    decode.batch_size texts at a time; the path written."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}") from None
+    document = documents.read(path.name, data, most_chars=sys.maxsize)
+    size, translations = engine.config.decode.batch_size, []
+    with tqdm(total=document.chars, unit="char", unit_scale=True, desc=path.name) as bar:
+        for start in range(0, len(document.texts), size):
+            chunk = document.texts[start : start + size]
+            texts = Texts(chunk, language)
+            translations += translate_texts(engine, texts, engine.config.decode).translations
+            bar.update(sum(map(len, chunk)))
+    target = languages_of(engine)[1].code
+    out = path.with_name(documents.translated_name(path.name, target))
+    with atomic_write(out, "wb") as file:
+        file.write(document.rebuilt(translations))
+    return out
 
 
 def parse_arguments(argv: list[str] | None):
@@ -152,11 +185,19 @@ def parse_arguments(argv: list[str] | None):
         "(protect), or translated as text (off); default: decode.placeholders, protect",
     )
     parser.add_argument(
+        "--file",
+        metavar="PATH",
+        help="translate a document (.txt .html .srt .docx .pptx .odt .odp .epub) into "
+        "PATH's name with the target language's code before its extension",
+    )
+    parser.add_argument(
         "--no-split",
         action="store_true",
         help="translate each input whole (default: split it into its sentences)",
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
+    if args.file and (args.sentences or args.nbest):
+        raise UserError("--file translates a document alone: no sentences, no --nbest with it")
     if overrides := [sentence for sentence in args.sentences if is_override(sentence)]:
         raise UserError(
             f"{overrides[0]!r} sets a config option, which translate does not take: the "

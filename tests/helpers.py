@@ -337,3 +337,28 @@ def moses_zip(pairs, name: str, langs: tuple[str, str]) -> bytes:
         archive.writestr("README", f"{name.partition('.')[0]}, a fixture\n")
         archive.writestr("LICENSE", "CC-BY 2.0 FR\n")
     return buffer.getvalue()
+
+
+# Documents (tests/text/test_documents.py, tests/service/test_files.py).
+
+
+def saved(document) -> bytes:
+    """A python-docx, python-pptx or odfpy document's bytes."""
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def word_xml(body: bytes) -> bytes:
+    """A .docx's word/document.xml of `body` (its paragraphs)."""
+    return (b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            b"<w:body>" + body + b"</w:body></w:document>")  # fmt: skip
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    """A zip of these members (name -> bytes), deflated."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()

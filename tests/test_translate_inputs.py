@@ -263,3 +263,16 @@ def test_placeholders_option_sets_the_decoding_and_a_wrong_value_is_one_line(cap
     with pytest.raises(SystemExit):
         parse_arguments(["--placeholders", "keep"])
     assert "invalid choice: 'keep'" in capsys.readouterr().err
+
+
+def test_a_document_is_translated_beside_itself_as_its_lines_are(model_path, tmp_path):
+    lines = b"one is one\n\nFour-is FOUR\nnine is nine"
+    (tmp_path / "notes.txt").write_bytes(lines)
+    done = run_translate(model_path, b"", "--file", str(tmp_path / "notes.txt"))
+    assert done.returncode == 0, done.stderr
+    written = tmp_path / "notes.digits.txt"
+    assert done.stdout.decode().strip() == str(written)
+    assert written.read_text() == run_translate(model_path, lines).stdout.decode().rstrip("\n")
+    missing = run_translate(model_path, b"", "--file", str(tmp_path / "none.docx"))
+    assert missing.returncode != 0 and "cannot read" in missing.stderr.decode()
+    assert "Traceback" not in missing.stderr.decode()

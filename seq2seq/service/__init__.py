@@ -15,7 +15,8 @@
                        the open-file limit
     server.py          uvicorn on a bound socket, with the batcher beside it, drained first
                        at shutdown (the command, seq2seq/serve.py, runs it)
-    markup.py          HTML in, HTML out (format=html)
+    files.py           LibreTranslate's file translation: a document in, its translation kept
+                       for a while to download
     static/            the page
 
 May import: decoding, the model, text, the config, support.

@@ -60,8 +60,8 @@ async def off_the_loop(chars: int, function, *args):
 class Body:
     """A POST's body, read from the client once, by whichever API asks first."""
 
-    def __init__(self, request: Request, settings: ServeConfig):
-        self.request, self.settings = request, settings
+    def __init__(self, request: Request, settings: ServeConfig, limit: str = "max_body_bytes"):
+        self.request, self.settings, self.limit = request, settings, limit  # its option's name
         self.media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
         self.bytes: bytes | None = None  # until read
         self.parsed, self.data = False, None  # its JSON, once parsed
@@ -69,7 +69,7 @@ class Body:
     async def read(self) -> bytes:
         """The bytes: from the client the first time (read_body), then from memory."""
         if self.bytes is None:
-            self.bytes = await read_body(self.request, self.settings)
+            self.bytes = await read_body(self.request, self.settings, self.limit)
         return self.bytes
 
     async def json(self):
@@ -87,32 +87,33 @@ class Body:
         return data
 
 
-async def read_body(request: Request, settings: ServeConfig) -> bytes:
-    """The body, within serve.timeout_s (else a 408) and serve.max_body_bytes (413)."""
+async def read_body(request: Request, settings: ServeConfig, limit: str) -> bytes:
+    """The body, within serve.timeout_s (else a 408) and the option `limit` of serve, bytes
+    (413): max_body_bytes, or a document's max_file_bytes."""
     try:
-        return await asyncio.wait_for(stream_body(request, settings), settings.timeout_s)
+        return await asyncio.wait_for(stream_body(request, settings, limit), settings.timeout_s)
     except asyncio.TimeoutError:
         raise HTTPError(
             408, f"the body did not arrive within {settings.timeout_s:g} s (serve.timeout_s)"
         ) from None
 
 
-async def stream_body(request: Request, settings: ServeConfig) -> bytes:
-    """The body, as it streams in, up to serve.max_body_bytes: the unread rest of a larger
+async def stream_body(request: Request, settings: ServeConfig, limit: str) -> bytes:
+    """The body, as it streams in, up to serve.`limit` bytes: the unread rest of a larger
     one is discarded by uvicorn after the 413, so that a client still sending sees it."""
-    limit, declared = settings.max_body_bytes, request.headers.get("content-length")
-    if declared is not None and int(declared) > limit:  # h11 checked that it is a number
-        raise body_too_large(f"{int(declared):,} bytes", limit)
+    most, declared = getattr(settings, limit), request.headers.get("content-length")
+    if declared is not None and int(declared) > most:  # h11 checked that it is a number
+        raise body_too_large(f"{int(declared):,} bytes", most, limit)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
-        if len(body) > limit:
-            raise body_too_large(f"more than {limit:,} bytes", limit)
+        if len(body) > most:
+            raise body_too_large(f"more than {most:,} bytes", most, limit)
     return bytes(body)
 
 
-def body_too_large(size: str, limit: int) -> HTTPError:
-    return HTTPError(413, f"the body has {size}; the limit is {limit:,} (serve.max_body_bytes)")
+def body_too_large(size: str, most: int, limit: str) -> HTTPError:
+    return HTTPError(413, f"the body has {size}; the limit is {most:,} (serve.{limit})")
 
 
 def parse_json(body: bytes):

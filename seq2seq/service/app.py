@@ -8,6 +8,7 @@ a request -> Guard (access.py: a Host not ours -> 400; a POST from another origi
     POST /attention                                  ours.py
     GET  /languages, /frontend/settings,
     POST /detect, /suggest                           libretranslate.py
+    POST /translate_file, GET /download_file/NAME    files.py
     GET  /openapi.json                               openapi.py
   any other path or method -> 404, 405
 an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
@@ -28,6 +29,7 @@ from seq2seq.service import openapi
 from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
 from seq2seq.service.api import Body, HTTPError, client_gone, error_response
 from seq2seq.service.backend import Backend
+from seq2seq.service.files import Files
 from seq2seq.service.libretranslate import LibreTranslate
 from seq2seq.service.models import Models
 from seq2seq.service.ours import OurApi
@@ -40,6 +42,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     warn_if_open(settings, keys)
     backend = Backend(models, settings, keys)
     ours, libretranslate = OurApi(backend), LibreTranslate(backend)
+    files = Files(libretranslate)
 
     async def post_translate(request: Request) -> Response:
         body = Body(request, settings)
@@ -61,6 +64,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/frontend/settings", libretranslate.frontend_settings, methods=["GET"]),
         Route("/detect", libretranslate.detect, methods=["POST"]),
         Route("/suggest", libretranslate.suggest, methods=["POST"]),
+        Route("/translate_file", files.translate_file, methods=["POST"]),
+        Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
         openapi.route(settings, choices, bool(keys)),
     ]
     app = Starlette(

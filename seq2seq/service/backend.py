@@ -38,7 +38,9 @@ class Wanted(NamedTuple):
 
     beam_size: int | None  # None: each model's own (its config's decode.beam_size)
     nbest: int | None  # None: the best translation only, as text
-    status: int  # the answer to too many sentences: 413 (ours) or 400 (LibreTranslate's)
+    # the answer to too many sentences: 413 (ours) or 400 (LibreTranslate's); None: not
+    # counted (a document's texts: files.py limits its characters)
+    status: int | None
     placeholders: str | None = None  # protect | off; None: each model's decode.placeholders
 
 

@@ -17,7 +17,9 @@ apps with a "LibreTranslate URL" setting) can use the model.
     GET  /languages  -> [{"code", "name", "targets": [...]}]: every language of the models
                      (service/models.py), with the targets it reaches
     GET  /frontend/settings -> {"charLimit", "suggestions", "language": {"source", "target"},
-                     ...}: what LibreTranslate's page reads at start-up
+                     "filesTranslation", "supportedFilesFormat", ...}: what LibreTranslate's
+                     page reads at start-up
+    (POST /translate_file and GET /download_file: files.py)
 
 A request's way (app.py asks `fields` whether a /translate request is LibreTranslate's):
 
@@ -56,7 +58,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
-from seq2seq.service import markup
 from seq2seq.service.access import Buckets, check_chars
 from seq2seq.service.api import (
     FORM,
@@ -75,6 +76,7 @@ from seq2seq.service.api import (
 from seq2seq.service.backend import Backend, Wanted
 from seq2seq.service.models import Model
 from seq2seq.support.errors import UserError
+from seq2seq.text import documents, markup
 from seq2seq.text.language_id import Detector
 from seq2seq.text.suggestions import Suggestions
 
@@ -119,8 +121,8 @@ class LibreTranslate:
             "apiKeys": bool(self.keys),
             "keyRequired": bool(self.keys),
             "suggestions": self.settings.suggestions,
-            "filesTranslation": False,
-            "supportedFilesFormat": [],
+            "filesTranslation": self.settings.files,
+            "supportedFilesFormat": list(documents.FORMATS) if self.settings.files else [],
             "language": {"source": source, "target": target},
         })  # fmt: skip
 
@@ -194,7 +196,7 @@ class LibreTranslate:
         check_chars(limits, chars, 400)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
-        routes = {source: self.route(source, asked) for source in groups}  # any 400 first
+        routes = {s: self.route(s, asked.target, asked.model) for s in groups}  # any 400 first
         translations: list = [None] * len(parts)
         for source, numbers in groups.items():
             texts = [parts[number].text for number in numbers]
@@ -231,13 +233,13 @@ class LibreTranslate:
         parts = [Part(n, s) for ns, s in zip(nodes, sources, strict=True) for n in ns]
         return parts, detected
 
-    def route(self, source: str, asked: "Asked") -> list[Model] | None:
-        """The models from `source` to the target (models.py's route; the model asked.model
-        if named); None where the source is the target, a language of the service: its texts
-        are given back as they are, as LibreTranslate does."""
-        if source == asked.target and source in self.models.names():
+    def route(self, source: str, target: str, model: str | None = None) -> list[Model] | None:
+        """The models from `source` to `target` (models.py's route; `model` if named); None
+        where the source is the target, a language of the service: its texts are given back
+        as they are, as LibreTranslate does."""
+        if source == target and source in self.models.names():
             return None
-        return self.models.route(source, asked.target, asked.model)
+        return self.models.route(source, target, model)
 
     async def translated(
         self, request: Request, texts: list[str], route: list[Model] | None, asked: "Asked"

@@ -117,7 +117,37 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                 header_or_field,
                 extra={"403": "suggestions are off (serve.suggestions), or a key is needed"},
             ),
-        },
+            "/translate_file": post(
+                "LibreTranslate's: a document translated (.docx, .odt, .epub, ...), kept to "
+                "download for serve.files_keep_minutes",
+                {"multipart/form-data": {"schema": file_request(choices)}},
+                strict({"translatedFileUrl": STRING}),
+                header_or_field,
+                extra={
+                    "403": "file translation is off (serve.files), or a key is needed",
+                    "413": "the file (serve.max_file_bytes), its text (serve.max_file_chars) "
+                    "or what it unpacks to is too large",
+                    "507": "no room on the disk to keep the translated file",
+                },
+            ),
+            "/download_file/{name}": {
+                "get": {
+                    "summary": "LibreTranslate's: a translated document, by the name its "
+                    "translatedFileUrl gave",
+                    "parameters": [
+                        {"name": "name", "in": "path", "required": True, "schema": STRING}
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "the file",
+                            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+                        },
+                        "400": error("file translation is off (serve.files)"),
+                        "404": error("no such file, or kept past serve.files_keep_minutes"),
+                    },
+                }
+            },
+        },  # fmt: skip
         "components": {
             "schemas": {"Error": ERROR},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -225,6 +255,13 @@ def detect_request(settings: ServeConfig) -> dict:
 def suggest_request(settings: ServeConfig, choices: Choices) -> dict:
     text = {**sentence(settings), "minLength": 1}
     properties = {"q": text, "s": text, "source": {"enum": choices.sources}}
+    properties |= {"target": {"enum": choices.targets}, "api_key": {"type": "string"}}
+    return strict(properties, optional=("api_key",))
+
+
+def file_request(choices: Choices) -> dict:
+    properties = {"file": {"type": "string", "contentMediaType": "application/octet-stream"}}
+    properties |= {"source": {"enum": ["auto", *choices.sources]}}
     properties |= {"target": {"enum": choices.targets}, "api_key": {"type": "string"}}
     return strict(properties, optional=("api_key",))
 

@@ -33,8 +33,9 @@ SCHEMA.config.checks.update(excluded_check_names=["positive_data_acceptance"])
 
 
 @pytest.fixture(scope="module")
-def served(trained_numbers_checkpoint):
-    with running(TorchEngine(trained_numbers_checkpoint[0]), **LIMITS) as server:
+def served(trained_numbers_checkpoint, tmp_path_factory):
+    kept = str(tmp_path_factory.mktemp("files"))  # the translated files
+    with running(TorchEngine(trained_numbers_checkpoint[0]), files_dir=kept, **LIMITS) as server:
         yield server
 
 

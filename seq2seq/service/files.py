@@ -1,0 +1,177 @@
+"""LibreTranslate's file translation: a document in (seq2seq/text/documents.py reads it and
+rebuilds it translated), its translation kept for a while to download.
+
+    POST /translate_file  multipart/form-data: file, source (or "auto"), target, api_key
+      -> serve.files off: 403, as LibreTranslate's; the body up to serve.max_file_bytes
+         (413); its fields (400 naming one missing or unknown); the key (access.py: 403)
+      -> read in a worker thread (documents.read): a format not listed, a file that is not
+         what its name says, 400; more than serve.max_file_chars of text or a zip bomb, 413
+      -> source auto: the language of its first texts (LibreTranslate.detected)
+      -> its texts through the pair's route (Backend.translate), serve.max_batch_sentences
+         texts a job, one job after another: other clients' requests are decoded between
+      -> rebuilt in a worker thread, and kept (Kept: serve.files_dir, written whole or not
+         at all; no room on the disk -> 507, and the service goes on)
+      <- {"translatedFileUrl": ".../download_file/<32 hex digits>.report.de.docx"}
+    GET /download_file/<name> -> the file, as an attachment named report.de.docx; a name
+      not given by this service, or kept past serve.files_keep_minutes: 404
+"""
+
+import asyncio
+import re
+import time
+import uuid
+from pathlib import Path
+
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+
+from seq2seq.service.access import check_chars
+from seq2seq.service.api import Body, HTTPError, check_names, json_response
+from seq2seq.service.backend import Wanted
+from seq2seq.service.libretranslate import LibreTranslate, api_key, text_field
+from seq2seq.support.files import atomic_write
+from seq2seq.text import documents
+from seq2seq.text.formats import BadDocument, TooLarge
+
+FILE_FIELDS = ("file", "source", "target", "api_key")
+DETECTED_CHARS = 4096  # characters of a document's texts its source language is told from
+
+
+class Files:
+    """The routes of LibreTranslate's file translation, over its API's (libretranslate.py)."""
+
+    def __init__(self, libretranslate: LibreTranslate):
+        self.libretranslate = libretranslate
+        self.backend, self.settings = libretranslate.backend, libretranslate.settings
+        s = self.settings
+        self.kept = Kept(Path(s.files_dir), 60 * s.files_keep_minutes, s.files_max_mib * 2**20)
+
+    async def translate_file(self, request: Request) -> Response:
+        if not self.settings.files:
+            raise HTTPError(403, "Files translation are disabled on this server.")
+        upload, fields = await file_fields(request, Body(request, self.settings, "max_file_bytes"))
+        limits = self.backend.keys.check(request, api_key(fields))
+        source, target = text_field(fields, "source"), text_field(fields, "target")
+        name, data = documents.safe_name(upload.filename or ""), await upload.read()
+        document = await asyncio.to_thread(self.read, name, data)
+        check_chars(limits, document.chars, 400)
+        if source == "auto":
+            first = " ".join(document.texts)[:DETECTED_CHARS]
+            source = self.libretranslate.detected(first)["language"] if first else target
+        translations = await self.translated(request, document.texts, source, target)
+        built = await asyncio.to_thread(document.rebuilt, translations)
+        out_name = documents.translated_name(name, target)
+        stored = await asyncio.to_thread(self.kept.keep, out_name, built)
+        url = request.url_for("download_file", name=stored)
+        return json_response({"translatedFileUrl": str(url)})
+
+    def read(self, name: str, data: bytes):
+        """The document (documents.read), its mistakes a 400, too much of it a 413."""
+        if not data:
+            raise HTTPError(400, "Invalid request: empty file")
+        try:
+            return documents.read(name, data, self.settings.max_file_chars)
+        except TooLarge as error:
+            raise HTTPError(413, f"{error} (serve.max_file_chars)") from None
+        except BadDocument as error:
+            raise HTTPError(400, str(error)) from None
+
+    async def translated(self, request: Request, texts: list[str], source: str, target: str):
+        """The texts through the pair's route, serve.max_batch_sentences a job in turn."""
+        route = self.libretranslate.route(source, target)
+        if route is None:  # already in the target language
+            return list(texts)
+        step, translations = self.settings.max_batch_sentences, []
+        for start in range(0, len(texts), step):
+            chunk = texts[start : start + step]
+            done = await self.backend.translate(request, route, chunk, Wanted(None, None, None))
+            translations += done.translations
+        return translations
+
+    async def download_file(self, request: Request) -> Response:
+        if not self.settings.files:
+            raise HTTPError(400, "Files translation are disabled on this server.")
+        name = request.path_params["name"]
+        path = await asyncio.to_thread(self.kept.path, name)
+        if path is None:
+            raise HTTPError(404, f"no file {name!r} here: each is kept "
+                            f"{self.settings.files_keep_minutes:g} minutes "
+                            "(serve.files_keep_minutes)")  # fmt: skip
+        return FileResponse(path, filename=name.partition(".")[2])
+
+
+async def file_fields(request: Request, body: Body) -> tuple[UploadFile, dict]:
+    """A /translate_file request's file and other fields (a multipart form, one file)."""
+    if body.media_type != "multipart/form-data":
+        raise HTTPError(400, "Invalid request: missing file parameter (multipart/form-data)")
+    data = await body.read()
+
+    async def chunks():
+        yield data
+
+    try:
+        form = await MultiPartParser(request.headers, chunks(), max_files=1).parse()
+    except MultiPartException as error:
+        raise HTTPError(400, error.message) from None
+    fields = dict(form.multi_items())
+    check_names(fields, FILE_FIELDS)
+    upload = fields.pop("file", None)
+    if not isinstance(upload, UploadFile):
+        raise HTTPError(400, "Invalid request: missing file parameter")
+    if "api_key" in request.query_params and "api_key" not in fields:
+        fields["api_key"] = request.query_params["api_key"]
+    return upload, fields
+
+
+class Kept:
+    """The translated files, in one folder: each kept `keep_s` seconds, all of them in
+    `most_bytes` at most (the oldest removed first); written whole or not at all."""
+
+    NAME = re.compile(r"[0-9a-f]{32}\.[\w.-]+")  # the names keep() gives
+
+    def __init__(self, folder: Path, keep_s: float, most_bytes: int):
+        self.folder, self.keep_s, self.most_bytes = folder, keep_s, most_bytes
+
+    def keep(self, name: str, data: bytes) -> str:
+        """`data` kept as a new file (<32 hex digits>.name); its stored name."""
+        self.sweep(len(data))
+        stored = f"{uuid.uuid4().hex}.{name}"
+        try:
+            with atomic_write(self.folder / stored, "wb") as file:
+                file.write(data)
+        except OSError as error:  # a full disk: this request fails, the service goes on
+            raise HTTPError(507, f"no room to keep the translated file: {error.strerror}") from None
+        return stored
+
+    def path(self, stored: str) -> Path | None:
+        """The file of a name keep() gave, if it is still kept."""
+        if not self.NAME.fullmatch(stored):
+            return None
+        path = self.folder / stored
+        try:
+            fresh = time.time() - path.stat().st_mtime < self.keep_s
+        except OSError:
+            return None
+        return path if fresh else None
+
+    def sweep(self, coming: int = 0) -> None:
+        """Removes the files kept past keep_s, then the oldest until `coming` more bytes fit
+        in most_bytes (another worker process may remove a file first: then it is gone)."""
+        now, files = time.time(), []
+        for path in self.folder.glob("*") if self.folder.is_dir() else []:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            if now - stat.st_mtime > self.keep_s:
+                path.unlink(missing_ok=True)
+            else:
+                files.append((stat.st_mtime, stat.st_size, path))
+        total = sum(size for _, size, _ in files) + coming
+        for _, size, path in sorted(files):
+            if total <= self.most_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
