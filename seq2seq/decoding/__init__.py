@@ -10,6 +10,8 @@
                        torch engine, and translate_texts: texts in, translations out
     ctranslate2.py     the CTranslate2 engine, on an export (seq2seq/exports/ctranslate2.py)
     argos.py           an Argos Translate package as an engine, decoded as Argos decodes it
+    argos_tokenizers.py  an Argos package's tokenizer: its sentencepiece.model, or its
+                       bpe.model with Moses's tokenization, as Argos Translate uses them
     cached.py          a checkpoint's translations by CTranslate2 on an export cached beside
                        it, its attention pictures by ours
     engine_choice.py   which engine decodes (--engine): by default the cached export where

@@ -11,24 +11,28 @@ What a package holds (seq2seq/exports/argos.py writes one):
     metadata.json        from_code, from_name, to_code, to_name (its pair), target_prefix
     model/               the CTranslate2 model
     sentencepiece.model  one model that splits the source and joins the output
+    or bpe.model         BPE codes, with Moses's tokenization (argos_tokenizers.py: the
+                         first of the two that a package has, as Argos chooses)
     (stanza/, README.md, LICENSE, ...: what else a published package holds, not read)
 
 A sentence's way, as Argos Translate 1.11 has it (argostranslate/translate.py):
 
-    the sentencepiece pieces of the sentence (no </s>: a model that needs one adds it)
+    the tokenizer's tokens of the sentence (no </s>: a model that needs one adds it)
     -> Translator.translate_batch(beam_size, num_hypotheses, length_penalty=0.2,
        replace_unknowns=True, the package's target_prefix if it has one)
-    -> the pieces decoded, "▁" and "_" as spaces, one leading space and the prefix dropped
+    -> the tokens decoded by the tokenizer, the prefix and one leading space dropped
 
 so each output is Argos Translate's for the same sentence at the same beam size (tested:
 tests/exports/test_argos.py, on our packages and on one laid out as Argos's published ones
-are). Splitting a text into sentences is ours (seq2seq/text/sentences.py), not Argos's.
+are; tests/decoding/test_argos_bpe.py, on a BPE package). Splitting a text into sentences
+is ours (seq2seq/text/sentences.py), not Argos's.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
+from seq2seq.decoding.argos_tokenizers import package_tokenizer
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.ctranslate2 import load_translator, texts_of
@@ -41,7 +45,6 @@ from seq2seq.exports.argos import (
     unpacked,
 )
 from seq2seq.support.errors import UserError
-from seq2seq.text.vocab import Vocab
 
 LONGEST_INPUT = 1024  # CTranslate2 cuts a source there (translate_batch's max_input_length)
 
@@ -57,7 +60,7 @@ class ArgosEngine:
 
     config: Config  # decode: Argos's beam size; the rest our defaults, unused
     languages: tuple[Language, Language]
-    src_vocab: Vocab  # the package's one sentencepiece model, both sides
+    tokenizer: object  # argos_tokenizers.py's: the package's one, both sides
     target_prefix: str
     translator: object  # ctranslate2.Translator
     origin: str
@@ -74,22 +77,22 @@ class ArgosEngine:
     def from_folder(cls, folder: Path, device: str, compute_type: str, origin: str = ""):
         """The package in `folder`, loaded into memory (the folder may go afterwards)."""
         metadata = package_metadata(folder)
-        model = folder / "sentencepiece.model"
-        if not model.exists():
-            bpe = (folder / "bpe.model").exists()
-            other = " (a BPE package, which this service does not load)" if bpe else ""
-            raise UserError(f"{folder}: no sentencepiece.model{other}")
-        vocab = Vocab(model.read_bytes(), special_ids=False)
-        translator = load_translator(folder / "model", device, compute_type)
         source, target = package_languages(metadata)
+        tokenizer = package_tokenizer(folder, source.code, target.code)
+        translator = load_translator(folder / "model", device, compute_type)
         decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
         config = config_from_dict({"decode": decode}, source=str(folder / "metadata.json"))
         prefix = metadata.get("target_prefix", "")
-        return cls(config, (source, target), vocab, prefix, translator, origin or str(folder))
+        return cls(config, (source, target), tokenizer, prefix, translator, origin or str(folder))
 
     @property
-    def tgt_vocab(self) -> Vocab:
-        return self.src_vocab
+    def src_vocab(self):
+        """The tokenizer, as the vocabulary the service and the warnings read."""
+        return self.tokenizer
+
+    @property
+    def tgt_vocab(self):
+        return self.tokenizer
 
     def facts(self) -> dict:
         """Its config: the decoding Argos Translate gives it, no more (a package holds no
@@ -99,18 +102,17 @@ class ArgosEngine:
                 "device": self.translator.device, "config": {"decode": decode}}  # fmt: skip
 
     def encoded(self, sentences: list[str]) -> tuple[list[list[str]], list[list[str]]]:
-        """Each sentence's pieces, as Argos Translate gives them to CTranslate2 (an unknown
+        """Each sentence's tokens, as Argos Translate gives them to CTranslate2 (an unknown
         one as it is written, which replace_unknowns copies into the output), and its
         warnings: one encoding."""
-        sp = self.src_vocab.sp
-        pieces = [sp.encode(sentence, out_type=str) for sentence in sentences]
-        _, warnings = warned(self, sentences, [[sp.piece_to_id(p) for p in ps] for ps in pieces])
-        return pieces, warnings
+        tokens = [self.tokenizer.tokens(sentence) for sentence in sentences]
+        _, warnings = warned(self, sentences, [self.tokenizer.ids(one) for one in tokens])
+        return tokens, warnings
 
-    def search(self, pieces: list[list[str]], beam_size: int, nbest: int) -> list:
-        """CTranslate2's results for the sentences of some `pieces` (None for the empty ones),
+    def search(self, tokens: list[list[str]], beam_size: int, nbest: int) -> list:
+        """CTranslate2's results for the sentences of some `tokens` (None for the empty ones),
         with the options Argos Translate passes."""
-        searched = [p for p in pieces if p]
+        searched = [p for p in tokens if p]
         prefix = [[self.target_prefix]] * len(searched) if self.target_prefix else None
         results = iter(
             self.translator.translate_batch(
@@ -119,23 +121,23 @@ class ArgosEngine:
                 length_penalty=LENGTH_PENALTY, return_scores=True,
             )
         )  # fmt: skip
-        return [next(results) if p else None for p in pieces]
+        return [next(results) if p else None for p in tokens]
 
-    def detokenize(self, pieces: list[str]) -> str:
-        """Argos Translate's: the pieces decoded, its spaces and its prefix dropped."""
-        text = self.src_vocab.sp.decode_pieces(pieces).replace("▁", " ").replace("_", " ")
+    def detokenize(self, tokens: list[str]) -> str:
+        """Argos Translate's: the tokenizer's text, its prefix and a leading space dropped."""
+        text = self.tokenizer.text(tokens)
         if self.target_prefix and text.startswith(self.target_prefix):
             text = text[len(self.target_prefix) :]
         return text[1:] if text.startswith(" ") else text
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        pieces, warnings = self.encoded(sentences)
-        results = self.search(pieces, decoding.beam_size, 1)
+        tokens, warnings = self.encoded(sentences)
+        results = self.search(tokens, decoding.beam_size, 1)
         return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
-        pieces, warnings = self.encoded(sentences)
-        results = self.search(pieces, decoding.beam_size, decoding.beam_size)
+        tokens, warnings = self.encoded(sentences)
+        results = self.search(tokens, decoding.beam_size, decoding.beam_size)
         return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
 
     def attention(self, sentence: str) -> Attention:

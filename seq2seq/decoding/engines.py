@@ -17,7 +17,8 @@ asks which one it has):
 
     engine.config                     the experiment config the model was trained with; its
                                       `decode` section is the default decoding
-    engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies
+    engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies (an Argos package's: its
+                                      tokenizer, with their members: argos_tokenizers.py)
     engine.longest_source             source pieces the model takes (longer inputs are cut)
     engine.facts()                    what it says of itself: engine, device, parameters,
                                       config (the settings it knows it has) ...

@@ -313,7 +313,10 @@ def test_what_is_not_an_argos_package_is_one_line(tmp_path, argos):
         archive.extractall(folder)
     (package,) = folder.iterdir()
     (package / "sentencepiece.model").rename(package / "bpe.model")
-    with pytest.raises(UserError, match=r"no sentencepiece.model \(a BPE package"):
+    with pytest.raises(UserError, match=r"bpe.model: not a BPE codes file"):
+        ArgosEngine.load(package)
+    (package / "bpe.model").unlink()
+    with pytest.raises(UserError, match=r"no sentencepiece.model nor bpe.model"):
         ArgosEngine.load(package)
     (package / "metadata.json").write_text('{"from_code": "en"}')
     with pytest.raises(UserError, match=r"metadata.json: no to_code"):
