@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -199,6 +199,14 @@ PAIRS_PACKAGES ?=
 PAIRS_ARGS ?=
 bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.pairs $(foreach p,$(PAIRS_PACKAGES),--package $(p)) $(PAIRS_ARGS)
+
+# A 20-page Word document through /translate_file, ours against LibreTranslate 1.9.6 serving the
+# same Argos package (FILES_PACKAGE, de-en by default: its sentences are Multi30k's German test
+# set in ../shared), beam 4, one decoding thread each -> benchmarks/results/files.{json,md}
+# (minutes). Not in CI.
+FILES_PACKAGE ?= runs/multi30k_de_en/de_en.argosmodel
+bench-files: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
+	$(PYTHON) -m benchmarks.service.files --package $(FILES_PACKAGE)
 
 # One model's weights on disk, the memory loading it takes and its load time, in each form it
 # is served in (checkpoint, CTranslate2 export and Argos package, float32 and int8), from the

@@ -196,7 +196,7 @@ HOPS = {
         "service/batcher.py Batcher.__init__: threading.Thread(target=self.run)",
         "service/batcher.py Batcher.run: while (batch := self.collect()): ...",
         "service/batcher.py Batcher.run: self.run_batch(batch)",
-        "service/batcher.py Batcher.collect: first = self.take(most, deadline=None)",
+        "service/batcher.py Batcher.collect: first = self.take(None, deadline=None)",
         "service/batcher.py Batcher.take: client, line = next(iter(self.waiting.items()))",
         "service/batcher.py Batcher.take: job = line.popleft()",
     ),

@@ -9,4 +9,5 @@ libretranslate_peer.py LibreTranslate 1.9.6 run on our Argos export, in its own 
 detection.py           make bench-detect: language detectors against LibreTranslate's
 model_memory.py        make bench-models: a model's memory and load time, in each form
 pairs.py               make bench-pairs: two pairs and a pivot, against LibreTranslate
+files.py               make bench-files: a 20-page document, against LibreTranslate
 """

@@ -7,7 +7,8 @@
          line, and submit returns its future
     the decoder thread (the only one that runs the model)
       the jobs that wait (and with serve.batch_window_ms, those that arrive that long after
-      the first), up to serve.max_batch_sentences sentences, taking the clients' lines in
+      the first), up to serve.max_batch_sentences sentences (a larger job: a batch of its
+      own), taking the clients' lines in
       turn (one job each), so that one client's backlog does not hold another's one
       sentence; a job whose future was cancelled (its client went away) is dropped unread
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group of
@@ -201,7 +202,7 @@ class Batcher:
         Empty once draining and nothing waits."""
         most = self.settings.max_batch_sentences
         with self.changed:
-            first = self.take(most, deadline=None)
+            first = self.take(None, deadline=None)  # a job larger than a batch: one alone
             if first is None:
                 return []
             batch, self.forming, self.forming_work = [first], len(first.sentences), self.work(first)
@@ -213,15 +214,15 @@ class Batcher:
             self.forming = self.forming_work = 0
         return batch
 
-    def take(self, room: int, deadline: float | None) -> Job | None:
+    def take(self, room: int | None, deadline: float | None) -> Job | None:
         """(Holding the lock.) The first job of the next client's line, if it was not
-        cancelled and has at most `room` sentences (that client then goes to the back),
+        cancelled and has at most `room` sentences (None: any) (that client then goes to the back),
         waiting for one until `deadline` (None: for ever); None if that job does not fit,
         the deadline passed, or the queue is empty while draining."""
         while True:
             while self.waiting:
                 client, line = next(iter(self.waiting.items()))
-                if len(line[0].sentences) > room:
+                if room is not None and len(line[0].sentences) > room:
                     return None
                 job = line.popleft()
                 del self.waiting[client]

@@ -7,8 +7,9 @@ rebuilds it translated), its translation kept for a while to download.
       -> read in a worker thread (documents.read): a format not listed, a file that is not
          what its name says, 400; more than serve.max_file_chars of text or a zip bomb, 413
       -> source auto: the language of its first texts (LibreTranslate.detected)
-      -> its texts through the pair's route (Backend.translate), serve.max_batch_sentences
-         texts a job, one job after another: other clients' requests are decoded between
+      -> its texts through the pair's route (Backend.translate), serve.max_sentences texts a
+         job (as many as a request may send), one job after another: other clients'
+         requests are decoded between
       -> rebuilt in a worker thread, and kept (Kept: serve.files_dir, written whole or not
          at all; no room on the disk -> 507, and the service goes on)
       <- {"translatedFileUrl": ".../download_file/<32 hex digits>.report.de.docx"}
@@ -79,11 +80,12 @@ class Files:
             raise HTTPError(400, str(error)) from None
 
     async def translated(self, request: Request, texts: list[str], source: str, target: str):
-        """The texts through the pair's route, serve.max_batch_sentences a job in turn."""
+        """The texts through the pair's route, serve.max_sentences a job in turn (the most
+        a request may send)."""
         route = self.libretranslate.route(source, target)
         if route is None:  # already in the target language
             return list(texts)
-        step, translations = self.settings.max_batch_sentences, []
+        step, translations = self.settings.max_sentences, []
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
             done = await self.backend.translate(request, route, chunk, Wanted(None, None, None))

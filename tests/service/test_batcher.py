@@ -59,6 +59,16 @@ def test_the_sentences_of_a_jobs_texts_are_decoded_together_and_joined_text_by_t
     running.stop()
 
 
+def test_a_job_larger_than_a_batch_is_a_batch_of_its_own_and_the_decoder_goes_on():
+    model = Shouting()
+    running = batcher(model, batch_window_ms=0.0, max_batch_sentences=2)
+    large = running.submit(Job(Texts(["a", "b", "c"]), GREEDY)).result(HANG)  # hung before
+    small = running.submit(Job(Texts(["d"]), GREEDY)).result(HANG)
+    assert (large.translations, small.translations) == (["A", "B", "C"], ["D"])
+    assert model.calls == [["a", "b", "c"], ["d"]]
+    running.stop()
+
+
 def test_a_failing_job_fails_alone_and_its_batch_mates_get_their_answers():
     model = Shouting()
     running = batcher(model, max_batch_sentences=3)

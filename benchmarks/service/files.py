@@ -1,0 +1,171 @@
+"""`make bench-files`: a 20-page Word document translated through LibreTranslate's
+POST /translate_file by ours and by LibreTranslate 1.9.6, serving the same Argos package.
+
+    python -m benchmarks.service.files --package de_en.argosmodel
+        [--sentences ../shared/corpora/multi30k/test_2016_flickr.de.gz] [--pages 20]
+        [--runs 3] [--out DIR] [--name files]
+
+    the document: PAGES pages, each a heading, PARAGRAPHS paragraphs of SENTENCES sentences of
+      the test set (some words bold), a table of two rows, and a page break (python-docx)
+    each server started alone, like for like: the package's beam size (Argos's 4), one
+      decoding thread (LibreTranslate: ARGOS_INTRA_THREADS=1; ours: serve.threads=1)
+      -> one upload to warm up, then RUNS uploads one after another, each timed from the
+         upload to the translated file downloaded, and the server's CPU seconds
+      -> pages per second (the median run's), CPU seconds a page; the translated file read
+         back (python-docx): its paragraphs and tables as many as the document's, and the
+         share of its paragraphs translated (unlike their source)
+
+Results: benchmarks/results/files.{json,md}.
+"""
+
+import argparse
+import gzip
+import io
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import docx
+import httpx
+
+from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
+from benchmarks.service.process import cpu_seconds, running_server
+from seq2seq.exports.argos import package_metadata
+
+PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
+BEAM = 4  # Argos's, the packages' own
+TIMEOUT_S = 1800
+
+
+def document(sentences: list[str], pages: int) -> bytes:
+    """A Word document of `pages` pages of these sentences (see the module's docstring)."""
+    word, source = docx.Document(), itertools.cycle(sentences)
+    for page in range(1, pages + 1):
+        word.add_heading(next(source), level=1)
+        for _ in range(PARAGRAPHS):
+            paragraph = word.add_paragraph(" ".join(next(source) for _ in range(SENTENCES - 1)))
+            paragraph.add_run(" " + next(source)).bold = True
+        table = word.add_table(rows=2, cols=2)
+        for cell in table._cells:
+            cell.text = next(source)
+        if page < pages:
+            word.add_page_break()
+    out = io.BytesIO()
+    word.save(out)
+    return out.getvalue()
+
+
+def translated(url: str, data: bytes, source: str, target: str) -> bytes:
+    """The document through POST /translate_file and its download."""
+    form = {"source": source, "target": target}
+    files = {"file": ("report.docx", data)}
+    with httpx.Client(timeout=TIMEOUT_S) as client:
+        answer = client.post(f"{url.rstrip('/')}/translate_file", data=form, files=files)
+        answer.raise_for_status()
+        download = client.get(answer.json()["translatedFileUrl"])
+        download.raise_for_status()
+    return download.content
+
+
+def texts(data: bytes) -> tuple[list[str], int]:
+    """A document's paragraphs' texts and its tables' count."""
+    word = docx.Document(io.BytesIO(data))
+    return [p.text for p in word.paragraphs if p.text.strip()], len(word.tables)
+
+
+def measure(service, data: bytes, pair: tuple[str, str], runs: int, pages: int) -> dict:
+    translated(service.url, data, *pair)  # warm-up
+    seconds, cpu = [], []
+    for _ in range(runs):
+        start, cpu_start = time.perf_counter(), cpu_seconds(service.pid)
+        out = translated(service.url, data, *pair)
+        seconds.append(time.perf_counter() - start)
+        cpu.append(cpu_seconds(service.pid) - cpu_start)
+    (before, tables), (after, tables_after) = texts(data), texts(out)
+    changed = sum(a != b for a, b in zip(before, after, strict=False))
+    return {
+        "seconds": seconds,
+        "pages_per_s": pages / statistics.median(seconds),
+        "cpu_s_per_page": statistics.median(cpu) / pages,
+        "paragraphs": [len(before), len(after)],
+        "tables": [tables, tables_after],
+        "translated_share": changed / len(before),
+    }
+
+
+def markdown(results: dict) -> str:
+    info, rows = results["machine"], results["servers"]
+    ours, theirs = rows["ours"], rows["libretranslate"]
+    lines = [
+        f"# A {results['pages']}-page document through /translate_file, against LibreTranslate",
+        "",
+        f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
+        f"`python -m benchmarks.service.files`: {results['pages']} pages "
+        f"({results['sentences']:,} sentences of {Path(results['source']).name}), the package "
+        f"{Path(results['package']).name}, beam {BEAM}, one decoding thread each "
+        "(LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads=1); the median "
+        f"of {results['runs']} runs, each from the upload to the download.",
+        "",
+        "| server | pages/s | seconds a document | CPU s a page | paragraphs in / out | "
+        "tables in / out | paragraphs translated |",
+        "|" + " --- |" * 7,
+    ]
+    for name, row in (("ours", ours), ("LibreTranslate", theirs)):
+        lines.append(
+            f"| {name} | {row['pages_per_s']:.2f} | {statistics.median(row['seconds']):.1f} | "
+            f"{row['cpu_s_per_page']:.2f} | {row['paragraphs'][0]} / {row['paragraphs'][1]} | "
+            f"{row['tables'][0]} / {row['tables'][1]} | {100 * row['translated_share']:.0f}% |"
+        )
+    ratio = ours["pages_per_s"] / theirs["pages_per_s"]
+    lines += ["", f"Ours / LibreTranslate: {ratio:.2f} times its pages per second."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
+    default = ROOT.parent / "shared/corpora/multi30k/test_2016_flickr.de.gz"
+    parser.add_argument("--sentences", type=Path, default=default, help="the source's text")
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="files", help="the results' stem: <out>/<name>.json")
+    args = parser.parse_args()
+    if not args.libretranslate_python.exists():
+        sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-files installs it")
+    opener = gzip.open if args.sentences.suffix == ".gz" else open
+    with opener(args.sentences, "rt", encoding="utf-8") as file:
+        sentences = [line.strip() for line in file if line.strip()]
+    metadata = package_metadata(args.package)
+    pair = metadata["from_code"], metadata["to_code"]
+    data = document(sentences, args.pages)
+    servers = {}
+    with running_libretranslate(
+        args.libretranslate_python, [args.package], like_for_like(BEAM)
+    ) as lt:
+        servers["libretranslate"] = measure(lt, data, pair, args.runs, args.pages)
+    print("libretranslate", servers["libretranslate"], flush=True)
+    overrides = ["serve.threads=1", "serve.files_dir=runs/bench-files"]
+    with running_server(["--model", str(args.package)], "config.yaml", overrides) as ours:
+        servers["ours"] = measure(ours, data, pair, args.runs, args.pages)
+    print("ours", servers["ours"], flush=True)
+    per_page = PARAGRAPHS * SENTENCES + 1 + 4
+    results = {
+        "machine": machine(),
+        "package": str(args.package),
+        "source": str(args.sentences),
+        "pages": args.pages,
+        "sentences": per_page * args.pages,
+        "runs": args.runs,
+        "servers": servers,
+    }
+    save_results(args.out / args.name, results, markdown(results))
+
+
+if __name__ == "__main__":
+    main()
