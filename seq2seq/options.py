@@ -393,6 +393,14 @@ class ServeConfig:
     # MiB of model weights (their files' sizes) loaded at most: past it, the least recently used
     # idle models but the first are dropped, and loaded again when asked. 0: no limit.
     models_mib: Annotated[int, ">= 0"] = 0
+    # GET /metrics: the service's figures in Prometheus' text format (requests, latency and
+    # errors by route, the decoders' queues, batches and busy time; seq2seq/service/metrics.py),
+    # those of every worker together. false: no such route (a 404), as LibreTranslate's
+    # --metrics, and nothing is measured.
+    metrics: bool = False
+    # With metrics: the token a scrape must send, `Authorization: Bearer TOKEN` (else a 401, as
+    # LibreTranslate's --metrics-auth-token). "": none needed.
+    metrics_auth_token: str = ""
 
 
 @dataclass

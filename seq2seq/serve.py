@@ -14,7 +14,7 @@
                      of every layer and head with their tokens (not with --engine ctranslate2: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, seq2seq/service/static/)
     LibreTranslate's API too: POST /translate {"q": ...} or a form, POST /detect, GET /languages
-    GET /openapi.json: the API described
+    GET /openapi.json: the API described; GET /metrics, Prometheus' (serve.metrics)
 
 A request's way, stop by stop, is docs/architecture.md's (checked against the code by
 tests/test_architecture.py); each module of seq2seq/service/ says its own step, and
@@ -29,7 +29,8 @@ then exits.
 
 With serve.workers N, this process binds the socket and starts N workers (supervise), each
 all of the above on that socket with its own engine; it then watches them, replacing one that
-dies, and passes a Ctrl-C or SIGTERM on to each.
+dies, and passes a Ctrl-C or SIGTERM on to each. With serve.metrics, GET /metrics sums the
+figures of every worker (seq2seq/service/metrics.py: a folder they share while they run).
 """
 
 import argparse
@@ -53,6 +54,7 @@ from seq2seq.service.loaders import Loader, load_models
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
+    from seq2seq.service.metrics import forget, shared_between_workers
     from seq2seq.service.protocol import listen
     from seq2seq.service.server import Server
 except ImportError as missing:
@@ -114,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
         f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)",
         file=sys.stderr, flush=True,
     )  # fmt: skip
-    supervise(sock, config, args)
+    with shared_between_workers(config.serve.metrics):  # GET /metrics: all the workers' figures
+        supervise(sock, config, args)
 
 
 def load(config: Config, args: argparse.Namespace) -> list[Loader]:
@@ -191,6 +194,7 @@ def supervise(sock: socket.socket, config: Config, args) -> None:
         number = by_sentinel[ended[0]]  # one at a time: the next turn sees any other
         dead, ready = workers[number]
         dead.join()
+        forget(dead.pid)  # its gauges (serve.metrics)
         failed_starts[number] = 0 if ready.is_set() else failed_starts[number] + 1
         if signals or failed_starts[number] == START_TRIES:
             break

@@ -277,6 +277,34 @@ def read_address(process: subprocess.Popen) -> str:
     return match.group(1)
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started, from /proc (Linux)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # it ended
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def spawned_workers(pid: int) -> set[int]:
+    """The worker processes of the service `pid` (spawned by multiprocessing)."""
+    return {p for p in children(pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
+
+
+def start_workers(seed_run: Path, *overrides: str) -> tuple[subprocess.Popen, str]:
+    """The service with serve.workers=2 (and these config overrides), started; and its URL."""
+    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
+    args += overrides
+    process = subprocess.Popen(
+        command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
+    )  # fmt: skip
+    return process, read_address(process)
+
+
 # A mirror on 127.0.0.1 (corpus.mirror: tests/text/test_sources.py, tests/test_doc_commands.py):
 # the files of the real sources' layouts, made by the test, and the OPUS API's answers.
 

@@ -11,6 +11,8 @@
     access.py          the Host and Origin guard, CORS, API keys and the per-client rate limit
     keystore.py        API keys with limits of their own, in SQLite (python -m seq2seq.keys)
     app.py             the routes of both, the guards before them, every error as JSON
+    metrics.py         GET /metrics, Prometheus' (serve.metrics): requests, latency, errors, the
+                       decoders' queues and batches, over every worker
     protocol.py        below the routes: HTTP/1.1 connections and their limits, the socket,
                        the open-file limit
     server.py          uvicorn on a bound socket, with the batcher beside it, drained first

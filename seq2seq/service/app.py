@@ -1,6 +1,7 @@
 """The service's web app: the guards, then the routes of both APIs, and every error as JSON.
 
-a request -> Guard (access.py: a Host not ours -> 400; a POST from another origin's page
+a request -> Measure (metrics.py, with serve.metrics: its route, status and time)
+  -> Guard (access.py: a Host not ours -> 400; a POST from another origin's page
   -> 403) -> CORS (serve.cors_origins) -> RateLimit (access.py: 429) -> the route:
     GET  /, /style.css, /app.js, /health, /info      ours.py
     POST /translate   a form, or a JSON object with "q": libretranslate.py; else ours.py
@@ -10,6 +11,7 @@ a request -> Guard (access.py: a Host not ours -> 400; a POST from another origi
     POST /detect, /suggest                           libretranslate.py
     POST /translate_file, GET /download_file/NAME    files.py
     GET  /openapi.json                               openapi.py
+    GET  /metrics     serve.metrics (else a 404)     metrics.py
   any other path or method -> 404, 405
 an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
   400; Starlette's 404 and 405, naming the routes or the methods; the client gone, 499
@@ -25,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service import openapi
+from seq2seq.service import metrics, openapi
 from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
 from seq2seq.service.api import Body, HTTPError, client_gone, error_response
 from seq2seq.service.backend import Backend
@@ -84,6 +86,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         },
     )
     app.router.redirect_slashes = False  # /health/ is a 404, not a redirect
+    if settings.metrics:  # else no GET /metrics (a 404), and nothing measures: no cost
+        metrics.install(app, models, settings)
     return app
 
 

@@ -32,6 +32,8 @@ from seq2seq.service.batcher import Job, Options, QueueFull, Stopping
 from seq2seq.service.models import Model, Models
 from seq2seq.text.sentences import Texts
 
+PAIR = "seq2seq.pair"  # the request's pair, in its ASGI scope, once known (metrics.py's label)
+
 
 class Wanted(NamedTuple):
     """What a translation request asks for besides its texts."""
@@ -70,6 +72,7 @@ class Backend:
         the next one's texts. The n best through several models are Argos Translate's: each
         model's n best of each of the previous one's, their scores summed, the n highest kept.
         A pivot's warnings are the text's too, saying which language they were found in."""
+        request.scope[PAIR] = f"{route[0].source.code}-{route[-1].target.code}"
         hypotheses = [[(0.0, text)] for text in texts]  # each text's, so far: (score, text)
         warnings: list[list[str]] = [[] for _ in texts]
         for number, model in enumerate(route, 1):
@@ -101,6 +104,7 @@ class Backend:
         first, the job is cancelled (dropped unless its batch has started) and ClientDisconnect
         ends the request (app.py: nobody reads its answer)."""
         job.client = request.client.host if request.client else ""  # its line in the queue
+        request.scope.setdefault(PAIR, model.pair)  # /attention; translate set its whole route
         try:
             answer = asyncio.wrap_future(model.batcher.submit(job))
         except QueueFull as error:

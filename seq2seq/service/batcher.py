@@ -17,6 +17,7 @@
       -> each job's future gets its own result (engines.py's Translated: its texts'
          translations, or n-best, and warnings; the Attention of an attention job), or its
          exception: each route makes its own JSON of it
+      -> on_batch(batcher, batch, seconds), if set: metrics.py's figures (serve.metrics)
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
@@ -94,6 +95,7 @@ class Batcher:
         self.draining = False
         self.forming = self.forming_work = 0  # of the batch that waits for its window to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
+        self.on_batch = None  # on_batch(self, batch, seconds) after each batch (metrics.py)
         self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
         self.thread.start()
 
@@ -175,11 +177,13 @@ class Batcher:
 
     def run(self) -> None:
         while batch := self.collect():
-            self.busy = True
+            self.busy, started = True, time.monotonic()
             try:
                 self.run_batch(batch)
             finally:
                 self.busy, self.last_used = False, time.monotonic()
+                if self.on_batch:
+                    self.on_batch(self, batch, self.last_used - started)
 
     def loaded(self) -> Engine:
         """(The decoder thread.) The engine, loaded now if it is not."""

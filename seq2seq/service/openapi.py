@@ -147,6 +147,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                     },
                 }
             },
+            **({"/metrics": metrics(settings)} if settings.metrics else {}),
         },  # fmt: skip
         "components": {
             "schemas": {"Error": ERROR},
@@ -163,6 +164,21 @@ def page(media_type: str) -> dict:
 
 def get(summary: str, schema: dict) -> dict:
     return {"get": {"summary": summary, "responses": {"200": answer(schema)}}}
+
+
+def metrics(settings: ServeConfig) -> dict:
+    """GET /metrics (serve.metrics): Prometheus' text format; with serve.metrics_auth_token,
+    only for that bearer token."""
+    operation = {
+        "summary": "the service's figures in Prometheus' text format (metrics.py)",
+        "responses": {"200": {"description": "the figures", "content": {
+            "text/plain": {"schema": STRING}
+        }}},
+    }  # fmt: skip
+    if settings.metrics_auth_token:
+        operation["security"] = [{"bearer": []}]
+        operation["responses"]["401"] = error("not serve.metrics_auth_token's bearer token")
+    return {"get": operation}
 
 
 def post(summary: str, content: dict, schema: dict, security: list | None, extra=None) -> dict:

@@ -32,7 +32,19 @@ from seq2seq.service.api import Body
 from seq2seq.service.ours import CLIENT_SETTINGS
 from seq2seq.support.errors import run_cli
 
-from helpers import ENV, HANG, JSON, ROOT, call, command, read_address, running, wait_until
+from helpers import (
+    ENV,
+    HANG,
+    JSON,
+    ROOT,
+    call,
+    command,
+    read_address,
+    running,
+    spawned_workers,
+    start_workers,
+    wait_until,
+)
 
 ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
 LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
@@ -499,33 +511,6 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
     finally:
         process.kill()
         process.wait()
-
-
-def children(pid: int) -> list[int]:
-    """The processes `pid` started, from /proc (Linux)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # it ended
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def spawned_workers(pid: int) -> set[int]:
-    """The worker processes of the service `pid` (spawned by multiprocessing)."""
-    return {p for p in children(pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
-
-
-def start_workers(seed_run: Path) -> tuple[subprocess.Popen, str]:
-    """The service with serve.workers=2, started; and its URL."""
-    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
-    process = subprocess.Popen(
-        command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
-    )  # fmt: skip
-    return process, read_address(process)
 
 
 def sending(url: str, outcomes: list, until: threading.Event) -> None:

@@ -1,0 +1,229 @@
+"""The service's figures at GET /metrics, in Prometheus' text format (serve.metrics; off: no
+route, a 404, and nothing below is installed), through the official client, prometheus_client.
+
+    install (app.py's build_app): the route, and Measure before the guards
+    every request -> Measure (the first middleware, so that what the guards refuse counts too)
+      -> ... -> the answer's status
+      -> Metrics.request_done: seq2seq_http_requests_total {route, pair, status} (the pair
+         that backend.py translated, "" if none), seq2seq_http_request_duration_seconds
+         {route}, seq2seq_http_errors_total {route, status} (4xx and 5xx); a path that is not
+         a route's counts as "other"
+    each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
+      -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
+         seq2seq_decoder_busy_seconds_total {pair, model}, then refresh()
+    refresh(), after each batch and at each scrape: the gauges seq2seq_queue_sentences
+      {pair, model} (sentences waiting) and seq2seq_models_loaded {pair, model, engine}
+    GET /metrics -> Metrics.answer: serve.metrics_auth_token set and not the request's
+      `Authorization: Bearer TOKEN` -> 401 (LibreTranslate's answer); else the figures
+
+With serve.workers > 1, serve.py's supervise makes a fresh folder (shared_between_workers:
+PROMETHEUS_MULTIPROC_DIR, which the workers inherit) before it starts them and removes it at
+the end: each worker writes its figures there, the worker that answers a scrape reads them
+all (prometheus_client's multiprocess mode), and a dead worker's gauges are dropped when it is
+replaced (forget); its counts stay in the totals. The gauges are summed over live workers.
+"""
+
+import contextlib
+import hmac
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from seq2seq.config import ServeConfig
+from seq2seq.service.access import bearer
+from seq2seq.service.api import HTTPError
+from seq2seq.service.backend import PAIR
+from seq2seq.service.batcher import Batcher, Job
+from seq2seq.service.models import Models
+
+SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures
+
+
+class Metrics:
+    """The service's metrics: the requests' (request_done), the decoders' (batch_done,
+    refresh), and the answer to GET /metrics."""
+
+    def __init__(self, models: Models, settings: ServeConfig):
+        self.models, self.token = models, settings.metrics_auth_token
+        self.registry = CollectorRegistry()
+        if SHARED in os.environ:  # several workers: each one's figures are read from the folder
+            multiprocess.MultiProcessCollector(self.registry)
+        self.declare(None if SHARED in os.environ else self.registry, settings.max_batch_sentences)
+        self.engines: dict[Batcher, str] = {}  # each model's engine, once it has been loaded
+        self.answered: dict[tuple, tuple] = {}  # (route, pair, status) -> its series
+        self.owners = {model.batcher: model for model in models.all}
+        for batcher in self.owners:
+            batcher.on_batch = self.batch_done
+        self.refresh()
+
+    def declare(self, into: CollectorRegistry | None, most: int) -> None:
+        """The metrics, in the registry `into` (None: the workers' shared folder); batches of
+        `most` sentences at most (serve.max_batch_sentences)."""
+        by_model = ["pair", "model"]
+        self.requests = Counter(
+            "seq2seq_http_requests",
+            "HTTP requests answered, by route, language pair and status",
+            ["route", "pair", "status"],
+            registry=into,
+        )
+        self.latency = Histogram(
+            "seq2seq_http_request_duration_seconds",
+            "Time from a request's arrival to its answer",
+            ["route"],
+            registry=into,
+        )
+        self.errors = Counter(
+            "seq2seq_http_errors",
+            "HTTP requests answered with a 4xx or 5xx, by route and status",
+            ["route", "status"],
+            registry=into,
+        )
+        self.batches = Histogram(
+            "seq2seq_batch_sentences",
+            "Sentences in each batch a decoder decoded",
+            by_model,
+            registry=into,
+            buckets=[2**i for i in range((most - 1).bit_length() + 1)],
+        )
+        self.busy = Counter(
+            "seq2seq_decoder_busy_seconds",
+            "Seconds the decoder threads spent decoding batches",
+            by_model,
+            registry=into,
+        )
+        self.queued = Gauge(
+            "seq2seq_queue_sentences",
+            "Sentences waiting for a decoder",
+            by_model,
+            registry=into,
+            multiprocess_mode="livesum",
+        )
+        self.loaded = Gauge(
+            "seq2seq_models_loaded",
+            "Models loaded (with several workers: in how many)",
+            [*by_model, "engine"],
+            registry=into,
+            multiprocess_mode="livesum",
+        )
+
+    def request_done(self, route: str, pair: str, status: int, seconds: float) -> None:
+        """(The event loop.) One answered request counted; its labels' series are looked up
+        once (labels() costs microseconds), and there are few: routes, pairs, statuses."""
+        key = route, pair, status
+        if key not in self.answered:
+            error = self.errors.labels(route, status) if status >= 400 else None
+            self.answered[key] = self.requests.labels(*key), self.latency.labels(route), error
+        requests, latency, error = self.answered[key]
+        requests.inc()
+        latency.observe(seconds)
+        if error is not None:
+            error.inc()
+
+    def batch_done(self, batcher: Batcher, batch: list[Job], seconds: float) -> None:
+        """(A decoder thread, after each batch.) Its size and time, and the gauges."""
+        model = self.owners[batcher]
+        self.batches.labels(model.pair, model.name).observe(sum(len(j.sentences) for j in batch))
+        self.busy.labels(model.pair, model.name).inc(seconds)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The gauges as they are now: each model's waiting sentences, and whether it is loaded
+        (labelled with its engine, once it has been)."""
+        for model in self.models.all:
+            self.queued.labels(model.pair, model.name).set(model.batcher.queued_sentences())
+            engine = model.engine
+            if engine is not None and model.batcher not in self.engines:
+                self.engines[model.batcher] = engine.facts()["engine"]
+            if model.batcher in self.engines:
+                labels = model.pair, model.name, self.engines[model.batcher]
+                self.loaded.labels(*labels).set(engine is not None)
+
+    async def answer(self, request: Request) -> Response:
+        """GET /metrics: with serve.metrics_auth_token, only for `Authorization: Bearer TOKEN`
+        (else a 401, as LibreTranslate's --metrics-auth-token)."""
+        given = (bearer(request) or "").encode()
+        if self.token and not hmac.compare_digest(given, self.token.encode()):
+            raise HTTPError(
+                401,
+                "Unauthorized: GET /metrics needs the header Authorization: "
+                "Bearer TOKEN (serve.metrics_auth_token)",
+                {"WWW-Authenticate": "Bearer"},
+            )
+        self.refresh()
+        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+class Measure:
+    """Middleware: each request's route (its path if one of `routes`, else "other"), pair,
+    status and time, to Metrics.request_done once it is answered (no answer sent, an
+    exception: 500, the status app.py's on_failure gives it)."""
+
+    def __init__(self, app, metrics: Metrics, routes: set[str]):
+        self.app, self.metrics, self.routes = app, metrics, routes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        start, status = time.perf_counter(), 500
+
+        async def send_status(message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = scope["path"] if scope["path"] in self.routes else "other"
+            seconds = time.perf_counter() - start
+            self.metrics.request_done(route, scope.get(PAIR, ""), status, seconds)
+
+
+def install(app: Starlette, models: Models, settings: ServeConfig) -> None:
+    """(app.py, with serve.metrics.) GET /metrics among the app's routes, and Measure before
+    its guards (outermost), so that what they refuse counts too."""
+    figures = Metrics(models, settings)
+    app.router.routes.append(Route("/metrics", figures.answer, methods=["GET"]))
+    app.add_middleware(Measure, metrics=figures, routes={route.path for route in app.routes})
+
+
+@contextlib.contextmanager
+def shared_between_workers(metrics: bool) -> Iterator[None]:
+    """(serve.py's supervise, with serve.metrics.) A fresh folder for the workers' figures as
+    PROMETHEUS_MULTIPROC_DIR while they run (the workers it starts inherit it), removed after."""
+    if not metrics:
+        yield
+        return
+    before = os.environ.get(SHARED)
+    with tempfile.TemporaryDirectory(prefix="seq2seq-metrics-") as folder:
+        os.environ[SHARED] = folder
+        try:
+            yield
+        finally:
+            if before is None:
+                del os.environ[SHARED]
+            else:
+                os.environ[SHARED] = before
+
+
+def forget(pid: int) -> None:
+    """A dead worker's gauges dropped from the shared figures (its counts stay in the totals);
+    nothing without them (serve.metrics off)."""
+    if SHARED in os.environ:
+        multiprocess.mark_process_dead(pid)
