@@ -31,10 +31,11 @@ def word_document() -> bytes:
     return saved(word)
 
 
-def upload(url: str, name: str, data: bytes, **fields) -> httpx.Response:
+def upload(url: str, name: str, data: bytes, headers=None, **fields) -> httpx.Response:
     form = {"source": "en", "target": "digits", **fields}
     file = {"file": (name, data)}
-    return httpx.post(f"{url.rstrip('/')}/translate_file", data=form, files=file, timeout=60)
+    path = f"{url.rstrip('/')}/translate_file"
+    return httpx.post(path, data=form, files=file, headers=headers, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +121,20 @@ def test_files_off_answer_as_libretranslate_does(model, tmp_path):
     assert answer.json() == {"error": "Files translation are disabled on this server."}
     assert download.status_code == 400
     assert (settings["filesTranslation"], settings["supportedFilesFormat"]) == (False, [])
+
+
+def test_behind_a_tls_proxy_the_urls_written_are_https(model, tmp_path):
+    """What LibreTranslate's --ssl does (URLs written https; TLS is the proxy's): a trusted
+    proxy's X-Forwarded-Proto. From any other address the header is ignored."""
+    https = {"X-Forwarded-Proto": "https"}
+    with running(model, files_dir=str(tmp_path), trusted_proxies=["127.0.0.1"]) as server:
+        proxied = upload(server.url, "a.txt", b"three is three", headers=https)
+        direct = upload(server.url, "a.txt", b"three is three")
+    with running(model, files_dir=str(tmp_path)) as server:
+        forged = upload(server.url, "a.txt", b"three is three", headers=https)
+    urls = [answer.json()["translatedFileUrl"] for answer in (proxied, direct, forged)]
+    assert [url.partition("://")[0] for url in urls] == ["https", "http", "http"], urls
+    assert urls[0].startswith("https://127.0.0.1:") and "/download_file/" in urls[0]
 
 
 def test_a_full_disk_is_a_507_and_the_service_goes_on(model, tmp_path, monkeypatch):

@@ -351,6 +351,24 @@ def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
     assert capsys.readouterr().err == message
 
 
+def test_libretranslates_host_and_port_options_set_serve_host_and_port(monkeypatch):
+    """`--host` and `--port`, as LibreTranslate's command takes them: serve.host and
+    serve.port, over the config's (docs/libretranslate.md)."""
+    asked = []
+
+    def load(config, args):
+        asked.append(config.serve)
+        raise SystemExit(0)  # before any model is loaded
+
+    monkeypatch.setattr(serve, "load", load)
+    with pytest.raises(SystemExit):
+        serve.main(["--host", "0.0.0.0", "--port", "5000", "serve.port=1"])
+    assert (asked[0].host, asked[0].port) == ("0.0.0.0", 5000)
+    with pytest.raises(SystemExit):
+        serve.main([])
+    assert (asked[1].host, asked[1].port) == (ServeConfig.host, ServeConfig.port)
+
+
 @pytest.mark.slow
 def test_without_starlette_or_uvicorn_the_command_says_what_to_install():
     hide = "import sys; sys.modules['uvicorn'] = None; import runpy; "
