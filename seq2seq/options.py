@@ -357,9 +357,22 @@ class ServeConfig:
     # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
     # again when it changes). With keys, every POST needs one.
     api_keys: str = ""
+    # With api_keys: true, a POST without a key gets a 403; false, it is served too, at the
+    # client's own limits (requests_per_minute ...), as LibreTranslate's --api-keys without
+    # --under-attack (a key given must still be one).
+    keys_required: bool = True
+    # Where a client gets a key, e.g. https://example.org/keys: said in the 403 of a request
+    # without one (LibreTranslate's --get-api-key-link). "": nothing said.
+    api_key_link: str = ""
     # POST requests one client address may make per minute, in bursts of as many; more get a
     # 429 with Retry-After. 0: no limit.
     requests_per_minute: Annotated[int, ">= 0"] = 0
+    # The same an hour, and a day (LibreTranslate's --hourly-req-limit, --daily-req-limit).
+    requests_per_hour: Annotated[int, ">= 0"] = 0
+    requests_per_day: Annotated[int, ">= 0"] = 0  # see requests_per_hour
+    # The page (GET /, /app.js, /style.css). false: they answer 404, the API alone is served
+    # (LibreTranslate's --disable-web-ui).
+    page: bool = True
     # POST /suggest, LibreTranslate's: a user's better translation of a text, kept in
     # suggestions_file to fine-tune the model on (a corpus source {suggestions: FILE}).
     # false: it answers 403, as LibreTranslate's does.
@@ -380,6 +393,13 @@ class ServeConfig:
     files_keep_minutes: Annotated[float, "positive"] = 30.0  # each translated file's, to download
     # MiB of translated files kept, at most: past it, the oldest are removed first
     files_max_mib: Annotated[int, "at least 1"] = 1024
+    # /frontend/settings, which LibreTranslate's page reads first: the languages its boxes
+    # start with (LibreTranslate's --frontend-language-source and -target), "" for the first
+    # model's (the source: auto where the service detects among several), and how long it
+    # waits after the last key before it translates (--frontend-timeout).
+    frontend_source: str = ""
+    frontend_target: str = ""  # see frontend_source
+    frontend_timeout_ms: Annotated[int, "at least 1"] = 500  # see frontend_source
     # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
     # names the client; from any other address the header is ignored. []: none, the
     # connection's own address is the client's (so no client can choose its address).

@@ -12,8 +12,9 @@ keys with their limits, and a per-client rate limit.
     a POST request (/translate, /attention, /detect, /suggest)
       RateLimit, before any route: the client's address (the connection's; the one
         X-Forwarded-For names only from serve.trusted_proxies) has a bucket of
-        serve.requests_per_minute tokens, refilled at that rate; a POST takes one, and one
-        that finds none gets 429 {"error": "Slowdown: ..."} with Retry-After
+        serve.requests_per_minute tokens, refilled at that rate (and one of requests_per_hour,
+        one of requests_per_day, where set); a POST takes one of each, and one that finds
+        none gets 429 {"error": "Slowdown: ..."} with Retry-After
       the route: ApiKeys.check(the key it was given) -> 403 unless it is one of the keys
         (looked up by its SHA-256); a key over its own requests a minute -> 429; its limits,
         for the route to hold its texts to (check_chars); no keys: anyone may
@@ -123,6 +124,8 @@ class ApiKeys:
     clock = staticmethod(time.monotonic)
     look_every_s = 1.0  # how often a keys database's file is looked at for a change
 
+    required, link = True, ""  # serve.keys_required, serve.api_key_link: build_app's
+
     def __init__(self, keys: list[str], store: Path | None = None):
         self.keys = {digest(key): KeyLimits() for key in keys}
         self.store, self.changed, self.looked = store, None, -math.inf
@@ -173,15 +176,21 @@ class ApiKeys:
 
     def check(self, request: Request, field: str | None = None) -> KeyLimits:
         """The limits of the request's key (`field`, LibreTranslate's api_key, else the
-        Authorization header's): a 403 unless keys are off or it is one of them, a 429 past
+        Authorization header's): a 403 unless keys are off, it is one of them, or none is
+        given where keys are not required (serve.keys_required), a 429 past
         its own requests a minute. Looked up by its SHA-256, the time taken says nothing of
         how close a wrong key was."""
         self.refresh()
         if not self:
             return KeyLimits()
         presented = field or bearer(request)
+        if not presented and not self.required:
+            return KeyLimits()  # at the client's own limits (RateLimit)
         if not presented:
-            raise HTTPError(403, "an API key is needed: Authorization: Bearer KEY (or api_key)")
+            where = f"; get one at {self.link}" if self.link else ""
+            raise HTTPError(
+                403, f"an API key is needed: Authorization: Bearer KEY (or api_key){where}"
+            )
         key = digest(presented)
         limits = self.keys.get(key)
         if limits is None:
@@ -250,22 +259,28 @@ class Buckets:
         return 0 if taken else math.ceil((1 - tokens) / self.rate)
 
 
+WINDOWS = (("minute", 60), ("hour", 3600), ("day", 86400))  # serve.requests_per_<window>
+
+
 class RateLimit:
     """Before any route: each client address may make serve.requests_per_minute POSTs a
-    minute (Buckets: that many at once, then one every 60 / requests_per_minute s)."""
+    minute, serve.requests_per_hour an hour and serve.requests_per_day a day (Buckets: so many
+    at once, then one every window / limit s), each 0 for none."""
 
     def __init__(self, app, settings: ServeConfig):
-        self.app, self.per_minute = app, settings.requests_per_minute
-        self.buckets = Buckets(self.per_minute, 60) if self.per_minute else None
+        self.app = app
+        limits = [(getattr(settings, f"requests_per_{w}"), w, s) for w, s in WINDOWS]
+        self.buckets = [(Buckets(n, s), n, w) for n, w, s in limits if n]
 
     async def __call__(self, scope, receive, send) -> None:
         if self.buckets and scope["type"] == "http" and scope["method"] == "POST":
-            wait = self.buckets.take(scope["client"][0] if scope.get("client") else "")
-            if wait:
-                message = (
-                    f"Slowdown: {self.per_minute} requests per minute at most "
-                    f"(serve.requests_per_minute); try again in {wait} s"
-                )
-                response = error_response(429, message, {"Retry-After": str(wait)})
-                return await response(scope, receive, send)
+            client = scope["client"][0] if scope.get("client") else ""
+            for buckets, most, window in self.buckets:
+                if wait := buckets.take(client):
+                    message = (
+                        f"Slowdown: {most} requests per {window} at most "
+                        f"(serve.requests_per_{window}); try again in {wait} s"
+                    )
+                    response = error_response(429, message, {"Retry-After": str(wait)})
+                    return await response(scope, receive, send)
         await self.app(scope, receive, send)

@@ -41,6 +41,7 @@ from seq2seq.support.errors import UserError
 def build_app(models: Models, settings: ServeConfig) -> Starlette:
     """The app over the models (models.py), with the settings in force."""
     keys = ApiKeys.load(settings.api_keys)
+    keys.required, keys.link = settings.keys_required, settings.api_key_link
     warn_if_open(settings, keys)
     backend = Backend(models, settings, keys)
     ours, libretranslate = OurApi(backend), LibreTranslate(backend)

@@ -85,7 +85,6 @@ TRANSLATE_FIELDS = (
 )  # fmt: skip
 DETECT_FIELDS = ("q", "api_key")
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
-FRONTEND_TIMEOUT_MS = 500  # how long LibreTranslate's page waits after typing (its default)
 
 
 class LibreTranslate:
@@ -97,6 +96,11 @@ class LibreTranslate:
         on = self.settings.suggestions
         self.suggestions = Suggestions(Path(self.settings.suggestions_file)) if on else None
         self.suggesters = Buckets(self.settings.suggestions_per_hour, 3600)  # by client address
+        for option in ("frontend_source", "frontend_target"):
+            code, known = getattr(self.settings, option), [*self.models.names(), "auto"]
+            if code and code not in known[: None if option == "frontend_source" else -1]:
+                raise UserError(f"serve.{option}: {code!r} is not a language of the service's "
+                                f"models ({', '.join(self.models.names())})")  # fmt: skip
         self.detector, self.no_detector = None, ""
         if len(self.models.sources) > 1:
             try:
@@ -104,26 +108,35 @@ class LibreTranslate:
             except UserError as error:  # the extra is missing; a language it does not know
                 self.no_detector = str(error)
 
+    @property
+    def frontend_languages(self) -> dict:
+        """The languages LibreTranslate's page starts with: serve.frontend_source and
+        frontend_target, else the first model's (the source: auto where the service detects,
+        as LibreTranslate's page starts)."""
+        names, default = self.models.names(), self.models.default
+        auto = {"code": "auto", "name": "Auto Detect"}
+        source = self.settings.frontend_source or default.source.code
+        if not self.settings.frontend_source and self.detector is not None:
+            source = "auto"
+        target = self.settings.frontend_target or default.target.code
+        named = {code: {"code": code, "name": names[code].name} for code in names}
+        return {"source": auto if source == "auto" else named[source], "target": named[target]}
+
     async def list_languages(self, request: Request) -> Response:
         return json_response(self.models.languages())
 
     async def frontend_settings(self, request: Request) -> Response:
         """GET /frontend/settings: what LibreTranslate's own page, and clients that read it
         first, need to know of the service, in LibreTranslate 1.9's fields."""
-        default = self.models.default
-        source = {"code": default.source.code, "name": default.source.name}
-        if self.detector is not None:  # as LibreTranslate's page starts: detecting
-            source = {"code": "auto", "name": "Auto Detect"}
-        target = {"code": default.target.code, "name": default.target.name}
         return json_response({
             "charLimit": self.settings.max_chars,  # a text's, as the page sends one
-            "frontendTimeout": FRONTEND_TIMEOUT_MS,
+            "frontendTimeout": self.settings.frontend_timeout_ms,
             "apiKeys": bool(self.keys),
-            "keyRequired": bool(self.keys),
+            "keyRequired": bool(self.keys) and self.keys.required,
             "suggestions": self.settings.suggestions,
             "filesTranslation": self.settings.files,
             "supportedFilesFormat": list(documents.FORMATS) if self.settings.files else [],
-            "language": {"source": source, "target": target},
+            "language": self.frontend_languages,
         })  # fmt: skip
 
     async def detect(self, request: Request) -> Response:

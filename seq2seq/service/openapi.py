@@ -70,9 +70,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
             "target, ...) on one port: see the README's 'A translation service'.",
         },
         "paths": {
-            "/": page("text/html"),
-            "/style.css": page("text/css"),
-            "/app.js": page("text/javascript"),
+            **(PAGE if settings.page else {}),
             "/health": get("the service is up; what it has decoded", {"type": "object"}),
             "/info": get("the model, its vocabularies, its config, the settings", OBJECT),
             "/openapi.json": get("this description", OBJECT),
@@ -282,6 +280,7 @@ def file_request(choices: Choices) -> dict:
     return strict(properties, optional=("api_key",))
 
 
+PAGE = {"/": page("text/html"), "/style.css": page("text/css"), "/app.js": page("text/javascript")}
 OBJECT = {"type": "object"}
 STRING, NUMBER = {"type": "string"}, {"type": "number"}
 STRINGS = {"type": "array", "items": STRING}

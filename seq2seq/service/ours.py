@@ -63,6 +63,9 @@ class OurApi:
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
+        """The page's files; none with serve.page false (LibreTranslate's --disable-web-ui)."""
+        if not self.backend.settings.page:
+            return []
         return [
             Route(path, partial(self.page, name), methods=["GET"]) for path, name in STATIC.items()
         ]

@@ -260,6 +260,44 @@ def test_with_keys_every_post_needs_one(trained_numbers_checkpoint, tmp_path):
         assert status == 400 and "unknown field 'api_key'" in answer["error"]
 
 
+def test_keys_not_required_let_a_keyless_request_in_and_a_link_says_where_to_get_one(
+    trained_numbers_checkpoint, tmp_path
+):
+    """serve.keys_required false: LibreTranslate's --api-keys without --under-attack (a
+    request without a key served at the client's limits, a wrong key still refused);
+    serve.api_key_link: its --get-api-key-link, in the 403."""
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    (tmp_path / "keys").write_text("the-key\n")
+    request, where = {"q": "three is three", **PAIR}, "https://example.org/keys"
+    keys = {"api_keys": str(tmp_path / "keys")}
+    with running(model, keys_required=False, **keys) as server:
+        keyless = call(server.url, "POST", T, request)[0]
+        wrong = call(server.url, "POST", T, {**request, "api_key": "nope"})[0]
+        settings = call(server.url, "GET", "/frontend/settings")[1]
+    with running(model, api_key_link=where, **keys) as server:
+        status, answer, _ = call(server.url, "POST", T, request)
+    assert (keyless, wrong) == (200, 403)
+    assert (settings["apiKeys"], settings["keyRequired"]) == (True, False)
+    assert status == 403 and answer["error"].endswith(f"; get one at {where}")
+
+
+def test_the_frontend_settings_say_the_languages_and_wait_the_operator_chose(
+    trained_numbers_checkpoint,
+):
+    """LibreTranslate's --frontend-language-source, -target and --frontend-timeout."""
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    chosen = {"frontend_source": "digits", "frontend_target": "en", "frontend_timeout_ms": 900}
+    with running(model, **chosen) as server:
+        settings = call(server.url, "GET", "/frontend/settings")[1]
+    assert settings["frontendTimeout"] == 900
+    assert settings["language"] == {
+        "source": {"code": "digits", "name": "Digits"}, "target": {"code": "en", "name": "English"}
+    }  # fmt: skip
+    refused = pytest.raises(UserError, match="serve.frontend_target: 'auto' is not a language")
+    with refused, running(model, frontend_target="auto"):
+        pass
+
+
 def test_a_key_in_the_query_string_or_a_multipart_form_as_libretranslate_takes_it(
     trained_numbers_checkpoint, tmp_path
 ):
@@ -316,6 +354,29 @@ def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monke
         monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1020.0))
         assert call(server.url, "POST", T, request)[0] == 200  # a token back after 20 s
         assert call(server.url, "POST", T, request)[0] == 429
+
+
+def test_a_client_over_its_requests_an_hour_or_a_day_gets_429(
+    trained_numbers_checkpoint, monkeypatch
+):
+    """LibreTranslate's --hourly-req-limit and --daily-req-limit: the tightest window says no."""
+    clock = [1000.0]
+    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: clock[0]))
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    request = {"q": "three is three", **PAIR}
+    with running(model, requests_per_minute=5, requests_per_hour=3, requests_per_day=4) as server:
+        assert [call(server.url, "POST", T, request)[0] for _ in range(4)] == [200] * 3 + [429]
+        status, answer, headers = call(server.url, "POST", T, request)
+        assert answer["error"].startswith("Slowdown: 3 requests per hour at most")
+        assert headers["Retry-After"] == "1200"  # one an hour / 3
+        clock[0] += 1200
+        assert call(server.url, "POST", T, request)[0] == 200  # the day's 4th
+        clock[0] += 1200
+        status, answer, headers = call(server.url, "POST", T, request)
+        assert (
+            status == 429
+            and "4 requests per day at most (serve.requests_per_day)" in answer["error"]
+        )
 
 
 def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(trained_numbers_checkpoint):

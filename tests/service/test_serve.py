@@ -136,6 +136,17 @@ def test_health_and_info(numbers):
     assert info["attention"] is True  # the torch engine: the page draws it
 
 
+def test_the_page_off_leaves_the_api_alone(trained_numbers_checkpoint):
+    """serve.page false, as LibreTranslate's --disable-web-ui: its files are 404s, the API
+    answers, and the description lists no page."""
+    with running(TorchEngine(trained_numbers_checkpoint[0]), page=False) as server:
+        pages = [call(server.url, "GET", path)[0] for path in ("/", "/app.js", "/style.css")]
+        translated = call(server.url, "POST", "/translate", {"text": ["one is one"]})[0]
+        described = call(server.url, "GET", "/openapi.json")[1]["paths"]
+    assert (pages, translated) == ([404] * 3, 200)
+    assert "/" not in described and "/translate" in described
+
+
 def test_answers_are_sent_at_once_on_keep_alive_connections(trained_numbers_checkpoint):
     """Nagle's algorithm is off (TCP_NODELAY) on every connection the server accepts: with it
     on, each answer after the first on a keep-alive connection waited for the client's delayed
