@@ -421,6 +421,9 @@ class ServeConfig:
     # With metrics: the token a scrape must send, `Authorization: Bearer TOKEN` (else a 401, as
     # LibreTranslate's --metrics-auth-token). "": none needed.
     metrics_auth_token: str = ""
+    # Texts whose translations are kept, to answer again without decoding (LibreTranslate's
+    # --translation-cache, for every client): past it, the least recently used go. 0: off.
+    translation_cache: Annotated[int, ">= 0"] = 0
 
 
 @dataclass

@@ -5,6 +5,7 @@
     loaders.py         the models a service is given (serve --model), known before they load
     models.py          the models served, by pair; a pair's route, through pivots if need be
     backend.py         what both APIs stand on (models, settings, keys); a request's run
+    cache.py           serve.translation_cache: texts' translations kept, answered undecoded
     ours.py            our API and the page
     libretranslate.py  LibreTranslate's API, its equal over the same backend
     openapi.py         the API described in OpenAPI 3.1

@@ -31,6 +31,7 @@ from seq2seq.service import metrics, openapi
 from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
 from seq2seq.service.api import Body, HTTPError, client_gone, error_response
 from seq2seq.service.backend import Backend
+from seq2seq.service.cache import TranslationCache
 from seq2seq.service.files import Files
 from seq2seq.service.libretranslate import LibreTranslate
 from seq2seq.service.models import Models
@@ -43,7 +44,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     keys = ApiKeys.load(settings.api_keys)
     keys.required, keys.link = settings.keys_required, settings.api_key_link
     warn_if_open(settings, keys)
-    backend = Backend(models, settings, keys)
+    backend = Backend(models, settings, keys, TranslationCache(settings.translation_cache))
     ours, libretranslate = OurApi(backend), LibreTranslate(backend)
     files = Files(libretranslate)
 

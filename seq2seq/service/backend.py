@@ -4,7 +4,8 @@ and back.
 
     a route (ours.py or libretranslate.py): the request checked -> the models of its pair
       (models.py's route: one, or several through languages between)
-      -> Backend.translate(request, route, texts, wanted), for each model in turn:
+      -> Backend.translate(request, route, texts, wanted): the texts whose translations are
+         cached (serve.translation_cache: cache.py) left out, the others, for each model in turn:
            the texts split into their sentences (Backend.split: seq2seq/text/sentences.py),
              in a worker thread past api.INLINE_CHARS characters: milliseconds for a large
              request, which would hold every other client on the event loop
@@ -15,7 +16,8 @@ and back.
               started)
            <- its Translated: the next model's texts (with n best asked, each model's n
               best of each of the previous one's, scores summed: Argos Translate's chains)
-      <- the last one's Translated, which the route makes its JSON answer
+      <- the last one's Translated, with the cached ones put back in order (and the new ones
+         kept), which the route makes its JSON answer
 """
 
 import asyncio
@@ -29,6 +31,7 @@ from seq2seq.decoding.engines import Translated
 from seq2seq.service.access import ApiKeys
 from seq2seq.service.api import HTTPError, check_count, off_the_loop
 from seq2seq.service.batcher import Job, Options, QueueFull, Stopping
+from seq2seq.service.cache import TranslationCache
 from seq2seq.service.models import Model, Models
 from seq2seq.text.sentences import Texts
 
@@ -48,21 +51,23 @@ class Wanted(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Backend:
-    """The models (each with its engine and its batcher: models.py), the settings in force and
-    the keys a request may present."""
+    """The models (each with its engine and its batcher: models.py), the settings in force,
+    the keys a request may present and the translations kept (serve.translation_cache)."""
 
     models: Models
     settings: ServeConfig
     keys: ApiKeys
+    cache: TranslationCache
 
-    def split(self, texts: list[str], status: int | None, language: str) -> Texts:
+    def split(self, texts: list[str], status: int | None, language: str, more: int = 0) -> Texts:
         """A request's texts, each split into its sentences by `language`'s rules
         (serve.split_sentences; else each whole); more than serve.max_sentences sentences in
-        all are the client's mistake, answered with `status` (None: not the client's texts,
-        but a pivot's hypotheses of them)."""
+        all (with `more`: those of its texts found in the cache) are the client's mistake,
+        answered with `status` (None: not the client's texts, but a pivot's hypotheses of
+        them)."""
         split = Texts(texts, language if self.settings.split_sentences else None)
         if status is not None:
-            check_count(len(split.sentences), "sentences", status, self.settings)
+            check_count(more + len(split.sentences), "sentences", status, self.settings)
         return split
 
     async def translate(
@@ -71,16 +76,25 @@ class Backend:
         """`texts` through each model of `route` (models.py) in turn, each hop's translations
         the next one's texts. The n best through several models are Argos Translate's: each
         model's n best of each of the previous one's, their scores summed, the n highest kept.
-        A pivot's warnings are the text's too, saying which language they were found in."""
+        A pivot's warnings are the text's too, saying which language they were found in.
+        A text cached (cache.py) is not decoded again: what decoding it gave is its answer."""
         request.scope[PAIR] = f"{route[0].source.code}-{route[-1].target.code}"
-        hypotheses = [[(0.0, text)] for text in texts]  # each text's, so far: (score, text)
-        warnings: list[list[str]] = [[] for _ in texts]
+        options = Options(wanted.beam_size, wanted.nbest, wanted.placeholders)
+        cached = self.cache.lookup(route, options, texts)  # cached.missing: those to decode
+        if cached.complete:  # refused as it would be without the cache, if too large
+            self.split([], wanted.status, route[0].source.code, cached.sentences)
+            return cached.answer(Translated([], []), None)
+        hypotheses = [[(0.0, text)] for text in cached.missing]  # each's so far: (score, text)
+        warnings: list[list[str]] = [[] for _ in cached.missing]
+        first = None  # the missing texts' sentences, as the first model's job holds them
         for number, model in enumerate(route, 1):
             flat = [text for each in hypotheses for _, text in each]
             status = wanted.status if number == 1 else None
-            language = model.source.code
-            split = await off_the_loop(sum(map(len, flat)), self.split, flat, status, language)
-            options = Options(wanted.beam_size, wanted.nbest, wanted.placeholders)
+            language, more = model.source.code, cached.sentences  # more: those found's
+            split = await off_the_loop(
+                sum(map(len, flat)), self.split, flat, status, language, more
+            )
+            first = split if number == 1 else first
             translated = await self.run_job(request, model, Job(split, options))
             said = "" if number == 1 else f"through {language}: "
             found = iter(zip(translated.translations, translated.warnings, strict=True))
@@ -96,8 +110,8 @@ class Backend:
                     chained.sort(key=lambda hypothesis: hypothesis[0], reverse=True)
                 each[:] = chained[: wanted.nbest or 1]
         if wanted.nbest:
-            return Translated(hypotheses, warnings)
-        return Translated([each[0][1] for each in hypotheses], warnings)
+            return cached.answer(Translated(hypotheses, warnings), first)
+        return cached.answer(Translated([each[0][1] for each in hypotheses], warnings), first)
 
     async def run_job(self, request: Request, model: Model, job: Job):
         """The job's result from the model's decoder thread (batcher.py); if the client hangs up

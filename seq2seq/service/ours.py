@@ -75,7 +75,8 @@ class OurApi:
         return Response(body, media_type=content_type)
 
     async def health(self, request: Request) -> Response:
-        """The decoders' counts so far, summed over the models."""
+        """The decoders' counts so far, summed over the models; with serve.translation_cache,
+        the cache's entries, hits and misses (texts)."""
         batchers = [model.batcher for model in self.backend.models.all]
         counts = {
             "requests": sum(b.requests for b in batchers),
@@ -83,6 +84,8 @@ class OurApi:
             "sentences": sum(b.sentences for b in batchers),
             "queued": sum(b.queued_sentences() for b in batchers),
         }
+        if self.backend.cache.size:
+            counts["cache"] = self.backend.cache.figures()
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
