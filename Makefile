@@ -181,6 +181,14 @@ $(LIBRETRANSLATE_VENV)/.installed: constraints.txt
 # serving our Argos export of the same model (after make train) -> benchmarks/results/serve_latency.{json,md}
 # (a few minutes; SERVE_ARGS="--quick": seconds). Not in CI: the first run installs LibreTranslate.
 SERVE_ARGS ?=
+# LibreTranslate's npm client (libretranslate 1.0.1, AGPL: installed here, not shipped), for
+# tests/service/test_libretranslate.py's check that it works against the service (skipped
+# without it or without node). Not in CI.
+NPM_CLIENT := benchmarks/.npm-libretranslate
+$(NPM_CLIENT)/.installed:
+	npm install --silent --no-save --prefix $(NPM_CLIENT) libretranslate@1.0.1
+	touch $@
+
 bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.latency --config $(CONFIG) \
 		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)

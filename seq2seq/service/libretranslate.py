@@ -81,7 +81,8 @@ from seq2seq.text.language_id import Detector
 from seq2seq.text.suggestions import Suggestions
 
 TRANSLATE_FIELDS = (
-    "q", "source", "target", "format", "alternatives", "api_key", "placeholders", "model",
+    "q", "source", "target", "format", "alternatives", "api_key", "apiKey", "placeholders",
+    "model",
 )  # fmt: skip
 DETECT_FIELDS = ("q", "api_key")
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
@@ -421,10 +422,12 @@ def form_pairs(body: bytes) -> list[tuple[str, str]]:
 
 
 def api_key(fields: dict) -> str | None:
-    key = fields.get("api_key")
-    if "api_key" in fields and not isinstance(key, str):
-        raise HTTPError(400, f"'api_key' must be a string, got {json.dumps(key)}")
-    return key
+    """The request's key: its api_key, or its apiKey as LibreTranslate's npm client
+    (libretranslate 1.0.1) names it (LibreTranslate ignores that one)."""
+    for name in ("api_key", "apiKey"):
+        if name in fields and not isinstance(fields[name], str):
+            raise HTTPError(400, f"'{name}' must be a string, got {json.dumps(fields[name])}")
+    return fields.get("api_key") or fields.get("apiKey") or None
 
 
 def text_field(fields: dict, key: str) -> str:

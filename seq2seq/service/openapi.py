@@ -254,10 +254,11 @@ def libretranslate_request(settings: ServeConfig, choices: Choices, list_q=False
         "format": {"enum": ["text", "html"]},
         "alternatives": {"type": "integer", "minimum": 0, "maximum": settings.max_beam_size - 1},
         "api_key": {"type": "string"},
+        "apiKey": {"type": "string"},  # api_key, as LibreTranslate's npm client names it
         "placeholders": PLACEHOLDERS,
         "model": model(choices),
     }
-    optional = ("format", "alternatives", "api_key", "placeholders", "model")
+    optional = ("format", "alternatives", "api_key", "apiKey", "placeholders", "model")
     return strict(properties, optional=optional)
 
 

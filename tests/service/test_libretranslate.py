@@ -5,6 +5,7 @@ import dataclasses
 import json
 import random
 import re
+import shutil
 import subprocess
 from html.parser import HTMLParser
 from urllib.error import HTTPError
@@ -24,7 +25,7 @@ from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
 from seq2seq.text import markup
 
-from helpers import ENV, command
+from helpers import ENV, HANG, ROOT, command
 
 LIMITS = {"max_sentences": 8, "max_chars": 400, "max_beam_size": 4}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -74,6 +75,32 @@ def test_the_libretranslatepy_client_translates_detects_and_lists_languages(numb
         "error": "de to en is not available: this service translates en (English) to digits "
         "(Digits)"
     }
+
+
+NPM_CLIENT = ROOT / "benchmarks/.npm-libretranslate/node_modules/libretranslate/dist/translate.js"
+NPM_TRANSLATE = """require(process.argv[1]).translate({query: process.argv[2], source: "en",
+  target: "digits", apiurl: process.argv[3], apiKey: "sesame"})
+  .then(t => console.log(JSON.stringify(t)))"""
+
+
+def test_the_npm_client_translates_and_its_key_counts(numbers, tmp_path):
+    """LibreTranslate's npm client (libretranslate 1.0.1), run by node, as it is: it reads
+    /languages, then posts its key as `apiKey` (which LibreTranslate ignores; ours takes it
+    as api_key). Installed by `make benchmarks/.npm-libretranslate/.installed`, not in CI."""
+    if shutil.which("node") is None or not NPM_CLIENT.exists():
+        pytest.skip("no node, or no npm client: make benchmarks/.npm-libretranslate/.installed")
+    url, model, test = numbers
+    (tmp_path / "keys").write_text("sesame\n")
+
+    def translated(server_url: str) -> str:
+        args = ["node", "-e", NPM_TRANSLATE, str(NPM_CLIENT), test[0], server_url.rstrip("/")]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=HANG)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert translated(url) == reference(model, [test[0]])[0]
+    with running(model, api_keys=str(tmp_path / "keys")) as server:  # its key counts
+        assert translated(server.url) == reference(model, [test[0]])[0]
 
 
 @pytest.mark.same_outputs
