@@ -30,6 +30,7 @@ import dataclasses
 import ipaddress
 import itertools
 import os
+import re
 import typing
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,6 +253,11 @@ def train_problems(config: Config) -> Iterator[str]:
 def serve_problems(settings: ServeConfig) -> Iterator[str]:
     if not settings.host.strip():
         yield "'serve.host' must not be empty"
+    if settings.url_prefix and not re.fullmatch(r"(/[\w.~-]+)+", settings.url_prefix, re.ASCII):
+        yield (
+            "'serve.url_prefix' must be empty or a path such as /translate-api (no / at its "
+            f"end; letters, digits, . _ ~ - between the /), got {settings.url_prefix!r}"
+        )
     for proxy in settings.trusted_proxies:
         if not is_network(proxy):
             yield f"'serve.trusted_proxies': {proxy!r} is not an address"

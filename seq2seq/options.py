@@ -408,6 +408,10 @@ class ServeConfig:
     # requests get CORS headers. A POST from any other origin (a form another site submits)
     # gets a 403. ["*"]: any. []: only the service's own page.
     cors_origins: list[str] = field(default_factory=list)
+    # The path every route is served under, as LibreTranslate's --url-prefix (no / at its end):
+    # /translate-api serves /translate-api/translate, the page at /translate-api/, and any
+    # other path a 404; for a reverse proxy that passes the path on as it is. "": at the root.
+    url_prefix: str = ""
     # true: each model but the first is loaded at its first request (the others answer meanwhile)
     lazy: bool = False
     # MiB of model weights (their files' sizes) loaded at most: past it, the least recently used

@@ -103,15 +103,16 @@ def main(argv: list[str] | None = None) -> None:
     if config.serve.workers == 1:
         server = Server(engines, config.serve)
         engine = described(server.models.default.engine)  # the first: loaded at start
+        page = Server.address(server.socket, config.serve.url_prefix)
         print(
-            f"serving {path} ({engine}) at {server.url} (Ctrl-C to stop)",
+            f"serving {path} ({engine}) at {page} (Ctrl-C to stop)",
             file=sys.stderr, flush=True,
         )  # fmt: skip
         serve(server)
         return
     del engines  # each worker loads its own (a cached export is now made: they find it)
     sock = listen(config.serve.host, config.serve.port)
-    url = Server.address(sock)
+    url = Server.address(sock, config.serve.url_prefix)
     print(
         f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)",
         file=sys.stderr, flush=True,

@@ -67,6 +67,10 @@ def test_unknown_key_names_the_key_and_the_nearest_valid_one():
         ({"corpus": {"valid_size": 900, "test_size": 1000}}, r"holds out at most 1,800"),
         ({"serve": {"port": 70000}}, r"'serve\.port' must be in \[0, 65535\]"),
         ({"serve": {"host": " "}}, r"'serve\.host' must not be empty"),
+        ({"serve": {"url_prefix": "api"}}, r"'serve\.url_prefix' must be empty or a path"),
+        ({"serve": {"url_prefix": "/api/"}}, r"'serve\.url_prefix' must be empty or a path"),
+        ({"serve": {"url_prefix": "/"}}, r"'serve\.url_prefix' must be empty or a path"),
+        ({"serve": {"url_prefix": "/{x}"}}, r"'serve\.url_prefix' must be empty or a path"),
         ({"serve": {"max_chars": 0}}, r"'serve\.max_chars' must be at least 1"),
         ({"serve": {"batch_window_ms": -1}}, r"'serve\.batch_window_ms' must be >= 0"),
         (

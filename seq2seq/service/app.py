@@ -13,6 +13,10 @@ a request -> Measure (metrics.py, with serve.metrics: its route, status and time
     GET  /openapi.json                               openapi.py
     GET  /metrics     serve.metrics (else a 404)     metrics.py
   any other path or method -> 404, 405
+  with serve.url_prefix, e.g. /translate-api: each route under it (Starlette's Mount: GET
+    /translate-api/health, the page at /translate-api/, request.url_for's URLs with it),
+    GET /translate-api itself -> a redirect to /translate-api/ (the page's own URLs are
+    relative to it), and any other path -> the 404; the guards and Measure before all
 an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
   400; Starlette's 404 and 405, naming the routes or the methods; the client gone, 499
   (nobody reads it); anything else, 500 (its traceback logged by uvicorn, which then
@@ -23,8 +27,8 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route, Router
 
 from seq2seq.config import ServeConfig
 from seq2seq.service import metrics, openapi
@@ -72,8 +76,10 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
         openapi.route(settings, choices, bool(keys)),
     ]
+    # with serve.metrics, GET /metrics among the routes and Measure (else neither: no cost)
+    measured = metrics.install(routes, models, settings)
     app = Starlette(
-        routes=routes,
+        routes=prefixed(routes, settings.url_prefix),
         middleware=[
             Middleware(Guard, settings=settings),
             *cross_origin(settings),
@@ -88,9 +94,33 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         },
     )
     app.router.redirect_slashes = False  # /health/ is a 404, not a redirect
-    if settings.metrics:  # else no GET /metrics (a 404), and nothing measures: no cost
-        metrics.install(app, models, settings)
+    for middleware in measured:  # outermost, before the guards: what they refuse counts too
+        app.add_middleware(middleware.cls, *middleware.args, **middleware.kwargs)
     return app
+
+
+def prefixed(routes: list[BaseRoute], prefix: str) -> list[BaseRoute]:
+    """The routes under serve.url_prefix (none: as they are), and the prefix itself a redirect
+    to the page (prefix + "/")."""
+    if not prefix:
+        return routes
+
+    async def to_the_page(request: Request) -> Response:
+        return RedirectResponse(prefix + "/")
+
+    inner = Router(routes, redirect_slashes=False)  # /translate-api/health/: a 404 too
+    return [Route(prefix, to_the_page, methods=["GET"]), Mount(prefix, app=inner)]
+
+
+def served(routes: list[BaseRoute], prefix: str = "") -> list[tuple[str, str]]:
+    """(method, path) of each route, those of a Mount with its path in front; HEAD left out."""
+    found = []
+    for route in routes:
+        if isinstance(route, Mount):
+            found += served(route.routes, prefix + route.path)
+        else:
+            found += [(m, prefix + route.path) for m in sorted(route.methods) if m != "HEAD"]
+    return found
 
 
 async def on_http_error(request: Request, error: HTTPError) -> Response:
@@ -104,12 +134,7 @@ async def on_user_error(request: Request, error: UserError) -> Response:
 async def on_starlette_error(request: Request, error: HTTPException) -> Response:
     path, method = request.url.path, request.method
     if error.status_code == 404:
-        known = ", ".join(
-            f"{m} {route.path}"
-            for route in request.app.routes
-            for m in sorted(route.methods)
-            if m != "HEAD"
-        )
+        known = ", ".join(f"{m} {route}" for m, route in served(request.app.routes))
         return error_response(404, f"no {path} here; there are {known}")
     if error.status_code == 405:
         allowed = ", ".join(sorted(error.headers["Allow"].split(", ")))  # a set's order

@@ -7,7 +7,8 @@ route, a 404, and nothing below is installed), through the official client, prom
       -> Metrics.request_done: seq2seq_http_requests_total {route, pair, status} (the pair
          that backend.py translated, "" if none), seq2seq_http_request_duration_seconds
          {route}, seq2seq_http_errors_total {route, status} (4xx and 5xx); a path that is not
-         a route's counts as "other"
+         a route's counts as "other"; the route as the app names it, without serve.url_prefix
+         (/translate-api/health counts as /health, and /health outside the prefix as "other")
     each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
       -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
          seq2seq_decoder_busy_seconds_total {pair, model}, then refresh()
@@ -39,10 +40,10 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from seq2seq.config import ServeConfig
 from seq2seq.service.access import bearer
@@ -169,12 +170,12 @@ class Metrics:
 
 
 class Measure:
-    """Middleware: each request's route (its path if one of `routes`, else "other"), pair,
-    status and time, to Metrics.request_done once it is answered (no answer sent, an
-    exception: 500, the status app.py's on_failure gives it)."""
+    """Middleware: each request's route (its path past `prefix` if one of `routes`, else
+    "other"), pair, status and time, to Metrics.request_done once it is answered (no answer
+    sent, an exception: 500, the status app.py's on_failure gives it)."""
 
-    def __init__(self, app, metrics: Metrics, routes: set[str]):
-        self.app, self.metrics, self.routes = app, metrics, routes
+    def __init__(self, app, metrics: Metrics, routes: set[str], prefix: str = ""):
+        self.app, self.metrics, self.routes, self.prefix = app, metrics, routes, prefix
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -190,17 +191,24 @@ class Measure:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            route = scope["path"] if scope["path"] in self.routes else "other"
+            path = scope["path"]
+            if self.prefix:  # serve.url_prefix: a route's path is past it
+                path = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else ""
+            route = path if path in self.routes else "other"
             seconds = time.perf_counter() - start
             self.metrics.request_done(route, scope.get(PAIR, ""), status, seconds)
 
 
-def install(app: Starlette, models: Models, settings: ServeConfig) -> None:
-    """(app.py, with serve.metrics.) GET /metrics among the app's routes, and Measure before
-    its guards (outermost), so that what they refuse counts too."""
+def install(routes: list[BaseRoute], models: Models, settings: ServeConfig) -> list[Middleware]:
+    """(app.py.) With serve.metrics, GET /metrics added to the app's `routes`, and Measure,
+    the middleware to put before its guards (outermost), so that what they refuse counts too;
+    without, nothing (no route, no middleware, nothing measured)."""
+    if not settings.metrics:
+        return []
     figures = Metrics(models, settings)
-    app.router.routes.append(Route("/metrics", figures.answer, methods=["GET"]))
-    app.add_middleware(Measure, metrics=figures, routes={route.path for route in app.routes})
+    routes.append(Route("/metrics", figures.answer, methods=["GET"]))
+    paths = {route.path for route in routes}
+    return [Middleware(Measure, metrics=figures, routes=paths, prefix=settings.url_prefix)]
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@
     the settings in force (limits, keys), the languages and the models' names (app.py)
       -> description(): every route, its request body and its answers, the limits in force
          as the schemas' bounds (maxItems: serve.max_sentences, maximum: max_beam_size, ...)
-      -> GET /openapi.json, built once
+      -> GET /openapi.json, built once; with serve.url_prefix, the paths are the routes' own
+         and `servers: [{"url": "/translate-api"}]` puts the prefix in front of each
 
 tests/service/test_openapi_fuzz.py holds the server to it: a schemathesis fuzz of every route from
 this description (no 5xx, each answer as described, each 4xx a JSON error), and the routes
@@ -61,8 +62,10 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
     header, header_or_field = [{"bearer": []}], [{"bearer": []}, {}]
     if not keys:
         header = header_or_field = None
+    prefix = settings.url_prefix  # the routes' paths follow it: servers names it
     return {
         "openapi": "3.1.0",
+        **({"servers": [{"url": prefix}]} if prefix else {}),
         "info": {
             "title": "seq2seq translation service",
             "version": "1",

@@ -63,13 +63,15 @@ class Server(uvicorn.Server):
 
     @property
     def url(self) -> str:
+        """The socket's URL (its root: serve.url_prefix not in it)."""
         return self.address(self.socket)
 
     @staticmethod
-    def address(sock: socket.socket) -> str:
-        """The URL of the service on `sock`."""
+    def address(sock: socket.socket, prefix: str = "") -> str:
+        """The URL of the service on `sock`, under `prefix` (serve.url_prefix) if any."""
         host, port = sock.getsockname()[:2]
-        return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{port}{prefix}/"
 
     def serve_forever(self) -> None:
         """Until should_exit is set, or SIGINT or SIGTERM comes (in the main thread)."""

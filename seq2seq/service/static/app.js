@@ -8,6 +8,8 @@
 //   on opening: /info's example sentence in the box, translated as if typed
 //   with serve.suggestions on (/info): under the translation, a box to correct it ->
 //     POST /suggest {"q": sentence, "s": the correction, "source", "target"}, kept
+// Every URL is relative to the page's ("translate", not "/translate"), so that under
+// serve.url_prefix (the page at /translate-api/) it asks /translate-api/translate.
 "use strict";
 
 const DEBOUNCE_MS = 250;
@@ -79,13 +81,13 @@ async function update() {
   $("translation").setAttribute("aria-busy", "true");
   try {
     if (showsAttention) {
-      attention = await post("/attention", { text: sentence }, controller.signal);
+      attention = await post("attention", { text: sentence }, controller.signal);
       $("translation").textContent = attention.translation;
       showWarnings(attention.warnings);
       chooseOptions();
       draw();
     } else {
-      const answer = await post("/translate", { text: [sentence] }, controller.signal);
+      const answer = await post("translate", { text: [sentence] }, controller.signal);
       $("translation").textContent = answer.translations[0];
       showWarnings(answer.warnings);
     }
@@ -110,7 +112,7 @@ async function suggest(event) {
   event.preventDefault();
   const suggestion = { q: $("sentence").value, s: $("better").value, ...pair };
   try {
-    await post("/suggest", suggestion);
+    await post("suggest", suggestion);
     $("suggested").textContent = "Thank you: kept, to improve the model.";
   } catch (error) {
     $("suggested").textContent = error.message;
@@ -179,7 +181,7 @@ function draw() {
 
 async function describeModel() {
   try {
-    const response = await fetch("/info");
+    const response = await fetch("info");
     const info = await response.json();
     engine = info.engine;
     showsAttention = info.attention;
