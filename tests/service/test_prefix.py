@@ -12,8 +12,8 @@ import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 from prometheus_client.parser import text_string_to_metric_families
-from test_translate_file import upload, word_document
 from test_serve import chromium
+from test_translate_file import upload, word_document
 
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.protocol import listen
