@@ -201,8 +201,8 @@ bench-detect: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 
 # Two pairs and a pivot from one address, against LibreTranslate 1.9.6 serving the same two
 # Argos packages (PAIRS_PACKAGES="A.argosmodel B.argosmodel": B translates from A's target
-# language), greedy and beam 4, 1 and 16 clients -> benchmarks/results/pairs.{json,md}
-# (minutes; PAIRS_ARGS="--quick": fewer requests). Not in CI.
+# language), greedy and beam 4, 1 and 16 clients, loaded by wrk (apt-get install wrk) ->
+# benchmarks/results/pairs.{json,md} (minutes; PAIRS_ARGS="--quick": 3 s a row). Not in CI.
 PAIRS_PACKAGES ?=
 PAIRS_ARGS ?=
 bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed

@@ -2,7 +2,8 @@
 LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
 
     python -m benchmarks.service.pairs --package A.argosmodel --package B.argosmodel
-        [--sentences data/multi30k_de_en/test.src] [--quick] [--out DIR] [--name pairs]
+        [--sentences data/multi30k_de_en/test.src] [--harness wrk|python] [--seconds 10]
+        [--requests 1000] [--quick] [--out DIR] [--name pairs]
         [--ours KEY=VALUE ...]
 
     A and B: B translates from A's target, so that A's source to B's target goes through a
@@ -13,11 +14,14 @@ LibreTranslate 1.9.6 serving the same two Argos packages, like for like.
       beam 4    ours: the packages' default (Argos's);  LibreTranslate: its default, 4
       LibreTranslate at ARGOS_INTRA_THREADS=1 (faster on 2 cores than its default), ours at
       serve.threads 1 (and the settings of --ours, such as serve.workers=2)
-    for the direct pair (A) and the pivoted one, at 1 and 16 clients: keep-alive client threads
-    in 4 processes (one Python process's client would be the bottleneck), cycling through the
-    first 200 test sentences, 1,000 requests (200: --quick), after a warm-up
-      -> the figures of the load harness (clients.py): requests/s, p50, p99, the server's CPU
-         ms per request (its process and children), failed
+    for the direct pair (A) and the pivoted one, at 1 and 16 clients, cycling through the
+    first 200 test sentences, after a warm-up:
+      --harness wrk (the default): wrk.py, 10 s (3: --quick) of wrk's keep-alive connections,
+         wrk on the machine's last core and the server on the others
+      --harness python: clients.py's keep-alive client threads in 4 processes (one Python
+         process's clients would be the bottleneck), 1,000 requests (200: --quick)
+      -> requests/s, p50, p99, the server's CPU ms per request (its process and children),
+         failed
       -> of the sentences, asked one at a time, ours (formatted as LibreTranslate formats its
          text answers) unlike LibreTranslate's: 0 expected, our Argos engine decodes as Argos
       -> ours / LibreTranslate: requests/s and CPU per request
@@ -35,6 +39,7 @@ from benchmarks.service.clients import Load, Shape, ask, run_load
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
 from benchmarks.service.process import running_server
+from benchmarks.service.wrk import run_wrk
 from seq2seq.exports.argos import package_metadata
 from seq2seq.service.libretranslate import formatted
 
@@ -49,10 +54,14 @@ def shape(server: str, source: str, target: str, beam: int) -> Shape:
     return Shape.libretranslate(source, target)
 
 
-def load(service, asked: Shape, sentences, expected, clients: int, requests: int) -> dict:
-    """`requests` requests from `clients` clients in up to PROCESSES processes -> figures."""
+def load(service, asked: Shape, sentences, expected, clients: int, args) -> dict:
+    """The figures of one load: wrk's, `args.seconds` by `clients` connections (wrk.py); or,
+    --harness python, args.requests requests from `clients` Python clients in up to
+    PROCESSES processes (clients.py)."""
+    if args.harness == "wrk":
+        return run_wrk(service, asked, sentences, clients, args.seconds)
     measured = Load(batches=False)
-    run_load(service, asked, sentences, expected, requests, clients, measured, PROCESSES)
+    run_load(service, asked, sentences, expected, args.requests, clients, measured, PROCESSES)
     return measured.figures()
 
 
@@ -81,7 +90,7 @@ def server(name: str, packages: list[Path], beam: int, python: Path, ours: list[
 
 
 def measure(args, sentences: list[str]) -> tuple[dict, dict]:
-    pairs, requests = pairs_of(args.package), 200 if args.quick else 1000
+    pairs = pairs_of(args.package)
     figures: dict = {}
     unlikes: dict = {}  # of each setting and route: our answers, formatted, unlike theirs
     for setting, beam in SETTINGS.items():
@@ -99,9 +108,9 @@ def measure(args, sentences: list[str]) -> tuple[dict, dict]:
                             formatted(s, a) != e
                             for s, a, e in zip(sentences, answers, expected[route], strict=True)
                         )
-                    load(service, asked, sentences, expected[route], 2, 20)  # warm-up
+                    ask(service.url, asked, sentences[0])  # warm-up
                     for clients in CLIENTS:
-                        point = load(service, asked, sentences, expected[route], clients, requests)
+                        point = load(service, asked, sentences, expected[route], clients, args)
                         figures.setdefault(setting, {}).setdefault(route, {}).setdefault(
                             str(clients), {}
                         )[name] = point
@@ -119,8 +128,8 @@ def markdown(results: dict) -> str:
         f"`python -m benchmarks.service.pairs`: the packages "
         f"{', '.join(Path(p).name for p in results['packages'])}; "
         f"direct {'-'.join(results['pairs']['direct'])}, pivoted "
-        f"{'-'.join(results['pairs']['pivoted'])}; {results['requests']:,} one-sentence "
-        "requests a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at "
+        f"{'-'.join(results['pairs']['pivoted'])}; one-sentence requests, {results['load']} "
+        "a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at "
         f"{', '.join(['serve.threads=1', *results.get('ours', [])])}.",
         "",
         "| setting | route | clients | requests/s, ours | LibreTranslate | ours / LT | CPU ms "
@@ -151,7 +160,13 @@ def main() -> None:
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument("--sentences", type=Path, default=Path("data/multi30k_de_en/test.src"))
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument("--quick", action="store_true", help="200 requests a row")
+    parser.add_argument(
+        "--harness", choices=("wrk", "python"), default="wrk",
+        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
+    )  # fmt: skip
+    parser.add_argument("--seconds", type=float, default=10.0, help="wrk's load a row")
+    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
+    parser.add_argument("--quick", action="store_true", help="3 s or 200 requests a row")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")
     parser.add_argument(
@@ -159,6 +174,8 @@ def main() -> None:
         help="a setting of our server's, e.g. serve.workers=2 (again for more)",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.requests = 3.0, 200
     if len(args.package) != 2:
         parser.error("--package twice: a pair, then one from its target language")
     if not args.libretranslate_python.exists():
@@ -170,7 +187,10 @@ def main() -> None:
         "packages": [str(p) for p in args.package],
         "ours": args.ours,
         "pairs": pairs_of(args.package),
-        "requests": 200 if args.quick else 1000,
+        "harness": args.harness,
+        "load": f"{args.seconds:g} s of wrk"
+        if args.harness == "wrk"
+        else f"{args.requests:,} requests from Python clients in {PROCESSES} processes",
         "figures": figures,
         "unlike": unlike,
     }

@@ -1,0 +1,114 @@
+"""wrk (Debian's package: apt-get install wrk), a load generator made for the job, driving a
+server with one-sentence requests of a Shape (clients.py): the figures of requests per second,
+latency and the server's CPU per request, from a client written in C that costs the machine
+little, on a core of its own where the machine has one.
+
+    run_wrk(service, shape, sentences, clients, seconds) -> figures: requests_per_s, p50_ms,
+      p99_ms, server_cpu_ms_per_request (its process and children), failed (not 2xx, or a
+      socket error), and the cores each side ran on
+        a Lua script (request: the next of the sentences' bodies, in turn, from each of wrk's
+        threads; done: the summary as one JSON line) -> wrk -t1 -c CLIENTS -d SECONDS
+        --latency, on the machine's last core (taskset), the server and its children on the
+        others; the answers are not read (clients.py's ask checks them, one at a time)
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.service.clients import Shape
+from benchmarks.service.process import Service, cpu_seconds
+
+SCRIPT = """
+local bodies = {%s}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "%s"
+request = function()
+  i = i %% #bodies + 1
+  return wrk.format(nil, "/translate", nil, bodies[i])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK {"requests": %%d, "us": %%d, "non_2xx": %%d, "socket": %%d, '
+    .. '"p50_us": %%d, "p99_us": %%d}\\n', summary.requests, summary.duration, e.status,
+    e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def lua_string(text: str) -> str:
+    """A Lua long string of `text`, its brackets' level chosen so that nothing inside ends it."""
+    level = 0
+    while f"]{'=' * level}]" in text:
+        level += 1
+    return f"[{'=' * level}[{text}]{'=' * level}]"
+
+
+def script(shape: Shape, sentences: list[str]) -> str:
+    bodies = [shape.body(sentence) for sentence in sentences]
+    content_type = bodies[0][1]["Content-Type"]
+    return SCRIPT % (", ".join(lua_string(body.decode()) for body, _ in bodies), content_type)
+
+
+def cores() -> tuple[set[int], set[int]]:
+    """(the server's cores, wrk's): the last core for wrk, the others for the server; on one
+    core, both share it."""
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) == 1:
+        return set(available), set(available)
+    return set(available[:-1]), {available[-1]}
+
+
+def pin(pid: int, on: set[int]) -> None:
+    """Every thread of the process `pid` and of its children, to the cores `on`."""
+    listed = ",".join(map(str, sorted(on)))
+    for process in [pid, *children(pid)]:
+        subprocess.run(["taskset", "-a", "-p", "-c", listed, str(process)],
+                       capture_output=True, check=False)  # fmt: skip
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if stat.read_text().rpartition(")")[2].split()[1] == str(pid):
+                found.append(int(stat.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def run_wrk(service: Service, shape: Shape, sentences: list[str], clients: int, seconds: float):
+    """wrk's figures of `seconds` of load by `clients` connections (see the module)."""
+    if shutil.which("wrk") is None:
+        sys.exit("no wrk: apt-get install wrk (Debian's package)")
+    server_cores, wrk_cores = cores()
+    pin(service.pid, server_cores)
+    with tempfile.NamedTemporaryFile("w", suffix=".lua") as lua:
+        lua.write(script(shape, sentences))
+        lua.flush()
+        command = ["taskset", "-c", ",".join(map(str, sorted(wrk_cores))), "wrk", "-t1",
+                   f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s", lua.name,
+                   service.url.rstrip("/")]  # fmt: skip
+        before = cpu_seconds(service.pid)
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        after = cpu_seconds(service.pid)
+    line = next(line for line in done.stdout.splitlines() if line.startswith("WRK "))
+    summary = json.loads(line[4:])
+    answered = summary["requests"] - summary["non_2xx"]
+    figures = {
+        "requests_per_s": answered / (summary["us"] / 1e6),
+        "p50_ms": summary["p50_us"] / 1000,
+        "p99_ms": summary["p99_us"] / 1000,
+        "failed": summary["non_2xx"] + summary["socket"],
+        "server_cores": sorted(server_cores),
+        "wrk_cores": sorted(wrk_cores),
+    }
+    if None not in (before, after):
+        figures["server_cpu_ms_per_request"] = 1000 * (after - before) / max(1, answered)
+    return figures
