@@ -149,8 +149,7 @@ def translate_file(engine: Engine, path: Path, language: str | None) -> Path:
     document = documents.read(path.name, data, most_chars=sys.maxsize)
     size, translations = engine.config.decode.batch_size, []
     with tqdm(total=document.chars, unit="char", unit_scale=True, desc=path.name) as bar:
-        for start in range(0, len(document.texts), size):
-            chunk = document.texts[start : start + size]
+        for _, chunk in chunks(iter(document.texts), size):
             texts = Texts(chunk, language)
             translations += translate_texts(engine, texts, engine.config.decode).translations
             bar.update(sum(map(len, chunk)))

@@ -31,18 +31,28 @@ class Service(NamedTuple):
     pid: int
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds so far of a process and of those it started that are still
-    running (the service's workers) (Linux's /proc; None elsewhere)."""
-    total = None
+def family(pid: int) -> dict[int, list[str]]:
+    """The /proc stat fields (after the command's name) of a process and of those it started
+    that are still running (the service's workers), by pid (Linux; {} elsewhere)."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rpartition(")")[2].split()
         except OSError:
             continue  # it ended
         if stat.parent.name == str(pid) or fields[1] == str(pid):
-            total = (total or 0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+            found[int(stat.parent.name)] = fields
+    return found
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds so far of a process and of its children still running
+    (family); None where /proc is not."""
+    stats = family(pid)
+    if not stats:
+        return None
+    ticks = sum(int(fields[11]) + int(fields[12]) for fields in stats.values())
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

@@ -18,10 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 from benchmarks.service.clients import Shape
-from benchmarks.service.process import Service, cpu_seconds
+from benchmarks.service.process import Service, cpu_seconds, family
 
 SCRIPT = """
 local bodies = {%s}
@@ -67,20 +66,9 @@ def cores() -> tuple[set[int], set[int]]:
 def pin(pid: int, on: set[int]) -> None:
     """Every thread of the process `pid` and of its children, to the cores `on`."""
     listed = ",".join(map(str, sorted(on)))
-    for process in [pid, *children(pid)]:
+    for process in family(pid):
         subprocess.run(["taskset", "-a", "-p", "-c", listed, str(process)],
                        capture_output=True, check=False)  # fmt: skip
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if stat.read_text().rpartition(")")[2].split()[1] == str(pid):
-                found.append(int(stat.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 def run_wrk(service: Service, shape: Shape, sentences: list[str], clients: int, seconds: float):

@@ -24,14 +24,19 @@ import uuid
 from pathlib import Path
 
 from starlette.datastructures import UploadFile
-from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from seq2seq.service.access import check_chars
 from seq2seq.service.api import Body, HTTPError, check_names, json_response
 from seq2seq.service.backend import Wanted
-from seq2seq.service.libretranslate import LibreTranslate, api_key, text_field
+from seq2seq.service.libretranslate import (
+    LibreTranslate,
+    api_key,
+    key_in_query,
+    multipart_pairs,
+    text_field,
+)
 from seq2seq.support.files import atomic_write
 from seq2seq.text import documents
 from seq2seq.text.formats import BadDocument, TooLarge
@@ -108,22 +113,12 @@ async def file_fields(request: Request, body: Body) -> tuple[UploadFile, dict]:
     """A /translate_file request's file and other fields (a multipart form, one file)."""
     if body.media_type != "multipart/form-data":
         raise HTTPError(400, "Invalid request: missing file parameter (multipart/form-data)")
-    data = await body.read()
-
-    async def chunks():
-        yield data
-
-    try:
-        form = await MultiPartParser(request.headers, chunks(), max_files=1).parse()
-    except MultiPartException as error:
-        raise HTTPError(400, error.message) from None
-    fields = dict(form.multi_items())
+    fields = dict(await multipart_pairs(request, await body.read(), max_files=1))
     check_names(fields, FILE_FIELDS)
     upload = fields.pop("file", None)
     if not isinstance(upload, UploadFile):
         raise HTTPError(400, "Invalid request: missing file parameter")
-    if "api_key" in request.query_params and "api_key" not in fields:
-        fields["api_key"] = request.query_params["api_key"]
+    key_in_query(request, fields)
     return upload, fields
 
 

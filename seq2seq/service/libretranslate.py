@@ -393,21 +393,26 @@ async def read_fields(request: Request, body: Body, names: tuple[str, ...]) -> d
         fields = dict(pairs)
         if len(fields) < len(pairs):
             raise HTTPError(400, "malformed form: a field is given twice")
-        if "api_key" in request.query_params and "api_key" not in fields:
-            fields["api_key"] = request.query_params["api_key"]
+        key_in_query(request, fields)
     check_names(fields, names)
     return fields
 
 
-async def multipart_pairs(request: Request, body: bytes) -> list[tuple[str, str]]:
+def key_in_query(request: Request, fields: dict) -> None:
+    """A form's api_key may be in the query string instead, as LibreTranslate takes it."""
+    if "api_key" in request.query_params and "api_key" not in fields:
+        fields["api_key"] = request.query_params["api_key"]
+
+
+async def multipart_pairs(request: Request, body: bytes, max_files: int = 0) -> list[tuple]:
     """A multipart/form-data body's (name, value) pairs (Starlette's parser, python-multipart,
-    on the body already read); no files."""
+    on the body already read); a file's value its UploadFile, up to `max_files` of them."""
 
     async def chunks():
         yield body
 
     try:
-        form = await MultiPartParser(request.headers, chunks(), max_files=0).parse()
+        form = await MultiPartParser(request.headers, chunks(), max_files=max_files).parse()
     except MultiPartException as error:  # what Starlette's request.form() says, as JSON
         raise HTTPError(400, error.message) from None
     return list(form.multi_items())

@@ -94,12 +94,13 @@ def run_groups(root, ns: str, between: frozenset[str]) -> Iterator[list[Slot]]:
     """Office Open XML: each paragraph's texts (<t>) in groups of consecutive runs of the same
     properties, with only `between` elements (local names) between them."""
     paragraph_tag, text_tag = ns + "p", ns + "t"
+    formats: dict = {}  # each run's looks(), worked out once
     for paragraph in root.iter(paragraph_tag):
         group, last = [], None
         for text in paragraph.iter(text_tag):
             if next(text.iterancestors(paragraph_tag)) is not paragraph:
                 continue  # a text box's paragraph, inside this one: its own
-            if group and not joined(last, text, ns, between):
+            if group and not joined(last, text, ns, between, formats):
                 yield group
                 group = []
             group.append((text, "text"))
@@ -108,11 +109,17 @@ def run_groups(root, ns: str, between: frozenset[str]) -> Iterator[list[Slot]]:
             yield group
 
 
-def joined(a, b, ns: str, between: frozenset[str]) -> bool:
+def joined(a, b, ns: str, between: frozenset[str], formats: dict) -> bool:
     """Whether the texts a and b (in that order, in one paragraph) read as one: in runs of
-    the same properties, with nothing between them but `between` elements."""
+    the same properties, with nothing between them but `between` elements. `formats`: each
+    run's looks() so far."""
     run_a, run_b = a.getparent(), b.getparent()
-    if run_a.tag != ns + "r" or run_b.tag != ns + "r" or looks(run_a, ns) != looks(run_b, ns):
+    if run_a.tag != ns + "r" or run_b.tag != ns + "r":
+        return False
+    for run in (run_a, run_b):
+        if run not in formats:
+            formats[run] = looks(run, ns)
+    if formats[run_a] != formats[run_b]:
         return False
     if run_a is run_b:
         return b.getprevious() is a  # a tab or a break between them ends the group
