@@ -195,20 +195,21 @@ def run_load(
         (service.url, shape, sentences, expected, share, range(i, requests, processes), deadline)
         for i, share in enumerate(shares)
     ]
-    before = snapshot(service, load)
+    before = snapshot(service, load.batches)
     if processes == 1:
         done = [clients_of(*jobs[0])]
     else:
         with multiprocessing.get_context("spawn").Pool(processes) as pool:
             done = pool.starmap(clients_of, jobs)
-    after = snapshot(service, load)
+    after = snapshot(service, load.batches)
     seconds = max(end for _, end, _ in done) - min(start for start, _, _ in done)
     load.add(requests, seconds, [one for _, _, results in done for one in results], before, after)
 
 
-def snapshot(service: Service, load: Load) -> dict:
-    """The server's CPU seconds so far, and its batches and sentences where it counts them."""
-    counts = get_json(service.url, "/health")[1] if load.batches else {}
+def snapshot(service: Service, batches: bool) -> dict:
+    """The server's CPU seconds so far, and (batches) its batches and sentences where it counts
+    them."""
+    counts = get_json(service.url, "/health")[1] if batches else {}
     return {
         "cpu": cpu_seconds(service.pid),
         **{key: counts[key] for key in ("batches", "sentences") if key in (counts or {})},

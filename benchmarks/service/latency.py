@@ -1,7 +1,8 @@
 """The service from 1 to 64 clients, against the real LibreTranslate on the same model.
 
     make bench-serve    (= python -m benchmarks.service.latency [--quick] [--config FILE]
-                           [--checkpoint C] [--libretranslate-python P] [--no-libretranslate])
+                           [--checkpoint C] [--libretranslate-python P] [--no-libretranslate]
+                           [--harness wrk|python] [--seconds 2] [--requests 1000])
 
     the servers, each started once on 127.0.0.1, all on this machine:
       ours, torch          python -m seq2seq.serve --engine torch --checkpoint C
@@ -13,20 +14,25 @@
                            like for like (libretranslate_peer.like_for_like): greedy
                            (ARGOS_BEAM_SIZE=1) as ours, on one thread (ARGOS_INTRA_THREADS=1)
                            (libretranslate_peer.py; skipped, saying why, if its venv is missing)
-    for clients in 1, 4, 16, 32, 64, each server in turn, five times (interleaved, so that a
-    change in the machine's load falls on all; each server's five turns pooled), after a
-    warm-up:
-      <- that many client threads of this process, each with one keep-alive connection, each
-         request one test sentence in LibreTranslate's form (q, source, target), the same
-         client and request for every server, until 1,000 requests (100: --quick) are answered
-      -> the figures of the load harness (clients.py): requests/s, p50, p99, the server's CPU
-         ms per request (Linux: its process and its workers), failed, unlike (answers unlike
-         `translate --engine torch`'s: 0 expected, but where LibreTranslate's answer is
-         formatted otherwise or runs past our length limit), our sentences per batch
+    first, the check (and warm-up) of each server: every test sentence (up to 1,000; 100:
+      --quick) asked once by 4 keep-alive Python clients (clients.py), each answer read
+      -> unlike: answers unlike `translate --engine torch`'s (0 expected, but where
+         LibreTranslate's answer is formatted otherwise or runs past our length limit)
+    then, for clients in 1, 4, 16, 32, 64, each server in turn, five times (interleaved, so that
+    a change in the machine's load falls on all; each server's five turns pooled; one turn:
+    --quick), each request one test sentence in LibreTranslate's form (q, source, target):
+      --harness wrk (the default): wrk.py, --seconds of wrk's keep-alive connections a turn
+         (1: --quick), wrk on the machine's last core and the server on the others; p50 and
+         p99 the median of the turns'
+      --harness python: that many client threads of this process (clients.py), each with one
+         keep-alive connection, until --requests are answered (100: --quick), on the cores
+         the server uses
+      -> requests/s, p50, p99, the server's CPU ms per request (Linux: its process and its
+         workers), failed, our sentences per batch
       -> ours: the service's share of its engine's speed in-process, on batches of that size
          (the engine loaded here, the same sentences translated in batches of that size,
          timed alone)
-      -> ours / LibreTranslate: requests/s, p99
+      -> ours / LibreTranslate: requests/s, p99, CPU per request
 
 Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
 """
@@ -40,7 +46,7 @@ from functools import cache
 from pathlib import Path
 
 from benchmarks.common import RESULTS, machine, save_results, timed_translation
-from benchmarks.service.clients import Load, libretranslate_shape, run_load
+from benchmarks.service.clients import Load, Shape, libretranslate_shape, run_load
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import (
     SETTINGS,
@@ -49,6 +55,7 @@ from benchmarks.service.libretranslate_peer import (
 )
 from benchmarks.service.load import timed_command
 from benchmarks.service.process import running_server
+from benchmarks.service.wrk import pooled, run_wrk
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -57,7 +64,8 @@ from seq2seq.service.protocol import allow_files
 from seq2seq.support.paths import text_files
 
 CLIENTS = (1, 4, 16, 32, 64)
-ROUNDS = 5  # each server's requests at a number of clients come in this many turns, pooled
+ROUNDS = 5  # each server's load at a number of clients comes in this many turns, pooled
+CHECKED = 1000  # test sentences asked of each server, each answer read
 
 
 @dataclasses.dataclass
@@ -71,7 +79,9 @@ class Server:
 
 def ours(label: str, checkpoint: Path, config: str, engine: str, workers: int = 1) -> Server:
     args = ["--engine", engine, "--checkpoint", str(checkpoint)]
-    overrides = [f"serve.workers={workers}"]
+    # 64 clients and the benchmark's own GET /health, whose connection the server may not have
+    # seen closed when the load starts: past the default serve.max_client_connections
+    overrides = [f"serve.workers={workers}", f"serve.max_client_connections={2 * max(CLIENTS)}"]
     start = lambda: running_server(args, config, overrides)  # noqa: E731
     return Server(label, start, engine if workers == 1 else None)
 
@@ -98,23 +108,46 @@ def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int
     return len(sentences) / timed_translation(engine.translate, sentences, greedy)[0]
 
 
-def run(servers: list[Server], requests: int, sentences, expected) -> dict:
-    """Every server at every number of clients, interleaved."""
+def check(service, shape: Shape, sentences, expected, requests: int) -> dict:
+    """The server's answers to the first `requests` sentences, each read (and a warm-up)."""
+    checked = Load(batches=False)
+    run_load(service, shape, sentences, expected, min(requests, len(sentences)), 4, checked)
+    figures = checked.figures()
+    return {"requests": checked.requests, "unlike": figures["unlike"], "failed": figures["failed"]}
+
+
+def run(servers: list[Server], sentences, expected, args) -> tuple[dict, dict]:
+    """Every server checked, then loaded at every number of clients, interleaved."""
     figures: dict = {server.label: {} for server in servers}
     with contextlib.ExitStack() as stack:
         services = [stack.enter_context(server.start()) for server in servers]
         shapes = [libretranslate_shape(service.url) for service in services]
-        for service, shape in zip(services, shapes, strict=True):  # warm-up
-            run_load(service, shape, sentences, expected, 50, 4, Load())
+        checks = {
+            server.label: check(service, shape, sentences, expected, args.checked)
+            for server, service, shape in zip(servers, services, shapes, strict=True)
+        }
         for clients in CLIENTS:
-            loads = [Load(batches=server.engine is not None) for server in servers]
-            for _ in range(ROUNDS):
-                for service, shape, load in zip(services, shapes, loads, strict=True):
-                    run_load(service, shape, sentences, expected, requests // ROUNDS, clients, load)
-            for server, load in zip(servers, loads, strict=True):
-                figures[server.label][clients] = load.figures()
-                print(server.label, clients, "clients:", load.figures(), flush=True)
-    return figures
+            turns: dict = {server.label: [] for server in servers}
+            loads = {server.label: Load(batches=server.engine is not None) for server in servers}
+            for _ in range(args.rounds):
+                for server, service, shape in zip(servers, services, shapes, strict=True):
+                    if args.harness == "wrk":
+                        batches = server.engine is not None
+                        turn = run_wrk(service, shape, sentences, clients, args.seconds, batches)
+                        turns[server.label].append(turn)
+                    else:
+                        requests = args.requests // args.rounds
+                        load = loads[server.label]
+                        run_load(service, shape, sentences, expected, requests, clients, load)
+            for server in servers:
+                point = (
+                    pooled(turns[server.label])
+                    if args.harness == "wrk"
+                    else loads[server.label].figures()
+                )
+                figures[server.label][clients] = point
+                print(server.label, clients, "clients:", point, flush=True)
+    return figures, checks
 
 
 def shares(servers: list[Server], figures: dict, checkpoint: Path, sentences) -> None:
@@ -138,21 +171,22 @@ def markdown(results: dict) -> str:
         "",
         f"Machine: {results['machine']['device_name']}, {results['machine']['cpu_count']} "
         f"cores; {results['machine']['date']}. `python -m benchmarks.service.latency`: "
-        f"{results['requests']} one-sentence requests per row, from keep-alive clients in this "
-        "process; servers interleaved, in five turns each.",
+        f"one-sentence requests, {results['load']} a row; servers interleaved, in "
+        f"{results['rounds']} turns each.",
         "",
         "| server | clients | req/s | p50 ms | p99 ms | server CPU ms/request | sentences/batch "
-        "| share of its engine | req/s vs LibreTranslate | p99 vs LibreTranslate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| share of its engine | req/s vs LibreTranslate | p99 vs LibreTranslate "
+        "| CPU vs LibreTranslate |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for clients in CLIENTS:
         theirs = results["servers"].get(peer, {}).get(clients) if peer else None
         for label, points in results["servers"].items():
             p = points[clients]
             versus = (
-                [f"{p['requests_per_s'] / theirs['requests_per_s']:.2f}",
-                 f"{p['p99_ms'] / theirs['p99_ms']:.2f}"]
-                if theirs and label != peer else ["", ""]
+                [f"{p[key] / theirs[key]:.2f}"
+                 for key in ("requests_per_s", "p99_ms", "server_cpu_ms_per_request")]
+                if theirs and label != peer else ["", "", ""]
             )  # fmt: skip
             lines.append(
                 f"| {label} | {clients} | {p['requests_per_s']:,.0f} | {p['p50_ms']:.1f} "
@@ -160,11 +194,13 @@ def markdown(results: dict) -> str:
                 f"| {shown(p, 'sentences_per_batch', '.1f')} "
                 f"| {shown(p, 'share_of_engine', '.2f')} | {' | '.join(versus)} |"
             )
-    lines += ["", "Answers unlike `translate --engine torch` (of all requests), and failures:", ""]
+    lines += ["", "Answers unlike `translate --engine torch`'s, of the check's (each read), and "
+              "requests failed under load:", ""]  # fmt: skip
     for label, points in results["servers"].items():
-        unlike = sum(p["unlike"] for p in points.values())
+        checked = results["checked"][label]
         failed = sum(p["failed"] for p in points.values())
-        lines.append(f"- {label}: {unlike} unlike, {failed} failed")
+        lines.append(f"- {label}: {checked['unlike']} unlike of {checked['requests']:,} "
+                     f"({checked['failed']} failed), {failed} failed under load")  # fmt: skip
     if peer:
         overrides = ", ".join(f"{k}={v}" for k, v in results["peer_overrides"].items())
         lines += ["", f"LibreTranslate's settings: its defaults, but {overrides}, like for "
@@ -180,7 +216,13 @@ def shown(point: dict, key: str, spec: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 requests a row")
+    parser.add_argument(
+        "--harness", choices=("wrk", "python"), default="wrk",
+        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
+    )  # fmt: skip
+    parser.add_argument("--seconds", type=int, default=2, help="wrk's load a turn")
+    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
+    parser.add_argument("--quick", action="store_true", help="one turn of 1 s or 100 requests")
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--checkpoint", help="default: the config's best.pt")
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
@@ -192,7 +234,9 @@ def main() -> None:
     source = text_files(config.data_dir, "test")[0]
     sentences = source.read_text(encoding="utf-8").splitlines()
     _, expected = timed_command(source, "--engine", "torch", "--checkpoint", str(checkpoint))
-    requests = 100 if args.quick else 1000
+    args.rounds, args.checked = (1, 100) if args.quick else (ROUNDS, CHECKED)
+    if args.quick:
+        args.seconds, args.requests = 1, 100
     allow_files(max(CLIENTS) + 1024)
     servers = [
         ours("ours, torch", checkpoint, args.config, "torch"),
@@ -209,11 +253,16 @@ def main() -> None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             servers.append(libretranslate(args.libretranslate_python, checkpoint, folder))
             peer = servers[-1].label
-        figures = run(servers, requests, sentences, expected)
+        figures, checked = run(servers, sentences, expected, args)
     shares(servers, figures, checkpoint, sentences)
     results = {
         "machine": machine(),
-        "requests": requests,
+        "harness": args.harness,
+        "load": f"{args.rounds} x {args.seconds} s of wrk"
+        if args.harness == "wrk"
+        else f"{args.requests:,} requests from keep-alive clients in this process",
+        "rounds": args.rounds,
+        "checked": checked,
         "peer": peer,
         "peer_settings": SETTINGS if peer else {},
         "peer_overrides": like_for_like(1) if peer else {},

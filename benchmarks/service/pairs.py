@@ -164,7 +164,7 @@ def main() -> None:
         "--harness", choices=("wrk", "python"), default="wrk",
         help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
     )  # fmt: skip
-    parser.add_argument("--seconds", type=float, default=10.0, help="wrk's load a row")
+    parser.add_argument("--seconds", type=int, default=10, help="wrk's load a row")
     parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
     parser.add_argument("--quick", action="store_true", help="3 s or 200 requests a row")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -175,7 +175,7 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     if args.quick:
-        args.seconds, args.requests = 3.0, 200
+        args.seconds, args.requests = 3, 200
     if len(args.package) != 2:
         parser.error("--package twice: a pair, then one from its target language")
     if not args.libretranslate_python.exists():
@@ -188,7 +188,7 @@ def main() -> None:
         "ours": args.ours,
         "pairs": pairs_of(args.package),
         "harness": args.harness,
-        "load": f"{args.seconds:g} s of wrk"
+        "load": f"{args.seconds} s of wrk"
         if args.harness == "wrk"
         else f"{args.requests:,} requests from Python clients in {PROCESSES} processes",
         "figures": figures,

@@ -3,9 +3,12 @@ server with one-sentence requests of a Shape (clients.py): the figures of reques
 latency and the server's CPU per request, from a client written in C that costs the machine
 little, on a core of its own where the machine has one.
 
-    run_wrk(service, shape, sentences, clients, seconds) -> figures: requests_per_s, p50_ms,
-      p99_ms, server_cpu_ms_per_request (its process and children), failed (not 2xx, or a
-      socket error), and the cores each side ran on
+    run_wrk(service, shape, sentences, clients, seconds, batches=False) -> figures:
+      requests_per_s, p50_ms, p99_ms, server_cpu_ms_per_request (its process and children),
+      failed (not 2xx, or a socket error), sentences_per_batch (batches: our server's, from
+      GET /health), the cores each side ran on, and the counts they come from
+    pooled([figures, ...]) -> the same figures of several turns: requests/s, CPU per request
+      and sentences per batch over all of them, p50 and p99 the median of the turns'
         a Lua script (request: the next of the sentences' bodies, in turn, from each of wrk's
         threads; done: the summary as one JSON line) -> wrk -t1 -c CLIENTS -d SECONDS
         --latency, on the machine's last core (taskset), the server and its children on the
@@ -15,12 +18,13 @@ little, on a core of its own where the machine has one.
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 
-from benchmarks.service.clients import Shape
-from benchmarks.service.process import Service, cpu_seconds, family
+from benchmarks.service.clients import Shape, snapshot
+from benchmarks.service.process import Service, family
 
 SCRIPT = """
 local bodies = {%s}
@@ -71,7 +75,14 @@ def pin(pid: int, on: set[int]) -> None:
                        capture_output=True, check=False)  # fmt: skip
 
 
-def run_wrk(service: Service, shape: Shape, sentences: list[str], clients: int, seconds: float):
+def run_wrk(
+    service: Service,
+    shape: Shape,
+    sentences: list[str],
+    clients: int,
+    seconds: int,
+    batches: bool = False,
+) -> dict:
     """wrk's figures of `seconds` of load by `clients` connections (see the module)."""
     if shutil.which("wrk") is None:
         sys.exit("no wrk: apt-get install wrk (Debian's package)")
@@ -81,22 +92,57 @@ def run_wrk(service: Service, shape: Shape, sentences: list[str], clients: int, 
         lua.write(script(shape, sentences))
         lua.flush()
         command = ["taskset", "-c", ",".join(map(str, sorted(wrk_cores))), "wrk", "-t1",
-                   f"-c{clients}", f"-d{seconds:g}s", "--latency", "-s", lua.name,
+                   f"-c{clients}", f"-d{seconds}s", "--latency", "-s", lua.name,
                    service.url.rstrip("/")]  # fmt: skip
-        before = cpu_seconds(service.pid)
+        before = snapshot(service, batches)
         done = subprocess.run(command, capture_output=True, text=True, check=True)
-        after = cpu_seconds(service.pid)
+        after = snapshot(service, batches)
     line = next(line for line in done.stdout.splitlines() if line.startswith("WRK "))
     summary = json.loads(line[4:])
-    answered = summary["requests"] - summary["non_2xx"]
+    cpu = before["cpu"], after["cpu"]
+    counts = {
+        "answered": summary["requests"] - summary["non_2xx"],
+        "not_2xx": summary["non_2xx"],
+        "socket_errors": summary["socket"],
+        "seconds": summary["us"] / 1e6,
+        "server_cpu_s": None if None in cpu else cpu[1] - cpu[0],
+        **{key: after[key] - before[key] for key in ("batches", "sentences") if key in after},
+    }
     figures = {
-        "requests_per_s": answered / (summary["us"] / 1e6),
         "p50_ms": summary["p50_us"] / 1000,
         "p99_ms": summary["p99_us"] / 1000,
-        "failed": summary["non_2xx"] + summary["socket"],
+        "failed": summary["non_2xx"] + summary["socket"],  # counts: which
         "server_cores": sorted(server_cores),
         "wrk_cores": sorted(wrk_cores),
+        "counts": counts,
     }
-    if None not in (before, after):
-        figures["server_cpu_ms_per_request"] = 1000 * (after - before) / max(1, answered)
+    return {**figures, **rates(counts)}
+
+
+def rates(counts: dict) -> dict:
+    """Requests/s, the server's CPU ms per request and its sentences per batch, of counts."""
+    answered = max(1, counts["answered"])
+    figures = {"requests_per_s": counts["answered"] / counts["seconds"]}
+    if counts["server_cpu_s"] is not None:
+        figures["server_cpu_ms_per_request"] = 1000 * counts["server_cpu_s"] / answered
+    if counts.get("batches"):
+        figures["sentences_per_batch"] = counts["sentences"] / counts["batches"]
     return figures
+
+
+def pooled(turns: list[dict]) -> dict:
+    """Several turns' figures as one (see the module)."""
+    if len(turns) == 1:
+        return turns[0]
+    counts = {key: sum(turn["counts"][key] for turn in turns) for key in turns[0]["counts"]
+              if None not in (turn["counts"][key] for turn in turns)}  # fmt: skip
+    counts.setdefault("server_cpu_s", None)
+    figures = {
+        "p50_ms": statistics.median(turn["p50_ms"] for turn in turns),
+        "p99_ms": statistics.median(turn["p99_ms"] for turn in turns),
+        "failed": sum(turn["failed"] for turn in turns),
+        "server_cores": turns[0]["server_cores"],
+        "wrk_cores": turns[0]["wrk_cores"],
+        "counts": counts,
+    }
+    return {**figures, **rates(counts)}

@@ -1,7 +1,9 @@
-"""The latency benchmark's quick mode on the seed model, without LibreTranslate: every server
-answers at every number of clients, as `translate --engine torch` does."""
+"""The latency benchmark's quick mode on the seed model, without LibreTranslate, by each
+harness (wrk where it is installed): every server answers its check as `translate --engine
+torch` does, and is measured at every number of clients."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -11,10 +13,13 @@ from helpers import ENV, HANG
 
 
 @pytest.mark.slow
-def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, tmp_path):
+@pytest.mark.parametrize("harness", ["python", "wrk"])
+def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, tmp_path, harness):
+    if harness == "wrk" and shutil.which("wrk") is None:
+        pytest.skip("no wrk (apt-get install wrk)")
     work = seed_run.parent.parent  # the folder of the seed run's config.yaml and data/
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.service.latency", "--quick",
+        [sys.executable, "-m", "benchmarks.service.latency", "--quick", "--harness", harness,
          "--no-libretranslate", "--out", str(tmp_path)],
         cwd=work, env=ENV, capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
@@ -23,9 +28,11 @@ def test_quick_latency_benchmark_measures_every_server_at_every_load(seed_run, t
     servers = results["servers"]
     assert list(servers) == ["ours, torch", "ours, CTranslate2", "ours, CTranslate2, 2 workers"]
     for label, points in servers.items():
+        checked = results["checked"][label]
+        assert checked["requests"] > 0 and checked["unlike"] == checked["failed"] == 0, label
         assert list(points) == ["1", "4", "16", "32", "64"], label
         for point in points.values():
-            assert point["failed"] == point["unlike"] == 0, label
+            assert point["failed"] == 0, (label, point["counts"])
             assert point["requests_per_s"] > 0 and point["p99_ms"] >= point["p50_ms"] > 0
     for label in ("ours, torch", "ours, CTranslate2"):
         assert servers[label]["1"]["sentences_per_batch"] == 1.0  # nobody else to wait for
