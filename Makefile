@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
-	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -215,6 +215,15 @@ bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 FILES_PACKAGE ?= runs/multi30k_de_en/de_en.argosmodel
 bench-files: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.files --package $(FILES_PACKAGE)
+
+# Where our server's CPU goes on one-sentence requests (py-spy on the server under wrk's load,
+# apt-get install wrk), greedy and beam 4, 1 and 16 clients, on each package with its test
+# sentences (PROFILE_ARGS: the numbers model's package, from make all and make package, and
+# the Multi30k de-en package's) -> benchmarks/results/profile.{json,md} (minutes). Not in CI.
+PROFILE_ARGS ?= --package runs/numbers/en_digits.argosmodel --sentences data/numbers/test.src \
+	--package $(FILES_PACKAGE) --sentences data/multi30k_de_en/test.src
+bench-profile: $(DEV)
+	$(PYTHON) -m benchmarks.service.profile $(PROFILE_ARGS)
 
 # One model's weights on disk, the memory loading it takes and its load time, in each form it
 # is served in (checkpoint, CTranslate2 export and Argos package, float32 and int8), from the

@@ -11,4 +11,5 @@ detection.py           make bench-detect: language detectors against LibreTransl
 model_memory.py        make bench-models: a model's memory and load time, in each form
 pairs.py               make bench-pairs: two pairs and a pivot, against LibreTranslate
 files.py               make bench-files: a 20-page document, against LibreTranslate
+profile.py             make bench-profile: where our server's CPU goes, step by step (py-spy)
 """
