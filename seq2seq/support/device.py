@@ -15,7 +15,8 @@ loss stay in fp32. On CUDA, the fp32 products that remain use TF32 tensor cores.
 
 On the CPU, `train.precision: auto` is bf16 where the CPU computes bf16 natively (its flags say
 avx512_bf16 or amx_bf16: AMD Zen 4 and later, Intel Xeon from Cooper Lake and Sapphire Rapids):
-there a training step takes about half the time of an fp32 one (docs/training-speed.md).
+there a training step of a model the size of the Multi30k recipe's is faster than an fp32 one
+(docs/training-speed.md; a model as small as config.yaml's is faster in fp32, which it sets).
 Elsewhere bf16 is emulated, several times slower than fp32, and auto is fp32.
 """
 
