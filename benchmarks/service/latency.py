@@ -55,7 +55,7 @@ from benchmarks.service.libretranslate_peer import (
 )
 from benchmarks.service.load import timed_command
 from benchmarks.service.process import running_server
-from benchmarks.service.wrk import pooled, run_wrk
+from benchmarks.service.wrk import harness_options, pooled, run_wrk
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -127,24 +127,23 @@ def run(servers: list[Server], sentences, expected, args) -> tuple[dict, dict]:
             for server, service, shape in zip(servers, services, shapes, strict=True)
         }
         for clients in CLIENTS:
-            turns: dict = {server.label: [] for server in servers}
-            loads = {server.label: Load(batches=server.engine is not None) for server in servers}
+            # each server's turns: wrk's figures of each, or the Python clients' pooled Load
+            turns = {s.label: [] if args.harness == "wrk" else Load(s.engine is not None)
+                     for s in servers}  # fmt: skip
             for _ in range(args.rounds):
                 for server, service, shape in zip(servers, services, shapes, strict=True):
+                    pooling = turns[server.label]
                     if args.harness == "wrk":
                         batches = server.engine is not None
-                        turn = run_wrk(service, shape, sentences, clients, args.seconds, batches)
-                        turns[server.label].append(turn)
+                        pooling.append(
+                            run_wrk(service, shape, sentences, clients, args.seconds, batches)
+                        )
                     else:
                         requests = args.requests // args.rounds
-                        load = loads[server.label]
-                        run_load(service, shape, sentences, expected, requests, clients, load)
+                        run_load(service, shape, sentences, expected, requests, clients, pooling)
             for server in servers:
-                point = (
-                    pooled(turns[server.label])
-                    if args.harness == "wrk"
-                    else loads[server.label].figures()
-                )
+                pooling = turns[server.label]
+                point = pooled(pooling) if args.harness == "wrk" else pooling.figures()
                 figures[server.label][clients] = point
                 print(server.label, clients, "clients:", point, flush=True)
     return figures, checks
@@ -216,12 +215,7 @@ def shown(point: dict, key: str, spec: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--harness", choices=("wrk", "python"), default="wrk",
-        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
-    )  # fmt: skip
-    parser.add_argument("--seconds", type=int, default=2, help="wrk's load a turn")
-    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
+    harness_options(parser, seconds=2, per="turn")
     parser.add_argument("--quick", action="store_true", help="one turn of 1 s or 100 requests")
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--checkpoint", help="default: the config's best.pt")

@@ -39,7 +39,7 @@ from benchmarks.service.clients import Load, Shape, ask, run_load
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
 from benchmarks.service.process import running_server
-from benchmarks.service.wrk import run_wrk
+from benchmarks.service.wrk import harness_options, run_wrk
 from seq2seq.exports.argos import package_metadata
 from seq2seq.service.libretranslate import formatted
 
@@ -160,12 +160,7 @@ def main() -> None:
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument("--sentences", type=Path, default=Path("data/multi30k_de_en/test.src"))
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument(
-        "--harness", choices=("wrk", "python"), default="wrk",
-        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
-    )  # fmt: skip
-    parser.add_argument("--seconds", type=int, default=10, help="wrk's load a row")
-    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
+    harness_options(parser, seconds=10, per="row")
     parser.add_argument("--quick", action="store_true", help="3 s or 200 requests a row")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")

@@ -5,6 +5,7 @@ seconds.
     with running_server(["--engine", "torch"], config, overrides) as service:
         get_json(service.url, "/health")   # (200, {"status": "ok", ...})
         cpu_seconds(service.pid)           # its CPU so far, workers included (Linux)
+        thread_cpu(service.pid)            # each of its threads' CPU so far (Linux)
 """
 
 import contextlib
@@ -51,8 +52,23 @@ def cpu_seconds(pid: int) -> float | None:
     stats = family(pid)
     if not stats:
         return None
-    ticks = sum(int(fields[11]) + int(fields[12]) for fields in stats.values())
-    return ticks / os.sysconf("SC_CLK_TCK")
+    return sum(map(stat_cpu, stats.values()))
+
+
+def thread_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds so far of each thread of the process `pid`, by its id (Linux)."""
+    seconds = {}
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            seconds[int(stat.parent.name)] = stat_cpu(stat.read_text().rpartition(")")[2].split())
+        except OSError:
+            continue  # it ended
+    return seconds
+
+
+def stat_cpu(fields: list[str]) -> float:
+    """User + system CPU seconds of a /proc stat line's fields after the command's name."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

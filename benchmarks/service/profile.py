@@ -22,7 +22,6 @@ Results: benchmarks/results/profile.{json,md} (--out DIR elsewhere).
 """
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.process import get_json, running_server
+from benchmarks.service.process import get_json, running_server, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
 from seq2seq.exports.argos import package_metadata
 
@@ -85,20 +84,6 @@ def step_of(stack: str) -> str | None:
             if any(name in frame for name in names):
                 return step
     return OTHER
-
-
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds so far of each thread of the process `pid`, by its id."""
-    seconds = {}
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # it ended
-        seconds[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf(
-            "SC_CLK_TCK"
-        )
-    return seconds
 
 
 def samples(raw: Path) -> dict[int, Counter]:

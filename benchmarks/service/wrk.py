@@ -9,6 +9,8 @@ little, on a core of its own where the machine has one.
       GET /health), the cores each side ran on, and the counts they come from
     pooled([figures, ...]) -> the same figures of several turns: requests/s, CPU per request
       and sentences per batch over all of them, p50 and p99 the median of the turns'
+    harness_options(parser, seconds, per): a benchmark's --harness wrk|python, --seconds (of
+      wrk's load, `per` row or turn) and --requests (the Python clients')
         a Lua script (request: the next of the sentences' bodies, in turn, from each of wrk's
         threads; done: the summary as one JSON line) -> wrk -t1 -c CLIENTS -d SECONDS
         --latency, on the machine's last core (taskset), the server and its children on the
@@ -42,6 +44,16 @@ done = function(summary, latency, requests)
     e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
 end
 """
+
+
+def harness_options(parser, seconds: int, per: str) -> None:
+    """The options of a benchmark that loads its servers by either harness (see the module)."""
+    parser.add_argument(
+        "--harness", choices=("wrk", "python"), default="wrk",
+        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
+    )  # fmt: skip
+    parser.add_argument("--seconds", type=int, default=seconds, help=f"wrk's load a {per}")
+    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
 
 
 def lua_string(text: str) -> str:
