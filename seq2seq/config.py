@@ -55,7 +55,8 @@ from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_
 __all__ = [
     "DEFAULT_CONFIG", "Config", "ConfigError", "CorpusConfig", "DecodeConfig", "Language",
     "ModelConfig", "ServeConfig", "SplitFiles", "TrainConfig", "VocabConfig",
-    "add_config_arguments", "config_from_dict", "is_override", "load_config", "translation_pair",
+    "add_config_arguments", "config_from_dict", "decode_overrides", "is_override", "load_config",
+    "translation_pair",
 ]  # fmt: skip
 
 
@@ -84,7 +85,7 @@ def load_config(path: str | Path = DEFAULT_CONFIG, overrides: list[str] = ()) ->
 def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:
     """The mapping in the YAML file `path`, merged on top of its `base:` file's. Each file's
     keys and types are checked on their own, so that an error names the file it is in."""
-    raw = read_mapping(path)
+    raw = without_retired(read_mapping(path))
     base = raw.pop("base", None)
     build(Config, raw, str(path))
     anchor_paths(raw, path.parent)
@@ -123,9 +124,25 @@ def anchor_paths(raw: dict, folder: Path) -> None:
             mapping[key] = os.path.normpath(folder / value)  # configs/../x.tsv: x.tsv
 
 
+# Keys that an older seq2seq wrote into its checkpoints and config.yaml, and that mean nothing
+# now: left out when a config is read, so that those checkpoints still load.
+RETIRED = {"decode": ["allocator"]}  # a copy of train.allocator that nothing read
+
+
+def without_retired(raw):
+    """A config's mapping less the RETIRED keys."""
+    if not isinstance(raw, dict):
+        return raw  # build names the mistake
+    return {
+        section: {key: v for key, v in values.items() if key not in RETIRED.get(section, ())}
+        if isinstance(values, dict) else values
+        for section, values in raw.items()
+    }  # fmt: skip
+
+
 def config_from_dict(raw: dict, source: str = "config") -> Config:
     """A checked Config from a mapping (a file's, or the one a checkpoint holds)."""
-    config = build(Config, raw, source)
+    config = build(Config, without_retired(raw), source)
     for problem in problems(config):
         raise ConfigError(f"{source}: {problem}")
     return config
@@ -138,6 +155,18 @@ def check_override(own: dict, override: str) -> None:
     key = override.partition("=")[0].strip()
     for problem in value_problems(partial, [key]):
         raise ConfigError(f"{source}: {problem}")
+
+
+def decode_overrides(overrides: list[str]) -> dict:
+    """The decode settings among command-line overrides, typed: ["decode.beam_size=1"] ->
+    {"beam_size": 1}. What the user set explicitly replaces a loaded model's own decode
+    section (engine_choice.py's decoding_in_force); config.yaml's decode section does not."""
+    own: dict = {}
+    for override in overrides:
+        if override.partition("=")[0].strip().startswith("decode."):
+            set_key(own, override)
+    decode = build(Config, own, "overrides").decode
+    return {key: getattr(decode, key) for key in own.get("decode", {})}
 
 
 def is_override(text: str) -> bool:

@@ -1,5 +1,6 @@
 """`make data`: write the corpus to data/<corpus.name>/, train its vocabularies, and encode
-every split into token ids for training (seq2seq/text/dataset.py).
+every split into token ids for training (seq2seq/text/dataset.py), without the pairs longer
+than the model takes (counted, in the output and in report.json).
 
 python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
 
@@ -10,9 +11,10 @@ text they know: a word they lack reaches the model as UNK.
 
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.support.errors import command_parser, run_cli
-from seq2seq.support.paths import SIDES, text_files, vocab_files
+from seq2seq.support.paths import SIDES, text_files
+from seq2seq.text.cleaning import add_to_report
 from seq2seq.text.corpus_types import build_corpus
-from seq2seq.text.dataset import build_ids
+from seq2seq.text.dataset import Limits, build_ids, dropped_pairs
 from seq2seq.text.parallel import iter_lines
 from seq2seq.text.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
 from seq2seq.training.finetune import read_source
@@ -41,8 +43,27 @@ def main(argv: list[str] | None = None) -> None:
         print(f"vocabularies {state}: {len(src_vocab)} source and {len(tgt_vocab)} target pieces")
     if source:
         print(coverage_line(config, (src_vocab, tgt_vocab)))
-    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), vocab_files(config.data_dir))
-    print(f"token ids: {encoded} of 6 files encoded" if encoded else "token ids up to date")
+    limits = Limits.of(config)
+    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), limits)
+    print(f"token ids: {', '.join(encoded)} encoded" if encoded else "token ids up to date")
+    dropped = dropped_pairs(config.data_dir)
+    add_to_report(config.data_dir, "too_long_for_model", dropped)
+    for split, left_out in dropped.items():
+        if left_out["pairs"]:
+            print(too_long_line(config, split, left_out, limits))
+
+
+def too_long_line(config: Config, split: str, left_out: dict, limits: Limits) -> str:
+    """The line that names a split's pairs left out of its ids, e.g. "train: 1 pair longer
+    than the model takes (over 255 source or 255 target pieces) left out of the token ids:
+    line 37 of data/x/train.src"."""
+    count, lines = left_out["pairs"], ", ".join(f"{n:,}" for n in left_out["lines"])
+    more = ", ..." if count > len(left_out["lines"]) else ""
+    return (
+        f"{split}: {count:,} {'pair' if count == 1 else 'pairs'} longer than the model takes "
+        f"(over {limits.src:,} source or {limits.tgt:,} target pieces) left out of the token "
+        f"ids: {'line' if count == 1 else 'lines'} {lines}{more} of {config.data_dir}/{split}.src"
+    )
 
 
 def coverage_line(config: Config, vocabs: tuple[Vocab, Vocab]) -> str:

@@ -3,7 +3,9 @@
     python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt] [--again]
 
 Greedy decoding always; beam search too when decode.beam_size > 1; always by our torch code
-(the engine eval.json names), whatever is installed. Writes the translations to
+(the engine eval.json names), whatever is installed. The decode settings are the
+checkpoint's own (its config's when it was trained), but those set on the command line
+(`decode.beam_size=4`: engine_choice.py's decoding_in_force). Writes the translations to
 runs/<experiment>/test.hyp (and test.beam.hyp; line N answers line N of the test source) and
 every score to runs/<experiment>/eval.json (beam search's under "beam", sacreBLEU's
 signatures beside its figures), and prints a few lines:
@@ -14,9 +16,9 @@ signatures beside its figures), and prints a few lines:
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
 
 eval.json keeps what its scores follow from (`inputs`: the checkpoint's and the test split's
-SHA-256, the decode settings): run again with the same ones, the command prints the scores it
-has and decodes nothing (`--again` decodes anyway), so that `make package` twice does nothing
-the second time.
+SHA-256, the decode settings set on the command line): run again with the same ones, the
+command prints the scores it has and decodes nothing (`--again` decodes anyway), so that
+`make package` twice does nothing the second time.
 """
 
 import dataclasses
@@ -24,7 +26,13 @@ import json
 import time
 from pathlib import Path
 
-from seq2seq.config import Config, DecodeConfig, add_config_arguments, load_config
+from seq2seq.config import (
+    Config,
+    DecodeConfig,
+    add_config_arguments,
+    decode_overrides,
+    load_config,
+)
 from seq2seq.decoding.engine_choice import described, load_engine
 from seq2seq.decoding.engines import translate_texts
 from seq2seq.support.errors import command_parser, run_cli
@@ -47,14 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
+    decode = decode_overrides(args.overrides)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    inputs = inputs_of(config, checkpoint)
+    inputs = inputs_of(config, checkpoint, decode)
     if not args.again and (done := scored_before(config, inputs)):
         print(f"{config.run_dir / EVAL} is up to date (--again to decode anyway):")
         print_summary(done)
         return
     test = load_split(config, "test")
-    engine = load_engine(config, args.checkpoint, "torch", device=config.train.device)
+    engine = load_engine(
+        config, args.checkpoint, "torch", device=config.train.device, decode=decode
+    )
+    decoding = engine.config.decode  # the checkpoint's, with decode's
     sources, references = [s for s, _ in test], [t for _, t in test]
     print(f"decoding {len(sources):,} test sentences with {described(engine)}", flush=True)
     corpus_metrics = corpus_type(config.corpus).metrics
@@ -68,19 +80,19 @@ def main(argv: list[str] | None = None) -> None:
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
-    result = evaluate(dataclasses.replace(config.decode, beam_size=1), HYPOTHESES)
+    result = evaluate(dataclasses.replace(decoding, beam_size=1), HYPOTHESES)
     facts = engine.facts()
     result.update(
         checkpoint=str(checkpoint),
         checkpoint_step=facts["checkpoint"].get("step"),
         engine=facts["engine"],
-        no_repeat_ngram=config.decode.no_repeat_ngram,  # greedy's and beam search's
+        no_repeat_ngram=decoding.no_repeat_ngram,  # greedy's and beam search's
     )
-    if config.decode.beam_size > 1:
+    if decoding.beam_size > 1:
         result["beam"] = {
-            "beam_size": config.decode.beam_size,
-            "length_penalty": config.decode.length_penalty,
-            **evaluate(config.decode, BEAM_HYPOTHESES),
+            "beam_size": decoding.beam_size,
+            "length_penalty": decoding.length_penalty,
+            **evaluate(decoding, BEAM_HYPOTHESES),
         }
     write_json(config.run_dir / EVAL, {**result, "inputs": inputs})
     print_summary(result)
@@ -90,16 +102,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {', '.join(map(str, files))} and {config.run_dir / EVAL}")
 
 
-def inputs_of(config: Config, checkpoint: Path) -> dict | None:
-    """What the scores follow from: the checkpoint's and the test split's bytes, and the
-    decode settings (as JSON gives them back); None without them (the loading says so)."""
+def inputs_of(config: Config, checkpoint: Path, decode: dict) -> dict | None:
+    """What the scores follow from: the checkpoint's and the test split's bytes (the
+    checkpoint's holding its decode settings), and the decode settings the command line set
+    in their place (as JSON gives them back); None without them (the loading says so)."""
     test = text_files(config.data_dir, "test")
     if not all(path.is_file() for path in (checkpoint, *test)):
         return None
     return {
         "checkpoint_sha256": file_hash(checkpoint),
         "test_sha256": [file_hash(path) for path in test],
-        "decode": json.loads(json.dumps(dataclasses.asdict(config.decode))),
+        "decode": json.loads(json.dumps(decode)),
     }
 
 

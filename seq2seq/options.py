@@ -246,10 +246,11 @@ class TrainConfig:
     # memory, more kernels made again). The environment's ONEDNN_PRIMITIVE_CACHE_CAPACITY wins
     onednn_kernels: Annotated[int, ">= 0"] = 16
     # The memory allocator of `python -m seq2seq.train` (Linux; it starts itself again with the
-    # library preloaded): tcmalloc or jemalloc, from the system's packages, hand freed memory
-    # to the next step with less left unused between blocks than glibc's (peak RSS,
-    # docs/training-speed.md); auto: the first of them installed, else glibc's; system: glibc's
-    allocator: Literal["auto", "tcmalloc", "jemalloc", "system"] = "auto"
+    # library preloaded, and its first lines name it): tcmalloc (the system's package), mimalloc
+    # (installed with seq2seq) or jemalloc (the system's) hand freed memory to the next step
+    # with less left unused between blocks than glibc's (peak RSS, docs/training-speed.md);
+    # auto: the first of them installed, in that order; system: glibc's
+    allocator: Literal["auto", "tcmalloc", "mimalloc", "jemalloc", "system"] = "auto"
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs (T4, V100), bf16
     # on a CPU that computes it natively (avx512_bf16, amx_bf16), fp32 elsewhere
     # (seq2seq/support/device.py); fp16 adds a gradient scaler. Weights, gradients, the
@@ -276,11 +277,6 @@ class DecodeConfig:
     # no_repeat_ngram_size; Argos has none); 0: off. 7: no correct numbers output repeats 7
     # pieces, but "1 2 3 4 5 6 la 1 2 3 4 5 6" repeats 6 (docs/learn.md)
     no_repeat_ngram: Annotated[int, ">= 0"] = 7
-    # The memory allocator of `python -m seq2seq.train` (Linux; it starts itself again with the
-    # library preloaded): tcmalloc or jemalloc, from the system's packages, hand freed memory
-    # to the next step with less left unused between blocks than glibc's (peak RSS,
-    # docs/training-speed.md); auto: the first of them installed, else glibc's; system: glibc's
-    allocator: Literal["auto", "tcmalloc", "jemalloc", "system"] = "auto"
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
     # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

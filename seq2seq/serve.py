@@ -6,6 +6,11 @@
                      several models, each pair its own (seq2seq/service/models.py: a pair
                      without a model of its own goes through pivot languages); a pair's
                      versions side by side: --model original=PATH --model tuned=PATH
+    python -m seq2seq.serve --model en_de.argosmodel decode.beam_size=1
+                     each model decodes with its own decode settings (a checkpoint's,
+                     Argos Translate's beam 4 for a package) but those set here: greedy,
+                     as LibreTranslate's ARGOS_BEAM_SIZE=1; a setting a model has no use
+                     for is refused at start (/info: the settings in force)
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2, "model": "tuned"}
                      (all but text optional)
@@ -48,7 +53,7 @@ from typing import NamedTuple
 
 import torch
 
-from seq2seq.config import Config, add_config_arguments, load_config
+from seq2seq.config import Config, add_config_arguments, decode_overrides, load_config
 from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
 from seq2seq.service.loaders import Loader, load_models
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
@@ -123,14 +128,17 @@ def main(argv: list[str] | None = None) -> None:
 
 def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     """The models of the command line: each --model's (loaded by the server: at once, or at
-    its first request with serve.lazy), else the config's best checkpoint with its overrides
-    (or --checkpoint), loaded now; with serve.threads torch threads."""
+    its first request with serve.lazy), else the config's best checkpoint (or --checkpoint),
+    loaded now; each decoding with its own decode settings but those the command line's
+    overrides set (decode.beam_size=1: greedy); with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
+    decode = decode_overrides(args.overrides)
+    choice, device, compute_type = args.engine, args.device, args.compute_type
     if args.model:  # --checkpoint too: the first
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
-        return load_models(paths, config, args.engine, args.device, args.compute_type)
-    engine = load_engine(config, args.checkpoint, args.engine, None, args.device, args.compute_type)
+        return load_models(paths, config, choice, device, compute_type, decode)
+    engine = load_engine(config, args.checkpoint, choice, None, device, compute_type, decode)
     return [Loader.of(engine, str(args.checkpoint or config.checkpoint_path))]
 
 

@@ -47,6 +47,7 @@ import torch
 
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.support.device import (
+    allocator_line,
     autocast,
     bound_onednn_kernels,
     keep_freed_memory,
@@ -286,6 +287,8 @@ def start_process(config: Config) -> tuple[World, torch.device]:
         torch.set_num_threads(config.train.threads)
     world, device = distributed.start(config.train.device)
     if device.type == "cpu":
+        if world.main:
+            print(allocator_line(config.train.allocator))
         keep_freed_memory(config.train.keep_freed_mib)
         bound_onednn_kernels(config.train.onednn_kernels)
     return world, device

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from seq2seq.config import DEFAULT_CONFIG, DecodeConfig, is_override, load_config
+from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
@@ -111,10 +111,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     config = None if args.checkpoint or args.model else load_config(args.config)
     engine = load_engine(
-        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type
-    )
+        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type,
+        decode_flags(args),
+    )  # fmt: skip
     print(f"decoding with {described(engine)}", file=sys.stderr, flush=True)
-    set_decoding(engine.config.decode, args)
+    if args.nbest is not None:
+        engine.config.decode.beam_size = beams_for(engine.config.decode.beam_size, args.nbest)
     language = None if args.no_split else languages_of(engine)[0].code
     translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
     if args.file:
@@ -219,25 +221,18 @@ def utf8_argument(number: int, text: str) -> str:
     return text
 
 
-def set_decoding(decoding: DecodeConfig, args) -> None:
-    """The model's decoding, with what --beam-size, --length-penalty, --no-repeat-ngram,
-    --placeholders and --nbest change."""
-    if args.beam_size is not None:
-        decoding.beam_size = args.beam_size
-    if args.length_penalty is not None:
-        decoding.length_penalty = args.length_penalty
-    if args.no_repeat_ngram is not None:
-        decoding.no_repeat_ngram = args.no_repeat_ngram
-    if args.placeholders is not None:
-        decoding.placeholders = args.placeholders
-    if decoding.beam_size < 1:
+def decode_flags(args) -> dict:
+    """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram and
+    --placeholders set, checked: in place of the model's own, whatever the model
+    (engine_choice.py's decoding_in_force; a setting it has no use for is refused)."""
+    if args.beam_size is not None and args.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
-    if decoding.no_repeat_ngram < 0:
+    if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:
         raise UserError("--no-repeat-ngram must be at least 0")
-    if args.nbest is not None:
-        if args.nbest < 1:
-            raise UserError("--nbest must be at least 1")
-        decoding.beam_size = beams_for(decoding.beam_size, args.nbest)
+    if args.nbest is not None and args.nbest < 1:
+        raise UserError("--nbest must be at least 1")
+    flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders")
+    return {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
 
 
 if __name__ == "__main__":

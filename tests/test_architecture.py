@@ -210,7 +210,7 @@ HOPS = {
     ("translate_texts", "Cached"): (
         "calls its engine's translate (Engine's): by default (engine_choice.py) a Cached",
         "decoding/engines.py translate_texts: outputs, warnings = engine.translate(sentences)",
-        "decoding/engine_choice.py load_engine: return ... if ... else Cached(ours, fast, folder)",
+        "decoding/engine_choice.py engine_of: return ... if ... else Cached(ours, fast, folder)",
         "decoding/cached.py Cached: def translate(self, sentences, decoding): ...",
     ),
     ("Cached", "CTranslate2Engine"): (

@@ -253,13 +253,11 @@ def test_fuzz_parallel_files_pair_up_or_say_why(sources, targets):
 
 
 def test_placeholders_option_sets_the_decoding_and_a_wrong_value_is_one_line(capsys):
-    from seq2seq.config import DecodeConfig
-    from seq2seq.translate import parse_arguments, set_decoding
+    from seq2seq.translate import decode_flags, parse_arguments
 
-    decoding = DecodeConfig()
-    assert decoding.placeholders == "protect"  # the default
-    set_decoding(decoding, parse_arguments(["--placeholders", "off", "three is three"]))
-    assert decoding.placeholders == "off"
+    assert decode_flags(parse_arguments(["three is three"])) == {}  # the model's own
+    flags = decode_flags(parse_arguments(["--placeholders", "off", "three is three"]))
+    assert flags == {"placeholders": "off"}
     with pytest.raises(SystemExit):
         parse_arguments(["--placeholders", "keep"])
     assert "invalid choice: 'keep'" in capsys.readouterr().err

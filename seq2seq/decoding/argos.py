@@ -26,10 +26,17 @@ so each output is Argos Translate's for the same sentence at the same beam size 
 tests/exports/test_argos.py, on our packages and on one laid out as Argos's published ones
 are; tests/decoding/test_argos_bpe.py, on a BPE package). Splitting a text into sentences
 is ours (seq2seq/text/sentences.py), not Argos's.
+
+A package holds no decode section: its own is Argos Translate's (OWN_DECODE: beam 4, length
+penalty 0.2, no rule against repeats), which decode.beam_size, length_penalty,
+no_repeat_ngram, batch_size and placeholders set on the command line replace
+(engine_choice.py); the others it has no use for (ArgosEngine.unused) are refused.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.argos_tokenizers import package_tokenizer
@@ -47,6 +54,8 @@ from seq2seq.exports.argos import (
 from seq2seq.support.errors import UserError
 
 LONGEST_INPUT = 1024  # CTranslate2 cuts a source there (translate_batch's max_input_length)
+# Argos Translate's decoding: a package's own decode section (the rest, unused, our defaults)
+OWN_DECODE = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY, "no_repeat_ngram": 0}
 
 
 def package_folders(folder: Path) -> list[Path]:
@@ -58,7 +67,7 @@ def package_folders(folder: Path) -> list[Path]:
 class ArgosEngine:
     """An Argos package's model, decoded as Argos Translate decodes it."""
 
-    config: Config  # decode: Argos's beam size; the rest our defaults, unused
+    config: Config  # decode: OWN_DECODE, or what the command line set; no model settings
     languages: tuple[Language, Language]
     tokenizer: object  # argos_tokenizers.py's: the package's one, both sides
     target_prefix: str
@@ -66,6 +75,12 @@ class ArgosEngine:
     origin: str
     shows_attention = False
     longest_source = LONGEST_INPUT
+    unused: ClassVar[dict[str, str]] = {
+        "cache": "a package is decoded by CTranslate2, which keeps keys and values always",
+        "precision": "a package is decoded by CTranslate2, in the precision of --compute-type",
+        "max_len_a": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
+        "max_len_b": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
+    }
 
     @classmethod
     def load(cls, path: str | Path, device: str = "auto", compute_type: str = "default"):
@@ -80,8 +95,7 @@ class ArgosEngine:
         source, target = package_languages(metadata)
         tokenizer = package_tokenizer(folder, source.code, target.code)
         translator = load_translator(folder / "model", device, compute_type)
-        decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
-        config = config_from_dict({"decode": decode}, source=str(folder / "metadata.json"))
+        config = config_from_dict({"decode": OWN_DECODE}, source=str(folder / "metadata.json"))
         prefix = metadata.get("target_prefix", "")
         return cls(config, (source, target), tokenizer, prefix, translator, origin or str(folder))
 
@@ -95,9 +109,10 @@ class ArgosEngine:
         return self.tokenizer
 
     def facts(self) -> dict:
-        """Its config: the decoding Argos Translate gives it, no more (a package holds no
+        """Its config: the decode settings in force that it takes, no more (a package holds no
         training config)."""
-        decode = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY}
+        settings = dataclasses.asdict(self.config.decode).items()
+        decode = {key: value for key, value in settings if key not in self.unused}
         return {"engine": "argos package", "package": self.origin, "checkpoint": {},
                 "device": self.translator.device, "config": {"decode": decode}}  # fmt: skip
 
@@ -109,16 +124,18 @@ class ArgosEngine:
         _, warnings = warned(self, sentences, [self.tokenizer.ids(one) for one in tokens])
         return tokens, warnings
 
-    def search(self, tokens: list[list[str]], beam_size: int, nbest: int) -> list:
+    def search(self, tokens: list[list[str]], decoding: DecodeConfig, nbest: int) -> list:
         """CTranslate2's results for the sentences of some `tokens` (None for the empty ones),
-        with the options Argos Translate passes."""
+        with the options Argos Translate passes, at `decoding`'s settings."""
         searched = [p for p in tokens if p]
         prefix = [[self.target_prefix]] * len(searched) if self.target_prefix else None
         results = iter(
             self.translator.translate_batch(
                 searched, target_prefix=prefix, replace_unknowns=True,
-                beam_size=beams_for(beam_size, nbest), num_hypotheses=nbest,
-                length_penalty=LENGTH_PENALTY, return_scores=True,
+                beam_size=beams_for(decoding.beam_size, nbest), num_hypotheses=nbest,
+                length_penalty=decoding.length_penalty, return_scores=True,
+                no_repeat_ngram_size=decoding.no_repeat_ngram,
+                max_batch_size=decoding.batch_size,
             )
         )  # fmt: skip
         return [next(results) if p else None for p in tokens]
@@ -132,12 +149,12 @@ class ArgosEngine:
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         tokens, warnings = self.encoded(sentences)
-        results = self.search(tokens, decoding.beam_size, 1)
+        results = self.search(tokens, decoding, 1)
         return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         tokens, warnings = self.encoded(sentences)
-        results = self.search(tokens, decoding.beam_size, decoding.beam_size)
+        results = self.search(tokens, decoding, decoding.beam_size)
         return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
 
     def attention(self, sentence: str) -> Attention:

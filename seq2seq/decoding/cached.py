@@ -39,6 +39,7 @@ class Cached:
     fast: CTranslate2Engine
     folder: Path  # the cached export
     shows_attention = True
+    unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
     @property
     def config(self) -> Config:

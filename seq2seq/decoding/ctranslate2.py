@@ -15,7 +15,7 @@ sentence's own.
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import torch
 
@@ -94,6 +94,12 @@ class CTranslate2Engine:
     tgt_vocab: Vocab
     translator: object  # ctranslate2.Translator
     shows_attention = False
+    unused: ClassVar[dict[str, str]] = {
+        "cache": "CTranslate2 decodes it, keeping keys and values always (--engine torch "
+        "decodes a checkpoint with it)",
+        "precision": "CTranslate2 decodes it, in the precision of --compute-type (--engine torch "
+        "decodes a checkpoint with it)",
+    }
 
     @classmethod
     def load(

@@ -14,12 +14,19 @@
                             serve takes several (seq2seq/service/loaders.py)
 
 translate, serve and eval say which engine decodes at start (described).
+
+The decode settings it decodes with (engine.config.decode, what /info shows) are the model's
+own (its checkpoint's or export's decode section; Argos Translate's for a package: argos.py),
+with those the command line set explicitly (config.py's decode_overrides; translate's
+--beam-size ...) in their place: decoding_in_force, for every kind of model. A setting the
+engine has no use for (its `unused`) is a one-line error naming it and the model.
 """
 
+import dataclasses
 from pathlib import Path
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import Config
+from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.cached import Cached, cached_export
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
@@ -38,9 +45,23 @@ def load_engine(
     model: str | Path | None = None,
     device: str = "auto",
     compute_type: str = "default",
+    decode: dict | None = None,
 ) -> Engine:
     """The engine these settings name (the table above): `checkpoint` (default: the best
-    checkpoint of `config`), or for choice="ctranslate2" the export in the folder `model`."""
+    checkpoint of `config`), or for choice="ctranslate2" the export in the folder `model`;
+    decoding with the settings `decode` sets (decoding_in_force), else the model's own."""
+    path = Path(model or checkpoint or config.checkpoint_path)
+    refuse_unused(decode, choice, path)  # before the model loads
+    engine = engine_of(config, checkpoint, choice, model, device, compute_type)
+    engine.config.decode = decoding_in_force(engine.config.decode, decode, choice, path)
+    return engine
+
+
+def engine_of(
+    config: Config | None, checkpoint: str | Path | None, choice: str,
+    model: str | Path | None, device: str, compute_type: str,
+) -> Engine:  # fmt: skip
+    """load_engine's engine, decoding with its model's own settings."""
     if model:
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
@@ -61,6 +82,35 @@ def load_engine(
         return ours
     fast = CTranslate2Engine.load(folder, ours.device, compute_type)
     return fast if choice == "ctranslate2" else Cached(ours, fast, folder)
+
+
+def decoding_in_force(
+    saved: DecodeConfig, overrides: dict | None, choice: str, path: Path
+) -> DecodeConfig:
+    """The decode settings of the model at `path` with --engine `choice`: its own (`saved`:
+    its checkpoint's, its export's, Argos Translate's for a package) with `overrides` (what
+    the command line set explicitly: config.py's decode_overrides) in their place. One its
+    engine has no use for is a UserError (refuse_unused)."""
+    refuse_unused(overrides, choice, path)
+    return dataclasses.replace(saved, **(overrides or {}))
+
+
+def refuse_unused(overrides: dict | None, choice: str, path: Path) -> None:
+    """A UserError naming the first of `overrides` that the engine decoding the model at
+    `path` has no use for (its class's `unused`), the model, and why."""
+    unused = decoder(choice, path).unused
+    for key in sorted((overrides or {}).keys() & unused.keys()):
+        raise UserError(f"decode.{key}: not for {path}: {unused[key]}")
+
+
+def decoder(choice: str, path: Path) -> type:
+    """The class of the engine that decodes the translations of the model at `path` with
+    --engine `choice`, known before it loads: a package's, else torch's with --engine torch,
+    else CTranslate2's (an export's; a checkpoint's cached export, as --engine auto has it
+    wherever CTranslate2 runs)."""
+    if is_argos_package(path):
+        return ArgosEngine
+    return TorchEngine if choice == "torch" else CTranslate2Engine
 
 
 def described(engine: Engine) -> str:

@@ -16,7 +16,10 @@ Every engine has these members (a new engine is a class with them; nothing that 
 asks which one it has):
 
     engine.config                     the experiment config the model was trained with; its
-                                      `decode` section is the default decoding
+                                      `decode` section is the default decoding, with what the
+                                      command line set in place (engine_choice.py)
+    engine.unused                     the decode settings it has no use for, each with why
+                                      (refused when the command line sets one)
     engine.src_vocab, .tgt_vocab      the sentencepiece vocabularies (an Argos package's: its
                                       tokenizer, with their members: argos_tokenizers.py)
     engine.longest_source             source pieces the model takes (longer inputs are cut)
@@ -39,7 +42,7 @@ chosen in engine_choice.py.
 """
 
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translation_pair
@@ -92,6 +95,7 @@ class TorchEngine:
 
     checkpoint: Checkpoint
     shows_attention = True
+    unused: ClassVar[dict[str, str]] = {}  # every decode setting is ours
 
     @property
     def config(self) -> Config:
@@ -142,6 +146,7 @@ class Engine(Protocol):
 
     shows_attention: bool
     config: Config
+    unused: dict[str, str]
     src_vocab: Vocab
     tgt_vocab: Vocab
     longest_source: int

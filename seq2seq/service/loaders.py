@@ -2,7 +2,7 @@
 loaded: its name, its pair, the size of its weights, its beam size, and how to load it (at
 start, or at its first request with serve.lazy: models.py).
 
-    load_models(["tuned=runs/x/best.pt", "packages/", ...])  -> [Loader], in order
+    load_models(["tuned=runs/x/best.pt", "packages/", ...], ..., decode)  -> [Loader], in order
       NAME=PATH, else named by its file (its experiment, a package's file name); each PATH:
         a config (.yaml)        its best checkpoint     }  decoded by the engine --engine
         a checkpoint (.pt)                              }  picks (engine_choice.py)
@@ -10,6 +10,10 @@ start, or at its first request with serve.lazy: models.py).
         an Argos package (.argosmodel, or its folder)      decoded as Argos Translate does
         a folder of installed packages                     each of them
     Loader.of(engine)   an engine loaded already (serve's one checkpoint; tests)
+
+Each decodes with its own decode settings, but those the command line set (`decode`: config.py's
+decode_overrides): engine_choice.py's decoding_in_force, applied when it loads and, for its
+beam size and the settings it has no use for (refused), when it is known: at start.
 """
 
 import json
@@ -20,11 +24,18 @@ from functools import partial
 from pathlib import Path
 
 from seq2seq.checkpoint import read_header
-from seq2seq.config import Config, Language, ServeConfig, config_from_dict, load_config
-from seq2seq.decoding.argos import ArgosEngine, package_folders
-from seq2seq.decoding.engine_choice import is_argos_package, load_engine
+from seq2seq.config import (
+    Config,
+    DecodeConfig,
+    Language,
+    ServeConfig,
+    config_from_dict,
+    load_config,
+)
+from seq2seq.decoding.argos import OWN_DECODE, package_folders
+from seq2seq.decoding.engine_choice import decoding_in_force, is_argos_package, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, model_languages
-from seq2seq.exports.argos import BEAM_SIZE, package_languages, package_metadata
+from seq2seq.exports.argos import package_languages, package_metadata
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG
 
@@ -34,8 +45,9 @@ class Loader:
     """A model to serve, before it is loaded (serve.lazy): its name (one of its pair's
     models), what it is (`path`; `about`: an imported model's origin, a package's version),
     what it translates (`languages(settings)`: with these serve settings; None: its config's
-    own), the bytes of its weights on disk, its own beam size (its config's decode.beam_size,
-    Argos Translate's for a package), and `load()`, its engine."""
+    own), the bytes of its weights on disk, the beam size it decodes with (its config's
+    decode.beam_size, Argos Translate's for a package, unless the command line set one), and
+    `load()`, its engine."""
 
     name: str
     path: str
@@ -62,15 +74,19 @@ NAMED = re.compile(r"([\w.-]+)=(.+)")
 
 
 def load_models(
-    arguments: list[str], config: Config, choice: str, device: str, compute_type: str
-) -> list[Loader]:
+    arguments: list[str], config: Config, choice: str, device: str, compute_type: str,
+    decode: dict | None = None,
+) -> list[Loader]:  # fmt: skip
     """The models `arguments` name, in order (serve --model [NAME=]PATH, several times); each
-    named NAME, else by its file (models_at)."""
+    named NAME, else by its file (models_at); each decoding with the settings `decode` sets,
+    else its own."""
     loaders: list[Loader] = []
+    engines = partial(load_engine, device=device, compute_type=compute_type, decode=decode)
+    in_force = partial(decoding_in_force, overrides=decode)
     for argument in arguments:
         match = NAMED.fullmatch(argument)
         name, path = (None, argument) if not match or Path(argument).exists() else match.groups()
-        found = models_at(Path(path), argument, config, choice, device, compute_type)
+        found = models_at(Path(path), argument, config, choice, engines, in_force)
         if name and len(found) > 1:
             raise UserError(f"--model {argument}: one name for {len(found)} packages in {path}")
         loaders += [replace(found[0], name=name)] if name else found
@@ -78,24 +94,28 @@ def load_models(
 
 
 def models_at(
-    path: Path, argument: str, config: Config, choice: str, device: str, compute_type: str
-) -> list[Loader]:
+    path: Path, argument: str, config: Config, choice: str, engines: Callable,
+    in_force: Callable,
+) -> list[Loader]:  # fmt: skip
     """The models at `path`: a config (.yaml: its best checkpoint), a checkpoint (.pt), an
     export (seq2seq.json in it), an Argos package (.argosmodel, or its folder) or a folder of
     installed packages (each); each known from its config or metadata alone, its weights left
-    on disk until it is loaded. Named by its experiment, a package by its file's name."""
-    ours = partial(load_engine, choice=choice, device=device, compute_type=compute_type)
+    on disk until it is loaded. Named by its experiment, a package by its file's name.
+    `engines`: load_engine with the device, compute type and decode settings; `in_force`:
+    decoding_in_force with those settings. A package is decoded as Argos Translate decodes
+    it, whatever --engine (`choice`)."""
+    ours, settled = partial(engines, choice=choice), partial(in_force, choice=choice)
     if path.suffix in (".yaml", ".yml"):
         named = load_config(path)
-        return [checkpoint_loader(named.checkpoint_path, partial(ours, named))]
+        return [checkpoint_loader(named.checkpoint_path, partial(ours, named), settled)]
     if path.suffix == ".pt":
-        return [checkpoint_loader(path, partial(ours, config, path))]
-    if is_argos_package(path):  # decoded as Argos Translate does, whatever --engine
-        return [argos_loader(path, device, compute_type)]
+        return [checkpoint_loader(path, partial(ours, config, path), settled)]
+    if is_argos_package(path):
+        return [argos_loader(path, partial(engines, model=path), settled)]
     if (path / EXPORT_CONFIG).exists():
-        return [export_loader(path, partial(ours, config, model=path))]
-    if path.is_dir() and (packages := package_folders(path)):
-        return [argos_loader(package, device, compute_type) for package in packages]
+        return [export_loader(path, partial(ours, config, model=path), settled)]
+    if path.is_dir() and (found := package_folders(path)):
+        return [argos_loader(one, partial(engines, model=one), settled) for one in found]
     raise UserError(
         f"--model {argument}: not a config (.yaml), a checkpoint (.pt), an export (a folder "
         "with seq2seq.json), an Argos package (.argosmodel or its folder) or a folder of "
@@ -103,30 +123,31 @@ def models_at(
     )
 
 
-def checkpoint_loader(path: Path, load: Callable[[], Engine]) -> Loader:
+def checkpoint_loader(path: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:
     config, info = read_header(path)
     pair = partial(model_languages, config, None)
     about = {"origin": info["origin"]} if info.get("origin") else {}
-    size, beams = path.stat().st_size, config.decode.beam_size
+    size, beams = path.stat().st_size, in_force(config.decode, path=path).beam_size
     return Loader(config.experiment, str(path), pair, size, beams, load, about)
 
 
-def export_loader(folder: Path, load: Callable[[], Engine]) -> Loader:
+def export_loader(folder: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:
     saved = folder / EXPORT_CONFIG
     config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
     pair = partial(model_languages, config, None)
     size = (folder / "model.bin").stat().st_size
-    return Loader(config.experiment, str(folder), pair, size, config.decode.beam_size, load)
+    beams = in_force(config.decode, path=folder).beam_size
+    return Loader(config.experiment, str(folder), pair, size, beams, load)
 
 
-def argos_loader(path: Path, device: str, compute_type: str) -> Loader:
+def argos_loader(path: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:
     metadata = package_metadata(path)
     pair = partial(model_languages, None, package_languages(metadata))
     size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
-    load = partial(ArgosEngine.load, path, device, compute_type)
+    beams = in_force(DecodeConfig(**OWN_DECODE), path=path).beam_size
     version = metadata.get("package_version")
     about = {"package_version": version} if version else {}
-    return Loader(package_name(path), str(path), pair, size, BEAM_SIZE, load, about)
+    return Loader(package_name(path), str(path), pair, size, beams, load, about)
 
 
 def package_name(path: Path) -> str:

@@ -23,8 +23,10 @@ Elsewhere bf16 is emulated, several times slower than fp32, and auto is fp32.
 import contextlib
 import ctypes
 import ctypes.util
+import importlib.metadata
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -139,36 +141,70 @@ def bound_onednn_kernels(count: int) -> None:
     os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", str(count))
 
 
-# The allocators train.allocator can name: their library, and the Debian and Ubuntu package
-# that installs it; auto tries them in this order
+# The allocators train.allocator can name, in the order auto tries them: where each comes from
+# (a system library's name, or the Python package that carries it) and how to install it.
+# tcmalloc and jemalloc come with the system's packages; mimalloc with seq2seq itself (the
+# cmeel-mimalloc wheel, on Linux), so a new machine has an allocator that stays flat.
 ALLOCATORS = {
-    "tcmalloc": ("tcmalloc_minimal", "libtcmalloc-minimal4"),
-    "jemalloc": ("jemalloc", "libjemalloc2"),
+    "tcmalloc": ("tcmalloc_minimal", "apt install libtcmalloc-minimal4"),
+    "mimalloc": ("cmeel-mimalloc", "pip install cmeel-mimalloc"),
+    "jemalloc": ("jemalloc", "apt install libjemalloc2"),
 }
+WHEEL_LIBRARIES = {"cmeel-mimalloc": "cmeel.prefix/lib/libmimalloc.so"}  # in site-packages
+# Each one's settings, unless the environment has its own: mimalloc gives memory a second
+# unused back to the kernel by default, and a CPU step that frees its activations takes them
+# again a second later, zeroed by the kernel: a third of the process's time went there
+# (docs/training-speed.md). Kept instead, they are the next step's, as tcmalloc keeps them.
+ALLOCATOR_SETTINGS = {"mimalloc": {"MIMALLOC_PURGE_DELAY": "-1"}}
 
 
-def allocator_library(choice: str) -> str | None:
-    """The shared library of train.allocator `choice` on this system (auto: the first of
-    ALLOCATORS installed), or None: glibc's own (`system`, or auto with none installed)."""
-    if choice == "system" or sys.platform != "linux":
+def find_allocator(name: str) -> str | None:
+    """The shared library of allocator `name` on this system, or None."""
+    where = ALLOCATORS[name][0]
+    if where not in WHEEL_LIBRARIES:
+        return ctypes.util.find_library(where)
+    try:
+        library = importlib.metadata.distribution(where).locate_file(WHEEL_LIBRARIES[where])
+    except importlib.metadata.PackageNotFoundError:
         return None
+    return str(library) if Path(library).is_file() else None
+
+
+def allocator_library(choice: str) -> tuple[str, str | None]:
+    """train.allocator `choice` -> (the allocator's name, its shared library on this system):
+    auto takes the first of ALLOCATORS installed; (glibc's, None) for `system`, for auto with
+    none installed, and off Linux."""
+    if choice == "system" or sys.platform != "linux":
+        return "glibc's", None
     for name in ALLOCATORS if choice == "auto" else [choice]:
-        if library := ctypes.util.find_library(ALLOCATORS[name][0]):
-            return library
+        if library := find_allocator(name):
+            return name, library
     if choice != "auto":
-        package = ALLOCATORS[choice][1]
-        raise UserError(f"train.allocator {choice}: not installed (apt install {package})")
-    return None
+        raise UserError(f"train.allocator {choice}: not installed ({ALLOCATORS[choice][1]})")
+    return "glibc's", None
+
+
+def allocator_line(choice: str) -> str:
+    """What allocates this process's memory, and why, for a training's first lines."""
+    name, library = allocator_library(choice)
+    if library is None:
+        return f"memory allocator: glibc's (train.allocator {choice})"
+    if library not in os.environ.get("LD_PRELOAD", "").split():
+        return f"memory allocator: glibc's ({name} is loaded only by python -m seq2seq.train)"
+    passed = list(ALLOCATORS)[: list(ALLOCATORS).index(name)] if choice == "auto" else []
+    missing = "".join(f"; {other} not installed ({ALLOCATORS[other][1]})" for other in passed)
+    return f"memory allocator: {name} (train.allocator {choice}{missing}), {library}"
 
 
 def with_allocator(choice: str, environment: dict) -> dict | None:
     """`environment` with train.allocator's library preloaded (LD_PRELOAD), for a process to
     start; None if it has it already, or the choice is glibc's own."""
-    library = allocator_library(choice)
+    name, library = allocator_library(choice)
     preloaded = environment.get("LD_PRELOAD", "")
     if library is None or library in preloaded.split():
         return None
-    return {**environment, "LD_PRELOAD": f"{library} {preloaded}".strip()}
+    settings = ALLOCATOR_SETTINGS.get(name, {})
+    return {**settings, **environment, "LD_PRELOAD": f"{library} {preloaded}".strip()}
 
 
 def start_with_allocator(choice: str) -> None:

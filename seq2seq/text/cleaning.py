@@ -30,9 +30,11 @@ the report beside the split's), before its max_pairs and weight:
 import hashlib
 import heapq
 import itertools
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from seq2seq.options import Config
 from seq2seq.support.errors import UserError
@@ -268,3 +270,12 @@ def write_report(config: Config, tallies: dict[str, Tally]) -> None:
         print(tally.line(split))
     report = {split: asdict(tally) for split, tally in tallies.items()}
     write_json(config.data_dir / REPORT, report)
+
+
+def add_to_report(data_dir: Path, key: str, counts: dict[str, dict]) -> None:
+    """Add each split's `counts` under `key` to data/<corpus.name>/report.json: what is
+    counted after the text is written (the pairs too long for the model, text/dataset.py)."""
+    report = json.loads((data_dir / REPORT).read_text("utf-8"))
+    for split, split_counts in counts.items():
+        report[split][key] = split_counts
+    write_json(data_dir / REPORT, report)

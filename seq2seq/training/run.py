@@ -22,7 +22,7 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16
 from seq2seq.support.paths import LAST, METRICS, vocab_files
 from seq2seq.text.batching import EpochSampler
-from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.dataset import Limits, TokenPairs
 from seq2seq.text.parallel import load_split
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
@@ -93,9 +93,11 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
     torch.manual_seed(train_cfg.seed)
     vocabs = load_vocabs(config)
     on_disk = vocab_files(config.data_dir)
-    eos = config.model.source_eos
-    data = TokenPairs(config.data_dir, "train", on_disk, eos)
-    valid = (TokenPairs(config.data_dir, "valid", on_disk, eos), load_split(config, "valid"))
+    eos, limits = config.model.source_eos, Limits.of(config)
+    data, valid_ids = (
+        TokenPairs(config.data_dir, split, on_disk, eos, limits) for split in ("train", "valid")
+    )
+    valid = (valid_ids, load_split(config, "valid"))
     model = Transformer(config.model, *map(len, vocabs), pad_id=PAD).to(device)
     if world.distributed:
         torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout

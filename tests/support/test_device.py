@@ -2,8 +2,10 @@
 
 import contextlib
 import os
+import platform
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -120,25 +122,50 @@ def test_oneDNN_keeps_the_kernels_asked_unless_the_environment_says(monkeypatch)
 
 
 def test_the_allocator_is_preloaded_once_and_a_missing_one_is_named(monkeypatch):
-    """train.allocator: the library goes before what LD_PRELOAD held, and not twice;
-    a named allocator that is not installed is an error naming its package."""
-    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: f"lib{name}.so.9")
+    """train.allocator: the library goes before what LD_PRELOAD held, and not twice; auto
+    takes tcmalloc, else the mimalloc installed with seq2seq, else jemalloc; a named allocator
+    that is not installed is an error naming how to install it."""
+    installed = {"tcmalloc": "libtcmalloc_minimal.so.4", "mimalloc": "/site/libmimalloc.so",
+                 "jemalloc": "libjemalloc.so.2"}  # fmt: skip
+    monkeypatch.setattr(device, "find_allocator", lambda name: installed.get(name))
     environment = device.with_allocator("jemalloc", {"LD_PRELOAD": "libother.so"})
-    assert environment["LD_PRELOAD"] == "libjemalloc.so.9 libother.so"
+    assert environment["LD_PRELOAD"] == "libjemalloc.so.2 libother.so"
     assert device.with_allocator("jemalloc", environment) is None
     assert device.with_allocator("system", {}) is None
-    assert device.with_allocator("auto", {})["LD_PRELOAD"] == "libtcmalloc_minimal.so.9"
-    monkeypatch.setattr(device.ctypes.util, "find_library", lambda name: None)
+    assert device.with_allocator("auto", {})["LD_PRELOAD"] == "libtcmalloc_minimal.so.4"
+    del installed["tcmalloc"]
+    assert device.with_allocator("auto", {}) == {
+        "LD_PRELOAD": "/site/libmimalloc.so",
+        "MIMALLOC_PURGE_DELAY": "-1",  # freed memory kept
+    }
+    assert (
+        device.with_allocator("auto", {"MIMALLOC_PURGE_DELAY": "0"})["MIMALLOC_PURGE_DELAY"] == "0"
+    )
+    monkeypatch.setenv("LD_PRELOAD", "/site/libmimalloc.so")
+    assert device.allocator_line("auto") == (
+        "memory allocator: mimalloc (train.allocator auto; tcmalloc not installed (apt install "
+        "libtcmalloc-minimal4)), /site/libmimalloc.so"
+    )
+    installed.clear()
     assert device.with_allocator("auto", {}) is None  # glibc's own
+    assert device.allocator_line("auto") == "memory allocator: glibc's (train.allocator auto)"
     with pytest.raises(UserError, match="train.allocator tcmalloc: .*apt install libtcmalloc"):
         device.allocator_library("tcmalloc")
 
 
+def test_the_mimalloc_of_seq2seqs_install_is_found_where_pip_put_it():
+    """pyproject.toml installs cmeel-mimalloc on Linux (x86-64, ARM): its library is found."""
+    if sys.platform != "linux" or platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("cmeel-mimalloc has wheels for Linux on x86-64 and ARM")
+    library = device.find_allocator("mimalloc")
+    assert library and Path(library).name == "libmimalloc.so" and Path(library).is_file()
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(not device.allocator_library("auto"), reason="no tcmalloc or jemalloc here")
+@pytest.mark.skipif(not device.allocator_library("auto")[1], reason="no allocator to preload")
 def test_a_command_starts_again_with_the_allocator_loaded():
     """What the process maps once it has started itself again (Linux's /proc/self/maps)."""
-    library = device.allocator_library("auto")
+    library = device.allocator_library("auto")[1]
     code = (
         "from seq2seq.support.device import start_with_allocator; start_with_allocator('auto');"
         "print(open('/proc/self/maps').read().count('/' + __import__('sys').argv[1]) > 0)"

@@ -14,6 +14,7 @@ from seq2seq.checkpoint import read_state
 from seq2seq.config import ConfigError, load_config
 from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.paths import vocab_files
+from seq2seq.text.parallel import CorpusError
 from seq2seq.train import train
 from seq2seq.training import distributed
 from seq2seq.training.best_and_last import resume_from_last
@@ -190,3 +191,47 @@ def test_keeping_what_the_start_knew_holds_the_weights_near_it(source, numbers_w
     assert 0 < moved["teacher"] < 0.8 * moved["free"]
     with pytest.raises(ConfigError, match="keep_teacher' and 'keep_weights' need a start"):
         load_config("config.yaml", [*SMALL, "train.keep_weights=1"])
+
+
+def test_a_catalog_entry_longer_than_the_model_takes_is_left_out_and_training_ends(
+    source, tmp_path, monkeypatch, capsys
+):
+    """docs/adapt.md's fine-tuning on a folder of catalogs, one entry of each 300 source
+    pieces (the model takes 255, under corpus.max_words' 250 words): make data leaves each
+    out of the token ids, counted, and training runs to its last step."""
+    polib = pytest.importorskip("polib")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text((ROOT / "config.yaml").read_text())
+    for program in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
+        catalog = polib.POFile()
+        catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+        catalog.extend(
+            polib.POEntry(msgid=f"{program} {words} is {words}", msgstr=f"{digits} la {digits}")
+            for words, digits in [("one", "1"), ("two", "2"), ("nine", "9"), ("four", "4")]
+        )
+        catalog.append(polib.POEntry(msgid=f"{program} " + "one-two " * 150, msgstr="1-2 " * 150))
+        (tmp_path / "locale").mkdir(exist_ok=True)
+        catalog.save(str(tmp_path / f"locale/{program}.po"))
+    overrides = [
+        *(item for item in SMALL if not item.startswith("corpus.")),
+        "experiment=catalogs", "corpus.type=sources", "corpus.name=catalogs",
+        "corpus.src_lang=en", "corpus.tgt_lang=de", "clean.drop_identical=false",
+        "corpus.train_sources=[{file: locale, hold_out: 0.34}]",
+        "train.max_steps=10", "train.eval_every=5", f"train.init_from={source}",
+    ]  # fmt: skip
+    data.main(overrides)
+    out = capsys.readouterr().out
+    report = json.loads(Path("data/catalogs/report.json").read_text())
+    left_out = {split: report[split]["too_long_for_model"]["pairs"] for split in report}
+    assert left_out == {"train": 4, "valid": 1, "test": 1}
+    assert (
+        "train: 4 pairs longer than the model takes (over 255 source or 255 target pieces) "
+        "left out of the token ids: lines 5, 10, 15, 20 of data/catalogs/train.src"
+    ) in out
+    assert train_with(overrides)["step"] == 10
+
+    # ids encoded for a model that takes more are refused before a run starts
+    own = [*overrides, "corpus.name=longer", "train.init_from=null"]
+    data.main([*own, "model.max_positions=400"])
+    with pytest.raises(CorpusError, match="^data/longer/train: the token ids hold pairs of up"):
+        train_with(own)

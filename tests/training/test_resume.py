@@ -19,8 +19,7 @@ from seq2seq.checkpoint import load_checkpoint, read_state
 from seq2seq.config import VocabConfig, load_config
 from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.files import read_log
-from seq2seq.support.paths import vocab_files
-from seq2seq.text.dataset import build_ids
+from seq2seq.text.dataset import Limits, build_ids
 from seq2seq.text.parallel import load_split
 from seq2seq.text.vocab import load_vocabs, train_vocab
 from seq2seq.train import train
@@ -162,7 +161,7 @@ def test_resuming_on_other_training_data_is_refused(workdir):
     for side in ("src", "tgt"):  # one pair fewer; the vocabularies stay as they were
         path = data_dir / f"train.{side}"
         path.write_text("".join(path.read_text().splitlines(keepends=True)[:-1]))
-    build_ids(data_dir, load_vocabs(config()), vocab_files(data_dir))
+    build_ids(data_dir, load_vocabs(config()), Limits.of(config()))
     with pytest.raises(UserError, match="trained on other training data than data/numbers/"):
         train(config())
 
