@@ -21,7 +21,7 @@ STAMP := $(VENV)/.installed
 MAKE_VENV := $(VENV)/bin/python
 endif
 
-.PHONY: all install data train train-ddp eval package serve test bench bench-quick gpu-check \
+.PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
 	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
@@ -83,8 +83,15 @@ package: data train eval $(STAMP)-export
 serve: $(STAMP)-serve
 	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
 
+# The suite in one process a core (pytest-xdist), each computing on one thread
+# (tests/conftest.py): most tests wait on processes, servers and files as much as they compute.
+# test-all adds the tests marked long: whole benchmark and check scripts, whose parts the others
+# cover (pyproject.toml's markers).
 test: $(DEV)
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto -m "not long"
+
+test-all: $(DEV)
+	$(PYTHON) -m pytest -q -n auto
 
 # Speed figures against baselines measured in the same run -> benchmarks/results/bench.{json,md}.
 # The full mode trains the config to 99% valid exact match (minutes); the quick one takes seconds.

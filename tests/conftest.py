@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from seq2seq import data, train
 from seq2seq.checkpoint import Checkpoint
@@ -19,6 +20,13 @@ TRAINING = {
     "trained_joint_numbers_checkpoint", "trained_shared_numbers_checkpoint",
     "seed_recipe",  # tests/benchmarks/test_recipes.py's
 }  # fmt: skip
+
+
+def pytest_configure(config) -> None:
+    """Under pytest-xdist (make test: a worker a core), each worker computes on one thread:
+    torch's threads outnumbering the cores would wait on each other."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -51,6 +51,7 @@ LEVERS = [  # the first is the base the others are compared with
     ["fp32, glibc's allocator", "train.precision=fp32", "train.allocator=system"],
     ["bf16", "train.precision=bf16"],
     ["bf16, glibc's allocator", "train.precision=bf16", "train.allocator=system"],
+    ["bf16, mimalloc", "train.precision=bf16", "train.allocator=mimalloc"],
     ["bf16, oneDNN keeps 1,024 kernels", "train.precision=bf16", "train.onednn_kernels=1024"],
     ["bf16, 1 thread", "train.precision=bf16", "train.threads=1"],
     ["bf16, batch 2,000", "train.precision=bf16", "train.batch_tokens=2000"],
@@ -61,7 +62,8 @@ LEVERS = [  # the first is the base the others are compared with
 ]
 # the same arithmetic: --bleu-steps skips them
 SPEED_ONLY = {
-    "fp32, glibc's allocator", "bf16, glibc's allocator", "bf16, oneDNN keeps 1,024 kernels",
+    "fp32, glibc's allocator", "bf16, glibc's allocator", "bf16, mimalloc",
+    "bf16, oneDNN keeps 1,024 kernels",
     "bf16, 1 thread", "bf16, compiled",
 }  # fmt: skip
 

@@ -117,6 +117,11 @@ def encode_split(data_dir: Path, split: str, vocabs: tuple[Vocab, Vocab], limits
             for writer, ids in zip(writers, (src, tgt), strict=True):
                 writer.write(list(itertools.compress(ids, fits)))
             bar.update(len(chunk))
+        if dropped and not writers[0].sentences:  # nothing written: the files are not kept
+            raise CorpusError(
+                f"{data_dir}/{split}: every pair ({len(dropped):,}) is longer than the model "
+                f"takes ({limits.src:,} source and {limits.tgt:,} target pieces at most)"
+            )
     bar.close()
     entries = {side: writer.entry() for side, writer in zip(SIDES, writers, strict=True)}
     return entries | {"too_long_for_model": {"pairs": len(dropped), "lines": dropped[:SHOWN]}}

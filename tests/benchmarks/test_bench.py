@@ -13,6 +13,7 @@ SMALL = ["corpus.train_size=2000", "corpus.valid_size=100", "corpus.test_size=20
 
 
 @pytest.mark.slow
+@pytest.mark.long  # make test-all
 def test_quick_benchmark_writes_every_figure(tmp_path):
     shutil.copy(ROOT / "config.yaml", tmp_path / "config.yaml")
 

@@ -31,6 +31,7 @@ def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # make test-all
 def test_quick_mode_on_the_cpu_runs_every_check(tmp_path):
     done = subprocess.run(
         [sys.executable, *SCRIPT, "--device", "cpu", "--quick", "--out", "out", "--work", "work"],

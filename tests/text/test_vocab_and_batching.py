@@ -12,7 +12,7 @@ from seq2seq.config import config_from_dict, load_config
 from seq2seq.text.batching import EpochSampler, token_batches
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.dataset import TokenPairs
-from seq2seq.text.parallel import load_split
+from seq2seq.text.parallel import CorpusError, load_split
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 from seq2seq.text.vocab import Vocab, build_vocabs, load_vocabs, self_normalizing_model, train_vocab
 from seq2seq.training.distributed import World
@@ -115,6 +115,17 @@ def test_token_ids_on_disk_are_the_encoded_text(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     data.main(["corpus.valid_size=10", "corpus.test_size=10", "corpus.train_size=300"])
     assert "token ids up to date" in capsys.readouterr().out  # nothing changed: not redone
+
+
+def test_a_split_with_no_pair_the_model_takes_is_an_error_and_writes_no_ids(tmp_path, monkeypatch):
+    """model.max_positions 3: no numbers pair fits (2 source pieces, 2 target pieces at most);
+    the ids written before stay as they were."""
+    config = numbers_data(tmp_path, monkeypatch, train_size=50)
+    with pytest.raises(CorpusError, match=r"^data/numbers/train: every pair \(50\) is longer"):
+        data.main(["corpus.valid_size=10", "corpus.test_size=10", "corpus.train_size=50",
+                   "model.max_positions=3"])  # fmt: skip
+    assert not list(config.data_dir.glob("*.tmp"))
+    assert len(TokenPairs(config.data_dir, "train")) == 50
 
 
 def test_token_batches_cover_every_example_once_within_the_budget(tmp_path, monkeypatch):
