@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from tqdm import tqdm
@@ -200,6 +201,17 @@ class Downloads:
                 f"{url}: the download stopped at {size:,} of {total:,} bytes; run `make data` "
                 f"again to resume it ({part} is kept)"
             )
+
+
+SCHEMES = ("https", "http", "file")  # what urllib opens here
+
+
+def url_problems(key: str, url: str) -> Iterator[str]:
+    """A config's URL (corpus.base_url, corpus.mirror) that urllib cannot open, as an error
+    message: a local folder is a file:// URL."""
+    if url and urllib.parse.urlsplit(url).scheme not in SCHEMES:
+        local = f" (a local folder: file://{Path(url).absolute()})" if "://" not in url else ""
+        yield f"'{key}' must be an http(s):// or file:// URL, got {url!r}{local}"
 
 
 def unreadable(path: Path, name: str = "") -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from seq2seq.options import Config, CorpusConfig
 from seq2seq.support.paths import RAW
-from seq2seq.text.download import Downloads
+from seq2seq.text.download import Downloads, url_problems
 from seq2seq.text.parallel import iter_parallel
 
 SHA256 = {
@@ -67,3 +67,4 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
             )
     if corpus.src_lang == corpus.tgt_lang:
         yield "'corpus.src_lang' and 'tgt_lang' must differ"
+    yield from url_problems("corpus.base_url", corpus.base_url)

@@ -44,7 +44,7 @@ from seq2seq.options import Config, CorpusConfig, Source
 from seq2seq.support.paths import RAW
 from seq2seq.text import catalogs
 from seq2seq.text.cleaning import Mixed, Part
-from seq2seq.text.download import DownloadError, Downloads
+from seq2seq.text.download import DownloadError, Downloads, url_problems
 from seq2seq.text.parallel import (
     SPLITS,
     CorpusError,
@@ -295,6 +295,7 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
         yield "'corpus.src_lang' and 'tgt_lang' must differ"
     if not corpus.train_sources:
         yield "'corpus.train_sources' needs at least one source with corpus.type: sources"
+    yield from url_problems("corpus.mirror", corpus.mirror)
     for i, source in enumerate(corpus.train_sources):
         yield from source_problems(source, f"corpus.train_sources[{i}]")
     for split in ("valid", "test"):

@@ -401,6 +401,21 @@ def test_the_sources_keys_belong_to_their_type():
         config_from_dict({"corpus": {"type": "multi30k", "src_lang": "fr"}})
 
 
+def test_a_download_address_that_is_no_url_is_a_config_error_naming_the_key():
+    """A local folder given as a path, not a file:// URL, is refused when the config is read
+    (urllib's traceback before), with the URL to write instead."""
+    expected = (
+        r"'corpus.base_url' must be an http\(s\):// or file:// URL, got '/mirror/m30k' \(a "
+        r"local folder: file:///mirror/m30k\)$"
+    )
+    with pytest.raises(ConfigError, match=expected):
+        config_from_dict({"corpus": {"type": "multi30k", "base_url": "/mirror/m30k"}})
+    sources = {"type": "sources", "src_lang": "en", "tgt_lang": "fr", "mirror": "ftp://m/",
+               "train_sources": [{"opus": "Tatoeba"}]}  # fmt: skip
+    with pytest.raises(ConfigError, match=r"'corpus.mirror' must be an .* got 'ftp://m/'$"):
+        config_from_dict({"corpus": sources})
+
+
 def test_a_model_card_names_the_mirror_its_data_came_from(server):
     config = sources_config(server, [{"opus": "Tatoeba"}, {"url": "https://example.org/a.tsv.gz"}])
     assert description(config.corpus) == (
