@@ -340,8 +340,8 @@ def source_problems(source: Source, key: str) -> Iterator[str]:
             )
     if source.hold_out:
         yield from hold_out_problems(source, key, kind)
-    if kind == "url" and urllib.parse.urlsplit(source.url).scheme not in ("http", "https", "file"):
-        yield f"'{key}.url' must be an http://, https:// or file:// URL, got {source.url!r}"
+    if kind == "url":
+        yield from url_problems(f"{key}.url", source.url)
 
 
 def hold_out_problems(source: Source, key: str, kind: str) -> Iterator[str]:

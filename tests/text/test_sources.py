@@ -381,7 +381,7 @@ def test_a_file_url_and_a_pinned_sum(tmp_path):
         ({"opus": "Tatoeba", "wieght": 2}, "did you mean 'corpus.train_sources[0].weight'"),
         ({"file": "a.tsv", "weight": 0}, "'corpus.train_sources[0].weight' must be at least 1"),
         ({"file": "a.txt"}, "must end in .tsv, .tsv.gz or .zip"),
-        ({"url": "ftp://x.org/a.tsv"}, "must be an http://, https:// or file:// URL"),
+        ({"url": "ftp://x.org/a.tsv"}, "or file:// URL, got 'ftp://x.org/a.tsv'"),
         ({"opus": "../etc"}, "a name, not a path"),
     ],
 )
