@@ -73,6 +73,12 @@ class Source:
     # valid_source and test_source must then be null (valid_size, test_size are unused);
     # report.json names the catalogs held out. 0: none. Or name folders as valid_source, test_source
     hold_out: float = 0.0
+    # A folder of catalogs (file:): which of its programs it gives, each whole: all | base (60%
+    # of them: a base model's own) | user (20%: a user's, what a fine-tune learns from) |
+    # held_out (20%: no training's, for tests on programs never seen). A program's group comes
+    # from a hash of its name with a fixed key (seq2seq/text/catalogs.py: PROGRAM_GROUPS): the
+    # same in every language's folder and every config, whatever corpus.seed
+    programs: Literal["all", "base", "user", "held_out"] = "all"
 
 
 @dataclass

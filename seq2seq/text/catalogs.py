@@ -57,6 +57,11 @@ licence is MIT. Both are the optional extra `catalogs`: pip install 'seq2seq[cat
 A folder source with hold_out (seq2seq/options.py, Source) gives its valid and test splits
 whole catalogs, chosen by a hash of their paths (`held_out`), so that the scores are on
 programs the model has not seen.
+
+A folder source's `programs` takes one group of its programs (PROGRAM_GROUPS): a base model's
+own, a user's (what a fine-tune learns from), or those held out from every training (tests on
+programs never seen), by a hash of the program's name with a key of its own, not the config's
+seed: a program is in the same group in every language's folder, every config and every run.
 """
 
 import importlib
@@ -86,12 +91,37 @@ def is_catalog(path: str | Path) -> bool:
     return str(path).lower().endswith(SUFFIXES)
 
 
-def catalog_files(folder: Path) -> list[Path]:
-    """The catalogs under a folder, at any depth, in the order of their paths."""
+# The groups a folder's programs fall in (Source.programs), each its share of them, in order.
+PROGRAM_GROUPS = {"base": 0.6, "user": 0.2, "held_out": 0.2}
+PROGRAM_KEY = 67  # the key of the programs' hashes: fixed, so that every config agrees
+
+
+def catalog_files(folder: Path, programs: str = "all") -> list[Path]:
+    """The catalogs under a folder, at any depth, in the order of their paths: those of one
+    group of its programs (program_group), or all."""
     found = sorted(path for path in folder.rglob("*") if path.is_file() and is_catalog(path))
+    if programs != "all":
+        found = [path for path in found if program_group(program(folder, path)) == programs]
     if not found:
-        raise CorpusError(f"{folder} holds no catalog (no {', '.join(SUFFIXES)} file)")
+        group = "" if programs == "all" else f" of the {programs} programs"
+        raise CorpusError(f"{folder} holds no catalog{group} (no {', '.join(SUFFIXES)} file)")
     return found
+
+
+def program(folder: Path, path: Path) -> str:
+    """A catalog's program: its path under the folder less its suffix (x.po and x.mo: x)."""
+    return path.relative_to(folder).as_posix().rsplit(".", 1)[0]
+
+
+def program_group(name: str) -> str:
+    """The group of PROGRAM_GROUPS a program falls in: where its keyed hash lies among their
+    shares."""
+    position = keyed_hash(name, PROGRAM_KEY) / 2**64  # in [0, 1)
+    for group, share in PROGRAM_GROUPS.items():
+        if position < share:
+            return group
+        position -= share
+    return group  # the last: a share's rounding
 
 
 def read_catalogs(
@@ -127,7 +157,7 @@ def held_out(folder: Path, paths: list[Path], share: float, seed: int) -> dict[s
     half for valid (one each at least, and one left to train), those whose path (under the
     folder, less its suffix: x.po and x.mo are one program) has the smallest hash keyed by
     `seed`; the rest train."""
-    programs = {path: path.relative_to(folder).as_posix().rsplit(".", 1)[0] for path in paths}
+    programs = {path: program(folder, path) for path in paths}
     ranked = sorted(set(programs.values()), key=lambda name: keyed_hash(name, seed))
     if len(ranked) < 3:
         raise CorpusError(

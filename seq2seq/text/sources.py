@@ -104,7 +104,7 @@ def held_out_parts(key: str, source: Source, corpus: CorpusConfig) -> dict[str, 
     folder = Path(source.file)
     if not folder.is_dir():
         raise CorpusError(f"{folder}: not a folder ({key}.hold_out is for a folder of catalogs)")
-    paths = catalogs.catalog_files(folder)
+    paths = catalogs.catalog_files(folder, source.programs)
     parts = {}
     for split, chosen in catalogs.held_out(folder, paths, source.hold_out, corpus.seed).items():
         names = ", ".join(path.relative_to(folder).as_posix() for path in chosen)
@@ -135,18 +135,20 @@ def fetch(source: Source, corpus: CorpusConfig, downloads: Downloads) -> Fetched
     if source.suggestions:
         pairs = read_suggestions(Path(source.suggestions), *sides(corpus))  # now: it may grow
         return Fetched(f"({source.suggestions})", lambda skipped: iter(pairs))
-    return Fetched(f"({source.file})", pair_reader(local_files(source.file, corpus), corpus))
+    group = "" if source.programs == "all" else f", its {source.programs} programs"
+    files = local_files(source.file, corpus)
+    return Fetched(f"({source.file}{group})", pair_reader(files, corpus, source.programs))
 
 
 def pair_reader(
-    files: Path | tuple[Path, Path], corpus: CorpusConfig
+    files: Path | tuple[Path, Path], corpus: CorpusConfig, programs: str = "all"
 ) -> Callable[[catalogs.Skipped], PairStream]:
     """How to read a source's files: a Moses pair, a zip holding one, a TSV file, a catalog, or
-    a folder of catalogs."""
+    a folder of catalogs (those of its `programs`: Source.programs)."""
     if isinstance(files, tuple):
         return lambda skipped: iter_parallel(*files)
     if files.is_dir() or catalogs.is_catalog(files):
-        paths = catalogs.catalog_files(files) if files.is_dir() else [files]
+        paths = catalogs.catalog_files(files, programs) if files.is_dir() else [files]
         return lambda skipped: catalogs.read_catalogs(paths, sides(corpus), skipped)
     if files.name.endswith(".zip"):
         members = moses_members(files, corpus)
@@ -340,6 +342,8 @@ def source_problems(source: Source, key: str) -> Iterator[str]:
             )
     if source.hold_out:
         yield from hold_out_problems(source, key, kind)
+    if source.programs != "all" and (kind != "file" or not is_folder(source.file)):
+        yield f"'{key}.programs' is for a file: source that names a folder of catalogs"
     if kind == "url":
         yield from url_problems(f"{key}.url", source.url)
 

@@ -14,7 +14,14 @@ import pytest
 from seq2seq import data
 from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.catalogs import held_out, read_catalogs, same_language
+from seq2seq.text.catalogs import (
+    PROGRAM_GROUPS,
+    catalog_files,
+    held_out,
+    program,
+    read_catalogs,
+    same_language,
+)
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.parallel import load_split
 
@@ -373,11 +380,45 @@ def test_hold_out_holds_one_program_each_at_least_and_trains_on_one(tmp_path, sh
             "'corpus.valid_source' is given, but a training source's hold_out makes",
         ),
         ({"file": "a.txt"}, {}, r"be a catalog \(.po, .mo, .xlf, .xliff, .tmx\) or a folder"),
+        ({"file": "a.po", "programs": "user"}, {}, r"\[0\].programs' is for a file: source"),
     ],
 )  # fmt: skip
 def test_catalog_source_config_problems_name_the_key(source, corpus, expected):
     with pytest.raises(ConfigError, match=expected):
         catalog_config([source], **corpus)
+
+
+PROGRAMS = tuple(f"program{i:02}" for i in range(30))
+
+
+def test_a_folders_programs_fall_in_three_groups_the_same_in_every_language(tmp_path):
+    """Source.programs: base, user and held_out split a folder's programs, whole and apart,
+    about 60/20/20; a program is in the same group in another language's folder (same name)
+    and under any corpus.seed."""
+    groups = {}
+    for language in ("de", "fr"):
+        folder = locale_tree(tmp_path / language, PROGRAMS)
+        groups[language] = {
+            group: {program(folder, path) for path in catalog_files(folder, group)}
+            for group in PROGRAM_GROUPS
+        }
+    assert groups["de"] == groups["fr"]
+    named = list(groups["de"].values())
+    assert set().union(*named) == set(PROGRAMS) and sum(map(len, named)) == len(PROGRAMS)
+    assert all(len(names) >= 3 for names in named) and len(groups["de"]["base"]) >= 12
+
+
+def test_a_source_of_the_user_programs_reads_theirs_alone(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = locale_tree(tmp_path, PROGRAMS)
+    user = {program(folder, path) for path in catalog_files(folder, "user")}
+    for seed in (1, 2):
+        sources = [{"file": str(folder), "programs": "user", "hold_out": 0.5}]
+        config = catalog_config(sources, seed=seed)
+        build_corpus(config)
+        pairs = [p for split in ("train", "valid", "test") for p in load_split(config, split)]
+        own = {source.split()[0] for source, _ in pairs if source.split()[0] in PROGRAMS}
+        assert own == user  # every user program, in one split or another, and no other
 
 
 def test_a_folder_without_catalogs_and_too_few_programs_to_hold_out(tmp_path, monkeypatch):
