@@ -342,17 +342,22 @@ def source_problems(source: Source, key: str) -> Iterator[str]:
             )
     if source.hold_out:
         yield from hold_out_problems(source, key, kind)
-    if source.programs != "all" and (kind != "file" or not is_folder(source.file)):
-        yield f"'{key}.programs' is for a file: source that names a folder of catalogs"
+    if source.programs != "all":
+        yield from folder_only(source, key, kind, "programs")
     if kind == "url":
         yield from url_problems(f"{key}.url", source.url)
+
+
+def folder_only(source: Source, key: str, kind: str, option: str) -> Iterator[str]:
+    """An option of a folder of catalogs set on another kind of source, as an error."""
+    if kind != "file" or not is_folder(source.file):
+        yield f"'{key}.{option}' is for a file: source that names a folder of catalogs"
 
 
 def hold_out_problems(source: Source, key: str, kind: str) -> Iterator[str]:
     if not 0 < source.hold_out < 1:
         yield f"'{key}.hold_out' must be in [0, 1), got {source.hold_out}"
-    if kind != "file" or not is_folder(source.file):
-        yield f"'{key}.hold_out' is for a file: source that names a folder of catalogs"
+    yield from folder_only(source, key, kind, "hold_out")
     if not key.startswith("corpus.train_sources"):
         yield f"'{key}.hold_out' is for training sources only"
 
