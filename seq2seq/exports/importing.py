@@ -402,9 +402,16 @@ def stored_types(stored: StoredModel) -> dict[str, int]:
     return counts
 
 
+# A fine-tune's schedule from an imported package (train.init_from): what measured best on the
+# stand-in package's fine-tunes (make bench-adapt, docs/adapt.md), not the toolkit's 2e-3 of a
+# model trained from nothing, which wipes out what the package knew.
+FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100, "best_metric": "bleu"}
+
+
 def our_config(model_cfg: ModelConfig, metadata: dict, origin: str, joint: bool) -> Config:
     """The experiment config of an imported model: its languages (the package's pair), its
-    model settings, and Argos Translate's decoding (beam 4, length penalty 0.2)."""
+    model settings, a fine-tune's schedule (FINE_TUNING), and Argos Translate's decoding (beam
+    4, length penalty 0.2)."""
     src_lang, tgt_lang = metadata.get("from_code", "src"), metadata.get("to_code", "tgt")
     name = f"{src_lang}_{tgt_lang}_imported"
     raw = {
@@ -412,6 +419,7 @@ def our_config(model_cfg: ModelConfig, metadata: dict, origin: str, joint: bool)
         "corpus": {"type": "imported", "name": name, "src_lang": src_lang, "tgt_lang": tgt_lang},
         "vocab": {"joint": joint},
         "model": dict(vars(model_cfg)),
+        "train": FINE_TUNING,
         "decode": {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY},
     }
     if metadata:

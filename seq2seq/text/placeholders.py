@@ -12,7 +12,7 @@ kept from the model, put back in its output (decode.placeholders: protect | off)
                mark follows with it)                 "Delete? Open"
       ... the model translates Protected.source ...
       -> Protected.restore(output): each mask found in the output gives its run back; masks
-         the model invented or repeated are dropped (lifted: any placeable it wrote); runs
+         the model invented or repeated, and any placeable it wrote itself, are dropped; runs
          it dropped (all of them, lifted) go back at their anchor: the start or the end if
          they stood there, else after the same share of the output's words, glued to the
          word they were glued to, two that would touch a space apart; an output without a
@@ -103,6 +103,7 @@ class Run:
     space_before: bool
     space_after: bool
     glued_before: bool  # to the word before it (no space between)
+    glued_after: bool  # to the word after it (no space between)
     marks_before: int  # punctuation marks between it and the word before it
 
 
@@ -139,6 +140,7 @@ def run_of(text: str, blanked: str, group: list[Placeable], words: list[re.Match
         text[start:end], start, end, any(one.ordered for one in group), share, glued,
         space_before=text[start - 1 : start].isspace(), space_after=text[end : end + 1].isspace(),
         glued_before=bool(WORD.fullmatch(text[start - 1 : start])),
+        glued_after=bool(WORD.match(text, end)),
         marks_before=len(re.findall(r"[^\w\s]", between)),
     )  # fmt: skip
 
@@ -191,12 +193,15 @@ class Protected:
 
     def found(self, output: str) -> tuple[list["Edit"], set[int]]:
         """The edits that turn the masks of `output` into their runs (an invented or repeated
-        one into nothing; lifted out: every placeable of `output`), and the numbers of the runs
-        so placed."""
-        if self.mask is None:  # the model saw none: any in its output is invented
-            return [Edit(*dropped(output, p.start, p.end), None) for p in find(output)], set()
-        edits, placed = [], set()
-        for match in mask_pattern(self.mask).finditer(output):
+        one into nothing), and the numbers of the runs so placed. Every other placeable of
+        `output` is the model's own, into nothing, unless what the model saw reads as one too
+        ("%%%1": the run "%%" masked, "[X0X]%1")."""
+        masks = list(mask_pattern(self.mask).finditer(output)) if self.mask else []
+        seen = {p.text for p in find(self.source) if p.kind != "mask"}
+        own = [p for p in find(output) if p.text not in seen and not inside_any(p.start, masks)]
+        edits = [Edit(*dropped(output, p.start, p.end), None) for p in own]
+        placed = set()
+        for match in masks:
             number = int(match.group(1))
             if number < len(self.runs) and number not in placed:
                 placed.add(number)
@@ -244,11 +249,18 @@ def inside(position: int, edits: list[Edit]) -> bool:
     return any(edit.start <= position < edit.end for edit in edits)
 
 
+def inside_any(position: int, matches: list[re.Match]) -> bool:
+    return any(match.start() <= position < match.end() for match in matches)
+
+
 def dropped(output: str, start: int, end: int) -> tuple[int, int]:
-    """The span to delete for an unwanted mask: with the white space before it (at the
-    output's start: after it)."""
+    """The span to delete for an unwanted placeable: with the white space before it (at the
+    output's start: after it; before a word it is glued to: none, "zu \\nwarten" -> "zu
+    warten")."""
     if not output[:start].strip():
         return 0, SPACES.match(output, end).end()
+    if WORD.match(output, end):
+        return start, end
     return len(output[:start].rstrip()), end
 
 
@@ -256,7 +268,7 @@ def snug(output: str, mask: re.Match, run: Run) -> tuple[int, int]:
     """The span a mask's run replaces: with the white space the model put between it and a
     word it was glued to in the source."""
     start, end = mask.span()
-    if run.glued == "next" and WORD.match(output, SPACES.match(output, end).end()):
+    if run.glued_after and WORD.match(output, SPACES.match(output, end).end()):
         end = SPACES.match(output, end).end()
     trimmed = output[:start].rstrip()
     if run.glued_before and WORD.fullmatch(trimmed[-1:]):

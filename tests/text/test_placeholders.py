@@ -76,6 +76,19 @@ def test_masks_go_back_in_place_and_wrong_ones_are_dropped_or_added():
     assert numbered.restore("[X1X] von [X0X]") == "%2$s von %1$s"  # may move: numbered
 
 
+def test_placeables_the_model_writes_itself_are_dropped_and_glued_ones_stay_glued():
+    # seen in a model fine-tuned on catalogs (make bench-adapt): escapes it learnt to write
+    protected = protect("Close transactions.\\nYou might also commit.", MASK)
+    assert protected.source == "Close transactions.[X0X]You might also commit."
+    output = "Transaktionen zu \\nschließen.[X0X]Auch \\n bestätigen."
+    assert protected.restore(output) == "Transaktionen zu schließen.\\nAuch bestätigen."
+    # an accelerator at the start is glued to its word, wherever the model put a space
+    assert (
+        protect("_View Attributes", MASK).restore("[X0X] Attribute anzeigen")
+        == "_Attribute anzeigen"
+    )
+
+
 def test_lifted_placeables_go_back_at_their_anchors():
     cases = {  # source -> (what the model gets, its output, the restored output)
         "[X0X] three is three [X19X]": ("three is three", "3 la 3", "[X0X] 3 la 3 [X19X]"),
