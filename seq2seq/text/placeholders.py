@@ -183,7 +183,8 @@ class Protected:
         if not WORD.search(blank(self.text, [(run.start, run.end) for run in self.runs])):
             return self.text  # nothing but placeables: nothing to translate
         edits, placed = self.found(output)
-        words = [w for w in WORD.finditer(output) if not inside(w.start(), edits)]
+        spans = [(edit.start, edit.end) for edit in edits]
+        words = [w for w in WORD.finditer(output) if not inside(w.start(), spans)]
         if not words:  # the model wrote nothing of the text
             return " ".join(run.text for run in self.runs)
         missing = [run for number, run in enumerate(self.runs) if number not in placed]
@@ -198,7 +199,8 @@ class Protected:
         ("%%%1": the run "%%" masked, "[X0X]%1")."""
         masks = list(mask_pattern(self.mask).finditer(output)) if self.mask else []
         seen = {p.text for p in find(self.source) if p.kind != "mask"}
-        own = [p for p in find(output) if p.text not in seen and not inside_any(p.start, masks)]
+        spans = [mask.span() for mask in masks]
+        own = [p for p in find(output) if p.text not in seen and not inside(p.start, spans)]
         edits = [Edit(*dropped(output, p.start, p.end), None) for p in own]
         placed = set()
         for match in masks:
@@ -245,12 +247,8 @@ def spaced(edits: list[Edit]) -> list[Edit]:
     return result
 
 
-def inside(position: int, edits: list[Edit]) -> bool:
-    return any(edit.start <= position < edit.end for edit in edits)
-
-
-def inside_any(position: int, matches: list[re.Match]) -> bool:
-    return any(match.start() <= position < match.end() for match in matches)
+def inside(position: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start <= position < end for start, end in spans)
 
 
 def dropped(output: str, start: int, end: int) -> tuple[int, int]:
