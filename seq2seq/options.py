@@ -354,7 +354,7 @@ class ServeConfig:
     # digits, Digits; parallel: src, Source -> tgt, Target).
     source_language: Language | None = None
     target_language: Language | None = None  # see source_language
-    # Where the API keys are (seq2seq/service/access.py): "" (none), a file of keys one a line,
+    # Where the API keys are (seq2seq/service/keystore.py): "" (none), a file of keys one a line,
     # env:NAME (the environment variable NAME, keys separated by commas or spaces), or a keys
     # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
     # again when it changes). With keys, every POST needs one.
@@ -420,7 +420,7 @@ class ServeConfig:
     # idle models but the first are dropped, and loaded again when asked. 0: no limit.
     models_mib: Annotated[int, ">= 0"] = 0
     # GET /metrics: the service's figures in Prometheus' text format (requests, latency and
-    # errors by route, the decoders' queues, batches and busy time; seq2seq/service/metrics.py),
+    # errors by route, the decoders' queues, batches and busy time; seq2seq/service/prometheus.py),
     # those of every worker together. false: no such route (a 404), as LibreTranslate's
     # --metrics, and nothing is measured.
     metrics: bool = False

@@ -35,7 +35,7 @@ then exits.
 With serve.workers N, this process binds the socket and starts N workers (supervise), each
 all of the above on that socket with its own engine; it then watches them, replacing one that
 dies, and passes a Ctrl-C or SIGTERM on to each. With serve.metrics, GET /metrics sums the
-figures of every worker (seq2seq/service/metrics.py: a folder they share while they run).
+figures of every worker (seq2seq/service/prometheus.py: a folder they share while they run).
 """
 
 import argparse
@@ -59,7 +59,7 @@ from seq2seq.service.loaders import Loader, load_models
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
-    from seq2seq.service.metrics import forget, shared_between_workers
+    from seq2seq.service.prometheus import forget, shared_between_workers
     from seq2seq.service.protocol import listen
     from seq2seq.service.server import Server
 except ImportError as missing:

@@ -1,6 +1,7 @@
 """The package's architecture, as tests: its layering (import-linter's contracts in
-pyproject.toml), every module placed in a layer, every folder saying what it holds, and the
-service's route (docs/architecture.md) stop by stop, each leading to the next."""
+pyproject.toml), every module placed in a layer, every folder saying what it holds, the
+service's walk of a request (docs/architecture.md) stop by stop, each leading to the next, and a
+document's walk through the service's modules, call by call, in a line."""
 
 import ast
 import re
@@ -97,17 +98,17 @@ def test_the_architecture_page_draws_the_contracts_layers_and_names_real_files()
             assert (PACKAGE / word).is_dir() or (ROOT / word).is_dir(), word
 
 
-def route_block() -> tuple[str, str]:
-    """docs/architecture.md's route of a /translate request: the paragraph before it, and it."""
+def walk_block() -> tuple[str, str]:
+    """docs/architecture.md's walk of a /translate request: the paragraph before it, and it."""
     page = (ROOT / "docs/architecture.md").read_text()
-    before, block = page.split("<!-- route:end -->")[0].split("<!-- route:start -->")
+    before, block = page.split("<!-- walk:end -->")[0].split("<!-- walk:start -->")
     return before.strip().rsplit("\n\n", 1)[-1], block
 
 
-def routes() -> dict[str, list[tuple[str, str]]]:
-    """The page's two routes, each stop a (file, function or Class.method): ours, its table;
+def walks() -> dict[str, list[tuple[str, str]]]:
+    """The page's two walks, each stop a (file, function or Class.method): ours, its table;
     LibreTranslate's, the table with the stops that the paragraph above it changes."""
-    paragraph, block = route_block()
+    paragraph, block = walk_block()
     ours = [tuple(line.split()[1:3]) for line in block.splitlines() if line[:3].strip().isdigit()]
     (path,) = re.findall(r"both in `([\w/.]+)`", paragraph)
     changed = re.findall(r"`([\w.]+)` at stop (\d+)", paragraph)
@@ -128,26 +129,26 @@ def definition(path: str, name: str) -> ast.AST:
     return found
 
 
-def test_the_services_route_names_real_stops_in_order_and_at_most_twelve():
-    """docs/architecture.md's route of a /translate request: numbered stops 1..N (N <= 12),
+def test_the_services_walk_names_real_stops_in_order_and_at_most_twelve():
+    """docs/architecture.md's walk of a /translate request: numbered stops 1..N (N <= 12),
     each a file of the package and a function or class (Class.method) defined in it."""
-    _, block = route_block()
+    _, block = walk_block()
     numbers = [int(line.split()[0]) for line in block.splitlines() if line[:3].strip().isdigit()]
     assert numbers == list(range(1, len(numbers) + 1))
     assert 8 <= len(numbers) <= 12
-    for route in routes().values():
-        for path, name in route:
+    for walk in walks().values():
+        for path, name in walk:
             definition(path, name)
 
 
-# How a request goes from each stop of the page's routes to the next: (stop, next stop) ->
+# How a request goes from each stop of the page's walks to the next: (stop, next stop) ->
 # how, then the code that does it, "file function: a piece of its code", found there as it is
 # written, but that a piece's call or list may stop short (`f(a)` is also `f(a, b, c=1)`) and
 # `...` is anything.
 ANSWERED = (  # the engine's answer returned up its calls to the batcher, and so to the route
     "service/batcher.py Batcher.settle: job.future.set_result(answer)",
-    "service/backend.py Backend.run_job: answer = asyncio.wrap_future(model.batcher.submit(job))",
-    "service/backend.py Backend.run_job: result = await answer",
+    "service/core.py Core.run_job: answer = asyncio.wrap_future(model.batcher.submit(job))",
+    "service/core.py Core.run_job: result = await answer",
 )
 HOPS = {
     ("Connection", "Guard"): (
@@ -164,34 +165,34 @@ HOPS = {
     ),
     ("build_app", "OurApi.post_translate"): (
         "calls (its post_translate, unless LibreTranslate's fields are found)",
-        "service/app.py build_app: ours, libretranslate = OurApi(backend), LibreTranslate(backend)",
+        "service/app.py build_app: ours, libretranslate = OurApi(core), LibreTranslate(core)",
         "service/app.py build_app: return await ours.post_translate(request, body)",
     ),
     ("build_app", "LibreTranslate.post_translate"): (
         "calls (its post_translate, if LibreTranslate's fields are found)",
-        "service/app.py build_app: ours, libretranslate = OurApi(backend), LibreTranslate(backend)",
-        "service/app.py build_app: fields = await libretranslate.fields(request, body)",
+        "service/app.py build_app: ours, libretranslate = OurApi(core), LibreTranslate(core)",
+        "service/app.py build_app: fields = await libretranslate.fields(body)",
         "service/app.py build_app: return await libretranslate.post_translate(request, fields)",
     ),
-    ("OurApi.post_translate", "Backend.translate"): (
+    ("OurApi.post_translate", "Core.translate"): (
         "calls",
-        "service/ours.py OurApi.post_translate: await self.backend.translate(request, route)",
+        "service/ours.py OurApi.post_translate: await self.core.translate(request, chain)",
     ),
-    ("LibreTranslate.post_translate", "Backend.translate"): (
-        "calls, through its translated, once per source language",
-        "service/libretranslate.py LibreTranslate.post_translate: await self.translated(request)",
-        "service/libretranslate.py LibreTranslate.translated: await self.backend.translate()",
+    ("LibreTranslate.post_translate", "Core.translate"): (
+        "calls, once per source language",
+        "service/libretranslate.py LibreTranslate.post_translate: "
+        "await self.core.translate(request, chains[source])",
     ),
-    ("Backend.translate", "Backend.run_job"): (
+    ("Core.translate", "Core.run_job"): (
         "calls, with the texts split in a worker thread if large (api.off_the_loop)",
-        "service/backend.py Backend.translate: split = await off_the_loop(..., self.split)",
-        "service/backend.py Backend.translate: await self.run_job(request, model, Job(split))",
+        "service/core.py Core.translate: split = await off_the_loop(..., self.split)",
+        "service/core.py Core.translate: await self.run_job(request, model, Job(split))",
     ),
-    ("Backend.run_job", "Batcher.run_batch"): (
+    ("Core.run_job", "Batcher.run_batch"): (
         "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "
         "its batches from (run, collect, take) and decodes (run_batch)",
         "service/models.py Model: batcher: Batcher",
-        "service/backend.py Backend.run_job: model.batcher.submit(job)",
+        "service/core.py Core.run_job: model.batcher.submit(job)",
         "service/batcher.py Batcher.submit: self.waiting.setdefault(job.client).append(job)",
         "service/batcher.py Batcher.__init__: threading.Thread(target=self.run)",
         "service/batcher.py Batcher.run: while (batch := self.collect()): ...",
@@ -221,16 +222,15 @@ HOPS = {
     ("CTranslate2Engine", "translate_answer"): (
         "returns, through the job's future, to our route, which passes it to",
         *ANSWERED,
-        "service/ours.py OurApi.post_translate: translated = await self.backend.translate()",
+        "service/ours.py OurApi.post_translate: translated = await self.core.translate()",
         "service/ours.py OurApi.post_translate: translate_answer(translated)",
     ),
     ("CTranslate2Engine", "libretranslate_answer"): (
         "returns, through the job's future, to LibreTranslate's route, which passes it to "
         "off_the_loop",
         *ANSWERED,
-        "service/libretranslate.py LibreTranslate.translated: return (await ...).translations",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "translated = await self.translated()",
+        "translated = await self.core.translate()",
         "service/libretranslate.py LibreTranslate.post_translate: "
         "translations[number] = translation",
         "service/libretranslate.py LibreTranslate.post_translate: "
@@ -273,15 +273,15 @@ def like(piece: ast.AST, code: ast.AST) -> bool:
     return True
 
 
-def test_each_stop_of_the_services_route_leads_to_the_next():
-    """Each stop of the page's routes (ours and LibreTranslate's) hands the request, or its
+def test_each_stop_of_the_services_walk_leads_to_the_next():
+    """Each stop of the page's walks (ours and LibreTranslate's) hands the request, or its
     answer, to the next: HOPS says how, and each piece of code it names is where it says."""
     hops = set()
-    for api, route in routes().items():
-        names = [name for _, name in route]
+    for api, walk in walks().items():
+        names = [name for _, name in walk]
         for hop in zip(names, names[1:], strict=False):
             hops.add(hop)
-            assert hop in HOPS, f"{api} route: nothing here says how {hop[0]} leads to {hop[1]}"
+            assert hop in HOPS, f"{api} walk: nothing here says how {hop[0]} leads to {hop[1]}"
             how, *pieces = HOPS[hop]
             for piece in pieces:
                 where, code = piece.split(": ", 1)
@@ -291,4 +291,124 @@ def test_each_stop_of_the_services_route_leads_to_the_next():
                 assert any(like(wanted, node) for node in nodes), (
                     f"{' -> '.join(hop)}, {how}: {piece}"
                 )
-    assert hops == set(HOPS), set(HOPS) - hops  # none left over from an older route
+    assert hops == set(HOPS), set(HOPS) - hops  # none left over from an older walk
+
+
+# A document's walk (docs/architecture.md's file-walk): the service's modules its route's
+# handler calls, in order.
+SERVICE = PACKAGE / "service"
+
+
+def file_walk() -> list[tuple[str, str]]:
+    """The page's walk of a /translate_file request: (file, function or Class.method) a call."""
+    page = (ROOT / "docs/architecture.md").read_text()
+    block = page.split("<!-- file-walk:start -->")[1].split("<!-- file-walk:end -->")[0]
+    return [tuple(line.split()[1:3]) for line in block.splitlines() if line[:2].strip().isdigit()]
+
+
+def service_classes() -> dict[str, ast.ClassDef]:
+    """Each class of service/ by name, with its file's path (service/x.py) as `.where`."""
+    found = {}
+    for path in SERVICE.glob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                node.where = f"service/{path.name}"
+                found[node.name] = node
+    return found
+
+
+def attribute_types(cls: ast.ClassDef) -> dict[str, str]:
+    """A class's attributes' class names: its annotated fields, its __init__'s annotated
+    arguments (self.x = x) and what it makes there (self.x = X(...))."""
+    found = {
+        n.target.id: ast.unparse(n.annotation) for n in cls.body if isinstance(n, ast.AnnAssign)
+    }
+    for init in (n for n in cls.body if getattr(n, "name", "") == "__init__"):
+        found |= {a.arg: ast.unparse(a.annotation) for a in init.args.args if a.annotation}
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute):
+                        found[target.attr] = ast.unparse(node.value.func)
+    return found
+
+
+def calls_in_order(function: ast.AST) -> list[ast.Call]:
+    """The calls `function` makes, in the order Python makes them (arguments first), but
+    those that make the error it raises."""
+    found = []
+
+    class Calls(ast.NodeVisitor):
+        def visit_Call(self, node: ast.Call) -> None:
+            self.generic_visit(node)
+            found.append(node)
+
+        def visit_Raise(self, node: ast.Raise) -> None:
+            pass  # an error raised: the request goes no further
+
+    for statement in function.body:
+        Calls().visit(statement)
+    return found
+
+
+def walk_of(path: str, name: str) -> list[tuple[str, str]]:
+    """The calls a route's handler (`name` in `path`) makes into the service's other modules,
+    (file, function or Class.method), in order: its own class's methods followed (those it
+    calls, or hands to a worker thread), what it calls of its own module or outside the
+    service left out."""
+    classes = service_classes()
+    owner = classes[name.split(".")[0]]
+    imported = {
+        alias.asname or alias.name: f"service/{node.module.rsplit('.', 1)[1]}.py"
+        for node in ast.parse((PACKAGE / path).read_text()).body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seq2seq.service.")
+        for alias in node.names
+    }
+    methods = {
+        n.name: n for n in owner.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+    def walk(function) -> list[tuple[str, str]]:
+        local = {}  # a variable's class, where it is made by one: body = Body(...)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        local[target.id] = ast.unparse(node.value.func)
+        found = []
+        for call in calls_in_order(function):
+            handed = [a for a in call.args if ast.unparse(a).startswith("self.")]  # to_thread
+            for callee in [call.func, *handed]:
+                parts = ast.unparse(callee).split(".")
+                if parts[0] == "self" and len(parts) == 2 and parts[1] in methods:
+                    found += walk(methods[parts[1]])
+                    continue
+                if callee is not call.func:
+                    continue
+                kind = owner.name if parts[0] == "self" else local.get(parts[0])
+                if kind is None and len(parts) == 1 and parts[0] in imported:
+                    found.append((imported[parts[0]], parts[0]))
+                    continue
+                for part in parts[1:-1]:
+                    kind = attribute_types(classes[kind]).get(part) if kind in classes else None
+                if kind in classes and classes[kind].where != path and len(parts) > 1:
+                    found.append((classes[kind].where, f"{kind}.{parts[-1]}"))
+        return found
+
+    return walk(definition(path, name))
+
+
+def test_a_documents_walk_goes_through_the_service_in_a_line():
+    """docs/architecture.md's walk of a /translate_file request is its handler's calls into the
+    service's other modules, in order: at most 7 stops (a module entered; the handler's own
+    the first), at most one return to a module already left."""
+    (start, *calls) = file_walk()
+    for path, name in [start, *calls]:
+        definition(path, name)
+    assert walk_of(*start) == calls
+    stops = [start[0]]
+    for path, _ in calls:
+        if path != stops[-1]:
+            stops.append(path)
+    returns = len(stops) - len(set(stops))
+    assert len(stops) <= 7 and returns <= 1, (stops, returns)

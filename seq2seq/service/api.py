@@ -1,20 +1,45 @@
-"""The translation service's requests and answers, shared by its two APIs (ours in ours.py,
-LibreTranslate's in libretranslate.py): answers and errors as JSON, and a POST's body read
-once, within its limits (size, time), and parsed, each mistake an HTTPError that names it.
+"""The translation service's edge, shared by its two APIs (ours in ours.py, LibreTranslate's
+in libretranslate.py and the modules beside it): a POST's body read once, within its limits
+(size, time), and parsed, as JSON or a form; its fields; the key it presents; and the
+answers, errors included, as JSON, each refusal of the service with its API's status.
 
     a POST -> Body(request, settings): its media type at once; read(): the bytes as they
       stream in, the first time one of the APIs asks (over serve.max_body_bytes -> 413,
-      slower than serve.timeout_s -> 408), then from memory; json(): parsed once (400)
+      slower than serve.timeout_s -> 408), then from memory; json(): parsed once (400);
+      fields(names): LibreTranslate's, a JSON object or a form (either encoding: 400
+      naming a mistake, 415 for another media type); file_fields: a document's multipart form
+    a route's refusal (refusals.py: the service's own terms) -> @answers(STATUSES) or
+      @answers(LIBRETRANSLATE), around each route: the HTTPError of that API's status
+
+Where a request puts its key (key_given): the header `Authorization: Bearer KEY`, on every
+POST; or, on LibreTranslate's requests, their `api_key` field (a form's: also the query
+string's), as LibreTranslate's clients send it. GET requests (the page, /health, /info,
+/languages, /openapi.json) need none, so the page is for keyless use: with keys set, its
+translations get the 403's error.
 """
 
 import asyncio
 import difflib
+import functools
 import json
+from urllib.parse import parse_qsl
 
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
+from seq2seq.service.refusals import (
+    Busy,
+    Forbidden,
+    Invalid,
+    NoRoom,
+    OverLimit,
+    Refused,
+    Slowdown,
+    Stopping,
+)
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"  # the media types
 FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
@@ -31,6 +56,37 @@ class HTTPError(Exception):
     def __init__(self, status: int, message: str, headers: dict | None = None):
         super().__init__(message)
         self.status, self.headers = status, headers or {}
+
+
+# Each refusal's status (refusals.py), in our API; LibreTranslate's answers every limit passed
+# with a 400, as LibreTranslate does.
+STATUSES = {
+    Invalid: 400, Forbidden: 403, OverLimit: 413, Slowdown: 429, Busy: 503, Stopping: 503,
+    NoRoom: 507,
+}  # fmt: skip
+LIBRETRANSLATE = {**STATUSES, OverLimit: 400}
+
+
+def answers(statuses: dict[type, int]):
+    """A route's handler whose refusals are answered with `statuses`' HTTPErrors: Slowdown's
+    and Busy's with Retry-After, Stopping's with Connection: close."""
+
+    def wrap(handler):
+        @functools.wraps(handler)
+        async def answering(*args):
+            try:
+                return await handler(*args)
+            except Refused as refused:
+                headers = {}
+                if isinstance(refused, (Slowdown, Busy)):
+                    headers["Retry-After"] = str(getattr(refused, "wait_s", 1))
+                if isinstance(refused, Stopping):
+                    headers["Connection"] = "close"
+                raise HTTPError(statuses[type(refused)], str(refused), headers) from None
+
+        return answering
+
+    return wrap
 
 
 def json_response(data: dict, status: int = 200, headers: dict | None = None) -> Response:
@@ -86,6 +142,63 @@ class Body:
             raise HTTPError(400, f"the body must be a JSON object, like {example}")
         return data
 
+    async def fields(self, names: tuple[str, ...]) -> dict:
+        """A LibreTranslate request's fields, `names` only: a JSON object, or a form's (each a
+        string, either encoding; `api_key` may also be in the query string)."""
+        if self.media_type not in (JSON, *FORMS):
+            raise HTTPError(
+                415, f"send the body as JSON or as a form ({FORM}), not {self.media_type!r}"
+            )
+        if self.media_type == JSON:
+            fields = await self.json_object('{"q": ...}')
+        else:
+            data = await self.read()
+            pairs = form_pairs(data) if self.media_type == FORM else await self.multipart(data)
+            fields = dict(pairs)
+            if len(fields) < len(pairs):
+                raise HTTPError(400, "malformed form: a field is given twice")
+            self.key_in_query(fields)
+        check_names(fields, names)
+        return fields
+
+    async def file_fields(
+        self, names: tuple[str, ...], required: tuple[str, ...] = ()
+    ) -> tuple[UploadFile, dict]:
+        """A document's request: its file and its other fields, `names` only, those
+        `required` strings (a multipart form, one file)."""
+        if self.media_type != "multipart/form-data":
+            raise HTTPError(400, "Invalid request: missing file parameter (multipart/form-data)")
+        fields = dict(await self.multipart(await self.read(), max_files=1))
+        check_names(fields, names)
+        upload = fields.pop("file", None)
+        if not isinstance(upload, UploadFile):
+            raise HTTPError(400, "Invalid request: missing file parameter")
+        self.key_in_query(fields)
+        for name in required:
+            text_field(fields, name)
+        return upload, fields
+
+    def key_in_query(self, fields: dict) -> None:
+        """A form's api_key may be in the query string instead, as LibreTranslate takes it."""
+        query = self.request.query_params
+        if "api_key" in query and "api_key" not in fields:
+            fields["api_key"] = query["api_key"]
+
+    async def multipart(self, body: bytes, max_files: int = 0) -> list[tuple]:
+        """A multipart/form-data body's (name, value) pairs (Starlette's parser,
+        python-multipart, on the body already read); a file's value its UploadFile, up to
+        `max_files` of them."""
+
+        async def chunks():
+            yield body
+
+        parser = MultiPartParser(self.request.headers, chunks(), max_files=max_files)
+        try:
+            form = await parser.parse()
+        except MultiPartException as error:  # what Starlette's request.form() says, as JSON
+            raise HTTPError(400, error.message) from None
+        return list(form.multi_items())
+
 
 async def read_body(request: Request, settings: ServeConfig, limit: str) -> bytes:
     """The body, within serve.timeout_s (else a 408) and the option `limit` of serve, bytes
@@ -114,6 +227,14 @@ async def stream_body(request: Request, settings: ServeConfig, limit: str) -> by
 
 def body_too_large(size: str, most: int, limit: str) -> HTTPError:
     return HTTPError(413, f"the body has {size}; the limit is {most:,} (serve.{limit})")
+
+
+def form_pairs(body: bytes) -> list[tuple[str, str]]:
+    """An application/x-www-form-urlencoded body's (name, value) pairs."""
+    try:
+        return parse_qsl(body.decode("ascii"), keep_blank_values=True, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise HTTPError(400, "malformed form: not UTF-8 text, percent-encoded") from None
 
 
 def parse_json(body: bytes):
@@ -154,28 +275,28 @@ def model_field(fields: dict) -> str | None:
     return name
 
 
-def check_count(count: int, what: str, status: int, settings: ServeConfig) -> None:
-    """serve.max_sentences, the one limit on a request's size: its `count` `what` (texts, or
-    texts between tags: a sentence each at least; sentences, once split) past it are the
-    client's mistake, answered with `status` (ours: 413, LibreTranslate's: 400)."""
-    if count > settings.max_sentences:
-        raise HTTPError(
-            status,
-            f"the request holds {count:,} {what}; the limit is {settings.max_sentences:,} "
-            "sentences (serve.max_sentences)",
-        )
+def text_field(fields: dict, key: str) -> str:
+    """A field that must be a non-empty string: LibreTranslate's q, s, source, target."""
+    value = fields.get(key)
+    if not value:
+        raise HTTPError(400, f"Invalid request: missing {key} parameter")
+    if not isinstance(value, str):
+        raise HTTPError(400, f"'{key}' must be a string, got {json.dumps(value)}")
+    return value
 
 
-def check_sentence(sentence: str, what: str, settings: ServeConfig) -> None:
-    if len(sentence) > settings.max_chars:
-        raise HTTPError(
-            413,
-            f"{what} has {len(sentence):,} characters; the limit is {settings.max_chars:,} "
-            "(serve.max_chars)",
-        )
-    try:
-        sentence.encode("utf-8")
-    except UnicodeEncodeError as error:  # JSON's "\ud800": half of a UTF-16 pair
-        raise HTTPError(
-            400, f"{what} is not valid Unicode: a lone surrogate at character {error.start + 1}"
-        ) from None
+def bearer(request: Request) -> str | None:
+    """The key of an `Authorization: Bearer KEY` header, if there is one."""
+    scheme, _, key = request.headers.get("authorization", "").partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else None
+
+
+def key_given(request: Request, fields: dict | None = None) -> str | None:
+    """The key a request presents: LibreTranslate's `fields`' api_key, or its apiKey as
+    LibreTranslate's npm client (libretranslate 1.0.1) names it (LibreTranslate ignores that
+    one); else its Authorization header's."""
+    fields = fields or {}
+    for name in ("api_key", "apiKey"):
+        if name in fields and not isinstance(fields[name], str):
+            raise HTTPError(400, f"'{name}' must be a string, got {json.dumps(fields[name])}")
+    return fields.get("api_key") or fields.get("apiKey") or bearer(request)

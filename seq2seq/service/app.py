@@ -1,6 +1,6 @@
 """The service's web app: the guards, then the routes of both APIs, and every error as JSON.
 
-a request -> Measure (metrics.py, with serve.metrics: its route, status and time)
+a request -> Measure (prometheus.py, with serve.metrics: its route, status and time)
   -> Guard (access.py: a Host not ours -> 400; a POST from another origin's page
   -> 403) -> CORS (serve.cors_origins) -> RateLimit (access.py: 429) -> the route:
     GET  /, /style.css, /app.js, /health, /info      ours.py
@@ -8,19 +8,22 @@ a request -> Measure (metrics.py, with serve.metrics: its route, status and time
                       (one Body, api.py: the body read once, whichever reads it)
     POST /attention                                  ours.py
     GET  /languages, /frontend/settings,
-    POST /detect, /suggest                           libretranslate.py
-    POST /translate_file, GET /download_file/NAME    files.py
+    POST /detect                                     languages.py
+    POST /suggest                                    suggest.py
+    POST /translate_file, GET /download_file/NAME    file_translation.py
     GET  /openapi.json                               openapi.py
-    GET  /metrics     serve.metrics (else a 404)     metrics.py
+    GET  /metrics     serve.metrics (else a 404)     prometheus.py
   any other path or method -> 404, 405
   with serve.url_prefix, e.g. /translate-api: each route under it (Starlette's Mount: GET
     /translate-api/health, the page at /translate-api/, request.url_for's URLs with it),
     GET /translate-api itself -> a redirect to /translate-api/ (the page's own URLs are
     relative to it), and any other path -> the 404; the guards and Measure before all
-an error -> {"error": "..."}: an HTTPError, its status; a UserError (an empty sentence),
-  400; Starlette's 404 and 405, naming the routes or the methods; the client gone, 499
-  (nobody reads it); anything else, 500 (its traceback logged by uvicorn, which then
-  closes the connection)
+an error -> {"error": "..."}: an HTTPError, its status (a route's refusal, refusals.py: its
+  API's, api.py's answers); a UserError (an empty sentence), 400; Starlette's 404 and 405,
+  naming the routes or the methods; the client gone, 499 (nobody reads it); anything else,
+  500 (its traceback logged by uvicorn, which then closes the connection)
+
+A request's way from here to its answer, stop by stop, is docs/architecture.md's.
 """
 
 from starlette.applications import Starlette
@@ -31,30 +34,35 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
 from seq2seq.config import ServeConfig
-from seq2seq.service import metrics, openapi
-from seq2seq.service.access import ApiKeys, Guard, RateLimit, cross_origin, warn_if_open
+from seq2seq.service import openapi, prometheus
+from seq2seq.service.access import Guard, RateLimit, cross_origin, warn_if_open
 from seq2seq.service.api import Body, HTTPError, client_gone, error_response
-from seq2seq.service.backend import Backend
-from seq2seq.service.cache import TranslationCache
-from seq2seq.service.files import Files
+from seq2seq.service.checks import Checks
+from seq2seq.service.core import Core
+from seq2seq.service.file_translation import FileTranslation
+from seq2seq.service.keystore import ApiKeys
+from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import LibreTranslate
 from seq2seq.service.models import Models
 from seq2seq.service.ours import OurApi
+from seq2seq.service.suggest import Suggest
+from seq2seq.service.translation_cache import TranslationCache
 from seq2seq.support.errors import UserError
 
 
 def build_app(models: Models, settings: ServeConfig) -> Starlette:
     """The app over the models (models.py), with the settings in force."""
-    keys = ApiKeys.load(settings.api_keys)
-    keys.required, keys.link = settings.keys_required, settings.api_key_link
+    keys = ApiKeys.load(settings.api_keys, settings.keys_required, settings.api_key_link)
     warn_if_open(settings, keys)
-    backend = Backend(models, settings, keys, TranslationCache(settings.translation_cache))
-    ours, libretranslate = OurApi(backend), LibreTranslate(backend)
-    files = Files(libretranslate)
+    cache = TranslationCache(settings.translation_cache)
+    core = Core(models, settings, Checks(settings, keys), cache)
+    languages, suggest = Languages(core), Suggest(core)
+    ours, libretranslate = OurApi(core), LibreTranslate(core, languages)
+    files = FileTranslation(core, languages)
 
     async def post_translate(request: Request) -> Response:
         body = Body(request, settings)
-        fields = await libretranslate.fields(request, body)
+        fields = await libretranslate.fields(body)
         if fields is not None:
             return await libretranslate.post_translate(request, fields)
         return await ours.post_translate(request, body)
@@ -68,16 +76,16 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/info", ours.info, methods=["GET"]),
         Route("/translate", post_translate, methods=["POST"]),
         Route("/attention", ours.attention, methods=["POST"]),
-        Route("/languages", libretranslate.list_languages, methods=["GET"]),
-        Route("/frontend/settings", libretranslate.frontend_settings, methods=["GET"]),
-        Route("/detect", libretranslate.detect, methods=["POST"]),
-        Route("/suggest", libretranslate.suggest, methods=["POST"]),
+        Route("/languages", languages.list_languages, methods=["GET"]),
+        Route("/frontend/settings", languages.frontend_settings, methods=["GET"]),
+        Route("/detect", languages.detect, methods=["POST"]),
+        Route("/suggest", suggest.suggest, methods=["POST"]),
         Route("/translate_file", files.translate_file, methods=["POST"]),
         Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
         openapi.route(settings, choices, bool(keys)),
     ]
     # with serve.metrics, GET /metrics among the routes and Measure (else neither: no cost)
-    measured = metrics.install(routes, models, settings)
+    measured = prometheus.install(routes, models, settings)
     app = Starlette(
         routes=prefixed(routes, settings.url_prefix),
         middleware=[

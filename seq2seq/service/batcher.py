@@ -2,7 +2,7 @@
 
     submit(job), from any thread (the HTTP handlers): a job holds a request's texts, each as its
       sentences (seq2seq/text/sentences.py; the route split them)
-      -> QueueFull if the waiting jobs would hold more than serve.max_queue_work (characters x
+      -> Busy if the waiting jobs would hold more than serve.max_queue_work (characters x
          beam size); Stopping once drain() was called; else the job waits in its client's
          line, and submit returns its future
     the decoder thread (the only one that runs the model)
@@ -17,7 +17,7 @@
       -> each job's future gets its own result (engines.py's Translated: its texts'
          translations, or n-best, and warnings; the Attention of an attention job), or its
          exception: each route makes its own JSON of it
-      -> on_batch(batcher, batch, seconds), if set: metrics.py's figures (serve.metrics)
+      -> on_batch(batcher, batch, seconds), if set: prometheus.py's figures (serve.metrics)
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
@@ -34,27 +34,26 @@ import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
 
-from seq2seq.config import ServeConfig
+from seq2seq.config import DecodeConfig, ServeConfig
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engines import Engine, Translated, translate_texts
+from seq2seq.service.refusals import Busy, Stopping
 from seq2seq.text.sentences import Texts
-
-
-class QueueFull(Exception):
-    """No room for the job's sentences: the client should try again later."""
-
-
-class Stopping(Exception):
-    """The service is shutting down: it takes no new work."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """How a translation job is decoded: the jobs of a batch are grouped by these."""
+    """How a request's texts are decoded, what it may change of each model's decode settings:
+    the jobs of a batch are grouped by these (and the translations cached by them)."""
 
-    beam_size: int | None  # None: the model's own (its config's decode.beam_size)
-    nbest: int | None  # None: the best translation only, as text
+    beam_size: int | None = None  # None: the model's own (its config's decode.beam_size)
+    nbest: int | None = None  # None: the best translation only, as text
     placeholders: str | None = None  # protect | off; None: the model's decode.placeholders
+
+    def applied(self, decode: DecodeConfig, beams: int) -> DecodeConfig:
+        """A model's `decode` settings with these options, decoding with `beams` beams."""
+        placeholders = self.placeholders or decode.placeholders
+        return dataclasses.replace(decode, beam_size=beams, placeholders=placeholders)
 
 
 @dataclasses.dataclass(eq=False)
@@ -95,7 +94,7 @@ class Batcher:
         self.draining = False
         self.forming = self.forming_work = 0  # of the batch that waits for its window to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
-        self.on_batch = None  # on_batch(self, batch, seconds) after each batch (metrics.py)
+        self.on_batch = None  # on_batch(self, batch, seconds) after each batch (prometheus.py)
         self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
         self.thread.start()
 
@@ -106,7 +105,7 @@ class Batcher:
             self.drop_cancelled()  # now, not when the decoder reaches them
             queued, most, work = self.queued_work(), self.settings.max_queue_work, self.work(job)
             if queued + work > most:
-                raise QueueFull(
+                raise Busy(
                     f"the decoder's queue holds {queued:,} of work (characters x beam size), "
                     f"{work:,} more would pass its {most:,} (serve.max_queue_work): try "
                     "again later"
@@ -268,8 +267,7 @@ class Batcher:
         engine = self.loaded()
         if options is None:
             return [engine.attention(job.sentences[0]) for job in jobs]
-        decoding = dataclasses.replace(engine.config.decode, beam_size=self.beams(options))
-        decoding.placeholders = options.placeholders or decoding.placeholders
+        decoding = options.applied(engine.config.decode, self.beams(options))
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
         translated = translate_texts(engine, together, decoding, options.nbest)
         answers, start = [], 0

@@ -5,12 +5,14 @@
                                         pair's backlog never holds another pair's requests;
                                         loaded at start or (serve.lazy) at its first request, by
                                         its decoder thread, and dropped past serve.models_mib
-    models.route(source, target, name)  -> [model]: the pair's model of that name (else a
-                                        400 naming the pair's); name None: its default (the
-                                        first given); else the defaults of the fewest pairs
-                                        that lead there, through languages between (pivots,
+    models.chain(source, target, name)  -> [model], the chain a request's texts go through:
+                                        the pair's model of that name (else Invalid, naming
+                                        the pair's); name None: its default (the first
+                                        given); else the defaults of the fewest pairs that
+                                        lead there, through languages between (pivots,
                                         English first, as Argos Translate chains its
-                                        packages); else a 400 that names the pairs it has
+                                        packages); else Invalid, naming the pairs it has;
+                                        with `itself`, [] from a language into itself
     models.languages()                  LibreTranslate's /languages: every source with the
                                         targets it reaches, directly or through pivots
     models.default                      the first model: the page's, /attention's, and the pair
@@ -28,9 +30,9 @@ import json
 
 from seq2seq.config import Language, ServeConfig
 from seq2seq.decoding.engines import Engine
-from seq2seq.service.api import HTTPError
 from seq2seq.service.batcher import Batcher
 from seq2seq.service.loaders import Loader
+from seq2seq.service.refusals import Invalid
 from seq2seq.support.errors import UserError
 
 PIVOTS = ("en",)  # tried first, in this order, before any other shared language
@@ -137,9 +139,15 @@ class Models:
             m.target.code: m.target for m in self.all
         }
 
-    def route(self, source: str, target: str, name: str | None = None) -> list[Model]:
+    def chain(
+        self, source: str, target: str, name: str | None = None, itself: bool = False
+    ) -> list[Model]:
         """The model of source -> target named `name` (None: the pair's default), else the
-        defaults of the fewest pairs that lead there (paths); else a 400."""
+        defaults of the fewest pairs that lead there (paths); else Invalid. `itself`: a
+        language of the service into itself is no model at all, [] (LibreTranslate's API:
+        each text given back as it is, as Argos Translate does)."""
+        if itself and source == target and source in self.names():
+            return []
         if name is not None:
             return [self.named(source, target, name)]
         if (path := self.reach.get(source, {}).get(target)) is not None:
@@ -148,9 +156,7 @@ class Models:
             f"{m.source.code} ({m.source.name}) to {m.target.code} ({m.target.name})"
             for m in self.all
         )
-        raise HTTPError(
-            400, f"{source} to {target} is not available: this service translates {pairs}"
-        )
+        raise Invalid(f"{source} to {target} is not available: this service translates {pairs}")
 
     def paths(self, source: str) -> dict[str, list[tuple[str, str]]]:
         """Each language `source` reaches (not itself), with the fewest pairs that lead there,
@@ -173,19 +179,19 @@ class Models:
         return paths
 
     def named(self, source: str, target: str, name: str) -> Model:
-        """The model of source -> target named `name`; else a 400 naming the pair's models."""
+        """The model of source -> target named `name`; else Invalid, naming the pair's models."""
         if (source, target) not in self.versions:
-            pivot = self.route(source, target)[0].target.code  # a 400 if not reached at all
-            raise HTTPError(
-                400, f"{source} to {target} goes through {pivot}: a request names a model "
-                "only of a pair that has its own",
-            )  # fmt: skip
+            pivot = self.chain(source, target)[0].target.code  # Invalid if not reached at all
+            raise Invalid(
+                f"{source} to {target} goes through {pivot}: a request names a model only of a "
+                "pair that has its own"
+            )
         versions = self.versions[source, target]
         if name not in versions:
-            raise HTTPError(
-                400, f"no model named {json.dumps(name)} translates {source} to {target}: "
-                f"its models are {', '.join(versions)}",
-            )  # fmt: skip
+            raise Invalid(
+                f"no model named {json.dumps(name)} translates {source} to {target}: its models "
+                f"are {', '.join(versions)}"
+            )
         return versions[name]
 
     def targets(self, source: str) -> list[str]:

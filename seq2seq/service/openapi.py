@@ -143,7 +143,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                             "description": "the file",
                             "content": {"application/octet-stream": {"schema": {"type": "string"}}},
                         },
-                        "400": error("file translation is off (serve.files)"),
+                        "403": error("file translation is off (serve.files)"),
                         "404": error("no such file, or kept past serve.files_keep_minutes"),
                     },
                 }
@@ -171,7 +171,7 @@ def metrics(settings: ServeConfig) -> dict:
     """GET /metrics (serve.metrics): Prometheus' text format; with serve.metrics_auth_token,
     only for that bearer token."""
     operation = {
-        "summary": "the service's figures in Prometheus' text format (metrics.py)",
+        "summary": "the service's figures in Prometheus' text format (prometheus.py)",
         "responses": {"200": {"description": "the figures", "content": {
             "text/plain": {"schema": STRING}
         }}},

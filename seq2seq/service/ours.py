@@ -11,14 +11,8 @@
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, static/)
 
-A request's way (app.py hands /translate's here unless it is LibreTranslate's):
-
-    its key (access.py, 403); Content-Type application/json (else 415); the body (api.py's
-      Body: read once, 413, 408) as a JSON object of our fields, each checked (4xx)
-    -> the texts split into their sentences (Backend.split; too many in all: 413)
-    -> Job(texts, Options(beam_size, nbest)), or Job(one sentence, None) for the attention
-    -> Backend.run_job (backend.py) <- the job's Translated (or Attention)
-    <- 200 {"translations": ..., "warnings": ...}: translate_answer (attention_answer)
+app.py hands /translate's here unless it is LibreTranslate's; a request's whole way, route to
+answer, is docs/architecture.md's.
 """
 
 import json
@@ -33,20 +27,21 @@ from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.engines import Engine, Translated
 from seq2seq.decoding.warnings import numbered
-from seq2seq.service.access import check_chars
 from seq2seq.service.api import (
     JSON,
+    STATUSES,
     Body,
     HTTPError,
-    check_count,
+    answers,
+    bearer,
     check_names,
-    check_sentence,
     json_response,
     model_field,
     placeholders_field,
 )
-from seq2seq.service.backend import Backend, Wanted
-from seq2seq.service.batcher import Job
+from seq2seq.service.batcher import Job, Options
+from seq2seq.service.checks import Checks
+from seq2seq.service.core import Core
 from seq2seq.service.models import Models
 from seq2seq.text.sentences import Texts
 
@@ -55,16 +50,16 @@ CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"
 
 
 class OurApi:
-    """Our routes and the page's, over the backend."""
+    """Our routes and the page's, over the core (core.py)."""
 
-    def __init__(self, backend: Backend):
-        self.backend, self.settings = backend, backend.settings
-        self.facts = model_info(backend.models.default.engine)  # the first: always loaded
+    def __init__(self, core: Core):
+        self.core, self.settings, self.checks = core, core.settings, core.checks
+        self.facts = model_info(core.models.default.engine)  # the first: always loaded
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
         """The page's files; none with serve.page false (LibreTranslate's --disable-web-ui)."""
-        if not self.backend.settings.page:
+        if not self.settings.page:
             return []
         return [
             Route(path, partial(self.page, name), methods=["GET"]) for path, name in STATIC.items()
@@ -77,40 +72,40 @@ class OurApi:
     async def health(self, request: Request) -> Response:
         """The decoders' counts so far, summed over the models; with serve.translation_cache,
         the cache's entries, hits and misses (texts)."""
-        batchers = [model.batcher for model in self.backend.models.all]
+        batchers = [model.batcher for model in self.core.models.all]
         counts = {
             "requests": sum(b.requests for b in batchers),
             "batches": sum(b.batches for b in batchers),
             "sentences": sum(b.sentences for b in batchers),
             "queued": sum(b.queued_sentences() for b in batchers),
         }
-        if self.backend.cache.size:
-            counts["cache"] = self.backend.cache.figures()
+        if self.core.cache.size:
+            counts["cache"] = self.core.cache.figures()
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
-        return json_response(service_info(self.facts, self.backend.models, self.settings))
+        return json_response(service_info(self.facts, self.core.models, self.settings))
 
+    @answers(STATUSES)
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
-        limits = self.backend.keys.check(request)
+        limits = self.checks.key(bearer(request))
         fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model")
         data = await read_json(body, fields)
-        texts = text_list(data, self.settings)
-        check_chars(limits, sum(map(len, texts)), 413)
-        wanted = Wanted(
-            beam_field(data, "beam_size", self.settings),
-            beam_field(data, "nbest", self.settings),
-            status=413,
-            placeholders=placeholders_field(data),
+        texts = text_list(data, self.checks)
+        self.checks.chars(limits, sum(map(len, texts)))
+        options = Options(
+            beam_field(data, "beam_size", self.checks),
+            beam_field(data, "nbest", self.checks),
+            placeholders_field(data),
         )
-        route = self.backend.models.route(*self.pair(data), model_field(data))
-        translated = await self.backend.translate(request, route, texts, wanted)
-        return json_response(translate_answer(translated, ranked=wanted.nbest is not None))
+        chain = self.core.models.chain(*self.pair(data), model_field(data))
+        translated = await self.core.translate(request, chain, texts, options)
+        return json_response(translate_answer(translated, ranked=options.nbest is not None))
 
     def pair(self, data: dict) -> tuple[str, str]:
         """The request's "source" and "target" (codes); each absent: the first model's."""
-        default = self.backend.models.default
+        default = self.core.models.default
         pair = data.get("source", default.source.code), data.get("target", default.target.code)
         for key, code in zip(("source", "target"), pair, strict=True):
             if not isinstance(code, str):
@@ -119,14 +114,15 @@ class OurApi:
                 )
         return pair
 
+    @answers(STATUSES)
     async def attention(self, request: Request) -> Response:
-        self.backend.keys.check(request)
+        self.checks.key(bearer(request))
         data = await read_json(Body(request, self.settings), ("text",))
-        sentence = one_sentence(data, self.settings)
-        model = self.backend.models.default
+        sentence = one_sentence(data, self.checks)
+        model = self.core.models.default
         if not model.engine.shows_attention:
             raise HTTPError(501, "/attention needs our torch model (serve --engine auto or torch)")
-        attention = await self.backend.run_job(request, model, Job(Texts([sentence]), None))
+        attention = await self.core.run_job(request, model, Job(Texts([sentence]), None))
         return json_response(attention_answer(attention))
 
 
@@ -175,38 +171,28 @@ async def read_json(body: Body, fields: tuple[str, ...]) -> dict:
     return data
 
 
-def text_list(data: dict, settings: ServeConfig) -> list[str]:
+def text_list(data: dict, checks: Checks) -> list[str]:
     """/translate's "text": a list of texts, a sentence or several each."""
     text = data["text"]
     if not isinstance(text, list) or not all(isinstance(sentence, str) for sentence in text):
         raise HTTPError(400, "'text' must be a list of strings (sentences)")
-    check_count(len(text), "texts", 413, settings)
-    for number, sentence in enumerate(text, 1):
-        check_sentence(sentence, f"sentence {number}", settings)
+    checks.texts(text, lambda number: f"sentence {number}")
     return text
 
 
-def one_sentence(data: dict, settings: ServeConfig) -> str:
+def one_sentence(data: dict, checks: Checks) -> str:
     """/attention's "text": one sentence."""
     text = data["text"]
     if not isinstance(text, str):
         raise HTTPError(400, "'text' must be a string (one sentence)")
-    check_sentence(text, "'text'", settings)
+    checks.text(text, "'text'")
     return text
 
 
-def beam_field(data: dict, key: str, settings: ServeConfig) -> int | None:
+def beam_field(data: dict, key: str, checks: Checks) -> int | None:
     """beam_size or nbest: absent (None) or a number of beams within the limit."""
-    value, most = data.get(key), settings.max_beam_size
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise HTTPError(
-            400,
-            f"'{key}' must be an integer from 1 to {most} (serve.max_beam_size), "
-            f"got {json.dumps(value)}",
-        )
-    return value
+    value = data.get(key)
+    return None if value is None else checks.beams(value, key)
 
 
 def static_file(name: str) -> tuple[str, bytes]:

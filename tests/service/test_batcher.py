@@ -8,7 +8,8 @@ import pytest
 
 from seq2seq.config import ServeConfig, config_from_dict
 from seq2seq.decoding.engines import Translations
-from seq2seq.service.batcher import Batcher, Job, Options, QueueFull, Stopping
+from seq2seq.service.batcher import Batcher, Job, Options
+from seq2seq.service.refusals import Busy, Stopping
 from seq2seq.text.sentences import Texts
 
 from helpers import HANG, wait_until
@@ -90,7 +91,7 @@ def test_the_queue_is_bounded_and_cancelled_jobs_are_dropped():
     abandoned = running.submit(Job(Texts(["x", "y", "z"]), Options(beam_size=3, nbest=None)))
     waiting = running.submit(Job(Texts(["w"]), GREEDY))
     assert (running.queued_sentences(), running.queued_work()) == (4, 3 * 3 + 1)
-    with pytest.raises(QueueFull, match=r"holds 10 of work .*, 1 more .*serve.max_queue_work"):
+    with pytest.raises(Busy, match=r"holds 10 of work .*, 1 more .*serve.max_queue_work"):
         running.submit(Job(Texts(["!"]), GREEDY))
     assert abandoned.cancel()  # its client went away
     assert running.queued_sentences() == 1
@@ -112,7 +113,7 @@ def test_a_job_that_names_no_beam_size_counts_at_the_models_own():
     model_beam = Options(beam_size=None, nbest=None)
     waiting = running.submit(Job(Texts(["abcd"]), model_beam))
     assert running.queued_work() == 4 * 4
-    with pytest.raises(QueueFull, match=r"holds 16 of work .*, 8 more"):
+    with pytest.raises(Busy, match=r"holds 16 of work .*, 8 more"):
         running.submit(Job(Texts(["ab"]), model_beam))
     model.gate.set()
     assert waiting.result(HANG).translations == ["ABCD"]

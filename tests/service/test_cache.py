@@ -1,7 +1,8 @@
-"""serve.translation_cache (seq2seq/service/cache.py): a text asked again is answered without
-decoding, exactly as decoding would answer it; the beam size, n-best, placeholders and model
-each have their own entries; the least recently used goes past the size; off, every text is
-decoded; n-best and pivots, through both APIs, answered the same with the cache and without.
+"""serve.translation_cache (seq2seq/service/translation_cache.py): a text asked again is
+answered without decoding, exactly as decoding would answer it; the beam size, n-best,
+placeholders and model each have their own entries; the least recently used goes past the
+size; off, every text is decoded; n-best and pivots, through both APIs, answered the same with
+the cache and without.
 
 The models are stand-ins (Marking) whose every output names the model, the beam size and the
 placeholders it was decoded with, and whose warnings name the sentence: an answer served from

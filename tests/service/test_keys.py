@@ -7,7 +7,7 @@ from test_serve import JSON, call, running
 
 from seq2seq import keys
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service import access
+from seq2seq.service import checks, keystore
 from seq2seq.service.keystore import KeyLimits, KeyStore
 from seq2seq.support.errors import UserError
 
@@ -46,8 +46,8 @@ def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_p
 def test_a_key_is_held_to_its_own_limits_and_a_new_one_counts_at_once(
     trained_numbers_checkpoint, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(access.ApiKeys, "look_every_s", 0.0)  # each request looks at the file
-    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1000.0))
+    monkeypatch.setattr(keystore.ApiKeys, "look_every_s", 0.0)  # each request looks at the file
+    monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1000.0))
     store = KeyStore(tmp_path / "keys.db", create=True)
     slow = store.add(KeyLimits(requests_per_minute=2))
     short = store.add(KeyLimits(max_chars=20))
@@ -77,9 +77,9 @@ def test_a_key_is_held_to_its_own_limits_and_a_new_one_counts_at_once(
 
 def test_a_missing_or_foreign_keys_database_is_an_error_at_start(tmp_path):
     with pytest.raises(UserError, match="no such API keys file"):
-        access.ApiKeys.load(str(tmp_path / "none.db"))
+        keystore.ApiKeys.load(str(tmp_path / "none.db"))
     (tmp_path / "text.db").write_text("not a database at all, and long enough to say so")
     with pytest.raises(UserError, match="not an API keys file"):
-        access.ApiKeys.load(str(tmp_path / "text.db"))
+        keystore.ApiKeys.load(str(tmp_path / "text.db"))
     KeyStore(tmp_path / "empty.db", create=True).close()
-    assert access.ApiKeys.load(str(tmp_path / "empty.db"))  # no keys yet: every POST refused
+    assert keystore.ApiKeys.load(str(tmp_path / "empty.db"))  # no keys yet: every POST refused

@@ -1,5 +1,5 @@
 """LibreTranslate's API on the service's port, driven by a real client (libretranslatepy) and by
-hand; API keys and the rate limit (seq2seq/service/access.py)."""
+hand; API keys (seq2seq/service/keystore.py, checks.py) and the rate limit (access.py)."""
 
 import dataclasses
 import json
@@ -19,7 +19,7 @@ from urllib3 import encode_multipart_formdata
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, translation_pair
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service import access
+from seq2seq.service import access, checks, keystore
 from seq2seq.service.keystore import KeyLimits, digest
 from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
@@ -347,28 +347,28 @@ def test_a_key_in_the_query_string_or_a_multipart_form_as_libretranslate_takes_i
 
 def test_keys_come_from_a_file_or_the_environment(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KEYS_FOR_TEST", "one, two three")
-    keys = access.ApiKeys.load("env:KEYS_FOR_TEST").keys
+    keys = keystore.ApiKeys.load("env:KEYS_FOR_TEST").keys
     assert keys == {digest(key): KeyLimits() for key in ("one", "two", "three")}
-    assert not access.ApiKeys.load("")
+    assert not keystore.ApiKeys.load("")
     for where, message in (
         ("env:NO_SUCH_VARIABLE", r"no API keys in the environment variable NO_SUCH_VARIABLE"),
         (str(tmp_path / "missing"), r"cannot read the API keys \(serve.api_keys\): .*missing"),
     ):
         with pytest.raises(UserError, match=message):
-            access.ApiKeys.load(where)
+            keystore.ApiKeys.load(where)
     (tmp_path / "keys").write_text("clé\n")
     with pytest.raises(UserError, match="API keys are printable ASCII"):
-        access.ApiKeys.load(str(tmp_path / "keys"))
+        keystore.ApiKeys.load(str(tmp_path / "keys"))
     for host, warned in (("127.0.0.1", False), ("::1", False), ("0.0.0.0", True)):
-        access.warn_if_open(ServeConfig(host=host), access.ApiKeys([]))
+        access.warn_if_open(ServeConfig(host=host), keystore.ApiKeys([]))
         assert ("warning: serving on" in capsys.readouterr().err) == warned
-    access.warn_if_open(ServeConfig(host="0.0.0.0"), access.ApiKeys(["key"]))
+    access.warn_if_open(ServeConfig(host="0.0.0.0"), keystore.ApiKeys(["key"]))
     assert capsys.readouterr().err == ""
 
 
 def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monkeypatch):
     """3 a minute, on a clock that stands still: the 4th POST in a row is refused."""
-    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1000.0))
+    monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1000.0))
     model = TorchEngine(trained_numbers_checkpoint[0])
     with running(model, requests_per_minute=3) as server:
         request = {"q": "three is three", **PAIR}
@@ -378,7 +378,7 @@ def test_a_client_over_the_rate_limit_gets_429(trained_numbers_checkpoint, monke
         assert answer["error"].startswith("Slowdown: 3 requests per minute at most")
         assert call(server.url, "POST", D, {"q": "one"})[0] == 429
         assert call(server.url, "GET", "/languages")[0] == 200  # GETs are not counted
-        monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1020.0))
+        monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1020.0))
         assert call(server.url, "POST", T, request)[0] == 200  # a token back after 20 s
         assert call(server.url, "POST", T, request)[0] == 429
 
@@ -388,7 +388,7 @@ def test_a_client_over_its_requests_an_hour_or_a_day_gets_429(
 ):
     """LibreTranslate's --hourly-req-limit and --daily-req-limit: the tightest window says no."""
     clock = [1000.0]
-    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: clock[0]))
+    monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: clock[0]))
     model = TorchEngine(trained_numbers_checkpoint[0])
     request = {"q": "three is three", **PAIR}
     with running(model, requests_per_minute=5, requests_per_hour=3, requests_per_day=4) as server:
@@ -424,8 +424,8 @@ def test_x_forwarded_for_names_the_client_only_from_a_trusted_proxy(trained_numb
 
 def test_the_rate_limit_keeps_a_bounded_table_of_clients(monkeypatch):
     """Any number of clients: the table keeps the most recently seen, each request O(1)."""
-    monkeypatch.setattr(access.Buckets, "most_clients", 100)
-    limit = access.Buckets(2, 60)
+    monkeypatch.setattr(checks.Buckets, "most_clients", 100)
+    limit = checks.Buckets(2, 60)
     for n in range(5_000):
         assert limit.take(f"client {n}") == 0
     assert len(limit.buckets) == 100 and next(iter(limit.buckets)) == "client 4900"

@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 import docx
 import httpx
 import pytest
-from test_serve import chromium
 from test_suggestions import rows
 
 from seq2seq.decoding.engines import TorchEngine
@@ -159,68 +158,65 @@ def word_document() -> bytes:
 
 @pytest.mark.slow
 def test_libretranslates_own_page_translates_text_and_files_and_suggests_with_our_service(
-    trained_numbers_checkpoint, tmp_path
+    trained_numbers_checkpoint, tmp_path, browser
 ):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import WebDriverWait
 
     files = libretranslate_page(tmp_path / "page")
-    browser = chromium(1200)  # skips without Chromium
+    browser.set_window_size(1200, 900)
     model = TorchEngine(trained_numbers_checkpoint[0])
     kept, document = tmp_path / "suggestions.db", tmp_path / "report.docx"
     document.write_bytes(word_document())
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     on = {"suggestions": True, "suggestions_file": str(kept), "files_dir": str(tmp_path / "kept")}
-    try:
-        with running(model, **on) as server, one_origin(files, server.url) as url:
-            base = server.url.rstrip("/")
-            ours = httpx.post(f"{base}/translate", json={"text": TEXTS}).json()["translations"]
-            assert ours[0] == "3 la 3"
-            browser.execute_cdp_cmd(
-                "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
-            )
-            browser.get(url)
-            wait = WebDriverWait(browser, HANG)
+    with running(model, **on) as server, one_origin(files, server.url) as url:
+        base = server.url.rstrip("/")
+        ours = httpx.post(f"{base}/translate", json={"text": TEXTS}).json()["translations"]
+        assert ours[0] == "3 la 3"
+        browser.execute_cdp_cmd(
+            "Page.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)}
+        )
+        browser.get(url)
+        wait = WebDriverWait(browser, HANG)
 
-            # text: typed in its source box, our translation in its target box
-            source = wait.until(seen.element_to_be_clickable((By.ID, "textarea1")))
-            source.send_keys(TEXTS[0])
-            target = (By.ID, "textarea2")
-            wait.until(seen.text_to_be_present_in_element_value(target, ours[0]))
-            assert browser.find_element(*target).get_attribute("value") == ours[0]
+        # text: typed in its source box, our translation in its target box
+        source = wait.until(seen.element_to_be_clickable((By.ID, "textarea1")))
+        source.send_keys(TEXTS[0])
+        target = (By.ID, "textarea2")
+        wait.until(seen.text_to_be_present_in_element_value(target, ours[0]))
+        assert browser.find_element(*target).get_attribute("value") == ours[0]
 
-            # a suggestion: its edit button, the translation corrected, Send
-            suggest = (By.CSS_SELECTOR, "button[aria-label='Suggest translation']")
-            wait.until(seen.element_to_be_clickable(suggest)).click()
-            wait.until(lambda b: b.find_element(*target).get_attribute("readonly") is None)
-            browser.find_element(*target).send_keys(" indeed")
-            send = (By.XPATH, "//button[normalize-space()='Send']")
-            wait.until(seen.element_to_be_clickable(send)).click()
-            toast = (By.CSS_SELECTOR, "#toast-container .toast")
-            wait.until(seen.text_to_be_present_in_element(toast, "Thanks for your correction"))
-            assert rows(kept) == [(TEXTS[0], f"{ours[0]} indeed", "en", "digits", 1)]
+        # a suggestion: its edit button, the translation corrected, Send
+        suggest = (By.CSS_SELECTOR, "button[aria-label='Suggest translation']")
+        wait.until(seen.element_to_be_clickable(suggest)).click()
+        wait.until(lambda b: b.find_element(*target).get_attribute("readonly") is None)
+        browser.find_element(*target).send_keys(" indeed")
+        send = (By.XPATH, "//button[normalize-space()='Send']")
+        wait.until(seen.element_to_be_clickable(send)).click()
+        toast = (By.CSS_SELECTOR, "#toast-container .toast")
+        wait.until(seen.text_to_be_present_in_element(toast, "Thanks for your correction"))
+        assert rows(kept) == [(TEXTS[0], f"{ours[0]} indeed", "en", "digits", 1)]
 
-            # a file: its "Translate Files" tab, the document chosen, Translate: downloaded
-            tab = (By.XPATH, "//button[span[normalize-space()='Translate Files']]")
-            wait.until(seen.element_to_be_clickable(tab)).click()
-            chooser = (By.CSS_SELECTOR, "input[type=file]")
-            accepted = wait.until(seen.presence_of_element_located(chooser))
-            assert ".docx" in accepted.get_attribute("accept")
-            accepted.send_keys(str(document))
-            translate = (By.XPATH, "//button[normalize-space()='Translate']")
-            wait.until(seen.element_to_be_clickable(translate)).click()
-            link = (By.XPATH, "//a[normalize-space()='Download']")
-            href = wait.until(seen.visibility_of_element_located(link)).get_attribute("href")
-            assert href.startswith(f"{url}download_file/") and href.endswith(".report.digits.docx")
-            done = downloads / "report.digits.docx"  # the page's own download, as named
-            wait.until(lambda _: done.exists())
-            again = httpx.get(href)  # the link it shows, fetched
-            errors = browser.find_elements(By.XPATH, "//i[text()='warning']/following::p[1]")
-            assert not errors, errors[0].text
-    finally:
-        browser.quit()
+        # a file: its "Translate Files" tab, the document chosen, Translate: downloaded
+        tab = (By.XPATH, "//button[span[normalize-space()='Translate Files']]")
+        wait.until(seen.element_to_be_clickable(tab)).click()
+        chooser = (By.CSS_SELECTOR, "input[type=file]")
+        accepted = wait.until(seen.presence_of_element_located(chooser))
+        assert ".docx" in accepted.get_attribute("accept")
+        accepted.send_keys(str(document))
+        translate = (By.XPATH, "//button[normalize-space()='Translate']")
+        wait.until(seen.element_to_be_clickable(translate)).click()
+        link = (By.XPATH, "//a[normalize-space()='Download']")
+        href = wait.until(seen.visibility_of_element_located(link)).get_attribute("href")
+        assert href.startswith(f"{url}download_file/") and href.endswith(".report.digits.docx")
+        done = downloads / "report.digits.docx"  # the page's own download, as named
+        wait.until(lambda _: done.exists())
+        again = httpx.get(href)  # the link it shows, fetched
+        errors = browser.find_elements(By.XPATH, "//i[text()='warning']/following::p[1]")
+        assert not errors, errors[0].text
     assert again.status_code == 200 and again.content == done.read_bytes()
     back = docx.Document(io.BytesIO(done.read_bytes()))
     assert [paragraph.text for paragraph in back.paragraphs] == ours

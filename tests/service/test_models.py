@@ -20,10 +20,12 @@ from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.engines import TorchEngine, Translations, translate_texts
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service import api
-from seq2seq.service.libretranslate import LibreTranslate, formatted
+from seq2seq.service.languages import Languages
+from seq2seq.service.libretranslate import formatted
 from seq2seq.service.loaders import Loader, load_models
 from seq2seq.service.models import Model, Models
 from seq2seq.service.ours import model_info
+from seq2seq.service.refusals import Invalid
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
@@ -132,14 +134,17 @@ def test_a_pair_goes_the_fewest_pairs_through_several_languages_english_first():
     da = Language("da", "Danish")
     pairs = [(EN, DE), (DE, da), (da, IT), (DE, EN), (EN, IT), (IT, ES)]
     models = Models([Model(s, t, f"{s.code}-{t.code}", "", {}, 0, None) for s, t in pairs], None)
-    route = lambda source, target: [m.name for m in models.route(source, target)]  # noqa: E731
-    assert route("de", "es") == ["de-en", "en-it", "it-es"]
-    assert route("en", "es") == ["en-it", "it-es"]
-    assert route("da", "es") == ["da-it", "it-es"]
+    chain = lambda source, target: [m.name for m in models.chain(source, target)]  # noqa: E731
+    assert chain("de", "es") == ["de-en", "en-it", "it-es"]
+    assert chain("en", "es") == ["en-it", "it-es"]
+    assert chain("da", "es") == ["da-it", "it-es"]
     assert models.targets("de") == ["en", "da", "it", "es"]
     assert {"pair": "de-es", "through": ["en", "it"]} in models.pivoted()
-    with pytest.raises(api.HTTPError, match="es to en is not available"):
-        models.route("es", "en")
+    with pytest.raises(Invalid, match="es to en is not available"):
+        models.chain("es", "en")
+    assert models.chain("de", "de", itself=True) == []  # LibreTranslate's: each text itself
+    with pytest.raises(Invalid, match="de to de is not available"):
+        models.chain("de", "de")  # ours
 
 
 def version(engine: TorchEngine, name: str, **about) -> Loader:
@@ -471,14 +476,14 @@ def test_detecting_a_requests_languages_holds_no_other_client(en_de_fr, monkeypa
     another client's request is answered."""
     monkeypatch.setattr(api, "INLINE_CHARS", 0)
     entered, release = threading.Event(), threading.Event()
-    detected = LibreTranslate.detected
+    detected = Languages.detected
 
     def held(self, text):
         entered.set()
         assert release.wait(HANG)
         return detected(self, text)
 
-    monkeypatch.setattr(LibreTranslate, "detected", held)
+    monkeypatch.setattr(Languages, "detected", held)
     url = en_de_fr[0]
     body = {"q": SENTENCES[0], "source": "auto", "target": "de"}
     answers = []

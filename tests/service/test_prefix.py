@@ -12,7 +12,6 @@ import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 from prometheus_client.parser import text_string_to_metric_families
-from test_serve import chromium
 from test_translate_file import upload, word_document
 
 from seq2seq.decoding.engines import TorchEngine
@@ -150,26 +149,22 @@ def test_the_address_printed_is_the_pages_under_the_prefix():
         sock.close()
 
 
-def test_the_page_translates_under_the_prefix(served):
+def test_the_page_translates_under_the_prefix(served, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import WebDriverWait
 
     server, model = served
-    browser = chromium(1000)
-    try:
-        browser.get(server.url.rstrip("/") + PREFIX)  # redirected to PREFIX + "/"
-        assert urlsplit(browser.current_url).path == f"{PREFIX}/"
-        wait = WebDriverWait(browser, HANG)
-        described = (By.ID, "model")  # /info asked, relative to the page: its description
-        wait.until(lambda _: "loading" not in browser.find_element(*described).text)
-        box = browser.find_element(By.ID, "sentence")
-        box.clear()
-        box.send_keys(SENTENCE)
-        translation = model.translate([SENTENCE], model.config.decode).outputs[0]
-        wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), translation))
-        caption = (By.CSS_SELECTOR, "#heatmap caption")  # POST attention, under the prefix
-        wait.until(seen.text_to_be_present_in_element(caption, "decoder 1 cross, head 1"))
-        assert not browser.find_element(By.ID, "error").is_displayed()
-    finally:
-        browser.quit()
+    browser.get(server.url.rstrip("/") + PREFIX)  # redirected to PREFIX + "/"
+    assert urlsplit(browser.current_url).path == f"{PREFIX}/"
+    wait = WebDriverWait(browser, HANG)
+    described = (By.ID, "model")  # /info asked, relative to the page: its description
+    wait.until(lambda _: "loading" not in browser.find_element(*described).text)
+    box = browser.find_element(By.ID, "sentence")
+    box.clear()
+    box.send_keys(SENTENCE)
+    translation = model.translate([SENTENCE], model.config.decode).outputs[0]
+    wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), translation))
+    caption = (By.CSS_SELECTOR, "#heatmap caption")  # POST attention, under the prefix
+    wait.until(seen.text_to_be_present_in_element(caption, "decoder 1 cross, head 1"))
+    assert not browser.find_element(By.ID, "error").is_displayed()

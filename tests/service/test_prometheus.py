@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service.metrics import SHARED, Measure
+from seq2seq.service.prometheus import SHARED, Measure
 
 from helpers import HANG, call, running, spawned_workers, start_workers, wait_until
 

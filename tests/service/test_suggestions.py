@@ -8,12 +8,12 @@ import subprocess
 from urllib.parse import urlencode
 
 import pytest
-from test_serve import call, chromium, read_address, running
+from test_serve import call, read_address, running
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.options import CorpusConfig, Source
-from seq2seq.service import access
+from seq2seq.service import checks
 from seq2seq.support.errors import UserError
 from seq2seq.text.sources import fetch
 from seq2seq.text.suggestions import Suggestions, read_suggestions
@@ -90,7 +90,7 @@ def test_suggest_answers_and_refuses_as_libretranslate_does(trained_numbers_chec
 
 
 def test_one_client_may_suggest_so_many_an_hour(trained_numbers_checkpoint, tmp_path, monkeypatch):
-    monkeypatch.setattr(access.Buckets, "clock", staticmethod(lambda: 1000.0))
+    monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1000.0))
     model = TorchEngine(trained_numbers_checkpoint[0])
     on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
     with running(model, suggestions_per_hour=2, **on) as server:
@@ -129,7 +129,9 @@ def test_no_acknowledged_suggestion_is_lost_to_kill_9(seed_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(seed_run, tmp_path):
+def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(
+    seed_run, tmp_path, browser
+):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as seen
     from selenium.webdriver.support.ui import WebDriverWait
@@ -137,21 +139,17 @@ def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(see
     model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
     path = tmp_path / "suggestions.db"
     with running(model, suggestions=True, suggestions_file=str(path)) as server:
-        browser = chromium(1000)
-        try:
-            browser.get(server.url)
-            wait = WebDriverWait(browser, HANG)
-            box = browser.find_element(By.ID, "sentence")
-            box.clear()
-            box.send_keys("three is three")
-            wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
-            better = browser.find_element(By.ID, "better")
-            wait.until(seen.visibility_of(better))
-            assert better.get_attribute("value") == "3 la 3"  # the translation, to correct
-            better.clear()
-            better.send_keys("3 la 3 indeed")
-            browser.find_element(By.CSS_SELECTOR, "#suggest button").click()
-            wait.until(seen.text_to_be_present_in_element((By.ID, "suggested"), "Thank you"))
-        finally:
-            browser.quit()
+        browser.get(server.url)
+        wait = WebDriverWait(browser, HANG)
+        box = browser.find_element(By.ID, "sentence")
+        box.clear()
+        box.send_keys("three is three")
+        wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
+        better = browser.find_element(By.ID, "better")
+        wait.until(seen.visibility_of(better))
+        assert better.get_attribute("value") == "3 la 3"  # the translation, to correct
+        better.clear()
+        better.send_keys("3 la 3 indeed")
+        browser.find_element(By.CSS_SELECTOR, "#suggest button").click()
+        wait.until(seen.text_to_be_present_in_element((By.ID, "suggested"), "Thank you"))
     assert rows(path) == [("three is three", "3 la 3 indeed", "en", "digits", 1)]

@@ -1,7 +1,7 @@
-"""File translation (POST /translate_file, GET /download_file: LibreTranslate's API, files.py),
-through httpx, a real client that uploads a multipart form as LibreTranslate's page does: a
-document in, the same translations as /translate gives its texts, formatting kept; every bad
-file a 4xx naming what is wrong while other clients are served; kept files bounded in time
+"""File translation (POST /translate_file, GET /download_file: LibreTranslate's API,
+file_translation.py), through httpx, a real client that uploads a multipart form as LibreTranslate's
+page does: a document in, the same translations as /translate gives its texts, formatting kept;
+every bad file a 4xx naming what is wrong while other clients are served; kept files bounded in time
 and size; a full disk a 507, and the service goes on."""
 
 import errno
@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service import files
+from seq2seq.service import file_translation
 
 from helpers import running, saved, word_xml, zipped
 
@@ -111,7 +111,9 @@ def test_every_bad_file_gets_a_4xx_naming_it_and_others_are_served_meanwhile(mod
     assert list(tmp_path.iterdir()) == []  # nothing kept of them
 
 
-def test_files_off_answer_as_libretranslate_does(model, tmp_path):
+def test_files_off_answer_one_403_as_libretranslates_translate_file(model, tmp_path):
+    """serve.files off: both routes 403, as LibreTranslate's /translate_file (its
+    /download_file answers 400 for the same reason: one answer here)."""
     with running(model, files=False, files_dir=str(tmp_path)) as server:
         base = server.url.rstrip("/")
         answer = upload(server.url, "a.txt", b"three is three")
@@ -119,7 +121,7 @@ def test_files_off_answer_as_libretranslate_does(model, tmp_path):
         settings = httpx.get(f"{base}/frontend/settings").json()
     assert answer.status_code == 403
     assert answer.json() == {"error": "Files translation are disabled on this server."}
-    assert download.status_code == 400
+    assert (download.status_code, download.json()) == (403, answer.json())
     assert (settings["filesTranslation"], settings["supportedFilesFormat"]) == (False, [])
 
 
@@ -142,7 +144,7 @@ def test_a_full_disk_is_a_507_and_the_service_goes_on(model, tmp_path, monkeypat
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     with running(model, files_dir=str(tmp_path)) as server:
-        monkeypatch.setattr(files, "atomic_write", full)
+        monkeypatch.setattr(file_translation, "atomic_write", full)
         answer = upload(server.url, "a.txt", b"three is three")
         monkeypatch.undo()
         after = upload(server.url, "a.txt", b"three is three")
@@ -151,7 +153,7 @@ def test_a_full_disk_is_a_507_and_the_service_goes_on(model, tmp_path, monkeypat
 
 
 def test_kept_files_are_removed_past_their_time_and_the_oldest_past_the_size(tmp_path):
-    kept = files.Kept(tmp_path, keep_s=60, most_bytes=2500)
+    kept = file_translation.KeptFiles(tmp_path, keep_s=60, most_bytes=2500)
     names = [kept.keep(f"{n}.txt", bytes(1000)) for n in range(2)]
     for age, name in enumerate(names):  # the first the oldest
         os.utime(tmp_path / name, (time.time() - 30 + age, time.time() - 30 + age))

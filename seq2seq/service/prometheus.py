@@ -5,7 +5,7 @@ route, a 404, and nothing below is installed), through the official client, prom
     every request -> Measure (the first middleware, so that what the guards refuse counts too)
       -> ... -> the answer's status
       -> Metrics.request_done: seq2seq_http_requests_total {route, pair, status} (the pair
-         that backend.py translated, "" if none), seq2seq_http_request_duration_seconds
+         that core.py translated, "" if none), seq2seq_http_request_duration_seconds
          {route}, seq2seq_http_errors_total {route, status} (4xx and 5xx); a path that is not
          a route's counts as "other"; the route as the app names it, without serve.url_prefix
          (/translate-api/health counts as /health, and /health outside the prefix as "other")
@@ -46,10 +46,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service.access import bearer
-from seq2seq.service.api import HTTPError
-from seq2seq.service.backend import PAIR
+from seq2seq.service.api import HTTPError, bearer
 from seq2seq.service.batcher import Batcher, Job
+from seq2seq.service.core import PAIR
 from seq2seq.service.models import Models
 
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures

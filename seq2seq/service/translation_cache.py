@@ -2,23 +2,22 @@
 decoded again (LibreTranslate's --translation-cache, but per text and for every client).
 
     TranslationCache(size)                   the size latest used texts' translations (0: off)
-    cache.lookup(route, options, texts)      -> Lookup: each text's entry found, or None; the
-                                             texts missing (Backend.translate decodes those
+    cache.lookup(chain, options, texts)      -> Lookup: each text's entry found, or None; the
+                                             texts missing (Core.translate decodes those
                                              alone) and the sentences of those found
     lookup.answer(translated, first_split)   the missing texts' Translated, kept, and put back
                                              in order among those found: the request's
 
-A text's key is what changes its translation, and nothing else: the route's models in order
+A text's key is what changes its translation, and nothing else: its chain's models in order
 (pair and name: another model of the pair is another key), the text, and the request's
-decoding Options (batcher.py: beam_size, nbest, placeholders; not backend.py's
-Wanted.status, which only says how too many sentences are refused). Its entry is what
+decoding Options (batcher.py: beam_size, nbest, placeholders). Its entry is what
 decoding gave: the translation (or the n best with their scores, through every pivot), its
 warnings, and how many sentences it counts against serve.max_sentences, so that a request is
 refused as it would be without the cache. The engines are deterministic: an entry is what
 decoding the text again would give, so the cache never changes an answer; a model loaded
 again (serve.lazy, serve.models_mib) is the same file.
 
-Past `size` entries, the least recently used goes. Backend.translate calls this on the event
+Past `size` entries, the least recently used goes. Core.translate calls this on the event
 loop alone (never from the worker threads of api.off_the_loop): one thread, so an OrderedDict
 needs no lock. Each worker process (serve.workers) has its own.
 """
@@ -49,9 +48,9 @@ class TranslationCache:
         self.entries: OrderedDict[tuple, Entry] = OrderedDict()  # least recently used first
         self.hits = self.misses = 0
 
-    def lookup(self, route: list[Model], options: Options, texts: list[str]) -> "Lookup":
+    def lookup(self, chain: list[Model], options: Options, texts: list[str]) -> "Lookup":
         """Each text's entry, or None; those found become the most recently used."""
-        models = tuple((model.pair, model.name) for model in route)
+        models = tuple((model.pair, model.name) for model in chain)
         keys = [(models, options, text) for text in texts]
         if not self.size:
             return Lookup(self, keys, [None] * len(texts), texts)

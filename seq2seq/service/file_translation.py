@@ -2,19 +2,19 @@
 rebuilds it translated), its translation kept for a while to download.
 
     POST /translate_file  multipart/form-data: file, source (or "auto"), target, api_key
-      -> serve.files off: 403, as LibreTranslate's; the body up to serve.max_file_bytes
-         (413); its fields (400 naming one missing or unknown); the key (access.py: 403)
-      -> read in a worker thread (documents.read): a format not listed, a file that is not
-         what its name says, 400; more than serve.max_file_chars of text or a zip bomb, 413
-      -> source auto: the language of its first texts (LibreTranslate.detected)
-      -> its texts through the pair's route (Backend.translate), serve.max_sentences texts a
-         job (as many as a request may send), one job after another: other clients'
-         requests are decoded between
-      -> rebuilt in a worker thread, and kept (Kept: serve.files_dir, written whole or not
-         at all; no room on the disk -> 507, and the service goes on)
-      <- {"translatedFileUrl": ".../download_file/<32 hex digits>.report.de.docx"}
+      -> {"translatedFileUrl": ".../download_file/<32 hex digits>.report.de.docx"}: a format
+         not listed, a file that is not what its name says, 400; more than
+         serve.max_file_chars of text or a zip bomb, 413; its texts through the pair's
+         chain, serve.max_sentences texts a job (as many as a request may send), one job
+         after another, so that other clients' requests are decoded between; kept
+         (KeptFiles: serve.files_dir, written whole or not at all; no room on the disk ->
+         507, and the service goes on)
     GET /download_file/<name> -> the file, as an attachment named report.de.docx; a name
       not given by this service, or kept past serve.files_keep_minutes: 404
+    serve.files off: both 403, as LibreTranslate's /translate_file (its /download_file
+      answers 400: one answer here for one reason)
+
+A /translate_file request's way, stop by stop, is docs/architecture.md's.
 """
 
 import asyncio
@@ -23,50 +23,51 @@ import time
 import uuid
 from pathlib import Path
 
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from seq2seq.service.access import check_chars
-from seq2seq.service.api import Body, HTTPError, check_names, json_response
-from seq2seq.service.backend import Wanted
-from seq2seq.service.libretranslate import (
-    LibreTranslate,
-    api_key,
-    key_in_query,
-    multipart_pairs,
-    text_field,
-)
+from seq2seq.service.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
+from seq2seq.service.batcher import Options
+from seq2seq.service.core import Core
+from seq2seq.service.languages import Languages
+from seq2seq.service.refusals import NoRoom
 from seq2seq.support.files import atomic_write
 from seq2seq.text import documents
 from seq2seq.text.formats import BadDocument, TooLarge
 
 FILE_FIELDS = ("file", "source", "target", "api_key")
+MODELS_OWN = Options()  # a document's texts are decoded with each model's own decode settings
 DETECTED_CHARS = 4096  # characters of a document's texts its source language is told from
 
 
-class Files:
-    """The routes of LibreTranslate's file translation, over its API's (libretranslate.py)."""
+class FileTranslation:
+    """The routes of LibreTranslate's file translation, over the core (core.py) and its
+    languages (languages.py)."""
 
-    def __init__(self, libretranslate: LibreTranslate):
-        self.libretranslate = libretranslate
-        self.backend, self.settings = libretranslate.backend, libretranslate.settings
+    def __init__(self, core: Core, languages: Languages):
+        self.core, self.languages, self.settings = core, languages, core.settings
         s = self.settings
-        self.kept = Kept(Path(s.files_dir), 60 * s.files_keep_minutes, s.files_max_mib * 2**20)
+        self.kept = KeptFiles(Path(s.files_dir), 60 * s.files_keep_minutes, s.files_max_mib * 2**20)
 
-    async def translate_file(self, request: Request) -> Response:
+    def refuse_if_off(self) -> None:
         if not self.settings.files:
             raise HTTPError(403, "Files translation are disabled on this server.")
-        upload, fields = await file_fields(request, Body(request, self.settings, "max_file_bytes"))
-        limits = self.backend.keys.check(request, api_key(fields))
-        source, target = text_field(fields, "source"), text_field(fields, "target")
+
+    @answers(LIBRETRANSLATE)
+    async def translate_file(self, request: Request) -> Response:
+        self.refuse_if_off()
+        body = Body(request, self.settings, "max_file_bytes")
+        upload, fields = await body.file_fields(FILE_FIELDS, required=("source", "target"))
+        limits = self.core.checks.key(key_given(request, fields))
+        source, target = fields["source"], fields["target"]
         name, data = documents.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
-        check_chars(limits, document.chars, 400)
+        self.core.checks.chars(limits, document.chars)
         if source == "auto":
             first = " ".join(document.texts)[:DETECTED_CHARS]
-            source = self.libretranslate.detected(first)["language"] if first else target
-        translations = await self.translated(request, document.texts, source, target)
+            source = self.languages.detected(first)["language"] if first else target
+        chain = self.core.models.chain(source, target, itself=True)
+        translations = await self.translated(request, document.texts, chain)
         built = await asyncio.to_thread(document.rebuilt, translations)
         out_name = documents.translated_name(name, target)
         stored = await asyncio.to_thread(self.kept.keep, out_name, built)
@@ -84,22 +85,18 @@ class Files:
         except BadDocument as error:
             raise HTTPError(400, str(error)) from None
 
-    async def translated(self, request: Request, texts: list[str], source: str, target: str):
-        """The texts through the pair's route, serve.max_sentences a job in turn (the most
-        a request may send)."""
-        route = self.libretranslate.route(source, target)
-        if route is None:  # already in the target language
-            return list(texts)
+    async def translated(self, request: Request, texts: list[str], chain: list) -> list[str]:
+        """The texts through the pair's `chain`, serve.max_sentences a job in turn (the most
+        a request may send); their sentences not counted: serve.max_file_chars holds them."""
         step, translations = self.settings.max_sentences, []
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
-            done = await self.backend.translate(request, route, chunk, Wanted(None, None, None))
+            done = await self.core.translate(request, chain, chunk, MODELS_OWN, counted=False)
             translations += done.translations
         return translations
 
     async def download_file(self, request: Request) -> Response:
-        if not self.settings.files:
-            raise HTTPError(400, "Files translation are disabled on this server.")
+        self.refuse_if_off()
         name = request.path_params["name"]
         path = await asyncio.to_thread(self.kept.path, name)
         if path is None:
@@ -109,20 +106,7 @@ class Files:
         return FileResponse(path, filename=name.partition(".")[2])
 
 
-async def file_fields(request: Request, body: Body) -> tuple[UploadFile, dict]:
-    """A /translate_file request's file and other fields (a multipart form, one file)."""
-    if body.media_type != "multipart/form-data":
-        raise HTTPError(400, "Invalid request: missing file parameter (multipart/form-data)")
-    fields = dict(await multipart_pairs(request, await body.read(), max_files=1))
-    check_names(fields, FILE_FIELDS)
-    upload = fields.pop("file", None)
-    if not isinstance(upload, UploadFile):
-        raise HTTPError(400, "Invalid request: missing file parameter")
-    key_in_query(request, fields)
-    return upload, fields
-
-
-class Kept:
+class KeptFiles:
     """The translated files, in one folder: each kept `keep_s` seconds, all of them in
     `most_bytes` at most (the oldest removed first); written whole or not at all."""
 
@@ -139,7 +123,7 @@ class Kept:
             with atomic_write(self.folder / stored, "wb") as file:
                 file.write(data)
         except OSError as error:  # a full disk: this request fails, the service goes on
-            raise HTTPError(507, f"no room to keep the translated file: {error.strerror}") from None
+            raise NoRoom(f"no room to keep the translated file: {error.strerror}") from None
         return stored
 
     def path(self, stored: str) -> Path | None:
