@@ -4,6 +4,7 @@ Read it in the order the data flows, a chapter a folder (each folder's __init__.
 modules and what it may import; tests/test_architecture.py holds them to it):
 
     options.py           the typed experiment config: a dataclass a section
+    serve_options.py     ... its serve section's, a dataclass a concern
     config.py            ... read from YAML and checked
     text/                corpora -> vocabularies -> token ids on disk -> padded batches
     model/               masks -> attention -> the Transformer (reads and copies alone)

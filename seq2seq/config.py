@@ -41,12 +41,11 @@ from seq2seq.options import (
     Config,
     CorpusConfig,
     DecodeConfig,
-    Language,
-    ServeConfig,
     SplitFiles,
     TrainConfig,
     VocabConfig,
 )
+from seq2seq.serve_options import Language, ServeConfig
 from seq2seq.support.dataclass_yaml import ConfigError, build, merge, read_mapping, set_key
 from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_type, is_language
 

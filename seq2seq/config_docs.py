@@ -1,6 +1,6 @@
 """The options' documentation, from its one source: the comments beside each field of the
-dataclasses in seq2seq/options.py (a comment above a field, one beside it, or both), and the
-range in its type (`Annotated[int, "at least 1"]`).
+dataclasses in seq2seq/options.py and seq2seq/serve_options.py (a comment above a field, one
+beside it, or both), and the range in its type (`Annotated[int, "at least 1"]`).
 
     python -m seq2seq.config_docs           # check that the two files below are up to date
     python -m seq2seq.config_docs --write   # write them (make config-docs)
@@ -42,7 +42,8 @@ YAML_HEADER = """\
 # working directory); data/ and runs/ are in the directory the commands run from.
 # Another config may start from this one: `base: ../config.yaml` takes every key from here,
 # and its own keys override them, section by section.
-# Written by `make config-docs` from the comments in seq2seq/options.py: edit them there.
+# Written by `make config-docs` from the comments in seq2seq/options.py (serve: in
+# seq2seq/serve_options.py): edit them there.
 """
 
 
@@ -60,7 +61,14 @@ class Option:
 
 
 def options(cls) -> list[Option]:
-    """The fields of a config dataclass with their comments, read from its source."""
+    """The fields of a config dataclass with their comments, read from its source; a class
+    made of others (ServeConfig, of its concerns), theirs, in its fields' order."""
+    bases = [base for base in reversed(cls.__mro__[1:]) if dataclasses.is_dataclass(base)]
+    return [option for base in [*bases, cls] for option in own_options(base)]
+
+
+def own_options(cls) -> list[Option]:
+    """The fields a config dataclass declares itself, with their comments."""
     source = textwrap.dedent(inspect.getsource(cls))
     comments = {
         token.start[0]: token.string.lstrip("#").strip()
@@ -158,7 +166,8 @@ def render_reference() -> str:
         " files, `train.init_from`, `serve.api_keys`) is relative to the folder of that file;"
         " in an override on the command line, to the working directory; `data/` and `runs/`"
         " are in the directory the commands run from. Written by `make config-docs` from the"
-        " comments in `seq2seq/options.py` (the model's: `seq2seq/model/config.py`).",
+        " comments in `seq2seq/options.py` (the model's: `seq2seq/model/config.py`; the"
+        " service's: `seq2seq/serve_options.py`).",
     ]
     experiment = options(Config)[0]
     lines += ["", f"`{experiment.name}` ({experiment.type}, default `{defaults.experiment}`):"]

@@ -79,7 +79,7 @@ def answers(statuses: dict[type, int]):
             except Refused as refused:
                 headers = {}
                 if isinstance(refused, (Slowdown, Busy)):
-                    headers["Retry-After"] = str(getattr(refused, "wait_s", 1))
+                    headers["Retry-After"] = str(refused.wait_s)
                 if isinstance(refused, Stopping):
                     headers["Connection"] = "close"
                 raise HTTPError(statuses[type(refused)], str(refused), headers) from None

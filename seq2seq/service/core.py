@@ -1,10 +1,10 @@
 """What both APIs stand on, as equals: the models (each with its engine and its batcher), the
-settings in force, the per-request checks (checks.py) and the translations kept (cache);
-and a request's texts from a route to the decoder threads and back: Core.translate, through
-the models of its chain (models.py), each text split into its sentences (in a worker thread
-past api.INLINE_CHARS characters), a Job for each model on its batcher (batcher.py), the
-client's hang-up cancelling it. A request's whole way, route to answer, is
-docs/architecture.md's.
+settings in force, the per-request checks (checks.py) and the translations kept
+(translation_cache.py); and a request's texts from its route to the decoder threads and back:
+Core.translate, through the models of its chain (models.py), each text split into its
+sentences (in a worker thread past api.INLINE_CHARS characters), a Job for each model on its
+batcher (batcher.py), the client's hang-up cancelling it. A request's whole way, from its
+route to its answer, is docs/architecture.md's.
 """
 
 import asyncio

@@ -40,7 +40,7 @@ class NoRoom(Refused):
 
 
 class Busy(Refused):
-    pass
+    wait_s = 1  # a queue drains in about that
 
 
 class Stopping(Refused):

@@ -23,7 +23,8 @@ two in step).
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from seq2seq.options import Config, CorpusConfig, Language, ServeConfig
+from seq2seq.options import Config, CorpusConfig
+from seq2seq.serve_options import Language, ServeConfig
 from seq2seq.support.errors import UserError
 from seq2seq.text import multi30k, numbers, parallel, sources
 from seq2seq.text.cleaning import Mixed, Tally, clean_corpus, write_report

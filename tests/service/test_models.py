@@ -29,7 +29,7 @@ from seq2seq.service.refusals import Invalid
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
-from helpers import ENV, HANG, ROOT, call, command, read_address, running
+from helpers import ENV, HANG, ROOT, call, command, read_address, running, wait_until
 
 EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
 ES = Language("es", "Spanish")
@@ -563,6 +563,8 @@ def test_lazy_models_load_at_their_first_request_and_drop_past_the_budget(
         finally:
             loads[1].release.set()
             waiting.join()
+        de_fr = server.models.all[1].batcher  # idle once its thread is past the batch it answered
+        wait_until(lambda: not de_fr.busy, "de-fr's decoder to be idle")
         assert loaded() == [True, True, False]
         assert translate("en", "it") == by_hand(engines[2], SENTENCES)
         assert loaded() == [True, False, True]  # de-fr, idle longest, dropped

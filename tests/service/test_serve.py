@@ -28,6 +28,7 @@ from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.service import api, refusals
 from seq2seq.service.api import Body
 from seq2seq.service.ours import CLIENT_SETTINGS
 from seq2seq.support.errors import run_cli
@@ -265,6 +266,32 @@ def test_a_body_is_read_from_the_client_once_whoever_asks():
     raw, data, same = asyncio.run(twice())
     assert body.media_type == "application/json" and raw == b'{"text": ["one"]}'
     assert data == {"text": ["one"]} and same is data and not sent
+
+
+@pytest.mark.parametrize(
+    "refusal, ours, libretranslates, headers",
+    [
+        (refusals.Invalid("no such pair"), 400, 400, {}),
+        (refusals.OverLimit("too many"), 413, 400, {}),  # LibreTranslate's: a 400
+        (refusals.Forbidden("no key"), 403, 403, {}),
+        (refusals.Slowdown("Slowdown: wait", 7), 429, 429, {"Retry-After": "7"}),
+        (refusals.Busy("the queue is full"), 503, 503, {"Retry-After": "1"}),
+        (refusals.Stopping("stopping"), 503, 503, {"Connection": "close"}),
+        (refusals.NoRoom("no room"), 507, 507, {}),
+    ],
+)
+def test_each_refusal_is_answered_with_its_apis_status(refusal, ours, libretranslates, headers):
+    """The service refuses in its own terms (refusals.py); each API's routes choose the status
+    (api.answers), the message as it is."""
+
+    async def route() -> None:
+        raise refusal
+
+    for statuses, status in ((api.STATUSES, ours), (api.LIBRETRANSLATE, libretranslates)):
+        with pytest.raises(api.HTTPError) as raised:
+            asyncio.run(api.answers(statuses)(route)())
+        assert (raised.value.status, str(raised.value)) == (status, str(refusal))
+        assert raised.value.headers == headers
 
 
 @pytest.mark.same_outputs

@@ -1,0 +1,226 @@
+"""The service's options (the config's `serve` section), grouped by concern: a dataclass each,
+ServeConfig all of them, their fields flat (`serve.max_chars` in YAML, `settings.max_chars` in
+Python), each with its type, default, range and comment, as seq2seq/options.py's sections.
+
+    Listening      where it listens: host, port, url_prefix, workers, threads, drain_s
+    RequestLimits  what one request may hold: max_sentences, max_chars, max_body_bytes, ...
+    Decoding       the decoder's batches and queue, the translation cache
+    Connections    connections and their limits; the hosts, proxies and origins answered
+    Keys           API keys, and the per-client rates
+    Models         the models' languages, and which stay loaded
+    Pages          our page, and what LibreTranslate's reads first
+    Documents      LibreTranslate's file translation and suggestions
+    Metrics        GET /metrics
+"""
+
+from dataclasses import dataclass, field
+from typing import Annotated
+
+
+@dataclass
+class Language:
+    """A language as LibreTranslate's API names it (seq2seq/service/languages.py)."""
+
+    code: str  # en, de, ... (BCP 47); not "auto", which asks for detection
+    name: str  # English, German, ...
+
+
+@dataclass
+class Listening:
+    """Where the service listens, and the processes and threads that answer there."""
+
+    host: str = "127.0.0.1"  # this machine only; 0.0.0.0 serves every network interface
+    port: Annotated[int, "in [0, 65535]"] = 8000  # 0: any free port (the address is printed)
+    # The path every route is served under, as LibreTranslate's --url-prefix (no / at its end):
+    # /translate-api serves /translate-api/translate, the page at /translate-api/, and any
+    # other path a 404; for a reverse proxy that passes the path on as it is. "": at the root.
+    url_prefix: str = ""
+    # Processes answering on the one port, each with its own engine, decoder thread and
+    # limits (the connection and rate limits count per process): for a machine with more
+    # cores than one process keeps busy (docs/serve.md).
+    workers: Annotated[int, "at least 1"] = 1
+    # torch threads for decoding (0: torch's default, one per core). One leaves the other
+    # cores to the HTTP side, and small batches gain little from more.
+    threads: Annotated[int, ">= 0"] = 1
+    # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what still
+    # waits gets a 503, and it exits once the batch being decoded is done (a second signal: now).
+    drain_s: Annotated[float, ">= 0"] = 10.0
+
+
+@dataclass
+class RequestLimits:
+    """What one request may hold."""
+
+    # sentences in one /translate request, its texts split (a text, or a text between tags of
+    # LibreTranslate's format html, is one at least)
+    max_sentences: Annotated[int, "at least 1"] = 64
+    max_chars: Annotated[int, "at least 1"] = 1000  # characters in one text
+    # Each text of a /translate request, ours and LibreTranslate's, is split into its sentences
+    # by the rules of the source language (seq2seq/text/sentences.py): they are translated in
+    # one batch and each text's joined in the white space between them. false: each text whole.
+    split_sentences: bool = True
+    max_body_bytes: Annotated[int, "at least 1"] = 1_000_000  # larger bodies: refused unread
+    max_beam_size: Annotated[int, "at least 1"] = 8  # the largest beam_size, nbest asked for
+
+
+@dataclass
+class Decoding:
+    """How the decoder takes the requests' sentences, and what it keeps of them."""
+
+    # The decoder takes what waits, up to max_batch_sentences sentences, as one batch; what
+    # arrives while it decodes makes the next one. More than 0: it also waits this long after
+    # a batch's first request for others to join it (each request pays the wait).
+    batch_window_ms: Annotated[float, ">= 0"] = 0.0
+    max_batch_sentences: Annotated[int, "at least 1"] = 256  # see batch_window_ms
+    # Work waiting for the decoder, at most, counted as characters x beam size (what decoding
+    # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a
+    # waiting request whose client hangs up is dropped).
+    max_queue_work: Annotated[int, "at least 1"] = 1_024_000
+    # Texts whose translations are kept, to answer again without decoding (LibreTranslate's
+    # --translation-cache, for every client): past it, the least recently used go. 0: off.
+    translation_cache: Annotated[int, ">= 0"] = 0
+
+
+@dataclass
+class Connections:
+    """The connections, and whose requests are answered (seq2seq/service/protocol.py,
+    access.py)."""
+
+    # Open connections at most. One more closes one still waiting for its request (of the
+    # client holding the most), or, all busy, gets a quick 503. Well under ulimit -n.
+    max_connections: Annotated[int, "at least 1"] = 256
+    # Open connections from one client address at most; more get a quick 503. Those from
+    # trusted_proxies count only against max_connections (behind a reverse proxy every
+    # client connects from the proxy's address).
+    max_client_connections: Annotated[int, "at least 1"] = 64
+    # Seconds a client has to send a request's headers (from connecting, or from its previous
+    # answer: idle keep-alive connections close then), and again for its body (408).
+    timeout_s: Annotated[float, "positive"] = 10.0
+    # Host names the service answers besides its own address and localhost, e.g.
+    # [translate.example.org]; ["*"]: any. Others get a 400 (no DNS rebinding).
+    allowed_hosts: list[str] = field(default_factory=list)
+    # Addresses (or networks, 10.0.0.0/8) of the reverse proxies whose X-Forwarded-For header
+    # names the client; from any other address the header is ignored. []: none, the
+    # connection's own address is the client's (so no client can choose its address).
+    trusted_proxies: list[str] = field(default_factory=list)
+    # Origins (scheme://host:port) whose web pages may call the service from a browser: their
+    # requests get CORS headers. A POST from any other origin (a form another site submits)
+    # gets a 403. ["*"]: any. []: only the service's own page.
+    cors_origins: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Keys:
+    """API keys, and how often a client may ask (seq2seq/service/keystore.py, checks.py)."""
+
+    # Where the API keys are (seq2seq/service/keystore.py): "" (none), a file of keys one a line,
+    # env:NAME (the environment variable NAME, keys separated by commas or spaces), or a keys
+    # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
+    # again when it changes). With keys, every POST needs one.
+    api_keys: str = ""
+    # With api_keys: true, a POST without a key gets a 403; false, it is served too, at the
+    # client's own limits (requests_per_minute ...), as LibreTranslate's --api-keys without
+    # --under-attack (a key given must still be one).
+    keys_required: bool = True
+    # Where a client gets a key, e.g. https://example.org/keys: said in the 403 of a request
+    # without one (LibreTranslate's --get-api-key-link). "": nothing said.
+    api_key_link: str = ""
+    # POST requests one client address may make per minute, in bursts of as many; more get a
+    # 429 with Retry-After. 0: no limit.
+    requests_per_minute: Annotated[int, ">= 0"] = 0
+    # The same an hour, and a day (LibreTranslate's --hourly-req-limit, --daily-req-limit).
+    requests_per_hour: Annotated[int, ">= 0"] = 0
+    requests_per_day: Annotated[int, ">= 0"] = 0  # see requests_per_hour
+
+
+@dataclass
+class Models:
+    """The models served: their languages, and which of them stay loaded."""
+
+    # LibreTranslate's API (seq2seq/service/libretranslate.py) and the Argos package (export argos):
+    # the language the model reads and the one it writes, e.g. {code: fr, name: French}.
+    # null: from the corpus (multi30k: corpus.src_lang and tgt_lang; numbers: en, English ->
+    # digits, Digits; parallel: src, Source -> tgt, Target).
+    source_language: Language | None = None
+    target_language: Language | None = None  # see source_language
+    # true: each model but the first is loaded at its first request (the others answer meanwhile)
+    lazy: bool = False
+    # MiB of model weights (their files' sizes) loaded at most: past it, the least recently used
+    # idle models but the first are dropped, and loaded again when asked. 0: no limit.
+    models_mib: Annotated[int, ">= 0"] = 0
+
+
+@dataclass
+class Pages:
+    """The pages: ours, and what LibreTranslate's reads first."""
+
+    # The page (GET /, /app.js, /style.css). false: they answer 404, the API alone is served
+    # (LibreTranslate's --disable-web-ui).
+    page: bool = True
+    # /frontend/settings, which LibreTranslate's page reads first: the languages its boxes
+    # start with (LibreTranslate's --frontend-language-source and -target), "" for the first
+    # model's (the source: auto where the service detects among several), and how long it
+    # waits after the last key before it translates (--frontend-timeout).
+    frontend_source: str = ""
+    frontend_target: str = ""  # see frontend_source
+    frontend_timeout_ms: Annotated[int, "at least 1"] = 500  # see frontend_source
+
+
+@dataclass
+class Documents:
+    """LibreTranslate's file translation and its suggestions (seq2seq/service/
+    file_translation.py, suggest.py)."""
+
+    # POST /translate_file and GET /download_file, LibreTranslate's: a document (.txt .html
+    # .srt .docx .pptx .odt .odp .epub: seq2seq/text/documents.py) translated, its formatting
+    # kept, and kept in files_dir to download. false: they answer 403, as LibreTranslate's
+    # with --disable-files-translation.
+    files: bool = True
+    files_dir: str = "runs/files"  # relative to the working directory, as runs/ is
+    max_file_bytes: Annotated[int, "at least 1"] = 10_000_000  # a document sent, at most
+    # characters of text in one document, at most (a page holds about 3,000)
+    max_file_chars: Annotated[int, "at least 1"] = 200_000
+    files_keep_minutes: Annotated[float, "positive"] = 30.0  # each translated file's, to download
+    # MiB of translated files kept, at most: past it, the oldest are removed first
+    files_max_mib: Annotated[int, "at least 1"] = 1024
+    # POST /suggest, LibreTranslate's: a user's better translation of a text, kept in
+    # suggestions_file to fine-tune the model on (a corpus source {suggestions: FILE}).
+    # false: it answers 403, as LibreTranslate's does.
+    suggestions: bool = False
+    # SQLite (seq2seq/text/suggestions.py), relative to the working directory, as runs/ is
+    suggestions_file: str = "runs/suggestions.db"
+    # Suggestions one client address may send per hour, repeats included; more get a 429.
+    suggestions_per_hour: Annotated[int, "at least 1"] = 60
+
+
+@dataclass
+class Metrics:
+    """GET /metrics (seq2seq/service/prometheus.py)."""
+
+    # GET /metrics: the service's figures in Prometheus' text format (requests, latency and
+    # errors by route, the decoders' queues, batches and busy time; seq2seq/service/prometheus.py),
+    # those of every worker together. false: no such route (a 404), as LibreTranslate's
+    # --metrics, and nothing is measured.
+    metrics: bool = False
+    # With metrics: the token a scrape must send, `Authorization: Bearer TOKEN` (else a 401, as
+    # LibreTranslate's --metrics-auth-token). "": none needed.
+    metrics_auth_token: str = ""
+
+
+# A dataclass takes its bases' fields last base first: the concerns, reversed, keep their order.
+CONCERNS = (
+    Listening,
+    RequestLimits,
+    Decoding,
+    Connections,
+    Keys,
+    Models,
+    Pages,
+    Documents,
+    Metrics,
+)
+
+
+@dataclass
+class ServeConfig(*reversed(CONCERNS)):
+    """python -m seq2seq.serve: where it listens, and what one request or batch may hold."""
