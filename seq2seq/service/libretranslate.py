@@ -86,7 +86,7 @@ class LibreTranslate:
         self.core.checks.chars(limits, chars)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
-        chain = self.core.models.chain  # any Invalid first
+        chain = self.core.models.chain  # each group's first: a pair lacking, before decoding
         chains = {s: chain(s, asked.target, asked.model, itself=True) for s in groups}
         translations: list = [None] * len(parts)
         for source, numbers in groups.items():
