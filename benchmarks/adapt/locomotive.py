@@ -75,7 +75,7 @@ import sentencepiece as spm
 
 from benchmarks.adapt.synthetic import METADATA
 from benchmarks.adapt.tuning import MULTI30K
-from benchmarks.common import ROOT, run, timed_translation
+from benchmarks.common import ROOT, arguments, run, timed_translation
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.text.parallel import read_lines
@@ -125,8 +125,7 @@ def main() -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "runs/bench-adapt-package")
+    p = arguments(__doc__, out=ROOT / "runs/bench-adapt-package")
     p.add_argument("--corpus", type=Path, default=MULTI30K, help="Multi30k's folder (*.en.gz)")
     p.add_argument("--onmt-venv", type=Path, default=ROOT / "benchmarks/.venv-opennmt")
     p.add_argument("--minutes", type=float, default=45.0, help="onmt_train's time budget")

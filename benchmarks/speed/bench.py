@@ -42,7 +42,6 @@ measures just these two, so that anyone can compare their machine with the one i
 times each figure briefly. Results go to <out>/bench.json and <out>/bench.md.
 """
 
-import argparse
 import json
 import random
 import sys
@@ -52,8 +51,10 @@ import torch
 
 from benchmarks.common import (
     RESULTS,
+    arguments,
     machine,
     machine_speed,
+    markdown_table,
     run_and_measure,
     save_results,
     timed_translation,
@@ -166,37 +167,33 @@ def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str
 
 def markdown(results: dict) -> str:
     info = results["machine"]
-    lines = [
-        "# Benchmark results",
-        "",
+    about = (
         f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
         f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
         f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
         f"torch {info['torch']}, Python {info['python']}, "
         f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
         "(`python -m benchmarks.speed.bench`); every ratio compares figures measured in the same "
-        "run.",
-        "",
-        "| figure | value |",
-        "| --- | --- |",
+        "run."
+    )
+    figures = [
+        [f"`{key}`", f"{value:,.3f}" if isinstance(value, float) else value]
+        for key, value in results["figures"].items()
     ]
-    for key, value in results["figures"].items():
-        shown = f"{value:,.3f}" if isinstance(value, float) else str(value)
-        lines.append(f"| `{key}` | {shown} |")
-    return "\n".join(lines) + "\n"
+    table = markdown_table(["figure", "value"], figures)
+    return "\n".join(["# Benchmark results", "", about, "", *table]) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke test of a few seconds each")
+    parser = arguments(
+        __doc__, out=RESULTS, config="config.yaml", quick="seconds each: a smoke test"
+    )
     parser.add_argument(
         "--machine", action="store_true", help="only measure this machine's speed and print it"
     )
     parser.add_argument(
         "--decoding", metavar="CHECKPOINT", help="only measure the decoding figures of CHECKPOINT"
     )
-    parser.add_argument("--config", default="config.yaml")
-    parser.add_argument("--out", default=RESULTS, help="folder for bench.json and .md")
     parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
@@ -229,7 +226,7 @@ def main() -> None:
 
     info = {**machine(), **machine_speed(device)}
     results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
-    save_results(Path(args.out) / "bench", results, markdown(results))
+    save_results(args.out / "bench", results, markdown(results))
 
 
 if __name__ == "__main__":

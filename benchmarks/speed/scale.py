@@ -16,14 +16,13 @@ Writes <out>/scale.json and <out>/scale.md. Not run by CI (the full mode takes m
 several GB of disk); the quick mode is cheap.
 """
 
-import argparse
 import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run, save_results
+from benchmarks.common import RESULTS, ROOT, arguments, machine, markdown_table, run, save_results
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import LAST, METRICS
 
@@ -79,28 +78,24 @@ def measure(size: int, folder: Path) -> dict:
 
 
 def markdown(results: dict) -> str:
-    info = results["machine"]
-    rows = results["sizes"]
-    lines = [
-        "# Scaling the corpus",
-        "",
+    info, sizes = results["machine"], results["sizes"]
+    about = (
         f"{info['device_name']} ({info['cpu_count']} cores), torch {info['torch']}, "
-        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`).",
-        "",
-        "| figure | " + " | ".join(f"{row['train_pairs']:,} pairs" for row in rows) + " |",
-        "| --- |" + " --- |" * len(rows),
+        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`)."
+    )
+    header = ["figure", *(f"{size['train_pairs']:,} pairs" for size in sizes)]
+    rows = [
+        [f"`{key}`", *(f"{size[key]:,.1f}" for size in sizes)]
+        for key in sizes[0]
+        if key != "train_pairs"
     ]
-    for key in rows[0]:
-        if key != "train_pairs":
-            lines.append(f"| `{key}` | " + " | ".join(f"{row[key]:,.1f}" for row in rows) + " |")
-    return "\n".join(lines) + "\n"
+    table = markdown_table(header, rows)
+    return "\n".join(["# Scaling the corpus", "", about, "", *table]) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, out=RESULTS, quick="2,000 and 20,000 pairs")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 5_000_000])
-    parser.add_argument("--quick", action="store_true", help="2,000 and 20,000 pairs")
-    parser.add_argument("--out", default=RESULTS, help="folder for scale.json and .md")
     args = parser.parse_args()
     sizes = [2_000, 20_000] if args.quick else args.sizes
     rows = []
@@ -108,7 +103,7 @@ def main() -> None:
         print(f"{size:,} training pairs ...", flush=True)
         rows.append(measure(size, Path("runs/bench-scale") / str(size)))
     results = {"machine": machine(), "sizes": rows}
-    save_results(Path(args.out) / "scale", results, markdown(results))
+    save_results(args.out / "scale", results, markdown(results))
 
 
 if __name__ == "__main__":
