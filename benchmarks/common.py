@@ -14,7 +14,8 @@ and its results written (JSON and a Markdown table, put into a page between two 
                                   warm-up
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
-    markdown_table(header, rows)  a Markdown table's lines; on_machine(info): the line under it
+    markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
+                                  on_machine(info): the machine, for the last of them
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
     ROOT, RESULTS                 the repository's root; benchmarks/results/, where figures go
@@ -238,9 +239,11 @@ def arguments(
     return parser
 
 
-def markdown_table(header: list[str], rows: Iterable[list]) -> list[str]:
-    """A Markdown table's lines: `header`, the rule under it, then each row (its cells str()ed)."""
-    return [cells(header), "|" + " --- |" * len(header), *map(cells, rows)]
+def markdown_table(header: list[str], rows: Iterable[list], *notes: str) -> str:
+    """A Markdown table: `header`, the rule under it, each row (its cells str()ed), then each
+    of `notes` as a paragraph under it (no newline at the end)."""
+    lines = [cells(header), "|" + " --- |" * len(header), *map(cells, rows)]
+    return "\n\n".join(["\n".join(lines), *notes])
 
 
 def cells(row: list) -> str:

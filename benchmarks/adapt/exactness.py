@@ -91,7 +91,7 @@ def table(results: dict) -> str:
         f"{results['test']}; {m['device_name']}, torch {m['torch']}, {m['date'][:10]} "
         "(`python -m benchmarks.adapt.exactness`)."
     )
-    return "\n".join([*markdown_table(header, rows), "", note]) + "\n"
+    return markdown_table(header, rows, note) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

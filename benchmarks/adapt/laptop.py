@@ -21,21 +21,13 @@ from pathlib import Path
 import numpy as np
 import sentencepiece as spm
 
+from benchmarks import common
 from benchmarks.adapt.synthetic import BASE, Shape, opennmt_checkpoint, package
 from benchmarks.adapt.tuning import MULTI30K, fine_tuning, fresh, prepare, train
-from benchmarks.common import (
-    RESULTS,
-    ROOT,
-    arguments,
-    machine,
-    markdown_table,
-    on_machine,
-    save_results,
-)
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.text.parallel import read_lines
 
-OUT = RESULTS / "adapt_laptop"
+OUT = common.RESULTS / "adapt_laptop"
 PIECES = 50_000  # Locomotive's sentencepiece vocabulary
 KEEPS = [  # a setting's name and the train section's overrides
     ("no keeping", {}),
@@ -91,17 +83,17 @@ def table(results: dict) -> str:
         for row in results["runs"]
     ]  # fmt: skip
     header = ["setting", "batch tokens", "tokens/s", "peak RSS", "wall (s)"]
-    machine_line = on_machine(results["machine"], "make bench-adapt-laptop")
+    machine_line = common.on_machine(results["machine"], "make bench-adapt-laptop")
     note = f"{results['steps']} steps each; {machine_line}"
-    return "\n".join([*markdown_table(header, rows), "", note]) + "\n"
+    return common.markdown_table(header, rows, note) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments(__doc__, out=OUT)
+    parser = common.arguments(__doc__, out=OUT)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-tokens", type=int, nargs="+", default=[1000, 2000])
     parser.add_argument("--multi30k", type=Path, default=MULTI30K)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt-laptop")
+    parser.add_argument("--work", type=Path, default=common.ROOT / "runs/bench-adapt-laptop")
     args = parser.parse_args(argv)
     if not (args.multi30k / "train.en.gz").exists():
         raise UserError(f"{args.multi30k}: no train.en.gz (Multi30k's files: --multi30k DIR)")
@@ -114,8 +106,8 @@ def main(argv: list[str] | None = None) -> None:
             runs.append({"setting": name, "batch_tokens": batch_tokens,
                          **measure(work, args.steps, batch_tokens, keep)})  # fmt: skip
             print(runs[-1], flush=True)
-    results = {"machine": machine(), "steps": args.steps, "pieces": PIECES, "runs": runs}
-    save_results(args.out, results, table(results))
+    results = {"machine": common.machine(), "steps": args.steps, "pieces": PIECES, "runs": runs}
+    common.save_results(args.out, results, table(results))
 
 
 if __name__ == "__main__":

@@ -76,12 +76,13 @@ import sentencepiece as spm
 from benchmarks.adapt.synthetic import METADATA
 from benchmarks.adapt.tuning import MULTI30K
 from benchmarks.common import ROOT, arguments, run, timed_translation
+from benchmarks.peers.opennmt_peer import ENV as ONMT_ENV  # its checkpoints pickle its options
+from benchmarks.peers.opennmt_peer import ONMT_PYTHON
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.text.parallel import read_lines
 
 SRC, TGT = METADATA["from_code"], METADATA["to_code"]
-ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # its checkpoints pickle its options
 ARGOS_DECODING = {"replace_unknowns": True, "max_batch_size": 32, "batch_type": "tokens",
                   "beam_size": 4, "num_hypotheses": 1, "length_penalty": 0.2}  # fmt: skip
 
@@ -127,7 +128,7 @@ def main() -> None:
 def parse_args() -> argparse.Namespace:
     p = arguments(__doc__, out=ROOT / "runs/bench-adapt-package")
     p.add_argument("--corpus", type=Path, default=MULTI30K, help="Multi30k's folder (*.en.gz)")
-    p.add_argument("--onmt-venv", type=Path, default=ROOT / "benchmarks/.venv-opennmt")
+    p.add_argument("--onmt-venv", type=Path, default=ONMT_PYTHON.parent.parent)
     p.add_argument("--minutes", type=float, default=45.0, help="onmt_train's time budget")
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
     p.add_argument("--width", type=int, default=256)

@@ -210,8 +210,8 @@ def table(results: dict) -> str:
     header = ["model", "programs never seen, chrF / BLEU", "newer strings, chrF / BLEU",
               "Multi30k BLEU", "placeholders kept (protected)", "the model alone", "steps",
               "minutes", "peak RSS"]  # fmt: skip
-    d, lines = results["data"], markdown_table(header, rows)
-    lines += ["", f"The start: {results['package']} ({results['start']}). Programs never "
+    d = results["data"]
+    notes = [f"The start: {results['package']} ({results['start']}). Programs never "
               f"seen: {d['never_seen']:,} of the {d['never_seen_pairs']:,} strings of the "
               f"{len(d['never_seen_programs'])} held-out programs; newer strings: the "
               f"{d['newer']:,} strings split off the {d['user_programs']} user programs' "
@@ -222,14 +222,14 @@ def table(results: dict) -> str:
               f"{results['length_penalty']}; {results['minutes']} minutes a run; "
               + on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
     if served := results.get("libretranslate"):
-        lines += ["", f"{results['chosen']}, packaged (package_version "
+        notes += [f"{results['chosen']}, packaged (package_version "
                   f"{served['package_version']}) and served by LibreTranslate 1.9.6 and by ours "
                   f"(LibreTranslate's API, beam 4, placeholders not protected): "
                   f"{served['differ']} of {served['strings']} strings of programs never seen "
                   f"answered differently, {served['differ_several']} of them among the "
                   f"{served['several_sentences']} that our splitter cuts into several sentences "
                   "(LibreTranslate's splitter here: spaCy's sentencizer)."]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows, *notes) + "\n"
 
 
 def data_facts(work: Path, folder: Path) -> dict:

@@ -4,40 +4,18 @@ command (planned to take under 10 minutes on one H200, half of it the test suite
     python -m benchmarks.checks.gpu_check [--device cuda] [--quick] [--out DIR] [--work DIR]
 
 Without a CUDA device it says so in one line and exits 0. Otherwise it builds the numbers
-corpus in a scratch folder (--work, default runs/gpu-check/) and runs the checks below on
-configs/numbers_gpu.yaml, one after the other. Each is recorded as pass, fail or skip (with the
-reason) with its figures in <out>/gpu.json and <out>/gpu.md; the exit status is 1 when any
-check failed, after both files are written. A check left out with --skip keeps the result
-that <out>/gpu.json already holds for it from a full run on the same GPU model, marked with
-that run's date (so a short device loan can measure what is missing and keep the rest).
+corpus in a scratch folder (--work, default runs/gpu-check/) and runs each check of checks()
+on configs/numbers_gpu.yaml, one after the other (docs/gpu.md says what each measures): the
+training ones (gpu_training.py), then attention and the commands (gpu_paths.py). Each is
+recorded as pass, fail or skip (with the reason) with its figures in <out>/gpu.json and
+<out>/gpu.md; the exit status is 1 when any check failed, after both files are written. A
+check left out with --skip keeps the result that <out>/gpu.json already holds for it from a
+full run on the same GPU model, marked with that run's date.
 
-    environment          torch, CUDA and cuDNN versions, the GPU, whether it has real bf16
-    train_<tokens>_<mode>
-                         300 steps at 6,000, 24,000 and 96,000 tokens a step, each with
-                         train.precision auto (bf16 where the GPU has it), fp16 (with the
-                         gradient scaler) and auto + train.compile: tokens/s of the last 100
-                         steps, train loss of the first and last 100 steps (finite, falling),
-                         the CUDA allocator's peak, graphs compiled in all and after step 100
-    nn_transformer       ours against torch.nn.Transformer, trained alike (speed/training.py's
-                         compare_training: the recipe's precision and compile)
-    resume               stopped after step 150 of 200 and resumed, against a run
-                         straight to 200: the parameters' relative difference (not bit-for-bit
-                         on a GPU: atomic additions make its sums vary in the last bits)
-    attention            self- and cross-attention over odd source lengths (1 .. 127), eager
-                         and compiled, fp32 and bf16 autocast, against torch's
-                         scaled_dot_product_attention in float64 on the CPU: largest error
-    torchrun             `make train-ddp` with one process per GPU (torch.cuda.device_count())
-    eval                 `make eval` on the resumed model: greedy and beam 5, sentences/s
-    serve                the service under load (benchmarks/service/load.py's load_check)
-    ctranslate2          the model exported (python -m seq2seq.export) and translated on the
-                         device by CTranslate2: sentences/s, share of outputs identical to ours
-    pytest               the project's suite (python -m pytest -q) on this machine
-
---quick runs every path with tiny sizes (a small model and corpus, 30 steps), so that
-tests/benchmarks/test_gpu_check.py can run it on the CPU (--device cpu --quick); what cannot run
-there (fp16, the nested pytest) is skipped with the reason recorded, and off CUDA the quick
-mode compiles with torch's aot_eager backend (dynamo and AOTAutograd, without the minutes of
-C++ that inductor builds on a CPU).
+--quick runs every path with tiny sizes (tests/benchmarks/test_gpu_check.py runs it on the CPU:
+--device cpu --quick); what cannot run there (fp16, the nested pytest) is skipped with the
+reason recorded, and off CUDA it compiles with torch's aot_eager backend (dynamo and
+AOTAutograd, without the minutes of C++ that inductor builds on a CPU).
 """
 
 import json
@@ -178,7 +156,7 @@ def markdown(results: dict) -> str:
             note += f" (run of {result['date'][:16].replace('T', ' ')})"
         rows.append([f"`{name}`", result["status"] + note, f"{result['seconds']:.1f}", shown])
     table = markdown_table(["check", "status", "seconds", "figures"], rows)
-    return "\n".join(["# GPU check", "", about, "", *table]) + "\n"
+    return "\n\n".join(["# GPU check", about, table]) + "\n"
 
 
 def main() -> None:

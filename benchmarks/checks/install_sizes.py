@@ -78,7 +78,7 @@ def table(results: dict) -> str:
         f"Each in a new environment, pip's cache off: Python {info['python']}, torch "
         f"{info['torch']}, {info['device_name']}, {info['date'][:10]} (`make install-sizes`)."
     )
-    return "\n".join([*markdown_table(header, rows), "", note])
+    return markdown_table(header, rows, note)
 
 
 def main() -> None:

@@ -126,21 +126,19 @@ def markdown(results: dict) -> str:
             beam = test["beam"]
             name = f"beam {beam['beam_size']}, length penalty {beam['length_penalty']}"
             decodings.append(decoding_row(recipe, name, beam))
-    lines = [
+    signatures = (
+        "Signatures: BLEU `" + recipes[0]["test"]["bleu_signature"] + "` (`case:lc` for the "
+        "lowercased one), chrF `" + recipes[0]["test"]["chrf_signature"] + "`."
+    )
+    return "\n\n".join([
         f"On {info['device_name']} ({info['cpu_count']} cores, torch {info['torch']}); "
         f"{results['conditions']}. Test set: {recipes[0]['test_set']} (1,000 sentences).",
-        "",
-        *markdown_table(["direction", "decoding", "BLEU", "BLEU, lowercased", "chrF",
-                         "sentences/s", "checkpoint"], decodings),
-        "",
-        *markdown_table(["direction", "config", "parameters", "steps", "training minutes",
-                         f"best single checkpoint, valid {metric}", f"average, valid {metric}"],
-                        map(training_row, recipes)),
-        "",
-        "Signatures: BLEU `" + recipes[0]["test"]["bleu_signature"] + "` (`case:lc` for the "
-        "lowercased one), chrF `" + recipes[0]["test"]["chrf_signature"] + "`.",
-    ]  # fmt: skip
-    return "\n".join(lines)
+        markdown_table(["direction", "decoding", "BLEU", "BLEU, lowercased", "chrF",
+                        "sentences/s", "checkpoint"], decodings),
+        markdown_table(["direction", "config", "parameters", "steps", "training minutes",
+                        f"best single checkpoint, valid {metric}", f"average, valid {metric}"],
+                       map(training_row, recipes), signatures),
+    ])  # fmt: skip
 
 
 def summary(results: dict) -> str:

@@ -146,9 +146,9 @@ def markdown(results: dict) -> str:
         shares = [results["ratios"][p].get(key) for p in peers]
         shares = [f"{r:.3f}" if r is not None else "" for r in shares]
         figures.append([label, *values, *shares, better])
-    lines = [f"# seq2seq against {' and '.join(names)}", "", about, ""]
-    lines += markdown_table(header, figures)
-    return "\n".join([*lines, "", *settings_lines(s), *difference_lines(s)]) + "\n"
+    notes = "\n".join([*settings_lines(s), *difference_lines(s)])
+    table = markdown_table(header, figures, notes)
+    return "\n\n".join([f"# seq2seq against {' and '.join(names)}", about, table]) + "\n"
 
 
 def settings_lines(s: dict) -> list[str]:

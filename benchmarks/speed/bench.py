@@ -4,42 +4,18 @@
     python -m benchmarks.speed.bench --machine    # only this machine's speed, in a few seconds
     python -m benchmarks.speed.bench --decoding runs/numbers/best.pt   # only the decoding figures
 
-Figures (every speed is reported with its baseline and their ratio, since absolute times on a
-shared machine are noisy):
+    train_to_target        the config trained to 99% valid exact match: seconds, peak RSS
+    memory_of_evaluation   peak RSS of an evaluation, and of importing torch
+    decoding               greedy, the key/value cache against recomputing, batch 1 and 64
+    exports_decoding       the exported forms against ours (speed/exports.py)
+    load_check             the service under load (service/load.py)
+    compare_training, flops_fraction   ours against nn.Transformer; FLOP/s against a matmul's
 
-* train_tokens_per_s of our model and of torch.nn.Transformer with identical sizes, the same
-  embeddings, output layer, batches and optimizer, both trained the way seq2seq/train.py trains
-  on this device (train.precision's autocast, train.compile; train_comparison_mode says which:
-  fp32 eager with the default config on a CPU, bf16 autocast on most GPUs); ratio
-  train_speed_vs_nn_transformer; on CUDA, the allocator's peak memory of each
-  (train_cuda_peak_memory_mib, nn_transformer_train_cuda_peak_memory_mib);
-* greedy decoding of the numbers test split, sentences per second, with the key/value cache
-  against the recompute-every-step loop, at batch 1 and batch 64; ratio
-  decode_speedup_cached_vs_recompute (batch 64); the same on long outputs (a random-weight
-  model decoding up to 64 tokens), where the cache matters most;
-* seconds_to_99_exact_match: wall time of the config's training run to reach 99% greedy exact
-  match on the valid split (validating every 100 steps; the trajectory is the same as with
-  the config's own eval_every);
-* train_flops_fraction_of_matmul_peak: achieved training GFLOP/s of a d_model=256 model
-  against a 2048x2048 fp32 matmul on the same machine, in the same run;
-* our translate() of the raw test sentences against the same model through each exported form
-  (benchmarks/speed/exports.py: CTranslate2 float32 and int8, transformers' generate, Argos
-  Translate), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
-  outputs identical to ours;
-* the translation service under load (benchmarks/service/load.py): 2,000 one-sentence requests
-  from 32 concurrent clients on loopback, with the torch and the CTranslate2 engine, calm and
-  while 1,000 idle connections and a client sending poison are attached: requests/s, p50 and
-  p99 latency, failed and mismatched answers, p99 under attack / calm, CTranslate2 / torch,
-  against the translate command on the same file (serve_*);
-* peak memory: resident set size of a training process and of an evaluation process, and of
-  a process that only imports torch, for scale (on CUDA, see the comparison's allocator peaks).
-
-To relate the figures to another machine, bench.json also records this machine's speed:
-a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
-measures just these two, so that anyone can compare their machine with the one in bench.md.
-
---quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes 100 sentences and
-times each figure briefly. Results go to <out>/bench.json and <out>/bench.md.
+Every speed comes with its baseline and their ratio, since absolute times on a shared machine
+are noisy; benchmarks/README.md says what each figure measures. bench.json also records this
+machine's speed (a 2048x2048 fp32 matmul's GFLOP/s, `import torch`'s seconds), which --machine
+measures alone. --quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes
+100 sentences and times each figure briefly. -> <out>/bench.json and <out>/bench.md.
 """
 
 import json
@@ -181,7 +157,7 @@ def markdown(results: dict) -> str:
         for key, value in results["figures"].items()
     ]
     table = markdown_table(["figure", "value"], figures)
-    return "\n".join(["# Benchmark results", "", about, "", *table]) + "\n"
+    return "\n\n".join(["# Benchmark results", about, table]) + "\n"
 
 
 def main() -> None:

@@ -1,19 +1,12 @@
 """`make bench-scale`: how the data path behaves as the corpus grows, from 20,000 to 5,000,000
-training pairs of the numbers corpus (the default model and config otherwise).
+training pairs of the numbers corpus (the default model and config otherwise); each size in its
+own folder under runs/bench-scale/: seq2seq.data, seq2seq.train (to its first step, and
+resumed), torchrun with 2 processes (benchmarks/README.md lists the figures).
 
     python -m benchmarks.speed.scale [--sizes 20000 5000000] [--out DIR]
     python -m benchmarks.speed.scale --quick          # 2,000 and 20,000 pairs: a smoke test
 
-For each size, in its own folder under runs/bench-scale/, one after the other:
-
-* `python -m seq2seq.data`: wall seconds and peak resident memory (RSS);
-* `python -m seq2seq.train`, one process: seconds from start to the first training step (the
-  first progress line), peak RSS, steady tokens/s (the second of two validations' meters),
-  the size of last.pt; then the same run resumed for more steps: seconds to its first step;
-* the same training under torchrun with 2 processes: peak RSS of the largest process.
-
-Writes <out>/scale.json and <out>/scale.md. Not run by CI (the full mode takes many minutes and
-several GB of disk); the quick mode is cheap.
+-> <out>/scale.json and <out>/scale.md. Not run by CI: many minutes and several GB of disk.
 """
 
 import re
@@ -89,8 +82,7 @@ def markdown(results: dict) -> str:
         for key in sizes[0]
         if key != "train_pairs"
     ]
-    table = markdown_table(header, rows)
-    return "\n".join(["# Scaling the corpus", "", about, "", *table]) + "\n"
+    return "\n\n".join(["# Scaling the corpus", about, markdown_table(header, rows)]) + "\n"
 
 
 def main() -> None:

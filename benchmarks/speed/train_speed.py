@@ -165,7 +165,7 @@ def bleu_table(results: dict) -> str:
         [*named(s), f"{s['valid_bleu']:.2f}", f"{s['valid_loss']:.3f}", f"{s['minutes']:.1f}"]
         for s in results["settings"]
     ]
-    return "\n".join(markdown_table(header, rows)) + (
+    return markdown_table(header, rows) + (
         f"\n\n`{results['config']}` trained {steps:,} steps from scratch under each setting (the "
         f"same seed, the schedule laid over those steps, no averaging); {on_machine(info)}\n"
     )
@@ -184,7 +184,7 @@ def table(results: dict) -> str:
         rows.append(
             [*named(s), cells, f"{median / base_speed:.2f}", f"{rss:.2f} GiB", f"{warmup:.0f}"]
         )
-    return "\n".join(markdown_table(header, rows)) + (
+    return markdown_table(header, rows) + (
         f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
         f"steps a round (peak RSS: the largest of the rounds' processes); "
         f"{info['device_name']}, {info['cpu_count']} cores, "

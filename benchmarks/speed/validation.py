@@ -13,16 +13,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import (
-    RESULTS,
-    arguments,
-    machine,
-    markdown_table,
-    median_and_rounds,
-    on_machine,
-    save_results,
-    timed,
-)
+from benchmarks import common
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
@@ -31,13 +22,13 @@ from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.parallel import load_split
 from seq2seq.training.validation import valid_translations, validate
 
-OUT = RESULTS / "validation"
+OUT = common.RESULTS / "validation"
 ENGINES = ("torch", "ctranslate2")
 CPU = torch.device("cpu")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments(__doc__, out=OUT, config="configs/multi30k_de_en_hour.yaml")
+    parser = common.arguments(__doc__, out=OUT, config="configs/multi30k_de_en_hour.yaml")
     parser.add_argument("--checkpoint", type=Path, help="default: the config's best.pt")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
@@ -55,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     scores = {}
     for _ in range(args.rounds):
         for engine, settings_of in settings.items():
-            taken, scores[engine] = timed(
+            taken, scores[engine] = common.timed(
                 validate, checkpoint.model, settings_of, vocabs, valid, CPU
             )
             seconds[engine].append(taken)
@@ -68,14 +59,14 @@ def main(argv: list[str] | None = None) -> None:
     ]
     results = {
         "config": args.config, "checkpoint": str(path), "step": checkpoint.info.get("step"),
-        "sentences": len(sources), "machine": machine(), "rounds": args.rounds,
+        "sentences": len(sources), "machine": common.machine(), "rounds": args.rounds,
         "engines": [
             {"engine": e, "seconds": seconds[e], "valid_bleu": scores[e]["valid_bleu"]}
             for e in ENGINES
         ],
         "differ": sum(a != b for a, b in zip(*outputs, strict=True)),
     }  # fmt: skip
-    save_results(args.out, results, table(results))
+    common.save_results(args.out, results, table(results))
 
 
 def with_engine(config, engine: str):
@@ -89,14 +80,14 @@ def table(results: dict) -> str:
               f"x faster than {engines[0]['engine']}", "valid BLEU"]  # fmt: skip
     rows = []
     for e in engines:
-        median, cells = median_and_rounds(e["seconds"], ".1f")
+        median, cells = common.median_and_rounds(e["seconds"], ".1f")
         rows.append([e["engine"], cells, f"{base / median:.1f}", f"{e['valid_bleu']:.2f}"])
-    return "\n".join(markdown_table(header, rows)) + (
+    return common.markdown_table(header, rows) + (
         f"\n\n`{results['config']}`'s valid split ({results['sentences']:,} sentences: the loss, "
         f"and translations scored as training does), with its checkpoint of step "
         f"{results['step']:,}; "
         f"{results['differ']} of the translations differ between the engines; "
-        f"{on_machine(info)}\n"
+        f"{common.on_machine(info)}\n"
     )
 
 
