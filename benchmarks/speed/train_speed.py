@@ -222,9 +222,8 @@ def main(argv: list[str] | None = None) -> None:
             speed = in_own_process(
                 timed_steps, args.config, s["overrides"], args.warmup, args.steps
             )
-            s["tokens_per_s"].append(speed["tokens_per_s"])
-            s["warmup_s"].append(speed["warmup_s"])
-            s["peak_rss_mib"].append(speed["peak_rss_mib"])
+            for key, value in speed.items():  # tokens_per_s, warmup_s, peak_rss_mib
+                s[key].append(value)
             print(f"{s['name']}: {speed['tokens_per_s']:,.0f} tokens/s", flush=True)
     results = {
         "config": args.config, "machine": machine(), "rounds": args.rounds,
