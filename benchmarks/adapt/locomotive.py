@@ -25,25 +25,13 @@ onmt/transforms imports spacy, fasttext, ahocorasick and rapidfuzz at load time;
 is needed); its pickled options need TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 (torch >= 2.6), set for
 its processes only.
 
-Locomotive's settings, kept: sentencepiece unigram (its default model type), character_coverage
-1.0, input_sentence_size 1,000,000, shuffle_input_sentence, trained on the source and target
-training text together; its vocabulary turned into OpenNMT-py's by sp_vocab_to_onmt_vocab (the
-pieces' log-probabilities as counts, <unk> <s> </s> left out; Locomotive's `onmt_build_vocab` line
-is commented out), share_vocab, transforms sentencepiece + filtertoolong, src/tgt_seq_length 150,
-nbest 1 alpha 0; encoder/decoder transformer, position_encoding (sinusoidal), share_embeddings and
-share_decoder_embeddings, heads 8, FFN = 4 x width, dropout 0.1, attention_dropout 0.1; Adam,
-beta2 0.998, learning_rate 0.15 with decay_method rsqrt and warmup_steps 16,000 (1/sqrt(max(step,
-16000)): a constant 1.19e-3 for the whole run here, as for the first 16,000 steps of
-Locomotive's), max_grad_norm 0, label_smoothing 0.1, param_init 0 with param_init_glorot,
-normalization tokens, batch_type tokens, valid_batch_size 2048, queue_size 10,000, num_worker 2,
-max_generator_batches 2, train_steps 100,000 (never reached), early_stopping 4,
-keep_checkpoint 10, avg_checkpoints 1 (its default: the last checkpoint is converted, not an
-average); `ct2-opennmt-py-converter --quantization int8` (on a copy of the checkpoint whose
-options name the attention scaled-dot instead of OpenNMT-py 3.5.1's default scaled-dot-flash,
-the same attention, which CTranslate2 4.8's converter refuses by name); the package as its
-train.py writes it: metadata.json (package_version, argos_version 1.9.0, from/to code and
-name), README.md, sentencepiece.model, model/, zipped under one top folder
-translate-en_de-1_0.
+Locomotive's settings are kept where not scaled below: those of sentencepiece in
+train_sentencepiece, OpenNMT-py's in onmt_config (grouped as its train.py sets them). Of note:
+learning_rate 0.15 with decay_method rsqrt and warmup_steps 16,000 is 1/sqrt(max(step, 16000)),
+a constant 1.19e-3 for the whole run here, as for the first 16,000 steps of Locomotive's;
+train_steps 100,000 is never reached; avg_checkpoints is its default, 1 (the last checkpoint is
+converted, not an average); the converter gets a copy of the checkpoint whose options name the
+attention scaled-dot (scaled_dot); the package is laid out as its train.py writes it (package).
 
 Scaled (Locomotive's -> here), for 2 shared CPU cores and about 40 minutes: vocab_size 50,000
 -> 8,000 (29,000 pairs; OpenNMT-py's 4 specials beside sentencepiece's 7,997 other pieces make
