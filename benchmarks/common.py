@@ -7,7 +7,6 @@ and its results written (JSON and a Markdown table, put into a page between two 
     run(command, ...) -> Ran      THE way a benchmark times a command run to its end: its wall
                                   seconds, peak resident memory, exit code and output (stopped
                                   at a budget)
-    run_and_measure(command)      run's wall seconds and peak memory, for a command that must pass
     timed(work, *args)            THE way a benchmark times work in its own process: the
                                   seconds of work(*args) and what it returned
     timed_translation(translate, sentences, decoding)   timed() of one decoding call, after a
@@ -97,7 +96,7 @@ def matmul_peak_flops(device, seconds: float) -> float:
 
 def import_torch_seconds(runs: int = 3) -> float:
     """Wall seconds of `python -c "import torch"`: the fastest of `runs`, files in the cache."""
-    return min(run_and_measure([sys.executable, "-c", "import torch"])[0] for _ in range(runs))
+    return min(run([sys.executable, "-c", "import torch"]).seconds for _ in range(runs))
 
 
 POLL_SECONDS = 0.2  # how often run() looks at a command given a budget or on_poll
@@ -173,12 +172,6 @@ def watch(process, start: float, budget, stop: int, on_poll) -> tuple:
         time.sleep(POLL_SECONDS)
 
 
-def run_and_measure(command: list[str]) -> tuple[float, float]:
-    """Run a command that must succeed; return its wall seconds and peak resident memory in MiB."""
-    ran = run(command)
-    return ran.seconds, ran.peak_mib
-
-
 def timed(work: Callable[..., T], *args) -> tuple[float, T]:
     """The wall seconds of `work(*args)` and what it returned (work on a GPU: ending with
     synchronize)."""
@@ -231,7 +224,8 @@ def arguments(
     (default `config`) and --quick (`quick`: what it does)."""
     parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))
     if out is not ...:
-        parser.add_argument("--out", type=Path, default=out, help="default: %(default)s")
+        shown = "by mode, as the module's docstring says" if out is None else "%(default)s"
+        parser.add_argument("--out", type=Path, default=out, help=f"default: {shown}")
     if config is not None:
         parser.add_argument("--config", default=config)
     if quick is not None:

@@ -10,8 +10,9 @@ Translate's packages), on the same machine, data, vocabulary and model size.
 Trains each toolkit for the same wall-clock budget, one after the other, then decodes the test
 sentences greedily with each one's best checkpoint (by valid exact match on the numbers corpus,
 by BLEU on a real one); writes <out>/peers.json and <out>/peers.md (peers_<corpus>.* for
-another corpus than numbers). What each figure measures, the settings chosen for each peer
-and the workarounds for them: benchmarks/README.md; the parts: benchmarks/peers/__init__.py.
+another corpus than numbers; <out>: benchmarks/results/, runs/peers-quick/ with --quick).
+What each figure measures, the settings chosen for each peer and the workarounds for them:
+benchmarks/README.md; the parts: benchmarks/peers/__init__.py.
 """
 
 import argparse

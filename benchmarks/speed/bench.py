@@ -31,7 +31,7 @@ from benchmarks.common import (
     machine,
     machine_speed,
     markdown_table,
-    run_and_measure,
+    run,
     save_results,
     timed_translation,
 )
@@ -116,7 +116,7 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
         extra += ["train.max_steps=100", "train.eval_every=50"]
     command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", config_path]
     command += [*overrides, *extra]
-    seconds, peak = run_and_measure(command)
+    ran = run(command)
     config = load_config(config_path, [*overrides, *extra])
     log = read_log(config.run_dir / METRICS)
 
@@ -126,18 +126,18 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     result = {
         "seconds_to_99_exact_match": seconds_to(0.99),
         "seconds_to_99_5_exact_match": seconds_to(0.995),
-        "train_run_seconds": seconds,
+        "train_run_seconds": ran.seconds,
         "train_run_steps": log[-1]["step"],
         "train_run_best_valid_exact_match": max(entry["valid_exact_match"] for entry in log),
-        "train_peak_memory_mib": peak,
+        "train_peak_memory_mib": ran.peak_mib,
     }
     return result, config
 
 
 def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str) -> dict:
     evaluate = [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides]
-    _, eval_peak = run_and_measure([*evaluate, f"experiment={experiment}"])
-    _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
+    eval_peak = run([*evaluate, f"experiment={experiment}"]).peak_mib
+    torch_peak = run([sys.executable, "-c", "import seq2seq.model.transformer"]).peak_mib
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 
 
