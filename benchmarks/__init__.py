@@ -1,6 +1,6 @@
 """seq2seq's benchmarks, a folder a question (README.md says which make target runs what):
 
-    common.py    what every script shares: the machine, a command's time and memory, results
+    common.py    what every script shares: the machine, the clocks, the options, the results
     speed/       how fast we train and decode, against baselines measured in the same run
     service/     the translation service under load, and against LibreTranslate
     peers/       training against JoeyNMT and OpenNMT-py: the same data, model and budget

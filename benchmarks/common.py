@@ -1,20 +1,26 @@
-"""What every benchmark shares: the machine it ran on and its speed, a command's time and
-memory, the CUDA allocator's peak, and its results written (JSON and a markdown table, put into a
-page between two marker lines).
+"""What every benchmark shares: the machine it ran on and its speed, the two clocks (a
+command's, in-process work's), the CUDA allocator's peak, its command line's common options,
+and its results written (JSON and a Markdown table, put into a page between two marker lines).
 
     machine()                     device, its name, cores, threads, torch, Python, the date
     machine_speed(device)         a 2048x2048 matmul's GFLOP/s and `import torch`'s seconds
-    run(command, ...) -> Ran      THE way a benchmark runs a command to its end: its wall seconds,
-                                  peak resident memory, exit code and output (stopped at a budget)
-    run_and_measure(command)      run's wall seconds and peak memory, for a command that must pass
-    timed_translation(translate, sentences, decoding)   THE in-process decoding timer: seconds
-                                  and the outputs of one call, after a warm-up
+    run(command, ...) -> Ran      THE way a benchmark times a command run to its end: its wall
+                                  seconds, peak resident memory, exit code and output (stopped
+                                  at a budget)
+    timed(work, *args)            THE way a benchmark times work in its own process: the
+                                  seconds of work(*args) and what it returned
+    timed_translation(translate, sentences, decoding)   timed() of one decoding call, after a
+                                  warm-up
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
+    arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
+    markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
+                                  on_machine(info): the machine, for the last of them
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
     ROOT, RESULTS                 the repository's root; benchmarks/results/, where figures go
 """
 
+import argparse
 import datetime
 import os
 import platform
@@ -25,10 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
+from typing import TypeVar
 
 import torch
 
@@ -37,6 +45,7 @@ from seq2seq.support.files import atomic_write, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks/results"  # every script's default --out
+T = TypeVar("T")
 
 
 def machine() -> dict:
@@ -87,7 +96,7 @@ def matmul_peak_flops(device, seconds: float) -> float:
 
 def import_torch_seconds(runs: int = 3) -> float:
     """Wall seconds of `python -c "import torch"`: the fastest of `runs`, files in the cache."""
-    return min(run_and_measure([sys.executable, "-c", "import torch"])[0] for _ in range(runs))
+    return min(run([sys.executable, "-c", "import torch"]).seconds for _ in range(runs))
 
 
 POLL_SECONDS = 0.2  # how often run() looks at a command given a budget or on_poll
@@ -163,19 +172,19 @@ def watch(process, start: float, budget, stop: int, on_poll) -> tuple:
         time.sleep(POLL_SECONDS)
 
 
-def run_and_measure(command: list[str]) -> tuple[float, float]:
-    """Run a command that must succeed; return its wall seconds and peak resident memory in MiB."""
-    ran = run(command)
-    return ran.seconds, ran.peak_mib
+def timed(work: Callable[..., T], *args) -> tuple[float, T]:
+    """The wall seconds of `work(*args)` and what it returned (work on a GPU: ending with
+    synchronize)."""
+    start = time.perf_counter()
+    result = work(*args)
+    return time.perf_counter() - start, result
 
 
 def timed_translation(translate: Callable, sentences: list, decoding) -> tuple[float, object]:
     """`translate(sentences, decoding)` (an engine's translate, or anything called alike),
     after a warm-up on the first WARMUP_SENTENCES: its wall seconds and what it returned."""
     translate(sentences[:WARMUP_SENTENCES], decoding)
-    start = time.perf_counter()
-    result = translate(sentences, decoding)
-    return time.perf_counter() - start, result
+    return timed(translate, sentences, decoding)
 
 
 def synchronize(device) -> None:
@@ -200,6 +209,45 @@ def median_and_rounds(values: list[float], form: str) -> tuple[float, str]:
     (`form`: the format of each number, e.g. ",.0f")."""
     median = statistics.median(values)
     return median, f"{median:{form}} | " + ", ".join(f"{v:{form}}" for v in values)
+
+
+def arguments(
+    doc: str,
+    *,
+    out: Path | None | EllipsisType = ...,
+    config: str | None = None,
+    quick: str | None = None,
+) -> argparse.ArgumentParser:
+    """A script's command line with the options they share, each where given: its description
+    (the first paragraph of `doc`, its docstring), --out (default `out`; None: the script picks one;
+    the docstring says whether it names a folder or PATH of PATH.json and PATH.md), --config
+    (default `config`) and --quick (`quick`: what it does)."""
+    parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))
+    if out is not ...:
+        shown = "by mode, as the module's docstring says" if out is None else "%(default)s"
+        parser.add_argument("--out", type=Path, default=out, help=f"default: {shown}")
+    if config is not None:
+        parser.add_argument("--config", default=config)
+    if quick is not None:
+        parser.add_argument("--quick", action="store_true", help=quick)
+    return parser
+
+
+def markdown_table(header: list[str], rows: Iterable[list], *notes: str) -> str:
+    """A Markdown table: `header`, the rule under it, each row (its cells str()ed), then each
+    of `notes` as a paragraph under it (no newline at the end)."""
+    lines = [cells(header), "|" + " --- |" * len(header), *map(cells, rows)]
+    return "\n\n".join(["\n".join(lines), *notes])
+
+
+def cells(row: list) -> str:
+    return "| " + " | ".join(map(str, row)) + " |"
+
+
+def on_machine(info: dict, command: str = "") -> str:
+    """The line under a table: the machine (machine()'s `info`), the date, the command."""
+    where = f"{info['device_name']}, {info['cpu_count']} cores, torch {info['torch']}"
+    return f"{where}, {info['date'][:10]}" + (f" (`{command}`)." if command else ".")
 
 
 def save_results(stem: Path, results: dict, text: str) -> None:

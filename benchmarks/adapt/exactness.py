@@ -13,7 +13,6 @@ for an int8 package, which our import restores to float32). Reported: how many o
 and each side's BLEU (sacreBLEU, against the references).
 """
 
-import argparse
 import json
 import tempfile
 import zipfile
@@ -23,7 +22,7 @@ import sacrebleu
 import sentencepiece as spm
 
 from benchmarks.adapt.tuning import MULTI30K
-from benchmarks.common import RESULTS, machine, save_results
+from benchmarks.common import RESULTS, arguments, machine, markdown_table, save_results
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.batches import search_sources
 from seq2seq.exports.importing import import_model
@@ -78,30 +77,30 @@ def compare(package: Path, sentences: list[str], references: list[str]) -> dict:
 
 
 def table(results: dict) -> str:
-    n = results["sentences"]
-    head = ("| package | variables stored | decoding | outputs that differ | BLEU CTranslate2 "
-            "| BLEU ours |")  # fmt: skip
-    out = [head, "| --- | --- | --- | --- | --- | --- |"]
+    n, rows = results["sentences"], []
     for row in results["packages"]:
         weights = ", ".join(f"{count} {kind}" for kind, count in row["weights"].items())
         for beam in BEAMS:
             r, decoding = row[f"beam {beam}"], "greedy" if beam == 1 else f"beam {beam}"
-            out.append(f"| {row['package']} | {weights} | {decoding} | {r['differ']} of {n:,} | "
-                       f"{r['bleu_ctranslate2']} | {r['bleu_ours']} |")  # fmt: skip
+            rows.append([row["package"], weights, decoding, f"{r['differ']} of {n:,}",
+                         r["bleu_ctranslate2"], r["bleu_ours"]])  # fmt: skip
+    header = ["package", "variables stored", "decoding", "outputs that differ",
+              "BLEU CTranslate2", "BLEU ours"]  # fmt: skip
     m = results["machine"]
-    out += ["", f"{results['test']}; {m['device_name']}, torch {m['torch']}, {m['date'][:10]} "
-            "(`python -m benchmarks.adapt.exactness`)."]  # fmt: skip
-    return "\n".join(out) + "\n"
+    note = (
+        f"{results['test']}; {m['device_name']}, torch {m['torch']}, {m['date'][:10]} "
+        "(`python -m benchmarks.adapt.exactness`)."
+    )
+    return markdown_table(header, rows, note) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="benchmarks.adapt.exactness", description=__doc__)
+    parser = arguments(__doc__, out=OUT)
     parser.add_argument("packages", type=Path, nargs="+")
     default_test = MULTI30K / "test_2016_flickr"
     parser.add_argument("--test", type=Path, default=default_test, help="PREFIX of PREFIX.src.gz")
     parser.add_argument("--src", default="en")
     parser.add_argument("--tgt", default="de")
-    parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     sentences = read_lines(args.test.with_name(f"{args.test.name}.{args.src}.gz"))
     references = read_lines(args.test.with_name(f"{args.test.name}.{args.tgt}.gz"))

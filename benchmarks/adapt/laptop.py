@@ -15,20 +15,19 @@ included: 20 sentences), and the training's tokens/s (source and target tokens, 
 log's).
 """
 
-import argparse
 import io
 from pathlib import Path
 
 import numpy as np
 import sentencepiece as spm
 
+from benchmarks import common
 from benchmarks.adapt.synthetic import BASE, Shape, opennmt_checkpoint, package
-from benchmarks.adapt.tuning import MULTI30K, fine_tuning, footnote, fresh, prepare, train
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.adapt.tuning import MULTI30K, fine_tuning, fresh, prepare, train
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.text.parallel import read_lines
 
-OUT = RESULTS / "adapt_laptop"
+OUT = common.RESULTS / "adapt_laptop"
 PIECES = 50_000  # Locomotive's sentencepiece vocabulary
 KEEPS = [  # a setting's name and the train section's overrides
     ("no keeping", {}),
@@ -78,25 +77,23 @@ def measure(work: Path, steps: int, batch_tokens: int, keep: dict) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = [
-        "| setting | batch tokens | tokens/s | peak RSS | wall (s) |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    for row in results["runs"]:
-        lines.append(f"| {row['setting']} | {row['batch_tokens']:,} | {row['tokens_per_s']:,} | "
-                     f"{row['peak_rss_mib'] / 1024:.2f} GiB | {row['wall_s']} |")  # fmt: skip
-    lines += ["", f"{results['steps']} steps each; "
-              + footnote(results["machine"], "make bench-adapt-laptop")]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    rows = [
+        [row["setting"], f"{row['batch_tokens']:,}", f"{row['tokens_per_s']:,}",
+         f"{row['peak_rss_mib'] / 1024:.2f} GiB", row["wall_s"]]
+        for row in results["runs"]
+    ]  # fmt: skip
+    header = ["setting", "batch tokens", "tokens/s", "peak RSS", "wall (s)"]
+    machine_line = common.on_machine(results["machine"], "make bench-adapt-laptop")
+    note = f"{results['steps']} steps each; {machine_line}"
+    return common.markdown_table(header, rows, note) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="benchmarks.adapt.laptop", description=__doc__)
+    parser = common.arguments(__doc__, out=OUT)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-tokens", type=int, nargs="+", default=[1000, 2000])
     parser.add_argument("--multi30k", type=Path, default=MULTI30K)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt-laptop")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--work", type=Path, default=common.ROOT / "runs/bench-adapt-laptop")
     args = parser.parse_args(argv)
     if not (args.multi30k / "train.en.gz").exists():
         raise UserError(f"{args.multi30k}: no train.en.gz (Multi30k's files: --multi30k DIR)")
@@ -109,8 +106,8 @@ def main(argv: list[str] | None = None) -> None:
             runs.append({"setting": name, "batch_tokens": batch_tokens,
                          **measure(work, args.steps, batch_tokens, keep)})  # fmt: skip
             print(runs[-1], flush=True)
-    results = {"machine": machine(), "steps": args.steps, "pieces": PIECES, "runs": runs}
-    save_results(args.out, results, table(results))
+    results = {"machine": common.machine(), "steps": args.steps, "pieces": PIECES, "runs": runs}
+    common.save_results(args.out, results, table(results))
 
 
 if __name__ == "__main__":

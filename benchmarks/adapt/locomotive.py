@@ -25,25 +25,13 @@ onmt/transforms imports spacy, fasttext, ahocorasick and rapidfuzz at load time;
 is needed); its pickled options need TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 (torch >= 2.6), set for
 its processes only.
 
-Locomotive's settings, kept: sentencepiece unigram (its default model type), character_coverage
-1.0, input_sentence_size 1,000,000, shuffle_input_sentence, trained on the source and target
-training text together; its vocabulary turned into OpenNMT-py's by sp_vocab_to_onmt_vocab (the
-pieces' log-probabilities as counts, <unk> <s> </s> left out; Locomotive's `onmt_build_vocab` line
-is commented out), share_vocab, transforms sentencepiece + filtertoolong, src/tgt_seq_length 150,
-nbest 1 alpha 0; encoder/decoder transformer, position_encoding (sinusoidal), share_embeddings and
-share_decoder_embeddings, heads 8, FFN = 4 x width, dropout 0.1, attention_dropout 0.1; Adam,
-beta2 0.998, learning_rate 0.15 with decay_method rsqrt and warmup_steps 16,000 (1/sqrt(max(step,
-16000)): a constant 1.19e-3 for the whole run here, as for the first 16,000 steps of
-Locomotive's), max_grad_norm 0, label_smoothing 0.1, param_init 0 with param_init_glorot,
-normalization tokens, batch_type tokens, valid_batch_size 2048, queue_size 10,000, num_worker 2,
-max_generator_batches 2, train_steps 100,000 (never reached), early_stopping 4,
-keep_checkpoint 10, avg_checkpoints 1 (its default: the last checkpoint is converted, not an
-average); `ct2-opennmt-py-converter --quantization int8` (on a copy of the checkpoint whose
-options name the attention scaled-dot instead of OpenNMT-py 3.5.1's default scaled-dot-flash,
-the same attention, which CTranslate2 4.8's converter refuses by name); the package as its
-train.py writes it: metadata.json (package_version, argos_version 1.9.0, from/to code and
-name), README.md, sentencepiece.model, model/, zipped under one top folder
-translate-en_de-1_0.
+Locomotive's settings are kept where not scaled below: those of sentencepiece in
+train_sentencepiece, OpenNMT-py's in onmt_config (grouped as its train.py sets them). Of note:
+learning_rate 0.15 with decay_method rsqrt and warmup_steps 16,000 is 1/sqrt(max(step, 16000)),
+a constant 1.19e-3 for the whole run here, as for the first 16,000 steps of Locomotive's;
+train_steps 100,000 is never reached; avg_checkpoints is its default, 1 (the last checkpoint is
+converted, not an average); the converter gets a copy of the checkpoint whose options name the
+attention scaled-dot (scaled_dot); the package is laid out as its train.py writes it (package).
 
 Scaled (Locomotive's -> here), for 2 shared CPU cores and about 40 minutes: vocab_size 50,000
 -> 8,000 (29,000 pairs; OpenNMT-py's 4 specials beside sentencepiece's 7,997 other pieces make
@@ -75,13 +63,14 @@ import sentencepiece as spm
 
 from benchmarks.adapt.synthetic import METADATA
 from benchmarks.adapt.tuning import MULTI30K
-from benchmarks.common import ROOT, run, timed_translation
+from benchmarks.common import ROOT, arguments, run, timed_translation
+from benchmarks.peers.opennmt_peer import ENV as ONMT_ENV  # its checkpoints pickle its options
+from benchmarks.peers.opennmt_peer import ONMT_PYTHON
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.text.parallel import read_lines
 
 SRC, TGT = METADATA["from_code"], METADATA["to_code"]
-ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # its checkpoints pickle its options
 ARGOS_DECODING = {"replace_unknowns": True, "max_batch_size": 32, "batch_type": "tokens",
                   "beam_size": 4, "num_hypotheses": 1, "length_penalty": 0.2}  # fmt: skip
 
@@ -125,10 +114,9 @@ def main() -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=ROOT / "runs/bench-adapt-package")
+    p = arguments(__doc__, out=ROOT / "runs/bench-adapt-package")
     p.add_argument("--corpus", type=Path, default=MULTI30K, help="Multi30k's folder (*.en.gz)")
-    p.add_argument("--onmt-venv", type=Path, default=ROOT / "benchmarks/.venv-opennmt")
+    p.add_argument("--onmt-venv", type=Path, default=ONMT_PYTHON.parent.parent)
     p.add_argument("--minutes", type=float, default=45.0, help="onmt_train's time budget")
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
     p.add_argument("--width", type=int, default=256)

@@ -32,7 +32,6 @@ catalogs encoded with the package's pieces: tuning.py); the replay settings a se
 the same splits with the replay pairs added to train.
 """
 
-import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -44,14 +43,21 @@ from benchmarks.adapt.tuning import (
     IMPORTED,
     MULTI30K,
     fine_tuning,
-    footnote,
     fresh,
     prepare,
     train,
     write_config,
 )
 from benchmarks.adapt.tuning import python as run_module
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    arguments,
+    machine,
+    markdown_table,
+    on_machine,
+    save_results,
+)
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -193,21 +199,19 @@ def train_setting(work: Path, name: str, config: dict) -> tuple[Path, dict]:
 
 
 def table(results: dict) -> str:
-    lines = [
-        "| model | programs never seen, chrF / BLEU | newer strings, chrF / BLEU | Multi30k BLEU "
-        "| placeholders kept (protected) | the model alone | steps | minutes | peak RSS |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    rows = []
     for row in results["rows"]:
         tests = [f"{row[f'chrf_{t}']} / {row[f'bleu_{t}']}" for t in ("never_seen", "newer")]
         share = [f"{k / n:.1%} of {n:,}" for k, n in (row[f"kept_{w}"] for w in
                  ("protected", "unprotected"))]  # fmt: skip
         rss = f"{row['peak_rss_mib'] / 1024:.2f} GiB" if row.get("peak_rss_mib") else "-"
-        cost = [str(row.get("steps", "-")), str(row.get("minutes", "-")), rss]
-        lines.append(f"| {row['setting']} | {' | '.join(tests)} | {row['bleu_original']} | "
-                     f"{' | '.join(share + cost)} |")  # fmt: skip
+        cost = [row.get("steps", "-"), row.get("minutes", "-"), rss]
+        rows.append([row["setting"], *tests, row["bleu_original"], *share, *cost])
+    header = ["model", "programs never seen, chrF / BLEU", "newer strings, chrF / BLEU",
+              "Multi30k BLEU", "placeholders kept (protected)", "the model alone", "steps",
+              "minutes", "peak RSS"]  # fmt: skip
     d = results["data"]
-    lines += ["", f"The start: {results['package']} ({results['start']}). Programs never "
+    notes = [f"The start: {results['package']} ({results['start']}). Programs never "
               f"seen: {d['never_seen']:,} of the {d['never_seen_pairs']:,} strings of the "
               f"{len(d['never_seen_programs'])} held-out programs; newer strings: the "
               f"{d['newer']:,} strings split off the {d['user_programs']} user programs' "
@@ -216,16 +220,16 @@ def table(results: dict) -> str:
               f"{d['replay']:,} of Multi30k's English training captions, translated by the start "
               f"(greedy). Multi30k: test_2016_flickr. Beam {results['beam']}, length penalty "
               f"{results['length_penalty']}; {results['minutes']} minutes a run; "
-              + footnote(results["machine"], "make bench-adapt")]  # fmt: skip
+              + on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
     if served := results.get("libretranslate"):
-        lines += ["", f"{results['chosen']}, packaged (package_version "
+        notes += [f"{results['chosen']}, packaged (package_version "
                   f"{served['package_version']}) and served by LibreTranslate 1.9.6 and by ours "
                   f"(LibreTranslate's API, beam 4, placeholders not protected): "
                   f"{served['differ']} of {served['strings']} strings of programs never seen "
                   f"answered differently, {served['differ_several']} of them among the "
                   f"{served['several_sentences']} that our splitter cuts into several sentences "
                   "(LibreTranslate's splitter here: spaCy's sentencizer)."]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows, *notes) + "\n"
 
 
 def data_facts(work: Path, folder: Path) -> dict:
@@ -246,14 +250,13 @@ def start_facts(checkpoint: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="benchmarks.adapt.target", description=__doc__)
+    parser = arguments(__doc__, out=OUT)
     parser.add_argument("package", type=Path, nargs="?", default=STANDIN)
     parser.add_argument("--catalogs", type=Path, default=Path("/usr/share/locale/de/LC_MESSAGES"))
     parser.add_argument("--minutes", type=float, default=60, help="each run's time budget")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--multi30k", type=Path, default=MULTI30K)
     parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt")
-    parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--test-strings", type=int, default=1000,
                         help="of the programs never seen, spread over them (0: all)")  # fmt: skip
     parser.add_argument("--replay", type=int, default=0,

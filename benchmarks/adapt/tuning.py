@@ -7,10 +7,8 @@ in that folder (common.run's cwd: data/, runs/ and the configs are there).
     fine_tuning(corpus, train)       a config on top of the imported package's
     train(work, name, config)        one setting trained -> Trained: runs/<name>/, the
                                      process's wall seconds and peak RSS, metrics.jsonl's records
-    footnote(machine, command)       the tables' last words: the machine, and the make command
 """
 
-import json
 import re
 import shutil
 import sys
@@ -20,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks.common import ROOT, Ran, run
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS
 
 MULTI30K = ROOT.parent / "shared/corpora/multi30k"  # the adapt scripts' default Multi30k
@@ -69,16 +68,8 @@ def train(work: Path, name: str, config: dict) -> Trained:
     folder = work / "runs" / path.stem
     shutil.rmtree(folder, ignore_errors=True)
     ran = python(work, "seq2seq.train", "--config", str(path))
-    metrics = [json.loads(line) for line in (folder / METRICS).open()]
-    return Trained(folder, ran, metrics)
+    return Trained(folder, ran, read_log(folder / METRICS))
 
 
 def python(work: Path, module: str, *args: str) -> Ran:
     return run([sys.executable, "-m", module, *args], cwd=work)
-
-
-def footnote(machine: dict, command: str) -> str:
-    return (
-        f"{machine['device_name']}, {machine['cpu_count']} cores, torch {machine['torch']}, "
-        f"{machine['date'][:10]} (`{command}`)."
-    )

@@ -4,47 +4,23 @@ command (planned to take under 10 minutes on one H200, half of it the test suite
     python -m benchmarks.checks.gpu_check [--device cuda] [--quick] [--out DIR] [--work DIR]
 
 Without a CUDA device it says so in one line and exits 0. Otherwise it builds the numbers
-corpus in a scratch folder (--work, default runs/gpu-check/) and runs the checks below on
-configs/numbers_gpu.yaml, one after the other. Each is recorded as pass, fail or skip (with the
-reason) with its figures in <out>/gpu.json and <out>/gpu.md; the exit status is 1 when any
-check failed, after both files are written. A check left out with --skip keeps the result
-that <out>/gpu.json already holds for it from a full run on the same GPU model, marked with
-that run's date (so a short device loan can measure what is missing and keep the rest).
+corpus in a scratch folder (--work, default runs/gpu-check/) and runs each check of checks()
+on configs/numbers_gpu.yaml, one after the other (docs/gpu.md says what each measures): the
+training ones (gpu_training.py), then attention and the commands (gpu_paths.py). Each is
+recorded as pass, fail or skip (with the reason) with its figures in <out>/gpu.json and
+<out>/gpu.md; the exit status is 1 when any check failed, after both files are written. A
+check left out with --skip keeps the result that <out>/gpu.json already holds for it from a
+full run on the same GPU model, marked with that run's date.
 
-    environment          torch, CUDA and cuDNN versions, the GPU, whether it has real bf16
-    train_<tokens>_<mode>
-                         300 steps at 6,000, 24,000 and 96,000 tokens a step, each with
-                         train.precision auto (bf16 where the GPU has it), fp16 (with the
-                         gradient scaler) and auto + train.compile: tokens/s of the last 100
-                         steps, train loss of the first and last 100 steps (finite, falling),
-                         the CUDA allocator's peak, graphs compiled in all and after step 100
-    nn_transformer       ours against torch.nn.Transformer, trained alike (speed/training.py's
-                         compare_training: the recipe's precision and compile)
-    resume               stopped after step 150 of 200 and resumed, against a run
-                         straight to 200: the parameters' relative difference (not bit-for-bit
-                         on a GPU: atomic additions make its sums vary in the last bits)
-    attention            self- and cross-attention over odd source lengths (1 .. 127), eager
-                         and compiled, fp32 and bf16 autocast, against torch's
-                         scaled_dot_product_attention in float64 on the CPU: largest error
-    torchrun             `make train-ddp` with one process per GPU (torch.cuda.device_count())
-    eval                 `make eval` on the resumed model: greedy and beam 5, sentences/s
-    serve                the service under load (benchmarks/service/load.py's load_check)
-    ctranslate2          the model exported (python -m seq2seq.export) and translated on the
-                         device by CTranslate2: sentences/s, share of outputs identical to ours
-    pytest               the project's suite (python -m pytest -q) on this machine
-
---quick runs every path with tiny sizes (a small model and corpus, 30 steps), so that
-tests/benchmarks/test_gpu_check.py can run it on the CPU (--device cpu --quick); what cannot run
-there (fp16, the nested pytest) is skipped with the reason recorded, and off CUDA the quick
-mode compiles with torch's aot_eager backend (dynamo and AOTAutograd, without the minutes of
-C++ that inductor builds on a CPU).
+--quick runs every path with tiny sizes (tests/benchmarks/test_gpu_check.py runs it on the CPU:
+--device cpu --quick); what cannot run there (fp16, the nested pytest) is skipped with the
+reason recorded, and off CUDA it compiles with torch's aot_eager backend (dynamo and
+AOTAutograd, without the minutes of C++ that inductor builds on a CPU).
 """
 
-import argparse
 import json
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -61,7 +37,15 @@ from benchmarks.checks.gpu_paths import (
 )
 from benchmarks.checks.gpu_setup import FULL, QUICK, RECIPE, Setup, Skip
 from benchmarks.checks.gpu_training import MODES, check_nn_transformer, check_resume, check_training
-from benchmarks.common import RESULTS, cpu_name, machine, save_results
+from benchmarks.common import (
+    RESULTS,
+    arguments,
+    cpu_name,
+    machine,
+    markdown_table,
+    save_results,
+    timed,
+)
 from benchmarks.speed.training import Treatment
 from seq2seq import data
 from seq2seq.config import load_config
@@ -131,7 +115,14 @@ def run_check(name: str, check: Callable) -> dict:
     """pass (no problems), fail (problems, or an exception: its message) or skip, with the
     check's figures and seconds."""
     print(f"gpu-check: {name} ...", flush=True)
-    start = time.perf_counter()
+    seconds, result = timed(outcome, check)
+    result["seconds"] = seconds
+    print(f"gpu-check: {name}: {result['status']} {result.get('reason', '')}", flush=True)
+    return result
+
+
+def outcome(check: Callable) -> dict:
+    """What run_check records of a check, but its seconds."""
     try:
         figures, problems = check()
         result = {"status": "fail" if problems else "pass", "figures": figures}
@@ -142,24 +133,18 @@ def run_check(name: str, check: Callable) -> dict:
     except Exception as error:  # a check that breaks is a failed check; the others still run
         traceback.print_exc()
         result = {"status": "fail", "reason": f"{type(error).__name__}: {error}"[-1500:]}
-    result["seconds"] = time.perf_counter() - start
-    print(f"gpu-check: {name}: {result['status']} {result.get('reason', '')}", flush=True)
     return result
 
 
 def markdown(results: dict) -> str:
     info = results["machine"]
-    lines = [
-        "# GPU check",
-        "",
+    about = (
         f"{info['device_name']} ({info['checked_device']}), torch {info['torch']}, "
         f"CUDA {info.get('cuda')}, Python {info['python']}, {info['date']}, mode: "
         f"{results['mode']}, {results['seconds']:.0f} s this run. Produced by `make gpu-check` "
-        "(`python -m benchmarks.checks.gpu_check`); docs/gpu.md says what each figure means.",
-        "",
-        "| check | status | seconds | figures |",
-        "| --- | --- | --- | --- |",
-    ]
+        "(`python -m benchmarks.checks.gpu_check`); docs/gpu.md says what each figure means."
+    )
+    rows = []
     for name, result in results["checks"].items():
         figures = result.get("figures", {})
         shown = ", ".join(
@@ -169,15 +154,14 @@ def markdown(results: dict) -> str:
         note = f" ({result['reason']})" if "reason" in result else ""
         if "date" in result:  # kept from an earlier run (--skip)
             note += f" (run of {result['date'][:16].replace('T', ' ')})"
-        lines.append(f"| `{name}` | {result['status']}{note} | {result['seconds']:.1f} | {shown} |")
-    return "\n".join(lines) + "\n"
+        rows.append([f"`{name}`", result["status"] + note, f"{result['seconds']:.1f}", shown])
+    table = markdown_table(["check", "status", "seconds", "figures"], rows)
+    return "\n\n".join(["# GPU check", about, table]) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, out=RESULTS, quick="tiny sizes: every path, briefly")
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (with --quick)")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: every path, briefly")
-    parser.add_argument("--out", default=RESULTS, help="folder for gpu.json and gpu.md")
     parser.add_argument("--work", default="runs/gpu-check", help="scratch folder of the runs")
     parser.add_argument("--pytest-timeout", type=float, default=360.0, help="seconds")
     parser.add_argument("--skip", nargs="*", default=[], metavar="CHECK",
@@ -196,11 +180,10 @@ def main() -> None:
     if args.quick and not setup.on_cuda:
         torch.compiler.set_default_backend("aot_eager")
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic(): before cuBLAS
-    out, work = Path(args.out).resolve(), Path(args.work)
+    out, work = args.out.resolve(), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.chdir(work)  # data/ and runs/ of the checks go here
-    start = time.perf_counter()
-    data.main(["--config", str(RECIPE), *setup.overrides()])
+    seconds, _ = timed(data.main, ["--config", str(RECIPE), *setup.overrides()])
     results = {"mode": "quick" if args.quick else "full", "machine": environment(setup)}
     results["checks"] = {}
     device_name = results["machine"]["device_name"]
@@ -211,7 +194,8 @@ def main() -> None:
             results["checks"][name] = earlier[name]
         else:
             results["checks"][name] = run_check(name, skip_it if name in args.skip else check)
-        results["seconds"] = time.perf_counter() - start
+            seconds += results["checks"][name]["seconds"]
+        results["seconds"] = seconds
         results["failed"] = [n for n, r in results["checks"].items() if r["status"] == "fail"]
         save_results(out / "gpu", results, markdown(results))  # after each: none lost if cut
     if results["failed"]:

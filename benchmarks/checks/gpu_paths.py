@@ -13,13 +13,13 @@ from pathlib import Path
 import torch
 
 from benchmarks.checks.gpu_setup import RECIPE, Setup, Skip
-from benchmarks.checks.gpu_training import metrics_log
 from benchmarks.common import ROOT, run
 from benchmarks.service.load import load_check, timed_command
 from seq2seq.config import Config
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.model.masks import padding_mask
-from seq2seq.support.paths import text_files
+from seq2seq.support.files import read_log
+from seq2seq.support.paths import METRICS, text_files
 from seq2seq.text.special import PAD
 
 # attention: (autocast dtype, TF32 matrix products, the largest error allowed) of each
@@ -122,7 +122,7 @@ def check_torchrun(setup: Setup) -> tuple[dict, list[str]]:
     launcher = ["torch.distributed.run", "--standalone", f"--nproc_per_node={processes}"]
     seconds, _ = run_command(python(*launcher, "-m", "seq2seq.train", "--restart",
                                     *setup.command_config(*overrides)))  # fmt: skip
-    (last,) = metrics_log(setup.config(*overrides))[-1:]
+    (last,) = read_log(setup.config(*overrides).run_dir / METRICS)[-1:]
     figures = {"processes": processes, "steps": last["step"], "seconds": seconds,
                "tokens_per_s": last["tokens_per_s"], "valid_loss": last["valid_loss"]}  # fmt: skip
     return figures, [] if math.isfinite(last["valid_loss"]) else ["the loss is not finite"]

@@ -3,7 +3,6 @@ torch.nn.Transformer, and a run stopped and resumed against a straight one (gpu_
 what each measures)."""
 
 import contextlib
-import json
 import math
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from benchmarks.speed.training import compare_training
 from seq2seq.checkpoint import read_state
 from seq2seq.config import Config
 from seq2seq.support.errors import Interrupted
+from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS
 
 MODES = {  # train_<tokens>_<mode>: the overrides of each mode
@@ -53,10 +53,6 @@ def graphs_compiled() -> int:
     return counters["stats"]["unique_graphs"]
 
 
-def metrics_log(config: Config) -> list[dict]:
-    return [json.loads(line) for line in (config.run_dir / METRICS).read_text().splitlines()]
-
-
 def train_and_measure(setup: Setup, config: Config) -> dict:
     """Train `config` from scratch in this process -> the figures of the run."""
     warm = config.train.max_steps // 3  # the first meter: compiling, warming up
@@ -65,7 +61,7 @@ def train_and_measure(setup: Setup, config: Config) -> dict:
     before = graphs_compiled()
     with at_step(warm, lambda: snapshot.update(graphs=graphs_compiled())):
         train_module.train(config, restart=True)
-    log = metrics_log(config)
+    log = read_log(config.run_dir / METRICS)
     figures = {
         "tokens_per_s": log[-1]["tokens_per_s"],  # the last meter: steady steps
         "train_loss_first": log[0]["train_loss"],

@@ -14,13 +14,21 @@ they are the table of install.json).
 A few minutes: the development set alone is over a hundred packages.
 """
 
-import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run, save_results, with_table
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    arguments,
+    machine,
+    markdown_table,
+    run,
+    save_results,
+    with_table,
+)
 
 # Each set, and the make targets that install it (tests/test_setup.py checks them against the
 # Makefile), in the order of the table.
@@ -59,26 +67,23 @@ def duration(seconds: int) -> str:
 
 def table(results: dict) -> str:
     """The Markdown table of the sets, with the machine it was measured on."""
-    info = results["machine"]
-    lines = [
-        "| make | installs | packages | on disk | install time |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    info, rows = results["machine"], []
     for name, figures in results["sets"].items():
         targets = ", ".join(f"`{target}`" for target in figures["targets"])
         what = "the core" if name == "core" else f"the core and the `{name}` extra"
-        lines.append(f"| {targets} | {what} | {figures['packages']} | {size(figures['bytes'])} "
-                     f"| {duration(figures['seconds'])} |")  # fmt: skip
-    lines += ["", f"Each in a new environment, pip's cache off: Python {info['python']}, torch "
-              f"{info['torch']}, {info['device_name']}, {info['date'][:10]} "
-              "(`make install-sizes`)."]  # fmt: skip
-    return "\n".join(lines)
+        rows.append([targets, what, figures["packages"], size(figures["bytes"]),
+                     duration(figures["seconds"])])  # fmt: skip
+    header = ["make", "installs", "packages", "on disk", "install time"]
+    note = (
+        f"Each in a new environment, pip's cache off: Python {info['python']}, torch "
+        f"{info['torch']}, {info['device_name']}, {info['date'][:10]} (`make install-sizes`)."
+    )
+    return markdown_table(header, rows, note)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, out=RESULTS)
     parser.add_argument("--python", default="python3", help="the Python the venvs are made with")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     version = [args.python, "-c", "import platform; print(platform.python_version())"]
     python = run(version).stdout.strip()

@@ -19,15 +19,14 @@ The hour sets and the try set also have a sentence, between its own markers in e
 SUMMARIES pages.
 """
 
-import argparse
 import json
 from pathlib import Path
 
-from benchmarks.common import RESULTS, machine, with_table
+from benchmarks.common import RESULTS, arguments, machine, markdown_table, with_table
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config, translation_pair
 from seq2seq.support.errors import UserError, run_cli
-from seq2seq.support.files import atomic_write, write_json
+from seq2seq.support.files import atomic_write, read_log, write_json
 from seq2seq.support.paths import EVAL, METRICS
 
 DOCS = Path("docs/corpora.md")
@@ -70,7 +69,7 @@ def read_run(config_path: str) -> dict:
     for path in (run / EVAL, run / METRICS, config.checkpoint_path):
         if not path.exists():
             raise UserError(f"{path} is missing: run `make train eval CONFIG={config_path}`")
-    lines = [json.loads(line) for line in (run / METRICS).read_text("utf-8").splitlines()]
+    lines = read_log(run / METRICS)
     validations = [line for line in lines if "averaged_steps" not in line]
     averages = [line for line in lines if "averaged_steps" in line]
     key = f"valid_{config.train.best_metric}"
@@ -97,57 +96,49 @@ def read_run(config_path: str) -> dict:
     }
 
 
-def decoding_row(recipe: dict, name: str, scores: dict) -> str:
+def decoding_row(recipe: dict, name: str, scores: dict) -> list:
     kept = recipe["kept"]
     held = f"average of steps {kept[0]}-{kept[-1]}" if len(kept) > 1 else f"step {kept[0]}"
     figures = (scores["bleu"], scores["bleu_lowercase"], scores["chrf"])
-    return (
-        f"| {recipe['direction']} | {name} | " + " | ".join(f"{x:.1f}" for x in figures)
-        + f" | {scores['sentences_per_s']:.0f} | {held} |"
-    )  # fmt: skip
+    return [recipe["direction"], name, *(f"{x:.1f}" for x in figures),
+            f"{scores['sentences_per_s']:.0f}", held]  # fmt: skip
 
 
-def training_row(recipe: dict) -> str:
+def training_row(recipe: dict) -> list:
     single, average = recipe["best_single"], recipe["average"]
     averaged = "no averaging" if average is None else (
         f"{average['valid']:.2f} (steps {average['steps'][0]}-{average['steps'][-1]})"
     )  # fmt: skip
-    return (
-        f"| {recipe['direction']} | `{recipe['config']}` | {recipe['parameters']:,} | "
-        f"{recipe['steps']:,} | {recipe['train_minutes']:.0f} | "
-        f"{single['valid']:.2f} (step {single['step']}) | {averaged} |"
-    )
+    return [recipe["direction"], f"`{recipe['config']}`", f"{recipe['parameters']:,}",
+            f"{recipe['steps']:,}", f"{recipe['train_minutes']:.0f}",
+            f"{single['valid']:.2f} (step {single['step']})", averaged]  # fmt: skip
 
 
 def markdown(results: dict) -> str:
     """The tables, the line above them and the signatures under them."""
     recipes, info = results["recipes"], results["machine"]
     metric = recipes[0]["best_metric"]
-    lines = [
-        f"On {info['device_name']} ({info['cpu_count']} cores, torch {info['torch']}); "
-        f"{results['conditions']}. Test set: {recipes[0]['test_set']} (1,000 sentences).",
-        "",
-        "| direction | decoding | BLEU | BLEU, lowercased | chrF | sentences/s | checkpoint |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    decodings = []
     for recipe in recipes:
         test = recipe["test"]
-        lines.append(decoding_row(recipe, "greedy", test))
+        decodings.append(decoding_row(recipe, "greedy", test))
         if "beam" in test:
             beam = test["beam"]
             name = f"beam {beam['beam_size']}, length penalty {beam['length_penalty']}"
-            lines.append(decoding_row(recipe, name, beam))
-    lines += [
-        "",
-        f"| direction | config | parameters | steps | training minutes | best single "
-        f"checkpoint, valid {metric} | average, valid {metric} |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-        *map(training_row, recipes),
-        "",
+            decodings.append(decoding_row(recipe, name, beam))
+    signatures = (
         "Signatures: BLEU `" + recipes[0]["test"]["bleu_signature"] + "` (`case:lc` for the "
-        "lowercased one), chrF `" + recipes[0]["test"]["chrf_signature"] + "`.",
-    ]
-    return "\n".join(lines)
+        "lowercased one), chrF `" + recipes[0]["test"]["chrf_signature"] + "`."
+    )
+    return "\n\n".join([
+        f"On {info['device_name']} ({info['cpu_count']} cores, torch {info['torch']}); "
+        f"{results['conditions']}. Test set: {recipes[0]['test_set']} (1,000 sentences).",
+        markdown_table(["direction", "decoding", "BLEU", "BLEU, lowercased", "chrF",
+                        "sentences/s", "checkpoint"], decodings),
+        markdown_table(["direction", "config", "parameters", "steps", "training minutes",
+                        f"best single checkpoint, valid {metric}", f"average, valid {metric}"],
+                       map(training_row, recipes), signatures),
+    ])  # fmt: skip
 
 
 def summary(results: dict) -> str:
@@ -186,7 +177,7 @@ def pages(results: dict, recipe_set: str, expected: dict[Path, str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--collect", nargs="+", metavar="CONFIG", help="recipes to read")
     parser.add_argument("--set", choices=SETS, default="hour", help="which table --collect writes")
     parser.add_argument(

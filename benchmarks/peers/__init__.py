@@ -9,7 +9,8 @@ model and time budget.
     opennmt_peer.py     OpenNMT-py's settings from ours, trained and decoded alike
     opennmt_driver.py   run by OpenNMT-py's own Python: each checkpoint decoded, timed
     pieces.py           the text every peer reads (our pieces); their outputs made text
-    measure.py          alike for all: a growing file read, scores, a run's and a decoding's
-                        figures (each command run by benchmarks.common.run)
+    measure.py          alike for all: a growing file read, files noted as they appear,
+                        scores, a run's and a decoding's figures (each command run by
+                        benchmarks.common.run)
     report.py           the table, the ratios, the differences left, the curves' picture
 """

@@ -10,8 +10,9 @@ Translate's packages), on the same machine, data, vocabulary and model size.
 Trains each toolkit for the same wall-clock budget, one after the other, then decodes the test
 sentences greedily with each one's best checkpoint (by valid exact match on the numbers corpus,
 by BLEU on a real one); writes <out>/peers.json and <out>/peers.md (peers_<corpus>.* for
-another corpus than numbers). What each figure measures, the settings chosen for each peer
-and the workarounds for them: benchmarks/README.md; the parts: benchmarks/peers/__init__.py.
+another corpus than numbers; <out>: benchmarks/results/, runs/peers-quick/ with --quick).
+What each figure measures, the settings chosen for each peer and the workarounds for them:
+benchmarks/README.md; the parts: benchmarks/peers/__init__.py.
 """
 
 import argparse
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS, ROOT, machine, machine_speed, save_results
+from benchmarks.common import RESULTS, ROOT, arguments, machine, machine_speed, save_results
 from benchmarks.peers.joeynmt_config import (
     batch_settings,
     joey_config,
@@ -57,8 +58,7 @@ def check_inputs(config: Config, args) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="30 s each, 100 test sentences")
+    parser = arguments(__doc__, out=None, config="config.yaml", quick="30 s each, 100 sentences")
     parser.add_argument(
         "--budget", type=float, help="training seconds each (default 360; quick 30)"
     )
@@ -66,22 +66,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--eval-every", type=int, help="steps between validations (default 100; quick 50)"
     )
-    parser.add_argument("--config", default="config.yaml")
     parser.add_argument(
         "--peers", default="joeynmt,opennmt", help="which peers, comma-separated (default both)"
     )
     for peer, (name, python) in PEERS.items():
         parser.add_argument(f"--{peer}-python", default=str(python), help=f"{name}'s venv python")
-    parser.add_argument(
-        "--out", help=f"folder for peers.json and .md (default {RESULTS}; quick runs/peers-quick)"
-    )
     parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
     args = parser.parse_args(argv)
     quick = args.quick
     args.budget = args.budget or (30.0 if quick else 360.0)
     args.sentences = args.sentences or (100 if quick else 1000)
     args.eval_every = args.eval_every or (50 if quick else 100)
-    args.out = args.out or ("runs/peers-quick" if quick else RESULTS)
+    args.out = args.out or (Path("runs/peers-quick") if quick else RESULTS)
     args.experiment = "peers-quick" if quick else "peers"  # runs/<experiment>/
     args.peers = [peer.strip() for peer in args.peers.split(",") if peer.strip()]
     if unknown := set(args.peers) - set(PEERS):
@@ -188,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     corpus = config.corpus.name
     stem = "peers" if corpus == "numbers" else f"peers_{corpus}"
-    save_results(Path(args.out) / stem, results, markdown(results))
+    save_results(args.out / stem, results, markdown(results))
     draw_curves(results, PICTURES / f"{stem}.png")
 
 

@@ -24,12 +24,7 @@ def train_joey(args, model_dir: Path, config_path: Path, scoring) -> dict:
     timed by when their <step>.hyps file appears. `scoring`: peers.Scoring of the valid split."""
     log = config_path.parent / "logs/joeynmt-train.log"
     command = [args.joeynmt_python, "-m", "joeynmt", "train", str(config_path), "--skip-test"]
-    appeared: dict[int, float] = {}  # step -> wall seconds
-
-    def poll(elapsed: float) -> None:
-        for path in model_dir.glob("*.hyps") if model_dir.is_dir() else ():
-            appeared.setdefault(int(path.stem), elapsed)
-
+    poll, appeared = measure.appearing(model_dir, "*.hyps", lambda path: int(path.stem))
     shutil.rmtree(model_dir, ignore_errors=True)  # no <step>.hyps of an earlier run
     stopped = (0, 128 + signal.SIGINT)
     ran = run(
@@ -81,18 +76,16 @@ def keep_only_checkpoint(model_dir: Path, step: int) -> None:
 def decode_joey(args, joey_dir: Path, scoring) -> dict:
     """`joeynmt translate` on the test pieces at each batch size (a translate-batch<N>.yaml each),
     then joeynmt_driver.py, which times JoeyNMT's predict() alone after a warm-up."""
-    figures: dict = {}
     logs = joey_dir / "logs"
-    for size in measure.BATCH_SIZES:
-        command = [args.joeynmt_python, "-m", "joeynmt", "translate"]
-        command.append(str(joey_dir / f"translate-batch{size}.yaml"))
-        figures[size] = scoring.command_figures(command, logs / f"joeynmt-batch{size}")
-    sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
-    command = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
-    command += [str(scoring.source), str(WARMUP_SENTENCES), sizes]
-    timed = json.loads(run(command, log=logs / "joeynmt-driver.log").stdout)
-    for size in measure.BATCH_SIZES:
-        decoded = timed[str(size)]
-        figures[size].update(scoring.inprocess_figures(decoded["seconds"], decoded["hypotheses"]))
-    sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
-    return {**measure.flatten_batches(figures), **sizes_info}
+
+    def command(size: int) -> list[str]:
+        yaml = joey_dir / f"translate-batch{size}.yaml"
+        return [args.joeynmt_python, "-m", "joeynmt", "translate", str(yaml)]
+
+    def timed() -> dict:
+        sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
+        driver = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
+        driver += [str(scoring.source), str(WARMUP_SENTENCES), sizes]
+        return json.loads(run(driver, log=logs / "joeynmt-driver.log").stdout)
+
+    return scoring.decoding(command, logs / "joeynmt", timed)

@@ -15,6 +15,19 @@ from seq2seq.training.metrics import exact_match, sacrebleu_scores
 # whose figure is the time to the best validation of the budget (seconds_to_best)
 TARGETS = {"exact_match": {"99": 0.99, "99_5": 0.995}, "bleu": {}}
 BATCH_SIZES = (64, 1)  # decoding
+SIZES = ("parameters", "src_vocab_size", "tgt_vocab_size")  # of a model, beside its decoding
+
+
+def appearing(folder: Path, pattern: str, step_of: Callable[[Path], int]):
+    """A training's on_poll (common.run's) that notes when each file `pattern` in `folder`
+    first appears, and what it notes: {step_of(file): wall seconds}, filled as the run goes."""
+    appeared: dict[int, float] = {}
+
+    def poll(elapsed: float) -> None:
+        for path in folder.glob(pattern) if folder.is_dir() else ():
+            appeared.setdefault(step_of(path), elapsed)
+
+    return poll, appeared
 
 
 def new_lines(path: Path, seen: int) -> list[str]:
@@ -110,7 +123,20 @@ class Scoring:
             f"decode_{self.metric}": self.score(hyps),
         }
 
-
-def flatten_batches(figures: dict) -> dict:
-    """{64: {key: value}, 1: ...} -> {key_batch64: value, key_batch1: ...}"""
-    return {f"{key}_batch{size}": value for size, f in figures.items() for key, value in f.items()}
+    def decoding(self, command: Callable[[int], list[str]], stem: Path, timed: Callable[[], dict],
+                 env: dict | None = None) -> dict:  # fmt: skip
+        """A toolkit's decoding figures: its translation command at each batch size
+        (command(size), its files <stem>-batch<size>.*), then timed(), its decoding timed in
+        process -> {"<size>": {"seconds", "hypotheses"}, and SIZES}; flat (key_batch<size>)."""
+        figures = {}
+        for size in BATCH_SIZES:
+            batch_stem = stem.with_name(f"{stem.name}-batch{size}")
+            figures[size] = self.command_figures(command(size), batch_stem, env)
+        decoded = timed()
+        for size in BATCH_SIZES:
+            seconds, hyps = decoded[str(size)]["seconds"], decoded[str(size)]["hypotheses"]
+            figures[size].update(self.inprocess_figures(seconds, hyps))
+        flat = {
+            f"{key}_batch{size}": value for size, f in figures.items() for key, value in f.items()
+        }
+        return {**flat, **{key: decoded[key] for key in SIZES}}

@@ -83,12 +83,7 @@ def train_opennmt(args, model_dir: Path, config_path: Path) -> tuple[dict, float
     appears. -> ({step: wall seconds}, wall seconds, peak RSS in MiB)."""
     log = config_path.parent / "logs/opennmt-train.log"
     command = [args.opennmt_python, "-m", "onmt.bin.train", "-config", str(config_path)]
-    appeared: dict[int, float] = {}
-
-    def poll(elapsed: float) -> None:
-        for path in model_dir.glob("model_step_*.pt") if model_dir.is_dir() else ():
-            appeared.setdefault(int(path.stem.rsplit("_", 1)[1]), elapsed)
-
+    poll, appeared = measure.appearing(model_dir, "model_step_*.pt", checkpoint_step)
     for old in model_dir.glob("model_step_*.pt") if model_dir.is_dir() else ():
         old.unlink()  # no checkpoint of an earlier run
     stopped = (0, -signal.SIGTERM, 128 + signal.SIGTERM)
@@ -114,6 +109,10 @@ def opennmt_curve(args, model_dir: Path, appeared: dict, valid, max_length: int)
     ]
 
 
+def checkpoint_step(path: Path) -> int:
+    return int(path.stem.rsplit("_", 1)[1])  # model_step_<N>.pt
+
+
 def keep_only_checkpoint(model_dir: Path, step: int) -> None:
     """Delete every checkpoint but that of `step`."""
     for path in model_dir.glob("model_step_*.pt"):
@@ -125,21 +124,19 @@ def decode_opennmt(args, model_dir: Path, step: int, test, max_length: int) -> d
     """`onmt_translate` on the test pieces (`test.source`) at each batch size, then the driver,
     which times the decoding alone, with the checkpoint of `step`."""
     checkpoint, logs = str(model_dir / f"model_step_{step}.pt"), model_dir.parent / "logs"
-    figures: dict = {}
-    for size in measure.BATCH_SIZES:
-        command = [args.opennmt_python, "-m", "onmt.bin.translate", "-model", checkpoint]
-        command += ["-src", "/dev/stdin", "-output", "{output}", "-gpu", "-1"]
-        command += ["-beam_size", "1", "-batch_size", str(size), "-max_length", str(max_length)]
-        figures[size] = test.command_figures(command, logs / f"opennmt-batch{size}", ENV)
-    sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
-    timed = drive(
-        args, [checkpoint], test.source, sizes, WARMUP_SENTENCES, max_length, logs / "test"
-    )
-    for size in measure.BATCH_SIZES:
-        decoded = timed[checkpoint][str(size)]
-        figures[size].update(test.inprocess_figures(decoded["seconds"], decoded["hypotheses"]))
-    sizes_info = {key: timed[key] for key in ("parameters", "src_vocab_size", "tgt_vocab_size")}
-    return {**measure.flatten_batches(figures), **sizes_info}
+
+    def command(size: int) -> list[str]:
+        return [args.opennmt_python, "-m", "onmt.bin.translate", "-model", checkpoint,
+                "-src", "/dev/stdin", "-output", "{output}", "-gpu", "-1", "-beam_size", "1",
+                "-batch_size", str(size), "-max_length", str(max_length)]  # fmt: skip
+
+    def timed() -> dict:
+        sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
+        got = drive(args, [checkpoint], test.source, sizes, WARMUP_SENTENCES, max_length,
+                    logs / "test")  # fmt: skip
+        return {**got, **got[checkpoint]}
+
+    return test.decoding(command, logs / "opennmt", timed, ENV)
 
 
 def drive(args, checkpoints: list[str], source: Path, sizes: str, warmup: int, max_length: int,

@@ -57,25 +57,25 @@ def checkpoint_with_batch_size(best: Path, batch_size: int) -> Path:
 
 
 def decode_ours(best: Path, scoring: measure.Scoring, logs: Path) -> dict:
-    """The translate command on the test source at each batch size (each line whole, --no-split, as
-    the peers decode them), then the engine's translate (what the command runs) timed alone on
-    the loaded model, after a warm-up."""
-    figures: dict = {}
-    for size in measure.BATCH_SIZES:
-        command = [sys.executable, "-m", "seq2seq.translate", "--no-split", "--engine", "torch"]
-        command.append("--checkpoint")
-        command.append(str(checkpoint_with_batch_size(best, size)))
-        figures[size] = scoring.command_figures(command, logs / f"ours-batch{size}")
-    checkpoint = load_checkpoint(best)
-    engine = TorchEngine(checkpoint)
-    sentences = scoring.source.read_text("utf-8").splitlines()
-    for size in measure.BATCH_SIZES:
-        decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
-        seconds, translated = timed_translation(engine.translate, sentences, decoding)
-        figures[size].update(scoring.inprocess_figures(seconds, translated.outputs))
-    return {
-        **measure.flatten_batches(figures),
-        "parameters": checkpoint.model.num_parameters(),
-        "src_vocab_size": len(checkpoint.src_vocab),
-        "tgt_vocab_size": len(checkpoint.tgt_vocab),
-    }
+    """The translate command on the test source at each batch size (each line whole, --no-split,
+    as the peers decode them), then the engine's translate (what the command runs) timed alone
+    on the loaded model, after a warm-up."""
+
+    def command(size: int) -> list[str]:
+        return [sys.executable, "-m", "seq2seq.translate", "--no-split", "--engine", "torch",
+                "--checkpoint", str(checkpoint_with_batch_size(best, size))]  # fmt: skip
+
+    def timed() -> dict:
+        checkpoint = load_checkpoint(best)
+        engine = TorchEngine(checkpoint)
+        sentences = scoring.source.read_text("utf-8").splitlines()
+        figures = {"parameters": checkpoint.model.num_parameters(),
+                   "src_vocab_size": len(checkpoint.src_vocab),
+                   "tgt_vocab_size": len(checkpoint.tgt_vocab)}  # fmt: skip
+        for size in measure.BATCH_SIZES:
+            decoding = replace(checkpoint.config.decode, batch_size=size, beam_size=1)
+            seconds, translated = timed_translation(engine.translate, sentences, decoding)
+            figures[str(size)] = {"seconds": seconds, "hypotheses": translated.outputs}
+        return figures
+
+    return scoring.decoding(command, logs / "ours", timed)

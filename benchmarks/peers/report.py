@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from benchmarks.common import markdown_table
 from benchmarks.peers.measure import BATCH_SIZES, TARGETS
 
 PICTURES = Path("docs/benchmarks")
@@ -126,9 +127,7 @@ def shown(value) -> str:
 def markdown(results: dict) -> str:
     info, s, peers = results["machine"], results["settings"], list(results["peers"])
     metric, names = s["metric"], [NAMES[peer] for peer in peers]
-    lines = [
-        f"# seq2seq against {' and '.join(names)}",
-        "",
+    about = (
         f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
         f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
         f"{info['matmul_2048_gflops']} GFLOP/s), torch {info['torch']} for all, Python "
@@ -138,19 +137,18 @@ def markdown(results: dict) -> str:
         f"`{s['corpus']['name']}`, validating every {s['eval_every']} steps on the "
         f"{s['valid_sentences']} valid sentences, then decoding the first "
         f"{s['test_sentences']} test sentences greedily. Times to a target: lower is better, "
-        "so a ratio below 1 means ours is faster.",
-        "",
-        f"| figure | ours | {' | '.join(names)} | "
-        + " | ".join(f"ours / {name}" for name in names) + " | better |",
-        "| --- " * (3 + 2 * len(peers)) + "|",
-    ]  # fmt: skip
-    ours = results["ours"]
+        "so a ratio below 1 means ours is faster."
+    )
+    header = ["figure", "ours", *names, *(f"ours / {name}" for name in names), "better"]
+    ours, figures = results["ours"], []
     for key, label, better in rows(metric):
         values = [shown(ours.get(key)), *(shown(results["peers"][p].get(key)) for p in peers)]
         shares = [results["ratios"][p].get(key) for p in peers]
         shares = [f"{r:.3f}" if r is not None else "" for r in shares]
-        lines.append(f"| {label} | {' | '.join(values)} | {' | '.join(shares)} | {better} |")
-    return "\n".join([*lines, "", *settings_lines(s), *difference_lines(s)]) + "\n"
+        figures.append([label, *values, *shares, better])
+    notes = "\n".join([*settings_lines(s), *difference_lines(s)])
+    table = markdown_table(header, figures, notes)
+    return "\n\n".join([f"# seq2seq against {' and '.join(names)}", about, table]) + "\n"
 
 
 def settings_lines(s: dict) -> list[str]:

@@ -4,45 +4,20 @@
     python -m benchmarks.speed.bench --machine    # only this machine's speed, in a few seconds
     python -m benchmarks.speed.bench --decoding runs/numbers/best.pt   # only the decoding figures
 
-Figures (every speed is reported with its baseline and their ratio, since absolute times on a
-shared machine are noisy):
+    train_to_target        the config trained to 99% valid exact match: seconds, peak RSS
+    memory_of_evaluation   peak RSS of an evaluation, and of importing torch
+    decoding               greedy, the key/value cache against recomputing, batch 1 and 64
+    exports_decoding       the exported forms against ours (speed/exports.py)
+    load_check             the service under load (service/load.py)
+    compare_training, flops_fraction   ours against nn.Transformer; FLOP/s against a matmul's
 
-* train_tokens_per_s of our model and of torch.nn.Transformer with identical sizes, the same
-  embeddings, output layer, batches and optimizer, both trained the way seq2seq/train.py trains
-  on this device (train.precision's autocast, train.compile; train_comparison_mode says which:
-  fp32 eager with the default config on a CPU, bf16 autocast on most GPUs); ratio
-  train_speed_vs_nn_transformer; on CUDA, the allocator's peak memory of each
-  (train_cuda_peak_memory_mib, nn_transformer_train_cuda_peak_memory_mib);
-* greedy decoding of the numbers test split, sentences per second, with the key/value cache
-  against the recompute-every-step loop, at batch 1 and batch 64; ratio
-  decode_speedup_cached_vs_recompute (batch 64); the same on long outputs (a random-weight
-  model decoding up to 64 tokens), where the cache matters most;
-* seconds_to_99_exact_match: wall time of the config's training run to reach 99% greedy exact
-  match on the valid split (validating every 100 steps; the trajectory is the same as with
-  the config's own eval_every);
-* train_flops_fraction_of_matmul_peak: achieved training GFLOP/s of a d_model=256 model
-  against a 2048x2048 fp32 matmul on the same machine, in the same run;
-* our translate() of the raw test sentences against the same model through each exported form
-  (benchmarks/speed/exports.py: CTranslate2 float32 and int8, transformers' generate, Argos
-  Translate), greedy, at batch 64 and 1: sentences per second, ratios, and the share of
-  outputs identical to ours;
-* the translation service under load (benchmarks/service/load.py): 2,000 one-sentence requests
-  from 32 concurrent clients on loopback, with the torch and the CTranslate2 engine, calm and
-  while 1,000 idle connections and a client sending poison are attached: requests/s, p50 and
-  p99 latency, failed and mismatched answers, p99 under attack / calm, CTranslate2 / torch,
-  against the translate command on the same file (serve_*);
-* peak memory: resident set size of a training process and of an evaluation process, and of
-  a process that only imports torch, for scale (on CUDA, see the comparison's allocator peaks).
-
-To relate the figures to another machine, bench.json also records this machine's speed:
-a 2048x2048 fp32 matmul in GFLOP/s and the wall time of `python -c "import torch"`; --machine
-measures just these two, so that anyone can compare their machine with the one in bench.md.
-
---quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes 100 sentences and
-times each figure briefly. Results go to <out>/bench.json and <out>/bench.md.
+Every speed comes with its baseline and their ratio, since absolute times on a shared machine
+are noisy; benchmarks/README.md says what each figure measures. bench.json also records this
+machine's speed (a 2048x2048 fp32 matmul's GFLOP/s, `import torch`'s seconds), which --machine
+measures alone. --quick (CI's smoke test) trains for a few seconds instead of to 99%, decodes
+100 sentences and times each figure briefly. -> <out>/bench.json and <out>/bench.md.
 """
 
-import argparse
 import json
 import random
 import sys
@@ -52,9 +27,11 @@ import torch
 
 from benchmarks.common import (
     RESULTS,
+    arguments,
     machine,
     machine_speed,
-    run_and_measure,
+    markdown_table,
+    run,
     save_results,
     timed_translation,
 )
@@ -139,7 +116,7 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
         extra += ["train.max_steps=100", "train.eval_every=50"]
     command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", config_path]
     command += [*overrides, *extra]
-    seconds, peak = run_and_measure(command)
+    ran = run(command)
     config = load_config(config_path, [*overrides, *extra])
     log = read_log(config.run_dir / METRICS)
 
@@ -149,54 +126,50 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
     result = {
         "seconds_to_99_exact_match": seconds_to(0.99),
         "seconds_to_99_5_exact_match": seconds_to(0.995),
-        "train_run_seconds": seconds,
+        "train_run_seconds": ran.seconds,
         "train_run_steps": log[-1]["step"],
         "train_run_best_valid_exact_match": max(entry["valid_exact_match"] for entry in log),
-        "train_peak_memory_mib": peak,
+        "train_peak_memory_mib": ran.peak_mib,
     }
     return result, config
 
 
 def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str) -> dict:
     evaluate = [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides]
-    _, eval_peak = run_and_measure([*evaluate, f"experiment={experiment}"])
-    _, torch_peak = run_and_measure([sys.executable, "-c", "import seq2seq.model.transformer"])
+    eval_peak = run([*evaluate, f"experiment={experiment}"]).peak_mib
+    torch_peak = run([sys.executable, "-c", "import seq2seq.model.transformer"]).peak_mib
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 
 
 def markdown(results: dict) -> str:
     info = results["machine"]
-    lines = [
-        "# Benchmark results",
-        "",
+    about = (
         f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
         f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
         f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
         f"torch {info['torch']}, Python {info['python']}, "
         f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
         "(`python -m benchmarks.speed.bench`); every ratio compares figures measured in the same "
-        "run.",
-        "",
-        "| figure | value |",
-        "| --- | --- |",
+        "run."
+    )
+    figures = [
+        [f"`{key}`", f"{value:,.3f}" if isinstance(value, float) else value]
+        for key, value in results["figures"].items()
     ]
-    for key, value in results["figures"].items():
-        shown = f"{value:,.3f}" if isinstance(value, float) else str(value)
-        lines.append(f"| `{key}` | {shown} |")
-    return "\n".join(lines) + "\n"
+    table = markdown_table(["figure", "value"], figures)
+    return "\n\n".join(["# Benchmark results", about, table]) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke test of a few seconds each")
+    parser = arguments(
+        __doc__, out=RESULTS, config="config.yaml", quick="seconds each: a smoke test"
+    )
     parser.add_argument(
         "--machine", action="store_true", help="only measure this machine's speed and print it"
     )
     parser.add_argument(
         "--decoding", metavar="CHECKPOINT", help="only measure the decoding figures of CHECKPOINT"
     )
-    parser.add_argument("--config", default="config.yaml")
-    parser.add_argument("--out", default=RESULTS, help="folder for bench.json and .md")
     parser.add_argument("overrides", nargs="*", metavar="key.sub=value")
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
@@ -229,7 +202,7 @@ def main() -> None:
 
     info = {**machine(), **machine_speed(device)}
     results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
-    save_results(Path(args.out) / "bench", results, markdown(results))
+    save_results(args.out / "bench", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ package is not installed is skipped with a note; so is Argos for a model with tw
 vocabularies, which a package cannot hold.
 """
 
-import argparse
 import dataclasses
 import importlib.util
 import json
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import run, timed_translation
+from benchmarks.common import arguments, run, timed_translation
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DecodeConfig, translation_pair
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
@@ -196,7 +195,7 @@ def exports_decoding(checkpoint_path: Path, sentences: list[str]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--checkpoint", required=True, help="e.g. runs/numbers/best.pt")
     parser.add_argument("--sentences", type=int, default=1000, help="test sentences to use")
     args = parser.parse_args()

@@ -1,29 +1,21 @@
 """`make bench-scale`: how the data path behaves as the corpus grows, from 20,000 to 5,000,000
-training pairs of the numbers corpus (the default model and config otherwise).
+training pairs of the numbers corpus (the default model and config otherwise); each size in its
+own folder under runs/bench-scale/: seq2seq.data, seq2seq.train (to its first step, and
+resumed), torchrun with 2 processes (benchmarks/README.md lists the figures).
 
     python -m benchmarks.speed.scale [--sizes 20000 5000000] [--out DIR]
     python -m benchmarks.speed.scale --quick          # 2,000 and 20,000 pairs: a smoke test
 
-For each size, in its own folder under runs/bench-scale/, one after the other:
-
-* `python -m seq2seq.data`: wall seconds and peak resident memory (RSS);
-* `python -m seq2seq.train`, one process: seconds from start to the first training step (the
-  first progress line), peak RSS, steady tokens/s (the second of two validations' meters),
-  the size of last.pt; then the same run resumed for more steps: seconds to its first step;
-* the same training under torchrun with 2 processes: peak RSS of the largest process.
-
-Writes <out>/scale.json and <out>/scale.md. Not run by CI (the full mode takes many minutes and
-several GB of disk); the quick mode is cheap.
+-> <out>/scale.json and <out>/scale.md. Not run by CI: many minutes and several GB of disk.
 """
 
-import argparse
 import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run, save_results
+from benchmarks.common import RESULTS, ROOT, arguments, machine, markdown_table, run, save_results
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import LAST, METRICS
 
@@ -79,28 +71,23 @@ def measure(size: int, folder: Path) -> dict:
 
 
 def markdown(results: dict) -> str:
-    info = results["machine"]
-    rows = results["sizes"]
-    lines = [
-        "# Scaling the corpus",
-        "",
+    info, sizes = results["machine"], results["sizes"]
+    about = (
         f"{info['device_name']} ({info['cpu_count']} cores), torch {info['torch']}, "
-        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`).",
-        "",
-        "| figure | " + " | ".join(f"{row['train_pairs']:,} pairs" for row in rows) + " |",
-        "| --- |" + " --- |" * len(rows),
+        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`)."
+    )
+    header = ["figure", *(f"{size['train_pairs']:,} pairs" for size in sizes)]
+    rows = [
+        [f"`{key}`", *(f"{size[key]:,.1f}" for size in sizes)]
+        for key in sizes[0]
+        if key != "train_pairs"
     ]
-    for key in rows[0]:
-        if key != "train_pairs":
-            lines.append(f"| `{key}` | " + " | ".join(f"{row[key]:,.1f}" for row in rows) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n\n".join(["# Scaling the corpus", about, markdown_table(header, rows)]) + "\n"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__, out=RESULTS, quick="2,000 and 20,000 pairs")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 5_000_000])
-    parser.add_argument("--quick", action="store_true", help="2,000 and 20,000 pairs")
-    parser.add_argument("--out", default=RESULTS, help="folder for scale.json and .md")
     args = parser.parse_args()
     sizes = [2_000, 20_000] if args.quick else args.sizes
     rows = []
@@ -108,7 +95,7 @@ def main() -> None:
         print(f"{size:,} training pairs ...", flush=True)
         rows.append(measure(size, Path("runs/bench-scale") / str(size)))
     results = {"machine": machine(), "sizes": rows}
-    save_results(Path(args.out) / "scale", results, markdown(results))
+    save_results(args.out / "scale", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -20,18 +20,25 @@ on the same batches (the config's seed), the whole step as training runs it
 tokens without padding, as the training log counts them.
 """
 
-import argparse
 import concurrent.futures
 import multiprocessing
 import os
 import resource
 import shlex
 import statistics
-import time
 from pathlib import Path
 from unittest import mock
 
-from benchmarks.common import RESULTS, machine, median_and_rounds, save_results
+from benchmarks.common import (
+    RESULTS,
+    arguments,
+    machine,
+    markdown_table,
+    median_and_rounds,
+    on_machine,
+    save_results,
+    timed,
+)
 from seq2seq import data
 from seq2seq.config import load_config
 from seq2seq.support.device import with_allocator
@@ -78,14 +85,14 @@ class Steps:
         self.batches = Prefetcher(self.run.sampler, self.run.data, device)
         self.run.model.train()
 
-    def take(self, count: int) -> tuple[int, float]:
-        """`count` steps; their tokens and seconds."""
-        tokens, start = 0, time.perf_counter()
+    def take(self, count: int) -> int:
+        """`count` steps; their tokens."""
+        tokens = 0
         for _ in range(count):
             loss, step_tokens = train_step(self.run, next(self.batches)[0], self.run.train_cfg.lr)
             tokens += step_tokens
         float(loss)  # wait for the device
-        return tokens, time.perf_counter() - start
+        return tokens
 
     def close(self) -> None:
         self.batches.close()
@@ -95,8 +102,8 @@ def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int)
     """Tokens/s of `steps` training steps after `warmup` untimed ones, from a fresh run."""
     run = Steps(config_path, overrides)
     try:
-        _, warmup_s = run.take(warmup)
-        tokens, seconds = run.take(steps)
+        warmup_s, _ = timed(run.take, warmup)
+        seconds, tokens = timed(run.take, steps)
     finally:
         run.close()
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
@@ -145,26 +152,22 @@ def trained(config_path: str, overrides: list[str], steps: int, experiment: str)
     }
 
 
-def named(setting: dict) -> str:
+def named(setting: dict) -> list[str]:
     """A table row's first two cells: the setting's name and its overrides."""
-    overrides = " ".join(f"`{o}`" for o in setting["overrides"]) or "(the config's)"
-    return f"| {setting['name']} | {overrides} |"
+    return [setting["name"], " ".join(f"`{o}`" for o in setting["overrides"]) or "(the config's)"]
 
 
 def bleu_table(results: dict) -> str:
     info, steps = results["machine"], results["steps"]
-    lines = [
-        f"| setting | overrides | valid BLEU at step {steps:,} | valid loss | training minutes |",
-        "| --- | --- | --- | --- | --- |",
+    header = ["setting", "overrides", f"valid BLEU at step {steps:,}", "valid loss",
+              "training minutes"]  # fmt: skip
+    rows = [
+        [*named(s), f"{s['valid_bleu']:.2f}", f"{s['valid_loss']:.3f}", f"{s['minutes']:.1f}"]
+        for s in results["settings"]
     ]
-    for s in results["settings"]:
-        lines.append(
-            f"{named(s)} {s['valid_bleu']:.2f} | {s['valid_loss']:.3f} | {s['minutes']:.1f} |"
-        )
-    return "\n".join(lines) + (
+    return markdown_table(header, rows) + (
         f"\n\n`{results['config']}` trained {steps:,} steps from scratch under each setting (the "
-        f"same seed, the schedule laid over those steps, no averaging); {info['device_name']}, "
-        f"{info['cpu_count']} cores, torch {info['torch']}, {info['date'][:10]}.\n"
+        f"same seed, the schedule laid over those steps, no averaging); {on_machine(info)}\n"
     )
 
 
@@ -172,18 +175,16 @@ def table(results: dict) -> str:
     settings, info = results["settings"], results["machine"]
     base = settings[0]["name"]
     base_speed = statistics.median(settings[0]["tokens_per_s"])
-    lines = [
-        f"| setting | overrides | tokens/s (median of {results['rounds']}) | rounds | "
-        f"x {base} | peak RSS | warm-up s |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    header = ["setting", "overrides", f"tokens/s (median of {results['rounds']})", "rounds",
+              f"x {base}", "peak RSS", "warm-up s"]  # fmt: skip
+    rows = []
     for s in settings:
         median, cells = median_and_rounds(s["tokens_per_s"], ",.0f")
-        lines.append(
-            f"{named(s)} {cells} | {median / base_speed:.2f} | "
-            f"{max(s['peak_rss_mib']) / 1024:.2f} GiB | {max(s['warmup_s']):.0f} |"
+        rss, warmup = max(s["peak_rss_mib"]) / 1024, max(s["warmup_s"])
+        rows.append(
+            [*named(s), cells, f"{median / base_speed:.2f}", f"{rss:.2f} GiB", f"{warmup:.0f}"]
         )
-    return "\n".join(lines) + (
+    return markdown_table(header, rows) + (
         f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
         f"steps a round (peak RSS: the largest of the rounds' processes); "
         f"{info['device_name']}, {info['cpu_count']} cores, "
@@ -192,8 +193,7 @@ def table(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/multi30k_de_en.yaml")
+    parser = arguments(__doc__, out=None, config="configs/multi30k_de_en.yaml")
     parser.add_argument(
         "--setting", nargs="+", action="append", metavar=("NAME", "OVERRIDE"),
         help="a name and its config overrides (repeat for each setting; the first is the base)",
@@ -203,8 +203,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--profile", action="store_true", help="profile the first setting")
     parser.add_argument("--bleu-steps", type=int, help="train each setting so long: its BLEU")
-    parser.add_argument("--out", type=Path, help=f"PATH.json and PATH.md (default {OUT}, "
-                        f"{BLEU_OUT} with --bleu-steps)")  # fmt: skip
     parser.add_argument("--data-args", default="", help="overrides for building each setting's "
                         "data, in one string (e.g. corpus.base_url=file:///mirror)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -224,9 +222,8 @@ def main(argv: list[str] | None = None) -> None:
             speed = in_own_process(
                 timed_steps, args.config, s["overrides"], args.warmup, args.steps
             )
-            s["tokens_per_s"].append(speed["tokens_per_s"])
-            s["warmup_s"].append(speed["warmup_s"])
-            s["peak_rss_mib"].append(speed["peak_rss_mib"])
+            for key, value in speed.items():  # tokens_per_s, warmup_s, peak_rss_mib
+                s[key].append(value)
             print(f"{s['name']}: {speed['tokens_per_s']:,.0f} tokens/s", flush=True)
     results = {
         "config": args.config, "machine": machine(), "rounds": args.rounds,

@@ -8,7 +8,6 @@ device, and the achieved FLOP/s of a training step against a matmul's peak.
 """
 
 import dataclasses
-import time
 import warnings
 
 import numpy as np
@@ -20,6 +19,7 @@ from benchmarks.common import (
     matmul_peak_flops,
     reset_cuda_peak,
     synchronize,
+    timed,
 )
 from seq2seq.config import Config, ModelConfig, config_from_dict
 from seq2seq.model.transformer import Embedding, Transformer
@@ -108,13 +108,13 @@ def time_training(
         scaler.step(optimizer)
         scaler.update()
 
-    step(batches[0])
-    synchronize(device)
-    start = time.perf_counter()
-    for batch in batches:
-        step(batch)
-    synchronize(device)
-    return time.perf_counter() - start, cuda_peak_mib(device)
+    def steps(some: list[tuple]) -> None:
+        for batch in some:
+            step(batch)
+        synchronize(device)
+
+    steps(batches[:1])
+    return timed(steps, batches)[0], cuda_peak_mib(device)
 
 
 def real_tokens(batches) -> int:

@@ -7,15 +7,13 @@ many translations differ -> benchmarks/results/validation.{json,md}.
         [--checkpoint runs/multi30k_de_en_hour/best.pt] [--rounds 3]
 """
 
-import argparse
 import statistics
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-from benchmarks.common import RESULTS, machine, median_and_rounds, save_results
+from benchmarks import common
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
@@ -24,17 +22,15 @@ from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.parallel import load_split
 from seq2seq.training.validation import valid_translations, validate
 
-OUT = RESULTS / "validation"
+OUT = common.RESULTS / "validation"
 ENGINES = ("torch", "ctranslate2")
 CPU = torch.device("cpu")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/multi30k_de_en_hour.yaml")
+    parser = common.arguments(__doc__, out=OUT, config="configs/multi30k_de_en_hour.yaml")
     parser.add_argument("--checkpoint", type=Path, help="default: the config's best.pt")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=OUT, help="PATH.json and PATH.md")
     args = parser.parse_args(argv)
     config = load_config(args.config)
     path = args.checkpoint or config.checkpoint_path
@@ -50,9 +46,10 @@ def main(argv: list[str] | None = None) -> None:
     scores = {}
     for _ in range(args.rounds):
         for engine, settings_of in settings.items():
-            start = time.perf_counter()
-            scores[engine] = validate(checkpoint.model, settings_of, vocabs, valid, CPU)
-            seconds[engine].append(time.perf_counter() - start)
+            taken, scores[engine] = common.timed(
+                validate, checkpoint.model, settings_of, vocabs, valid, CPU
+            )
+            seconds[engine].append(taken)
             print(f"{engine}: {seconds[engine][-1]:.1f} s", flush=True)
     sources = [s for s, _ in valid[1]]
     decoding = replace(config.decode, beam_size=config.train.valid_beam_size)
@@ -62,14 +59,14 @@ def main(argv: list[str] | None = None) -> None:
     ]
     results = {
         "config": args.config, "checkpoint": str(path), "step": checkpoint.info.get("step"),
-        "sentences": len(sources), "machine": machine(), "rounds": args.rounds,
+        "sentences": len(sources), "machine": common.machine(), "rounds": args.rounds,
         "engines": [
             {"engine": e, "seconds": seconds[e], "valid_bleu": scores[e]["valid_bleu"]}
             for e in ENGINES
         ],
         "differ": sum(a != b for a, b in zip(*outputs, strict=True)),
     }  # fmt: skip
-    save_results(args.out, results, table(results))
+    common.save_results(args.out, results, table(results))
 
 
 def with_engine(config, engine: str):
@@ -79,21 +76,18 @@ def with_engine(config, engine: str):
 def table(results: dict) -> str:
     info, engines = results["machine"], results["engines"]
     base = statistics.median(engines[0]["seconds"])
-    lines = [
-        f"| engine | seconds a validation (median of {results['rounds']}) | rounds | "
-        f"x faster than {engines[0]['engine']} | valid BLEU |",
-        "| --- | --- | --- | --- | --- |",
-    ]
+    header = ["engine", f"seconds a validation (median of {results['rounds']})", "rounds",
+              f"x faster than {engines[0]['engine']}", "valid BLEU"]  # fmt: skip
+    rows = []
     for e in engines:
-        median, cells = median_and_rounds(e["seconds"], ".1f")
-        lines.append(f"| {e['engine']} | {cells} | {base / median:.1f} | {e['valid_bleu']:.2f} |")
-    return "\n".join(lines) + (
+        median, cells = common.median_and_rounds(e["seconds"], ".1f")
+        rows.append([e["engine"], cells, f"{base / median:.1f}", f"{e['valid_bleu']:.2f}"])
+    return common.markdown_table(header, rows) + (
         f"\n\n`{results['config']}`'s valid split ({results['sentences']:,} sentences: the loss, "
         f"and translations scored as training does), with its checkpoint of step "
         f"{results['step']:,}; "
         f"{results['differ']} of the translations differ between the engines; "
-        f"{info['device_name']}, {info['cpu_count']} cores, torch {info['torch']}, "
-        f"{info['date'][:10]}.\n"
+        f"{common.on_machine(info)}\n"
     )
 
 

@@ -1,11 +1,19 @@
-"""The benchmark's quick mode, as a smoke test: every figure is produced and sane."""
+"""The benchmark's quick mode, as a smoke test: every figure is produced and sane; and every
+committed table is what its script writes from its committed JSON."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+from benchmarks.adapt import exactness, laptop, target
+from benchmarks.checks import gpu_check, install_sizes
+from benchmarks.common import RESULTS
+from benchmarks.peers import report
+from benchmarks.speed import bench, scale, train_speed, validation
 
 from helpers import ENV, HANG, ROOT, command
 
@@ -74,3 +82,44 @@ def test_quick_benchmark_writes_every_figure(tmp_path):
     assert figures["train_parameters"] == figures["nn_transformer_parameters"]
     assert "seconds_to_99_exact_match" in figures  # None: a quick run stops before 99%
     assert "| `train_speed_vs_nn_transformer` |" in (tmp_path / "out/bench.md").read_text()
+
+
+def committed(stem: str) -> dict:
+    return json.loads((RESULTS / f"{stem}.json").read_text("utf-8"))
+
+
+TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.json
+    "bench": bench.markdown,
+    "scale": scale.markdown,
+    "validation": validation.table,
+    "train_speed": train_speed.table,
+    "train_bleu": train_speed.bleu_table,
+    "gpu": gpu_check.markdown,
+    "install": lambda results: (
+        f"# What each make target installs\n\n{install_sizes.table(results)}\n"
+    ),
+    "peers": report.markdown,
+    "peers_multi30k_de_en": report.markdown,
+    "adapt": target.table,
+    "adapt_laptop": laptop.table,
+    "adapt_import": exactness.table,
+}
+
+
+@pytest.mark.parametrize("stem", TABLES)
+def test_each_committed_table_is_written_from_its_json(stem):
+    """The tables of benchmarks/results/, written again from their JSON, as they were written
+    by their run (common.markdown_table and its neighbours keep every column and row)."""
+    expected = (RESULTS / f"{stem}.md").read_text("utf-8")
+    assert TABLES[stem](committed(stem)) == expected
+
+
+def test_every_make_target_of_a_benchmark_has_its_row_in_the_readme():
+    """benchmarks/README.md's table lists each target of the Makefile that runs a script of
+    benchmarks/, and no other (so that no count or list of them can drift)."""
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    rules = re.findall(r"^([\w-]+):[^=\n]*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    targets = {target for target, recipe in rules if "-m benchmarks." in recipe}
+    readme = (ROOT / "benchmarks/README.md").read_text("utf-8")
+    rows = set(re.findall(r"^\| `make ([\w-]+)`", readme, re.MULTILINE))
+    assert targets == rows and len(rows) > 15
