@@ -1,4 +1,4 @@
-"""LibreTranslate's file translation: a document in (seq2seq/text/documents.py reads it and
+"""LibreTranslate's file translation: a document in (seq2seq/documents/reading.py reads it and
 rebuilds it translated), its translation kept for a while to download.
 
     POST /translate_file  multipart/form-data: file, source (or "auto"), target, api_key
@@ -27,6 +27,8 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
+from seq2seq.documents import reading
+from seq2seq.documents.formats import BadDocument, TooLarge
 from seq2seq.service.access import check_chars
 from seq2seq.service.api import Body, HTTPError, check_names, json_response
 from seq2seq.service.backend import Wanted
@@ -38,8 +40,6 @@ from seq2seq.service.libretranslate import (
     text_field,
 )
 from seq2seq.support.files import atomic_write
-from seq2seq.text import documents
-from seq2seq.text.formats import BadDocument, TooLarge
 
 FILE_FIELDS = ("file", "source", "target", "api_key")
 DETECTED_CHARS = 4096  # characters of a document's texts its source language is told from
@@ -60,7 +60,7 @@ class Files:
         upload, fields = await file_fields(request, Body(request, self.settings, "max_file_bytes"))
         limits = self.backend.keys.check(request, api_key(fields))
         source, target = text_field(fields, "source"), text_field(fields, "target")
-        name, data = documents.safe_name(upload.filename or ""), await upload.read()
+        name, data = reading.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
         check_chars(limits, document.chars, 400)
         if source == "auto":
@@ -68,7 +68,7 @@ class Files:
             source = self.libretranslate.detected(first)["language"] if first else target
         translations = await self.translated(request, document.texts, source, target)
         built = await asyncio.to_thread(document.rebuilt, translations)
-        out_name = documents.translated_name(name, target)
+        out_name = reading.translated_name(name, target)
         stored = await asyncio.to_thread(self.kept.keep, out_name, built)
         url = request.url_for("download_file", name=stored)
         return json_response({"translatedFileUrl": str(url)})
@@ -78,7 +78,7 @@ class Files:
         if not data:
             raise HTTPError(400, "Invalid request: empty file")
         try:
-            return documents.read(name, data, self.settings.max_file_chars)
+            return reading.read(name, data, self.settings.max_file_chars)
         except TooLarge as error:
             raise HTTPError(413, f"{error} (serve.max_file_chars)") from None
         except BadDocument as error:

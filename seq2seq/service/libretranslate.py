@@ -43,7 +43,7 @@ A request's way (app.py asks `fields` whether a /translate request is LibreTrans
 
 The languages are each model's (service/models.py). Detection: with one source language, that
 one, with as confidence the share of the text's words its vocabulary knows (0 to 100, as
-LibreTranslate's); with several, seq2seq/text/language_id.py's.
+LibreTranslate's); with several, seq2seq/documents/detection.py's.
 """
 
 import asyncio
@@ -58,6 +58,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
+from seq2seq.documents import markup, reading
+from seq2seq.documents.detection import Detector
 from seq2seq.service.access import Buckets, check_chars
 from seq2seq.service.api import (
     FORM,
@@ -76,8 +78,6 @@ from seq2seq.service.api import (
 from seq2seq.service.backend import Backend, Wanted
 from seq2seq.service.models import Model
 from seq2seq.support.errors import UserError
-from seq2seq.text import documents, markup
-from seq2seq.text.language_id import Detector
 from seq2seq.text.suggestions import Suggestions
 
 TRANSLATE_FIELDS = (
@@ -136,7 +136,7 @@ class LibreTranslate:
             "keyRequired": bool(self.keys) and self.keys.required,
             "suggestions": self.settings.suggestions,
             "filesTranslation": self.settings.files,
-            "supportedFilesFormat": list(documents.FORMATS) if self.settings.files else [],
+            "supportedFilesFormat": list(reading.FORMATS) if self.settings.files else [],
             "language": self.frontend_languages,
         })  # fmt: skip
 
@@ -170,7 +170,7 @@ class LibreTranslate:
 
     def candidates(self, text: str) -> list[dict]:
         """The text's likely source languages, best first, with their confidence (0 to 100):
-        the detector's (seq2seq/text/language_id.py) among the service's source languages;
+        the detector's (seq2seq/documents/detection.py) among the service's source languages;
         with one, that one, its confidence the share of the words its vocabulary knows."""
         if len(self.models.sources) == 1:
             vocab = self.models.default.engine.src_vocab

@@ -12,12 +12,8 @@
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
     sentences.py                         texts -> their sentences, translations joined back
     placeholders.py                      %s, {0}, <b>, [X7X] ...: kept from the model, put back
-    markup.py                            HTML in, HTML out: its text nodes out, translations back
-    formats.py                           a document's texts out, translations back; .txt .html .srt
-    office.py                            .docx .pptx .odt .odp .epub: their XML's texts, and back
-    documents.py                         a file by its name's format, within limits (both above)
-    language_id.py                       which language a text is in, among a few (an extra)
-    suggestions.py                       the service's users' better translations, kept, read back
+    suggestions.py                       the service's users' better translations, kept, and read
+                                         back as a corpus source (sources.py)
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.
