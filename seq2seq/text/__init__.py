@@ -3,7 +3,9 @@
     corpus_types.py                      the corpus types, one entry each, and build_corpus
     numbers.py, multi30k.py, parallel.py the corpora: generated, downloaded, or your own files
     sources.py                           corpora by name (OPUS, sacreBLEU), URLs and files, mixed
-    catalogs.py                          gettext PO/MO, XLIFF, TMX as pairs; catalogs held out whole
+    source_checks.py                     their options checked, and told on a model card
+    catalogs.py                          catalogs and folders of them as pairs; held out whole
+    catalog_formats.py                   gettext PO/MO, XLIFF, TMX: each format's entries as pairs
     download.py                          downloads: resumed, checked, in raw/manifest.json
     cleaning.py                          the pairs make data drops, counted; valid/test split off
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares

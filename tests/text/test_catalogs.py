@@ -1,7 +1,7 @@
-"""Catalogs as sources (seq2seq/text/catalogs.py): gettext PO and MO written by polib itself
-(and compiled by GNU msgfmt where it is installed), XLIFF 1.2 and 2.0 and TMX files written
-here by hand after their specifications, read as pairs, their skipped entries counted in
-report.json, and a folder's catalogs held out whole for valid and test."""
+"""Catalogs as sources (seq2seq/text/catalogs.py, catalog_formats.py): gettext PO and MO
+written by polib itself (and compiled by GNU msgfmt where it is installed), XLIFF 1.2 and 2.0
+and TMX files written here by hand after their specifications, read as pairs, their skipped
+entries counted in report.json, and a folder's catalogs held out whole for valid and test."""
 
 import json
 import shutil
@@ -14,14 +14,8 @@ import pytest
 from seq2seq import data
 from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.catalogs import (
-    PROGRAM_GROUPS,
-    catalog_files,
-    held_out,
-    program,
-    read_catalogs,
-    same_language,
-)
+from seq2seq.text.catalog_formats import same_language
+from seq2seq.text.catalogs import PROGRAM_GROUPS, catalog_files, held_out, program, read_catalogs
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.parallel import load_split
 
