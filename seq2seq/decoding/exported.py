@@ -1,18 +1,18 @@
-"""A checkpoint decoded by CTranslate2 from an export cached beside it, and our own code for
+"""A checkpoint decoded by CTranslate2 from its export, kept beside it, and our own code for
 what CTranslate2 cannot give (engine_choice.py picks it by default where CTranslate2 runs).
 
-    Cached(torch engine, CTranslate2 engine, folder)
+    Exported(torch engine, CTranslate2 engine, folder)
       translations (greedy, beam search, n-best)  -> CTranslate2 on the export
       attention pictures                           -> our torch engine
-    cached_export(checkpoint, path)   runs/<experiment>/best.pt -> runs/<experiment>/best.ct2/,
+    export_beside(checkpoint, path)   runs/<experiment>/best.pt -> runs/<experiment>/best.ct2/,
                                       made if missing or made from another checkpoint
 
-The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
+The export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
 search is CTranslate2's: a translation, greedy or beam search, is the same tokens in both
 (tested), several times sooner on a CPU (benchmarks/results/bench.md, serve_latency.md): every
 output stays what `--engine torch` gives.
 
-The cache is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
+The export is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
 a new best.pt (training went on, another run) gets a new export, made in a folder beside it
 and renamed into place, so that a process reading the old one never sees half a model.
 """
@@ -31,13 +31,13 @@ from seq2seq.text.vocab import Vocab
 
 
 @dataclass
-class Cached:
-    """A checkpoint's translations decoded by CTranslate2 from its cached export; its
+class Exported:
+    """A checkpoint's translations decoded by CTranslate2 from its export; its
     attention pictures by our own code."""
 
     torch: TorchEngine
     fast: CTranslate2Engine
-    folder: Path  # the cached export
+    folder: Path  # the export, beside the checkpoint
     shows_attention = True
     unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
@@ -70,15 +70,15 @@ class Cached:
         return self.torch.attention(sentence)
 
 
-def cache_folder(checkpoint: Path) -> Path:
-    """Where the export of a checkpoint is cached: runs/x/best.pt -> runs/x/best.ct2/."""
+def export_folder(checkpoint: Path) -> Path:
+    """Where the export of a checkpoint is kept: runs/x/best.pt -> runs/x/best.ct2/."""
     return checkpoint.with_suffix(".ct2")
 
 
-def cached_export(checkpoint: Checkpoint, path: Path) -> Path:
+def export_beside(checkpoint: Checkpoint, path: Path) -> Path:
     """The folder of the CTranslate2 export of `checkpoint` (read from `path`), made now if it
     is missing or was made from another checkpoint."""
-    folder = cache_folder(path)
+    folder = export_folder(path)
     if made_from(folder) != checkpoint.sha256:
         try:
             export_ctranslate2(checkpoint, folder)
