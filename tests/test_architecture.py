@@ -208,9 +208,9 @@ HOPS = {
         "service/batcher.py Batcher.answers: translate_texts(engine, together, decoding)",
     ),
     ("translate_texts", "Exported"): (
-        "calls its engine's translate (Engine's): by default (engine_choice.py) a Exported",
+        "calls its engine's translate (Engine's): by default (engine_choice.py) an Exported",
         "decoding/engines.py translate_texts: outputs, warnings = engine.translate(sentences)",
-        "decoding/engine_choice.py engine_of: return ... if ... else Exported(ours, fast, folder)",
+        "decoding/engine_choice.py engine_of: return ... if ... else Exported(ours.checkpoint)",
         "decoding/exported.py Exported: def translate(self, sentences, decoding): ...",
     ),
     ("Exported", "CTranslate2Engine"): (

@@ -3,7 +3,7 @@
     --engine auto (the default of translate and serve)
       the checkpoint (runs/<experiment>/best.pt, or --checkpoint)
       -> CTranslate2 installed, on a device it runs on (a CPU, a CUDA GPU)?
-           yes: Exported(torch engine, CTranslate2 engine on the export kept beside the
+           yes: Exported(the checkpoint, CTranslate2 engine on the export kept beside the
                 checkpoint: runs/<experiment>/best.ct2/; exported.py)
            no, or the export cannot be written: the torch engine (with a warning)
     --engine torch          our own code decodes everything
@@ -81,7 +81,7 @@ def engine_of(
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
     fast = CTranslate2Engine.load(folder, ours.device, compute_type)
-    return fast if choice == "ctranslate2" else Exported(ours, fast, folder)
+    return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
 
 
 def decoding_in_force(

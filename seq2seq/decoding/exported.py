@@ -1,7 +1,7 @@
 """A checkpoint decoded by CTranslate2 from its export, kept beside it, and our own code for
 what CTranslate2 cannot give (engine_choice.py picks it by default where CTranslate2 runs).
 
-    Exported(torch engine, CTranslate2 engine, folder)
+    Exported(checkpoint, CTranslate2 engine, folder)   a TorchEngine but for its translations
       translations (greedy, beam search, n-best)  -> CTranslate2 on the export
       attention pictures                           -> our torch engine
     export_beside(checkpoint, path)   runs/<experiment>/best.pt -> runs/<experiment>/best.ct2/,
@@ -21,53 +21,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config, DecodeConfig
-from seq2seq.decoding.attention_maps import Attention
+from seq2seq.config import DecodeConfig
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.paths import EXPORT_SOURCE
-from seq2seq.text.vocab import Vocab
 
 
 @dataclass
-class Exported:
-    """A checkpoint's translations decoded by CTranslate2 from its export; its
-    attention pictures by our own code."""
+class Exported(TorchEngine):
+    """A checkpoint's translations decoded by CTranslate2 from its export; the rest (its
+    config, vocabularies, attention pictures) by our own code, as TorchEngine's."""
 
-    torch: TorchEngine
     fast: CTranslate2Engine
     folder: Path  # the export, beside the checkpoint
-    shows_attention = True
     unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
-    @property
-    def config(self) -> Config:
-        return self.torch.config
-
-    @property
-    def src_vocab(self) -> Vocab:
-        return self.torch.src_vocab
-
-    @property
-    def tgt_vocab(self) -> Vocab:
-        return self.torch.tgt_vocab
-
-    @property
-    def longest_source(self) -> int:
-        return self.torch.longest_source
-
     def facts(self) -> dict:
-        return {**self.torch.facts(), "engine": "ctranslate2 (translations), torch (attention)"}
+        return {**super().facts(), "engine": "ctranslate2 (translations), torch (attention)"}
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         return self.fast.translate(sentences, decoding)
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         return self.fast.translate_nbest(sentences, decoding)
-
-    def attention(self, sentence: str) -> Attention:
-        return self.torch.attention(sentence)
 
 
 def export_folder(checkpoint: Path) -> Path:

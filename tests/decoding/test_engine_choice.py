@@ -39,7 +39,7 @@ def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
     assert isinstance(engine, Exported)
     folder = export_folder(checkpoint)
     assert engine.folder == folder and folder.name == "best.ct2"
-    assert (folder / EXPORT_SOURCE).read_text() == engine.torch.checkpoint.sha256 != ""
+    assert (folder / EXPORT_SOURCE).read_text() == engine.checkpoint.sha256 != ""
     ours = load_engine(checkpoint=checkpoint, choice="torch")
     assert isinstance(ours, TorchEngine)
     greedy = dataclasses.replace(ours.config.decode, beam_size=1)
@@ -66,16 +66,14 @@ def test_the_cache_is_made_again_only_when_the_checkpoint_changes(checkpoint, se
     assert model.stat().st_mtime_ns == first  # the same checkpoint: used as it is
     shutil.copy(seed_run / "last.pt", checkpoint)  # the same weights, another file: new sum
     engine = load_engine(checkpoint=checkpoint)
-    assert (export_folder(checkpoint) / EXPORT_SOURCE).read_text() == (
-        engine.torch.checkpoint.sha256
-    )
+    assert (export_folder(checkpoint) / EXPORT_SOURCE).read_text() == engine.checkpoint.sha256
     assert model.stat().st_mtime_ns != first
 
 
 def test_a_cache_that_cannot_be_written_leaves_the_torch_engine_with_a_warning(checkpoint, capsys):
     export_folder(checkpoint).write_text("not a folder of ours")
     engine = load_engine(checkpoint=checkpoint)
-    assert isinstance(engine, TorchEngine)
+    assert type(engine) is TorchEngine  # not Exported, a TorchEngine too
     assert "cannot cache the CTranslate2 export" in capsys.readouterr().err
     assert export_folder(checkpoint).read_text() == "not a folder of ours"
 
