@@ -187,28 +187,27 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def test_xliff_1_2_keeps_the_text_and_the_native_code_of_placeholders(tmp_path):
-    (tmp_path / "app.xlf").write_text(XLIFF_1_2, encoding="utf-8")
-    assert read(tmp_path / "app.xlf") == (
-        [
-            ("Hello world", "Hallo Welt"),
-            ("Delete %s?{0}", "<b> %s löschen?"),
-            ("<b>Bold</b>", "<b>Fett</b>"),
-        ],
+XLIFF_PAIRS = {  # XLIFF 1.2 keeps the native code of placeholders; 2, each segment's original data
+    "app.xlf": (
+        XLIFF_1_2,
+        [("Hello world", "Hallo Welt"), ("Delete %s?{0}", "<b> %s löschen?"),
+         ("<b>Bold</b>", "<b>Fett</b>")],
         {"fuzzy": 1, "untranslated": 2},
-    )
-
-
-def test_xliff_2_keeps_each_segment_with_its_original_data(tmp_path):
-    (tmp_path / "app.xliff").write_text(XLIFF_2_0, encoding="utf-8")
-    assert read(tmp_path / "app.xliff") == (
-        [
-            ("Welcome, %1$s!", "Willkommen, %1$s!"),
-            ("<b>New</b> mail…", "<b>Neue</b> Post…"),
-            ("Linux kernel{n}", "Linux-Kernel{n}"),
-        ],
+    ),
+    "app.xliff": (
+        XLIFF_2_0,
+        [("Welcome, %1$s!", "Willkommen, %1$s!"), ("<b>New</b> mail…", "<b>Neue</b> Post…"),
+         ("Linux kernel{n}", "Linux-Kernel{n}")],
         {"fuzzy": 1, "untranslated": 1},
-    )
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", XLIFF_PAIRS)
+def test_xliff_keeps_the_text_and_the_code_of_placeholders(tmp_path, name):
+    text, pairs, skipped = XLIFF_PAIRS[name]
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    assert read(tmp_path / name) == (pairs, skipped)
 
 
 def test_tmx_takes_each_side_by_its_language_an_exact_code_first(tmp_path):
