@@ -201,7 +201,7 @@ bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)
 
 # The language detectors for source "auto" and /detect (py3langid, lingua, langdetect, and the
-# pick: seq2seq/text/language_id.py) against LibreTranslate 1.9.6's own, on the Multi30k test
+# pick: seq2seq/documents/detection.py) against LibreTranslate 1.9.6's own, on the Multi30k test
 # sets in ../shared -> benchmarks/results/detection.{json,md} (a minute). Not in CI.
 bench-detect: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.detection

@@ -59,7 +59,7 @@ from seq2seq.config import DecodeConfig, ModelConfig, TrainConfig, VocabConfig
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.greedy import greedy_decode_cached, max_lengths, strip
 from seq2seq.model.attention import MultiHeadAttention, scaled_dot_product_attention
-from seq2seq.model.cache import DecoderCache
+from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
 from seq2seq.model.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_positions
 from seq2seq.text import numbers
@@ -589,7 +589,7 @@ assert tgt_vocab.detokenize(step_by_step) == targets
 # Step t of that loop runs the decoder over all t tokens of the prefix again, although the
 # keys and values of the earlier ones have not changed (the no-peek mask guarantees it: a
 # position never sees what came after it). The **key/value cache**
-# ([`model/cache.py`](../seq2seq/model/cache.py)) keeps them: each step feeds only the newest
+# ([`model/kv_cache.py`](../seq2seq/model/kv_cache.py)) keeps them: each step feeds only the newest
 # token, (9, 1), each self-attention appends that token's key and value to the cached ones,
 # (9, H, t, Dh), and each cross-attention computes the memory's keys and values once, at the
 # first step. No mask is needed: the new token may see every earlier position, and there are

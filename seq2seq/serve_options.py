@@ -172,7 +172,7 @@ class Documents:
     file_translation.py, suggest.py)."""
 
     # POST /translate_file and GET /download_file, LibreTranslate's: a document (.txt .html
-    # .srt .docx .pptx .odt .odp .epub: seq2seq/text/documents.py) translated, its formatting
+    # .srt .docx .pptx .odt .odp .epub: seq2seq/documents/reading.py) translated, its formatting
     # kept, and kept in files_dir to download. false: they answer 403, as LibreTranslate's
     # with --disable-files-translation.
     files: bool = True

@@ -37,7 +37,7 @@ greedy and beam search, run in it, on an export of the checkpoint cached beside 
 (seq2seq/decoding/engine_choice.py; `--engine torch`: our code alone). The engine is named on
 stderr at start ("decoding with ctranslate2 (translations), torch (attention) on cpu").
 With --file report.docx, a document (.txt .html .srt .docx .pptx .odt .odp .epub:
-seq2seq/text/documents.py) is translated, its formatting kept, into report.<target>.docx
+seq2seq/documents/reading.py) is translated, its formatting kept, into report.<target>.docx
 beside it (the target language's code; written whole or not at all), with a progress bar.
 
 With `--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export`
@@ -57,9 +57,9 @@ from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
+from seq2seq.documents import reading
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.support.files import atomic_write
-from seq2seq.text import documents
 from seq2seq.text.parallel import utf8_lines
 from seq2seq.text.sentences import Texts
 
@@ -148,7 +148,7 @@ def translate_file(engine: Engine, path: Path, language: str | None) -> Path:
         data = path.read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
-    document = documents.read(path.name, data, most_chars=sys.maxsize)
+    document = reading.read(path.name, data, most_chars=sys.maxsize)
     size, translations = engine.config.decode.batch_size, []
     with tqdm(total=document.chars, unit="char", unit_scale=True, desc=path.name) as bar:
         for _, chunk in chunks(iter(document.texts), size):
@@ -156,7 +156,7 @@ def translate_file(engine: Engine, path: Path, language: str | None) -> Path:
             translations += translate_texts(engine, texts, engine.config.decode).translations
             bar.update(sum(map(len, chunk)))
     target = languages_of(engine)[1].code
-    out = path.with_name(documents.translated_name(path.name, target))
+    out = path.with_name(reading.translated_name(path.name, target))
     with atomic_write(out, "wb") as file:
         file.write(document.rebuilt(translations))
     return out

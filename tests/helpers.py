@@ -367,7 +367,7 @@ def moses_zip(pairs, name: str, langs: tuple[str, str]) -> bytes:
     return buffer.getvalue()
 
 
-# Documents (tests/text/test_documents.py, tests/service/test_translate_file.py).
+# Documents (tests/documents/test_documents.py, tests/service/test_translate_file.py).
 
 
 def saved(document) -> bytes:

@@ -208,16 +208,16 @@ HOPS = {
         "service/batcher.py Batcher.answers: engine = self.loaded()",
         "service/batcher.py Batcher.answers: translate_texts(engine, together, decoding)",
     ),
-    ("translate_texts", "Cached"): (
-        "calls its engine's translate (Engine's): by default (engine_choice.py) a Cached",
+    ("translate_texts", "Exported"): (
+        "calls its engine's translate (Engine's): by default (engine_choice.py) an Exported",
         "decoding/engines.py translate_texts: outputs, warnings = engine.translate(sentences)",
-        "decoding/engine_choice.py engine_of: return ... if ... else Cached(ours, fast, folder)",
-        "decoding/cached.py Cached: def translate(self, sentences, decoding): ...",
+        "decoding/engine_choice.py engine_of: return ... if ... else Exported(ours.checkpoint)",
+        "decoding/exported.py Exported: def translate(self, sentences, decoding): ...",
     ),
-    ("Cached", "CTranslate2Engine"): (
+    ("Exported", "CTranslate2Engine"): (
         "calls, for translations",
-        "decoding/cached.py Cached: fast: CTranslate2Engine",
-        "decoding/cached.py Cached.translate: return self.fast.translate(sentences, decoding)",
+        "decoding/exported.py Exported: fast: CTranslate2Engine",
+        "decoding/exported.py Exported.translate: return self.fast.translate(sentences, decoding)",
     ),
     ("CTranslate2Engine", "translate_answer"): (
         "returns, through the job's future, to our route, which passes it to",

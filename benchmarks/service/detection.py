@@ -1,5 +1,5 @@
 """`make bench-detect`: which language detector the service's `source: "auto"` and /detect use.
-py3langid, lingua, langdetect and the service's pick of two (seq2seq/text/language_id.py)
+py3langid, lingua, langdetect and the service's pick of two (seq2seq/documents/detection.py)
 against LibreTranslate 1.9.6's own detector (langdetect, and LexiLang for texts under 20
 characters), each choosing among the same languages, on the same held-out texts, in one run.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, ROOT, machine, run, save_results
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from seq2seq.text.language_id import Detector
+from seq2seq.documents.detection import Detector
 from seq2seq.text.parallel import read_lines
 
 LANGUAGES = ("de", "en")

@@ -45,7 +45,7 @@ NATIVE = "CTranslate2's own threads"
 STEPS = {
     "JSON": ("(json/",),
     "sentence splitting": ("(sentencex/", "seq2seq/text/sentences.py"),
-    "language detection": ("(py3langid/", "(lingua/", "seq2seq/text/language_id.py"),
+    "language detection": ("(py3langid/", "(lingua/", "seq2seq/documents/detection.py"),
     "guard and limits (access.py, protocol.py)": (
         "seq2seq/service/access.py",
         "seq2seq/service/protocol.py",

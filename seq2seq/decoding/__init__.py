@@ -12,10 +12,10 @@
     argos.py           an Argos Translate package as an engine, decoded as Argos decodes it
     argos_tokenizers.py  an Argos package's tokenizer: its sentencepiece.model, or its
                        bpe.model with Moses's tokenization, as Argos Translate uses them
-    cached.py          a checkpoint's translations by CTranslate2 on an export cached beside
+    exported.py        a checkpoint's translations by CTranslate2 on its export, kept beside
                        it, its attention pictures by ours
-    engine_choice.py   which engine decodes (--engine): by default the cached export where
-                       CTranslate2 runs, else ours
+    engine_choice.py   which engine decodes (--engine): by default the checkpoint's export
+                       where CTranslate2 runs, else ours
 
 May import: the checkpoint, exports, the model, text, the config, support. Never training or
 serving.

@@ -16,7 +16,7 @@ With `decode.no_repeat_ngram` n > 0, the tokens that would repeat one of a beam'
 logit of -inf before the softmax, as CTranslate2 does it (repeats.py).
 
 Batching: the B sentences of a batch and their K beams run as B*K rows through the decoder,
-with the key/value cache of seq2seq/model/cache.py. After each step the cache rows are reordered
+with the key/value cache of seq2seq/model/kv_cache.py. After each step the cache rows are reordered
 to follow the beams that survived (a beam can have several children, or none).
 
 Every step is a fixed set of tensor operations on all B sentences at once, so that on a GPU
@@ -33,7 +33,7 @@ done. Per sentence, the tensors are:
 import torch
 
 from seq2seq.decoding.repeats import repeated_ngrams
-from seq2seq.model.cache import DecoderCache
+from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 

@@ -3,9 +3,9 @@
     --engine auto (the default of translate and serve)
       the checkpoint (runs/<experiment>/best.pt, or --checkpoint)
       -> CTranslate2 installed, on a device it runs on (a CPU, a CUDA GPU)?
-           yes: Cached(torch engine, CTranslate2 engine on the export cached beside the
-                checkpoint: runs/<experiment>/best.ct2/; cached.py)
-           no, or the cache cannot be written: the torch engine (with a warning, for the cache)
+           yes: Exported(the checkpoint, CTranslate2 engine on the export kept beside the
+                checkpoint: runs/<experiment>/best.ct2/; exported.py)
+           no, or the export cannot be written: the torch engine (with a warning)
     --engine torch          our own code decodes everything
     --engine ctranslate2    CTranslate2 decodes everything: the export in --model DIR, or the
                             cached one
@@ -28,9 +28,9 @@ from pathlib import Path
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.argos import ArgosEngine
-from seq2seq.decoding.cached import Cached, cached_export
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine
+from seq2seq.decoding.exported import Exported, export_beside
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn
@@ -74,14 +74,14 @@ def engine_of(
     if choice == "torch" or (choice == "auto" and not ctranslate2_runs_on(ours.device)):
         return ours
     try:
-        folder = cached_export(ours.checkpoint, path)
+        folder = export_beside(ours.checkpoint, path)
     except (OSError, UserError) as error:
         if choice == "ctranslate2":
             raise
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
     fast = CTranslate2Engine.load(folder, ours.device, compute_type)
-    return fast if choice == "ctranslate2" else Cached(ours, fast, folder)
+    return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
 
 
 def decoding_in_force(

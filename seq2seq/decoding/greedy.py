@@ -16,7 +16,7 @@ Two implementations give the same tokens:
   most tutorials do. Finished sentences keep receiving PAD, which the masks hide. It is the
   reference the tests compare against.
 * `greedy_decode_cached` feeds only the newest token and keeps the attention keys and values
-  of earlier steps in a DecoderCache (seq2seq/model/cache.py). Finished sentences leave the batch
+  of earlier steps in a DecoderCache (seq2seq/model/kv_cache.py). Finished sentences leave the batch
   once half of it has finished, so they stop costing work. This is the default
   (`decode.cache: true`).
 
@@ -30,7 +30,7 @@ import torch
 
 from seq2seq.config import DecodeConfig
 from seq2seq.decoding.repeats import repeated_ngrams
-from seq2seq.model.cache import DecoderCache
+from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
 

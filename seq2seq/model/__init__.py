@@ -3,7 +3,7 @@
     config.py       ModelConfig: the model's settings (the config's `model` section)
     masks.py        which keys each query may see: padding and no-peek (causal) masks
     attention.py    multi-head attention, softmax(QK^T / sqrt(d_k)) V, or torch's fused SDPA
-    cache.py        the keys and values kept between decoding steps
+    kv_cache.py     the keys and values kept between decoding steps
     dropout.py      dropout, with masks cheaper to draw on the CPU than torch's
     transformer.py  embeddings, encoder and decoder layers, the output projection
 

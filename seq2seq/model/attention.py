@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seq2seq.model.cache import KVCache
+from seq2seq.model.kv_cache import KVCache
 
 
 def scaled_dot_product_attention(

@@ -32,9 +32,9 @@ import torch
 from torch import nn
 
 from seq2seq.model.attention import MultiHeadAttention
-from seq2seq.model.cache import DecoderCache, LayerCache
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.dropout import Dropout
+from seq2seq.model.kv_cache import DecoderCache, LayerCache
 from seq2seq.model.masks import decoder_mask, padding_mask
 
 

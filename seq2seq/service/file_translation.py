@@ -1,4 +1,4 @@
-"""LibreTranslate's file translation: a document in (seq2seq/text/documents.py reads it and
+"""LibreTranslate's file translation: a document in (seq2seq/documents/reading.py reads it and
 rebuilds it translated), its translation kept for a while to download.
 
     POST /translate_file  multipart/form-data: file, source (or "auto"), target, api_key
@@ -26,14 +26,14 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
+from seq2seq.documents import reading
+from seq2seq.documents.formats import BadDocument, TooLarge
 from seq2seq.service.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
 from seq2seq.service.batcher import Options
 from seq2seq.service.core import Core
 from seq2seq.service.languages import Languages
 from seq2seq.service.refusals import NoRoom
 from seq2seq.support.files import atomic_write
-from seq2seq.text import documents
-from seq2seq.text.formats import BadDocument, TooLarge
 
 FILE_FIELDS = ("file", "source", "target", "api_key")
 MODELS_OWN = Options()  # a document's texts are decoded with each model's own decode settings
@@ -60,7 +60,7 @@ class FileTranslation:
         upload, fields = await body.file_fields(FILE_FIELDS, required=("source", "target"))
         limits = self.core.checks.key(key_given(request, fields))
         source, target = fields["source"], fields["target"]
-        name, data = documents.safe_name(upload.filename or ""), await upload.read()
+        name, data = reading.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
         self.core.checks.chars(limits, document.chars)
         if source == "auto":
@@ -69,17 +69,17 @@ class FileTranslation:
         chain = self.core.models.chain(source, target, itself=True)
         translations = await self.translated(request, document.texts, chain)
         built = await asyncio.to_thread(document.rebuilt, translations)
-        out_name = documents.translated_name(name, target)
+        out_name = reading.translated_name(name, target)
         stored = await asyncio.to_thread(self.kept.keep, out_name, built)
         url = request.url_for("download_file", name=stored)
         return json_response({"translatedFileUrl": str(url)})
 
     def read(self, name: str, data: bytes):
-        """The document (documents.read), its mistakes a 400, too much of it a 413."""
+        """The document (reading.read), its mistakes a 400, too much of it a 413."""
         if not data:
             raise HTTPError(400, "Invalid request: empty file")
         try:
-            return documents.read(name, data, self.settings.max_file_chars)
+            return reading.read(name, data, self.settings.max_file_chars)
         except TooLarge as error:
             raise HTTPError(413, f"{error} (serve.max_file_chars)") from None
         except BadDocument as error:

@@ -10,17 +10,17 @@ what LibreTranslate's page starts with.
 
 Detection (Languages.candidates, also source "auto" of a translation or a document): with one
 source language, that one, with as confidence the share of the text's words its vocabulary
-knows (0 to 100, as LibreTranslate's); with several, seq2seq/text/language_id.py's.
+knows (0 to 100, as LibreTranslate's); with several, seq2seq/documents/detection.py's.
 """
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from seq2seq.documents import reading
+from seq2seq.documents.detection import Detector
 from seq2seq.service.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
 from seq2seq.service.core import Core
 from seq2seq.support.errors import UserError
-from seq2seq.text import documents
-from seq2seq.text.language_id import Detector
 
 DETECT_FIELDS = ("q", "api_key")
 
@@ -70,7 +70,7 @@ class Languages:
             "keyRequired": bool(keys) and keys.required,
             "suggestions": self.settings.suggestions,
             "filesTranslation": self.settings.files,
-            "supportedFilesFormat": list(documents.FORMATS) if self.settings.files else [],
+            "supportedFilesFormat": list(reading.FORMATS) if self.settings.files else [],
             "language": self.frontend_languages,
         })  # fmt: skip
 
@@ -86,7 +86,7 @@ class Languages:
 
     def candidates(self, text: str) -> list[dict]:
         """The text's likely source languages, best first, with their confidence (0 to 100):
-        the detector's (seq2seq/text/language_id.py) among the service's source languages;
+        the detector's (seq2seq/documents/detection.py) among the service's source languages;
         with one, that one, its confidence the share of the words its vocabulary knows."""
         if len(self.models.sources) == 1:
             vocab = self.models.default.engine.src_vocab

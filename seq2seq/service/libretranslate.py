@@ -27,6 +27,7 @@ from typing import NamedTuple
 from starlette.requests import Request
 from starlette.responses import Response
 
+from seq2seq.documents import markup
 from seq2seq.service.api import (
     FORMS,
     JSON,
@@ -46,7 +47,6 @@ from seq2seq.service.batcher import Options
 from seq2seq.service.checks import Checks
 from seq2seq.service.core import Core
 from seq2seq.service.languages import Languages
-from seq2seq.text import markup
 
 TRANSLATE_FIELDS = (
     "q", "source", "target", "format", "alternatives", "api_key", "apiKey", "placeholders",

@@ -40,7 +40,6 @@ from seq2seq.options import Config
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import write_json
 from seq2seq.support.paths import REPORT, text_files
-from seq2seq.text.language_id import py3langid_identifier
 from seq2seq.text.parallel import SPLITS, CorpusError, iter_parallel, write_pairs
 
 Pair = tuple[str, str]
@@ -167,11 +166,27 @@ def rules(config: Config, split: str, elsewhere: set[int], languages: tuple[str,
     return found
 
 
+def py3langid_identifier(needed_by: str, extra: str):
+    """A py3langid identifier of its 97 languages (~0.3 s to load; its own: set_languages
+    changes it), or a one-line error naming `needed_by` and the `extra` that installs it. The
+    language rule's, and the service's detector's (seq2seq/documents/detection.py)."""
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    except ImportError:
+        raise UserError(f"{needed_by} needs py3langid: pip install 'seq2seq[{extra}]'") from None
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def primary(code: str) -> str:
+    """en-US -> en: the subtag the language identifiers know (ISO 639-1)."""
+    return code.split("-")[0].lower()
+
+
 def language_rule(languages: tuple[str, str]) -> Rule:
     """Drop a pair whose source or target py3langid identifies as another language than the
     model's (BCP 47 codes; py3langid's are ISO 639-1, the primary subtag)."""
     identifier = py3langid_identifier("clean.language_id", "langid")
-    src, tgt = (code.split("-")[0].lower() for code in languages)
+    src, tgt = (primary(code) for code in languages)
     for code in (src, tgt):
         if code not in identifier.labels:
             raise UserError(f"clean.language_id: py3langid does not know the language {code!r}")

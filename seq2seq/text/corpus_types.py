@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from seq2seq.options import Config, CorpusConfig
 from seq2seq.serve_options import Language, ServeConfig
 from seq2seq.support.errors import UserError
-from seq2seq.text import multi30k, numbers, parallel, sources
+from seq2seq.text import multi30k, numbers, parallel, source_checks, sources
 from seq2seq.text.cleaning import Mixed, Tally, clean_corpus, write_report
 from seq2seq.text.parallel import SPLITS, PairStream, write_pairs
 
@@ -90,8 +90,8 @@ CORPORA = {
         default_languages=lambda corpus: tuple(
             Language(code, code) for code in (corpus.src_lang, corpus.tgt_lang)
         ),
-        description=sources.description,
-        problems=sources.problems,
+        description=source_checks.description,
+        problems=source_checks.problems,
     ),
     # a model made elsewhere, read by python -m seq2seq.import_model: no corpus of its own
     "imported": CorpusType(

@@ -10,10 +10,10 @@ import subprocess
 import pytest
 
 from seq2seq.config import Config
-from seq2seq.decoding.cached import Cached, cache_folder
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.decoding.exported import Exported, export_folder
 from seq2seq.service.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_SOURCE
@@ -36,10 +36,10 @@ def checkpoint(seed_run, tmp_path):
 @pytest.mark.same_outputs
 def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
     engine = load_engine(checkpoint=checkpoint)
-    assert isinstance(engine, Cached)
-    folder = cache_folder(checkpoint)
+    assert isinstance(engine, Exported)
+    folder = export_folder(checkpoint)
     assert engine.folder == folder and folder.name == "best.ct2"
-    assert (folder / EXPORT_SOURCE).read_text() == engine.torch.checkpoint.sha256 != ""
+    assert (folder / EXPORT_SOURCE).read_text() == engine.checkpoint.sha256 != ""
     ours = load_engine(checkpoint=checkpoint, choice="torch")
     assert isinstance(ours, TorchEngine)
     greedy = dataclasses.replace(ours.config.decode, beam_size=1)
@@ -59,28 +59,26 @@ def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
 
 def test_the_cache_is_made_again_only_when_the_checkpoint_changes(checkpoint, seed_run):
     load_engine(checkpoint=checkpoint)
-    model = cache_folder(checkpoint) / "model.bin"
+    model = export_folder(checkpoint) / "model.bin"
     model.write_bytes(model.read_bytes())  # a new inode time, to tell a rebuild apart
     first = model.stat().st_mtime_ns
     load_engine(checkpoint=checkpoint)
     assert model.stat().st_mtime_ns == first  # the same checkpoint: used as it is
     shutil.copy(seed_run / "last.pt", checkpoint)  # the same weights, another file: new sum
     engine = load_engine(checkpoint=checkpoint)
-    assert (cache_folder(checkpoint) / EXPORT_SOURCE).read_text() == (
-        engine.torch.checkpoint.sha256
-    )
+    assert (export_folder(checkpoint) / EXPORT_SOURCE).read_text() == engine.checkpoint.sha256
     assert model.stat().st_mtime_ns != first
 
 
 def test_a_cache_that_cannot_be_written_leaves_the_torch_engine_with_a_warning(checkpoint, capsys):
-    cache_folder(checkpoint).write_text("not a folder of ours")
+    export_folder(checkpoint).write_text("not a folder of ours")
     engine = load_engine(checkpoint=checkpoint)
-    assert isinstance(engine, TorchEngine)
+    assert type(engine) is TorchEngine  # not Exported, a TorchEngine too
     assert "cannot cache the CTranslate2 export" in capsys.readouterr().err
-    assert cache_folder(checkpoint).read_text() == "not a folder of ours"
+    assert export_folder(checkpoint).read_text() == "not a folder of ours"
 
 
-def test_engine_ctranslate2_without_a_model_decodes_the_cached_export(checkpoint):
+def test_engine_ctranslate2_without_a_model_decodes_the_export_beside(checkpoint):
     engine = load_engine(checkpoint=checkpoint, choice="ctranslate2")
     assert isinstance(engine, CTranslate2Engine)
     assert engine.translate(["two is two"], engine.config.decode).outputs == ["2 la 2"]
@@ -108,7 +106,7 @@ def test_translate_by_default_writes_the_cache_and_says_which_engine_decodes(che
     )  # fmt: skip
     said = "decoding with ctranslate2 (translations), torch (attention) on cpu\n"
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said)
-    assert (cache_folder(checkpoint) / "model.bin").exists()
+    assert (export_folder(checkpoint) / "model.bin").exists()
 
 
 def test_a_model_to_serve_is_known_by_its_kind_or_refused_in_one_line(tmp_path, seed_run):

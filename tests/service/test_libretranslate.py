@@ -19,11 +19,11 @@ from urllib3 import encode_multipart_formdata
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, translation_pair
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.documents import markup
 from seq2seq.service import access, checks, keystore
 from seq2seq.service.keystore import KeyLimits, digest
 from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
-from seq2seq.text import markup
 
 from helpers import ENV, HANG, ROOT, command
 

@@ -1,7 +1,7 @@
-"""Catalogs as sources (seq2seq/text/catalogs.py): gettext PO and MO written by polib itself
-(and compiled by GNU msgfmt where it is installed), XLIFF 1.2 and 2.0 and TMX files written
-here by hand after their specifications, read as pairs, their skipped entries counted in
-report.json, and a folder's catalogs held out whole for valid and test."""
+"""Catalogs as sources (seq2seq/text/catalogs.py, catalog_formats.py): gettext PO and MO
+written by polib itself (and compiled by GNU msgfmt where it is installed), XLIFF 1.2 and 2.0
+and TMX files written here by hand after their specifications, read as pairs, their skipped
+entries counted in report.json, and a folder's catalogs held out whole for valid and test."""
 
 import json
 import shutil
@@ -14,14 +14,8 @@ import pytest
 from seq2seq import data
 from seq2seq.config import ConfigError, config_from_dict
 from seq2seq.support.errors import UserError
-from seq2seq.text.catalogs import (
-    PROGRAM_GROUPS,
-    catalog_files,
-    held_out,
-    program,
-    read_catalogs,
-    same_language,
-)
+from seq2seq.text.catalog_formats import same_language
+from seq2seq.text.catalogs import PROGRAM_GROUPS, catalog_files, held_out, program, read_catalogs
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.parallel import load_split
 
@@ -193,28 +187,27 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
-def test_xliff_1_2_keeps_the_text_and_the_native_code_of_placeholders(tmp_path):
-    (tmp_path / "app.xlf").write_text(XLIFF_1_2, encoding="utf-8")
-    assert read(tmp_path / "app.xlf") == (
-        [
-            ("Hello world", "Hallo Welt"),
-            ("Delete %s?{0}", "<b> %s löschen?"),
-            ("<b>Bold</b>", "<b>Fett</b>"),
-        ],
+XLIFF_PAIRS = {  # XLIFF 1.2 keeps the native code of placeholders; 2, each segment's original data
+    "app.xlf": (
+        XLIFF_1_2,
+        [("Hello world", "Hallo Welt"), ("Delete %s?{0}", "<b> %s löschen?"),
+         ("<b>Bold</b>", "<b>Fett</b>")],
         {"fuzzy": 1, "untranslated": 2},
-    )
-
-
-def test_xliff_2_keeps_each_segment_with_its_original_data(tmp_path):
-    (tmp_path / "app.xliff").write_text(XLIFF_2_0, encoding="utf-8")
-    assert read(tmp_path / "app.xliff") == (
-        [
-            ("Welcome, %1$s!", "Willkommen, %1$s!"),
-            ("<b>New</b> mail…", "<b>Neue</b> Post…"),
-            ("Linux kernel{n}", "Linux-Kernel{n}"),
-        ],
+    ),
+    "app.xliff": (
+        XLIFF_2_0,
+        [("Welcome, %1$s!", "Willkommen, %1$s!"), ("<b>New</b> mail…", "<b>Neue</b> Post…"),
+         ("Linux kernel{n}", "Linux-Kernel{n}")],
         {"fuzzy": 1, "untranslated": 1},
-    )
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", XLIFF_PAIRS)
+def test_xliff_keeps_the_text_and_the_code_of_placeholders(tmp_path, name):
+    text, pairs, skipped = XLIFF_PAIRS[name]
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    assert read(tmp_path / name) == (pairs, skipped)
 
 
 def test_tmx_takes_each_side_by_its_language_an_exact_code_first(tmp_path):

@@ -19,7 +19,7 @@ from seq2seq.support.errors import UserError
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.download import Downloads
 from seq2seq.text.parallel import load_split
-from seq2seq.text.sources import description
+from seq2seq.text.source_checks import description
 
 from helpers import MirrorHandler, mirror, moses_zip
 

@@ -2,8 +2,8 @@
 at the end of training (best.pt only if better), the command, and resuming with it on."""
 
 import copy
-import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,6 @@ import torch
 import seq2seq.train as train_module
 from seq2seq import average
 from seq2seq.checkpoint import load_checkpoint, read_state, save_checkpoint
-from seq2seq.config import load_config
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
@@ -22,36 +21,16 @@ from seq2seq.train import train
 from seq2seq.training.averaging import average_weights
 
 from helpers import assert_same_parameters, same_figures
+from small_run import run_log, small_config, small_run, weights
 
-# A small numbers corpus and model (as tests/training/test_resume.py's), validated at steps
-# 15, 30 and 40, with dropout so that resuming must put the random state back too.
-SMALL = [
-    "corpus.train_size=1500", "corpus.valid_size=40", "corpus.test_size=40",
-    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
-    "model.dropout=0.1", "train.max_steps=40", "train.eval_every=15", "train.warmup_steps=5",
-]  # fmt: skip
-
-
-@pytest.fixture
-def workdir(numbers_workdir):
-    return numbers_workdir(*SMALL)
-
-
-def config(*overrides: str):
-    return load_config("config.yaml", [*SMALL, *overrides])
-
-
-def weights(path) -> dict[str, torch.Tensor]:
-    return read_state(Path(path))["model"]
+# The small run validated at steps 15, 30 and 40, with dropout so that resuming must put the
+# random state back too.
+SMALL = small_run("model.dropout=0.1", "train.max_steps=40", "train.eval_every=15")
+config = partial(small_config, SMALL)
 
 
 def kept(experiment: str) -> list[str]:
     return sorted(path.name for path in Path(f"runs/{experiment}").glob("step-*.pt"))
-
-
-def log(experiment: str) -> list[dict]:
-    lines = Path(f"runs/{experiment}/metrics.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
 
 
 def tiny_weights(seed: int) -> dict[str, torch.Tensor]:
@@ -117,10 +96,10 @@ def test_the_average_becomes_best_pt_only_when_it_validates_better(
     best = train(config("train.average_last=2", "train.max_steps=30"))  # validations 15, 30
     out = capsys.readouterr().out
     assert kept("numbers") == ["step-15.pt", "step-30.pt"]
-    average_line = log("numbers")[-1]
+    average_line = run_log("numbers")[-1]
     assert average_line["averaged_steps"] == [15, 30]
     assert average_line["valid_exact_match"] == figures[1]
-    assert log("numbers")[-2].keys() <= average_line.keys()  # the plots and benchmarks read it
+    assert run_log("numbers")[-2].keys() <= average_line.keys()  # the plots and benchmarks read it
     saved = load_checkpoint("runs/numbers/best.pt").info
     if better:
         assert "average of steps 15-30 (2 checkpoints): valid exact match 1.0000" in out
@@ -162,9 +141,9 @@ def test_resuming_with_averaging_matches_a_run_that_never_stopped(workdir, monke
         assert_same_parameters(weights(f"runs/resumed/{name}"), weights(f"runs/straight/{name}"))
     keys = ("step", "valid_loss", "valid_exact_match", "valid_bleu")
     assert [resumed[k] for k in keys] == same_figures([straight[k] for k in keys])
-    assert [e["step"] for e in log("resumed")] == [15, 30, 40, 40]  # the last: the average
-    assert [e[k] for e in log("resumed") for k in keys] == same_figures(
-        [e[k] for e in log("straight") for k in keys]
+    assert [e["step"] for e in run_log("resumed")] == [15, 30, 40, 40]  # the last: the average
+    assert [e[k] for e in run_log("resumed") for k in keys] == same_figures(
+        [e[k] for e in run_log("straight") for k in keys]
     )
 
 

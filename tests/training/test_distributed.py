@@ -10,24 +10,18 @@ import torch
 
 import seq2seq.train as train_module
 from seq2seq.checkpoint import read_state
-from seq2seq.config import load_config
 from seq2seq.text.batching import shard_steps
 from seq2seq.text.parallel import read_lines
 
 from helpers import ENV, HANG, command, wait_until
+from small_run import small_config, small_run, weights
 
-SMALL = [
+# The small run, smaller, on the CPU: gloo between CPU processes, compared to 1e-6 (the GPU:
+# make gpu-check).
+SMALL = small_run(
     "corpus.train_size=600", "corpus.valid_size=20", "corpus.test_size=20",
-    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
-    "train.warmup_steps=5", "train.threads=1", "train.precision=fp32",
-    "train.device=cpu",  # gloo between CPU processes, compared to 1e-6; the GPU: make gpu-check
-]  # fmt: skip
-
-
-@pytest.fixture
-def workdir(numbers_workdir):
-    """The numbers corpus of SMALL, in the test's working directory."""
-    return numbers_workdir(*SMALL)
+    "train.threads=1", "train.precision=fp32", "train.device=cpu",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("world, accumulate", [(1, 1), (1, 3), (2, 1), (2, 2), (3, 1), (3, 2)])
@@ -65,10 +59,6 @@ def finish(process: subprocess.Popen) -> str:
     return stdout
 
 
-def parameters(run_dir: Path) -> dict[str, torch.Tensor]:
-    return read_state(run_dir / "last.pt")["model"]
-
-
 @pytest.mark.slow
 def test_with_a_time_budget_every_process_stops_at_the_same_step(workdir):
     """train.max_minutes under torchrun: the processes share one clock (their mean), so none
@@ -101,8 +91,8 @@ def test_two_processes_equal_one_with_matching_accumulation(workdir):
         stdout = finish(two)
         finish(one)
         ddp, single = (
-            parameters(workdir / f"runs/ddp{accumulate}"),
-            parameters(workdir / f"runs/one{accumulate}"),
+            weights(workdir / f"runs/ddp{accumulate}/last.pt"),
+            weights(workdir / f"runs/one{accumulate}/last.pt"),
         )
         # With 2 micro-batches a step, both runs add the same two gradients: equal to 1e-6.
         # With 4, one process adds ((g0 + g1) + g2) + g3, two add (g0 + g2) + (g1 + g3): the
@@ -154,12 +144,13 @@ def test_a_stopped_distributed_run_resumes(workdir):
 
     stdout = finish(run(*steps, "experiment=resumed", cwd=workdir, processes=2))
     assert f"resuming runs/resumed/last.pt at step {step:,}" in stdout
-    resumed, reference = parameters(workdir / "runs/resumed"), parameters(workdir / "runs/straight")
+    resumed = weights(workdir / "runs/resumed/last.pt")
+    reference = weights(workdir / "runs/straight/last.pt")
     for name, tensor in resumed.items():
         torch.testing.assert_close(tensor, reference[name], rtol=0, atol=1e-6, msg=name)
 
 
 def test_a_plain_run_leaves_torch_distributed_alone(workdir, monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
-    train_module.train(load_config("config.yaml", [*SMALL, "train.max_steps=2"]))
+    train_module.train(small_config(SMALL, "train.max_steps=2"))
     assert not torch.distributed.is_initialized()

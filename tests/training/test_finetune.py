@@ -23,17 +23,14 @@ from seq2seq.training.run import set_up
 from seq2seq.training.validation import validate
 
 from helpers import ROOT, assert_same_parameters
+from small_run import run_log, small_run
 
 pytestmark = pytest.mark.slow  # each trains a model (seconds)
 
-# A small model on small numbers corpora: the source learns numbers without round ones
+# The small run on small numbers corpora: the source learns numbers without round ones
 # (corpus.zero_prob 0) for 300 steps, the fine-tuning mostly round ones ("nine hundred thousand
 # four") for 20.
-SMALL = [
-    "corpus.train_size=1500", "corpus.valid_size=100", "corpus.test_size=40",
-    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
-    "train.warmup_steps=5", "train.average_last=0", "train.best_metric=loss",
-]  # fmt: skip
+SMALL = small_run("corpus.valid_size=100", "train.average_last=0", "train.best_metric=loss")
 SOURCE = [*SMALL, "experiment=source", "corpus.name=plain", "corpus.zero_prob=0",
           "train.max_steps=300", "train.eval_every=100"]  # fmt: skip
 
@@ -68,8 +65,7 @@ def train_with(overrides: list[str]) -> dict:
 
 
 def valid_losses(experiment: str) -> list[float]:
-    lines = Path(f"runs/{experiment}/metrics.jsonl").read_text().splitlines()
-    return [json.loads(line)["valid_loss"] for line in lines]
+    return [record["valid_loss"] for record in run_log(experiment)]
 
 
 def test_fine_tuning_starts_from_the_checkpoint_and_learns_the_new_data(

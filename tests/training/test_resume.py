@@ -16,7 +16,7 @@ import torch
 import seq2seq.train as train_module
 from seq2seq import data
 from seq2seq.checkpoint import load_checkpoint, read_state
-from seq2seq.config import VocabConfig, load_config
+from seq2seq.config import VocabConfig
 from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.files import read_log
 from seq2seq.text.dataset import Limits, build_ids
@@ -33,34 +33,14 @@ from helpers import (
     same_figures,
     wait_until,
 )  # fmt: skip
+from small_run import run_log, small_config, small_run, weights
 
-# A small numbers corpus (about 12 batches an epoch) and a small model with dropout, so that
-# the batch order and the dropout masks both matter.
-SMALL = [
-    "corpus.train_size=1500", "corpus.valid_size=40", "corpus.test_size=40",
-    "model.d_model=32", "model.enc_layers=1", "model.dec_layers=1", "model.d_ff=64",
-    "model.dropout=0.1", "model.attention_dropout=0.1", "train.max_steps=40",
-    "train.eval_every=15", "train.warmup_steps=5",
-]  # fmt: skip
-
-
-@pytest.fixture
-def workdir(numbers_workdir):
-    """The numbers corpus of SMALL, in the test's working directory."""
-    return numbers_workdir(*SMALL)
-
-
-def config(*overrides: str):
-    return load_config("config.yaml", [*SMALL, *overrides])
-
-
-def parameters(path: str) -> dict[str, torch.Tensor]:
-    return read_state(Path(path))["model"]
-
-
-def log(experiment: str) -> list[dict]:
-    lines = Path(f"runs/{experiment}/metrics.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+# The small run (about 12 batches an epoch) with dropout, so that the batch order and the
+# dropout masks both matter.
+SMALL = small_run(
+    "model.dropout=0.1", "model.attention_dropout=0.1", "train.max_steps=40", "train.eval_every=15"
+)
+config = partial(small_config, SMALL)
 
 
 @pytest.mark.slow
@@ -73,28 +53,28 @@ def test_stopping_and_resuming_gives_the_same_parameters(workdir, stop_after):
     assert read_state(Path("runs/resumed/last.pt"))["info"]["step"] == stop_after
     resumed = train(config("experiment=resumed"))
 
-    assert_same_parameters(parameters("runs/resumed/last.pt"), parameters("runs/straight/last.pt"))
+    assert_same_parameters(weights("runs/resumed/last.pt"), weights("runs/straight/last.pt"))
     keys = ("step", "valid_loss", "valid_exact_match", "valid_bleu")
     assert [resumed[k] for k in keys] == same_figures([straight[k] for k in keys])
     keys = ("step", "epoch", "valid_loss", "valid_bleu")
-    assert [e[k] for e in log("resumed") for k in keys] == same_figures(
-        [e[k] for e in log("straight") for k in keys]
+    assert [e[k] for e in run_log("resumed") for k in keys] == same_figures(
+        [e[k] for e in run_log("straight") for k in keys]
     )
-    assert [e["step"] for e in log("resumed")] == [15, 30, 40, 40]  # the last: the average
+    assert [e["step"] for e in run_log("resumed")] == [15, 30, 40, 40]  # the last: the average
 
 
 @pytest.mark.slow
 def test_finished_training_is_not_redone_and_restart_starts_over(workdir, capsys):
     train(config())
-    first = parameters("runs/numbers/best.pt")
+    first = weights("runs/numbers/best.pt")
     capsys.readouterr()
     train(config())
     assert "training already finished at step 40" in capsys.readouterr().out
     train(config("train.max_steps=45"))  # raising max_steps trains on
-    assert [e["step"] for e in log("numbers")][-4:] == [40, 40, 45, 45]  # each, its average
+    assert [e["step"] for e in run_log("numbers")][-4:] == [40, 40, 45, 45]  # each, its average
     train(config(), restart=True)
-    assert [e["step"] for e in log("numbers")] == [15, 30, 40, 40]
-    assert_same_parameters(parameters("runs/numbers/best.pt"), first)
+    assert [e["step"] for e in run_log("numbers")] == [15, 30, 40, 40]
+    assert_same_parameters(weights("runs/numbers/best.pt"), first)
 
 
 CUT_SHORT = "not a whole record (a write cut short?); left out"
@@ -129,7 +109,7 @@ def test_a_torn_log_line_does_not_stop_a_resume(workdir, capsys):
     capsys.readouterr()
     train(config())
     assert f"metrics.jsonl, line 2: {CUT_SHORT}" in capsys.readouterr().err
-    assert [e["step"] for e in log("numbers")] == [15, 30, 40, 40]
+    assert [e["step"] for e in run_log("numbers")] == [15, 30, 40, 40]
 
 
 def test_resuming_another_model_or_vocabulary_is_refused(workdir):
@@ -191,7 +171,7 @@ def test_a_diverging_loss_stops_training_and_keeps_the_last_good_checkpoint(work
                        r"are kept"):  # fmt: skip
         train(config())
     assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == 15
-    assert all(torch.isfinite(t).all() for t in parameters("runs/numbers/last.pt").values())
+    assert all(torch.isfinite(t).all() for t in weights("runs/numbers/last.pt").values())
 
 
 def test_weights_gone_non_finite_are_never_saved_and_the_error_says_what_is_kept(workdir):
@@ -245,15 +225,15 @@ def test_a_signal_cuts_a_validation_short_and_the_resume_validates_again(workdir
         train(config())
     assert slept == []
     assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == step
-    assert [e["step"] for e in log("numbers")] == [15, 30, 40][: cut - 1]
+    assert [e["step"] for e in run_log("numbers")] == [15, 30, 40][: cut - 1]
     monkeypatch.setattr(train_module, "validate", validate)
 
     resumed = train(config())
-    assert_same_parameters(parameters("runs/numbers/best.pt"), parameters("runs/straight/best.pt"))
+    assert_same_parameters(weights("runs/numbers/best.pt"), weights("runs/straight/best.pt"))
     keys = ("step", "train_loss", "valid_loss", "valid_bleu")
     assert [resumed[k] for k in keys] == same_figures([straight[k] for k in keys])
-    assert [e[k] for e in log("numbers") for k in keys] == same_figures(
-        [e[k] for e in log("straight") for k in keys]
+    assert [e[k] for e in run_log("numbers") for k in keys] == same_figures(
+        [e[k] for e in run_log("straight") for k in keys]
     )
 
 
@@ -271,7 +251,7 @@ def test_a_signal_while_a_validation_is_kept_lets_it_be_written(workdir, monkeyp
     monkeypatch.setattr(train_module, "keep_recent", signalled)
     with pytest.raises(Interrupted, match=r"stopped at step 16 \(SIGTERM\)"):
         train(config())
-    assert [e["step"] for e in log("numbers")] == [15]
+    assert [e["step"] for e in run_log("numbers")] == [15]
     assert read_state(Path("runs/numbers/last.pt"))["info"]["step"] == 16
 
 

@@ -1,5 +1,5 @@
-"""Which language a text is in, among a few: the service's `source: "auto"` and /detect, and
-cleaning's language rule. An optional extra: pip install 'seq2seq[detect]'.
+"""Which language a text is in, among a few: the service's `source: "auto"` and /detect. An
+optional extra: pip install 'seq2seq[detect]'.
 
     Detector(["de", "en"])              among these codes (BCP 47; the libraries know ISO 639-1,
                                         the primary subtag)
@@ -18,21 +18,7 @@ many times slower.
 """
 
 from seq2seq.support.errors import UserError
-
-
-def py3langid_identifier(needed_by: str, extra: str):
-    """A py3langid identifier of its 97 languages (~0.3 s to load; its own: set_languages
-    changes it), or a one-line error naming `needed_by` and the `extra` that installs it."""
-    try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
-    except ImportError:
-        raise UserError(f"{needed_by} needs py3langid: pip install 'seq2seq[{extra}]'") from None
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-
-
-def primary(code: str) -> str:
-    """en-US -> en: the subtag the libraries know."""
-    return code.split("-")[0].lower()
+from seq2seq.text.cleaning import primary, py3langid_identifier
 
 
 class Detector:

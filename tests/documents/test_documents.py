@@ -1,4 +1,4 @@
-"""Documents (seq2seq/text/documents.py, formats.py, office.py): each format's texts out and
+"""Documents (seq2seq/documents/reading.py, formats.py, office.py): each format's texts out and
 translations back, read again by the libraries made for each format (python-docx,
 python-pptx, odfpy), formatting kept; bad files refused with a BadDocument that names them."""
 
@@ -16,15 +16,15 @@ from odf.style import MasterPage, PageLayout, Style, TextProperties
 from odf.table import Table, TableCell, TableColumn, TableRow
 from odf.text import A, H, P, S, Span, Tab
 
-from seq2seq.text import documents, office
-from seq2seq.text.formats import BadDocument, TooLarge
+from seq2seq.documents import office, reading
+from seq2seq.documents.formats import BadDocument, TooLarge
 
 from helpers import saved, word_xml, zipped
 
 
 def translated(name: str, data: bytes, most_chars: int = 100_000) -> tuple[list[str], bytes]:
     """The document's texts, and the document with each text upper-cased as its translation."""
-    document = documents.read(name, data, most_chars)
+    document = reading.read(name, data, most_chars)
     return document.texts, document.rebuilt([text.upper() for text in document.texts])
 
 
@@ -238,27 +238,27 @@ def test_plain_text_html_and_subtitles_keep_everything_but_their_texts():
 )  # fmt: skip
 def test_a_file_that_is_not_what_its_name_says_is_refused_naming_it(name, data, error):
     with pytest.raises(BadDocument, match=error):
-        documents.read(name, data, 1000)
+        reading.read(name, data, 1000)
 
 
 def test_a_zip_bomb_and_a_document_of_a_million_paragraphs_are_too_large():
     bomb = zipped({"word/document.xml": word_xml(b""), "padding": bytes(60 * 2**20)})
     assert len(bomb) < 2**20  # 60 KB, 60 MB unpacked
     with pytest.raises(TooLarge, match="unpacks to more than 50 times its size"):
-        documents.read("bomb.docx", bomb, 100_000)
+        reading.read("bomb.docx", bomb, 100_000)
 
     paragraph = b"<w:p><w:r><w:t>one</w:t></w:r></w:p>"
     million = paragraph * 1_000_000
     with pytest.raises(TooLarge):  # 36 MB of paragraphs, packed 200 times
-        documents.read("long.docx", zipped({"word/document.xml": word_xml(million)}), 100_000)
+        reading.read("long.docx", zipped({"word/document.xml": word_xml(million)}), 100_000)
 
     thousand = zipped({"word/document.xml": word_xml(paragraph * 1000)})
     with pytest.raises(TooLarge, match="long.docx holds 3,000 characters of text; the limit is 2,"):
-        documents.read("long.docx", thousand, 2000)
+        reading.read("long.docx", thousand, 2000)
 
     many = zipped({"word/document.xml": word_xml(b""), **{f"{n}": b"" for n in range(10_001)}})
     with pytest.raises(TooLarge, match="a zip of 10,002 files"):
-        documents.read("many.docx", many, 100)
+        reading.read("many.docx", many, 100)
 
 
 def test_entities_are_not_expanded_so_a_billion_laughs_costs_nothing():
@@ -266,12 +266,12 @@ def test_entities_are_not_expanded_so_a_billion_laughs_costs_nothing():
               b'&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>')  # fmt: skip
     document = laughs + word_xml(b"<w:p><w:r><w:t>&c;</w:t></w:r></w:p>")
     data = zipped({"word/document.xml": document})
-    assert documents.read("laughs.docx", data, 100).texts == []  # &c; left unexpanded
+    assert reading.read("laughs.docx", data, 100).texts == []  # &c; left unexpanded
 
 
 def test_a_client_given_name_is_made_safe_to_write():
-    assert documents.safe_name("../../etc/passwd.txt") == "passwd.txt"
-    assert documents.safe_name("..\\..\\report v2.docx") == "report_v2.docx"
-    assert documents.safe_name("..") == "document"
-    assert documents.translated_name("report.docx", "de") == "report.de.docx"
-    assert set(office.FORMATS) <= set(documents.FORMATS)
+    assert reading.safe_name("../../etc/passwd.txt") == "passwd.txt"
+    assert reading.safe_name("..\\..\\report v2.docx") == "report_v2.docx"
+    assert reading.safe_name("..") == "document"
+    assert reading.translated_name("report.docx", "de") == "report.de.docx"
+    assert set(office.FORMATS) <= set(reading.FORMATS)

@@ -1,18 +1,18 @@
-"""A checkpoint decoded by CTranslate2 from an export cached beside it, and our own code for
+"""A checkpoint decoded by CTranslate2 from its export, kept beside it, and our own code for
 what CTranslate2 cannot give (engine_choice.py picks it by default where CTranslate2 runs).
 
-    Cached(torch engine, CTranslate2 engine, folder)
+    Exported(checkpoint, CTranslate2 engine, folder)   a TorchEngine but for its translations
       translations (greedy, beam search, n-best)  -> CTranslate2 on the export
       attention pictures                           -> our torch engine
-    cached_export(checkpoint, path)   runs/<experiment>/best.pt -> runs/<experiment>/best.ct2/,
+    export_beside(checkpoint, path)   runs/<experiment>/best.pt -> runs/<experiment>/best.ct2/,
                                       made if missing or made from another checkpoint
 
-The cached export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
+The export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
 search is CTranslate2's: a translation, greedy or beam search, is the same tokens in both
 (tested), several times sooner on a CPU (benchmarks/results/bench.md, serve_latency.md): every
 output stays what `--engine torch` gives.
 
-The cache is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
+The export is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
 a new best.pt (training went on, another run) gets a new export, made in a folder beside it
 and renamed into place, so that a process reading the old one never sees half a model.
 """
@@ -21,44 +21,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Config, DecodeConfig
-from seq2seq.decoding.attention_maps import Attention
+from seq2seq.config import DecodeConfig
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.paths import EXPORT_SOURCE
-from seq2seq.text.vocab import Vocab
 
 
 @dataclass
-class Cached:
-    """A checkpoint's translations decoded by CTranslate2 from its cached export; its
-    attention pictures by our own code."""
+class Exported(TorchEngine):
+    """A checkpoint's translations decoded by CTranslate2 from its export; the rest (its
+    config, vocabularies, attention pictures) by our own code, as TorchEngine's."""
 
-    torch: TorchEngine
     fast: CTranslate2Engine
-    folder: Path  # the cached export
-    shows_attention = True
+    folder: Path  # the export, beside the checkpoint
     unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
-    @property
-    def config(self) -> Config:
-        return self.torch.config
-
-    @property
-    def src_vocab(self) -> Vocab:
-        return self.torch.src_vocab
-
-    @property
-    def tgt_vocab(self) -> Vocab:
-        return self.torch.tgt_vocab
-
-    @property
-    def longest_source(self) -> int:
-        return self.torch.longest_source
-
     def facts(self) -> dict:
-        return {**self.torch.facts(), "engine": "ctranslate2 (translations), torch (attention)"}
+        return {**super().facts(), "engine": "ctranslate2 (translations), torch (attention)"}
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         return self.fast.translate(sentences, decoding)
@@ -66,19 +46,16 @@ class Cached:
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         return self.fast.translate_nbest(sentences, decoding)
 
-    def attention(self, sentence: str) -> Attention:
-        return self.torch.attention(sentence)
 
-
-def cache_folder(checkpoint: Path) -> Path:
-    """Where the export of a checkpoint is cached: runs/x/best.pt -> runs/x/best.ct2/."""
+def export_folder(checkpoint: Path) -> Path:
+    """Where the export of a checkpoint is kept: runs/x/best.pt -> runs/x/best.ct2/."""
     return checkpoint.with_suffix(".ct2")
 
 
-def cached_export(checkpoint: Checkpoint, path: Path) -> Path:
+def export_beside(checkpoint: Checkpoint, path: Path) -> Path:
     """The folder of the CTranslate2 export of `checkpoint` (read from `path`), made now if it
     is missing or was made from another checkpoint."""
-    folder = cache_folder(path)
+    folder = export_folder(path)
     if made_from(folder) != checkpoint.sha256:
         try:
             export_ctranslate2(checkpoint, folder)

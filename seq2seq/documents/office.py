@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from copy import deepcopy
 from functools import partial
 
+from seq2seq.documents.formats import BadDocument, Document, TooLarge, html_file, in_place
 from seq2seq.support.errors import UserError
-from seq2seq.text.formats import BadDocument, Document, TooLarge, html_file, in_place
 
 MOST_MEMBERS = 10_000  # files in one zip
 UNZIPPED_PER_BYTE = 50  # unpacked bytes a zipped byte, at most (text XML packs 5 to 15 times)

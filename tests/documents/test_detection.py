@@ -1,4 +1,4 @@
-"""Language detection (seq2seq/text/language_id.py) on held-out Multi30k sentences, whole and
+"""Language detection (seq2seq/documents/detection.py) on held-out Multi30k sentences, whole and
 cut to their first words; what it cannot tell apart is a one-line error.
 benchmarks/results/detection.md sets it beside LibreTranslate's own detector."""
 
@@ -6,8 +6,8 @@ import gzip
 
 import pytest
 
+from seq2seq.documents.detection import Detector
 from seq2seq.support.errors import UserError
-from seq2seq.text.language_id import Detector
 
 from helpers import ROOT
 

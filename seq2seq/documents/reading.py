@@ -17,7 +17,7 @@ more than office.UNZIPPED_PER_BYTE times its size or holds over office.MOST_MEMB
 import re
 from pathlib import PurePosixPath, PureWindowsPath
 
-from seq2seq.text import formats, office
+from seq2seq.documents import formats, office
 
 FORMATS = {**formats.FORMATS, **office.FORMATS}  # extension -> reader of its bytes
 

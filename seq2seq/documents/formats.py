@@ -1,5 +1,5 @@
 """A document's texts out and their translations back (a Document), and the formats of plain
-text: the zip files of XML are office.py's; documents.py picks one by a file's name.
+text: the zip files of XML are office.py's; reading.py picks one by a file's name.
 
     .txt    each line that is not blank, in the file's own line endings
     .html   each text node (markup.py), the markup byte for byte
@@ -15,8 +15,8 @@ import re
 import textwrap
 from collections.abc import Callable, Iterator
 
+from seq2seq.documents import markup
 from seq2seq.support.errors import UserError
-from seq2seq.text import markup
 
 
 class BadDocument(UserError):
