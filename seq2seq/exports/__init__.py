@@ -6,6 +6,7 @@ seq2seq/export.py), and back (seq2seq/import_model.py).
     huggingface.py   a Hugging Face transformers folder (Pegasus + MarianTokenizer)
     model_card.py    what an exported model says about itself: data, sizes, scores
     ctranslate2_reader.py  CTranslate2's model.bin read back, weights dequantized
+    layer_names.py   our model's weights by name: the one table every export and the import walk
     importing.py     an Argos package or CTranslate2 model as a checkpoint of ours
 
 May import: the checkpoint, the model, text, the config, support (decoding imports exports:

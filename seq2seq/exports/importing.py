@@ -52,14 +52,15 @@ from seq2seq.exports.argos import (
     package_metadata,
     unpacked,
 )
+from seq2seq.exports.ctranslate2 import ACTIVATIONS, SUBLAYERS
 from seq2seq.exports.ctranslate2_reader import StoredModel, read_model_bin
+from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
 from seq2seq.support.errors import UserError
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 from seq2seq.text.vocab import Vocab
 
-ACTIVATIONS = {0: "relu", 1: "gelu_tanh", 2: "swish", 3: "gelu", 4: "gelu_sigmoid"}
 NEVER = -1e9  # an output bias of -inf (a checkpoint holds finite numbers only): as unlikely
 SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, in id order
 NOT_OURS = {  # a variable's name -> what our model lacks to run it
@@ -186,8 +187,9 @@ def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelCon
     d_model = embedding.size(1)
     table = variable(stored, "encoder/position_encodings/encodings")
     names = stored.weights
+    activations = {number: name for name, number in ACTIVATIONS.items()}
     activation = int(stored.flags.get("encoder/activation", 0))
-    if activation not in ACTIVATIONS:
+    if activation not in activations:
         raise UserError(f"{where}: activation {activation} (tanh or sigmoid), which ours lacks")
     return ModelConfig(
         d_model=d_model,
@@ -200,7 +202,7 @@ def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelCon
         share_embeddings=same(stored, "encoder/embeddings_0/weight", "decoder/embeddings/weight"),
         norm="pre" if stored.flags.get("encoder/pre_norm", True) else "post",
         norm_epsilon=ct2_config.get("layer_norm_epsilon") or 1e-5,
-        activation=ACTIVATIONS[activation],
+        activation=activations[activation],
         attention_bias="encoder/layer_0/self_attention/linear_0/bias" in names,
         ffn_bias="encoder/layer_0/ffn/linear_0/bias" in names,
         output_bias="decoder/projection/bias" in names,
@@ -317,8 +319,8 @@ def permuted(matrix: torch.Tensor, rows: Rows) -> torch.Tensor:
 
 
 def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> dict:
-    """Our Transformer's state_dict from the stored variables (CTranslate2's names on the
-    right, as seq2seq/exports/ctranslate2.py writes them)."""
+    """Our Transformer's state_dict from the stored variables: each of ours (layer_names.py's
+    table) from CTranslate2's, as seq2seq/exports/ctranslate2.py names them."""
     out, used = {}, set()
 
     def take(name: str) -> torch.Tensor:
@@ -334,46 +336,34 @@ def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> d
         out[f"{ours}.weight"] = take(f"{theirs}/gamma")
         out[f"{ours}.bias"] = take(f"{theirs}/beta")
 
-    def attention(ours: str, theirs: str, norm_name: str, cross: bool) -> None:
-        norm(norm_name, f"{theirs}/layer_norm")
-        if cross:  # q apart, k and v together: ours is one (3D, D) matrix
-            for part in ("weight", "bias"):
-                q, kv = f"{theirs}/linear_0/{part}", f"{theirs}/linear_1/{part}"
-                if q in stored.weights:
-                    out[f"{ours}.in_proj.{part}"] = torch.cat([take(q), take(kv)])
-        else:
-            linear(f"{ours}.in_proj", f"{theirs}/linear_0")
-        linear(f"{ours}.out_proj", f"{theirs}/linear_{2 if cross else 1}")
+    def sublayer(ours: Sublayer, theirs: str) -> None:
+        norm(ours.norm, f"{theirs}/layer_norm")
+        if ours.kind != "cross_attn":  # self-attention's q, k, v in one matrix, as ours
+            linear(ours.into, f"{theirs}/linear_0")
+            linear(ours.out_of, f"{theirs}/linear_1")
+            return
+        for part in ("weight", "bias"):  # q apart, k and v together: ours is one (3D, D)
+            q, kv = f"{theirs}/linear_0/{part}", f"{theirs}/linear_1/{part}"
+            if q in stored.weights:
+                out[f"{ours.into}.{part}"] = torch.cat([take(q), take(kv)])
+        linear(ours.out_of, f"{theirs}/linear_2")
 
-    def feed_forward(ours: str, theirs: str, norm_name: str) -> None:
-        norm(norm_name, f"{theirs}/layer_norm")
-        linear(f"{ours}.ff.net.0", f"{theirs}/linear_0")
-        linear(f"{ours}.ff.net.2", f"{theirs}/linear_1")
-
-    def stack_inputs(ours: str, theirs: str, embeddings: str, rows: Rows) -> None:
-        out[f"{ours}.tokens.weight"] = permuted(take(embeddings), rows)
-        take(f"{theirs}/position_encodings/encodings")
+    for stack, rows in zip(stacks(cfg), (src, tgt), strict=True):
+        side = stack.side
+        embeddings = take(f"{side}/{'embeddings_0' if side == 'encoder' else 'embeddings'}/weight")
+        out[f"{stack.embed}.tokens.weight"] = permuted(embeddings, rows)
+        take(f"{side}/position_encodings/encodings")
         if cfg.embedding_norm:
-            norm(f"{ours}.norm", f"{theirs}/layernorm_embedding")
-
-    stack_inputs("src_embed", "encoder", "encoder/embeddings_0/weight", src)
-    for i in range(cfg.enc_layers):
-        at = f"encoder/layer_{i}"
-        attention(f"encoder.{i}.self_attn", f"{at}/self_attention", f"encoder.{i}.norm1", False)
-        feed_forward(f"encoder.{i}", f"{at}/ffn", f"encoder.{i}.norm2")
-    stack_inputs("tgt_embed", "decoder", "decoder/embeddings/weight", tgt)
-    for i in range(cfg.dec_layers):
-        at = f"decoder/layer_{i}"
-        attention(f"decoder.{i}.self_attn", f"{at}/self_attention", f"decoder.{i}.norm1", False)
-        attention(f"decoder.{i}.cross_attn", f"{at}/attention", f"decoder.{i}.norm2", True)
-        feed_forward(f"decoder.{i}", f"{at}/ffn", f"decoder.{i}.norm3")
-    if cfg.norm == "pre":
-        norm("encoder_norm", "encoder/layer_norm")
-        norm("decoder_norm", "decoder/layer_norm")
-    out["generator.weight"] = permuted(take("decoder/projection/weight"), tgt)
+            norm(f"{stack.embed}.norm", f"{side}/layernorm_embedding")
+        for i, layer in enumerate(stack.layers):
+            for part in layer:
+                sublayer(part, f"{side}/layer_{i}/{SUBLAYERS[part.kind]}")
+        if cfg.norm == "pre":
+            norm(stack.norm, f"{side}/layer_norm")
+    out[f"{GENERATOR}.weight"] = permuted(take("decoder/projection/weight"), tgt)
     if cfg.output_bias:  # -inf (a token never output, as ours make PAD and BOS) as -1e9
         bias = take("decoder/projection/bias").clamp(min=NEVER)
-        out["generator.bias"] = permuted(bias[:, None], tgt)[:, 0]
+        out[f"{GENERATOR}.bias"] = permuted(bias[:, None], tgt)[:, 0]
     left = sorted(set(stored.weights) - used - set(stored.shared))
     if left:
         raise UserError(f"{left[0]}: a variable our model has no place for ({len(left)} such)")
