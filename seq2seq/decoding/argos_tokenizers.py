@@ -4,6 +4,7 @@ chooses which):
 
     package_tokenizer(folder, from_code, to_code)   sentencepiece.model if the package has
                                                      one, else bpe.model, else an error
+                                                     (seq2seq/exports/argos_package.py)
     SentencePieceTokenizer   sentencepiece.model: its pieces; decoded, "▁" and "_" as spaces
     BPETokenizer             bpe.model, subword-nmt's codes: sacremoses' punctuation
                              normaliser and tokenizer (Moses's, for from_code), then
@@ -26,7 +27,8 @@ give the same segmentation: tested, tests/decoding/test_argos_bpe.py).
 
 from pathlib import Path
 
-from seq2seq.exports.importing import model_vocabularies, read_json
+from seq2seq.exports.argos_package import BPE, MODEL, tokenizer_file
+from seq2seq.exports.ctranslate2_reader import model_vocabularies, read_model_config
 from seq2seq.support.errors import UserError
 from seq2seq.text.vocab import Vocab
 
@@ -59,7 +61,7 @@ class BPETokenizer:
         self.bpe = read_codes(codes, apply_bpe.BPE)
         self.vocabulary = model_vocabularies(model)[0]
         self.index = {token: i for i, token in enumerate(self.vocabulary)}
-        self.unk = self.index.get(unknown_token(model))
+        self.unk = self.index.get(read_model_config(model).get("unk_token", "<unk>"))
 
     def tokens(self, sentence: str) -> list[str]:
         """Moses's tokens of the normalised sentence, each split by the BPE codes."""
@@ -88,12 +90,11 @@ class BPETokenizer:
 
 
 def package_tokenizer(folder: Path, from_code: str, to_code: str):
-    """The package's tokenizer, chosen as Argos Translate chooses: sentencepiece.model first."""
-    if (folder / "sentencepiece.model").exists():
-        return SentencePieceTokenizer(folder / "sentencepiece.model")
-    if (folder / "bpe.model").exists():
-        return BPETokenizer(folder / "bpe.model", folder / "model", from_code, to_code)
-    raise UserError(f"{folder}: no sentencepiece.model nor bpe.model")
+    """The package's tokenizer (argos_package.tokenizer_file: sentencepiece.model first)."""
+    path = tokenizer_file(folder)
+    if path.name == BPE:
+        return BPETokenizer(path, folder / MODEL, from_code, to_code)
+    return SentencePieceTokenizer(path)
 
 
 def bpe_libraries(codes: Path):
@@ -117,9 +118,3 @@ def read_codes(codes: Path, bpe_class):
             return bpe_class(file)
     except (UnicodeDecodeError, SystemExit):
         raise UserError(f"{codes}: not a BPE codes file (subword-nmt's)") from None
-
-
-def unknown_token(model: Path) -> str:
-    """The CTranslate2 model's unknown token: its config.json's, else CTranslate2's default."""
-    config = model / "config.json"
-    return read_json(config).get("unk_token", "<unk>") if config.exists() else "<unk>"

@@ -3,9 +3,10 @@ seq2seq/export.py), and back (seq2seq/import_model.py).
 
     ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2.py decodes)
     argos.py         an Argos Translate package, for LibreTranslate
+    argos_package.py an Argos package's layout: the one module that knows it (read and written)
     huggingface.py   a Hugging Face transformers folder (Pegasus + MarianTokenizer)
     model_card.py    what an exported model says about itself: data, sizes, scores
-    ctranslate2_reader.py  CTranslate2's model.bin read back, weights dequantized
+    ctranslate2_reader.py  a CTranslate2 model's folder read back, weights dequantized
     layer_names.py   our model's weights by name: the one table every export and the import walk
     importing.py     an Argos package or CTranslate2 model as a checkpoint of ours
 

@@ -36,7 +36,6 @@ CTranslate2's (tests/exports/test_import.py).
 """
 
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,15 +44,23 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, config_from_dict
-from seq2seq.exports.argos import (
+from seq2seq.exports.argos_package import (
     BEAM_SIZE,
     LENGTH_PENALTY,
+    MODEL,
+    SENTENCEPIECE,
+    is_package,
     package_languages,
     package_metadata,
     unpacked,
 )
 from seq2seq.exports.ctranslate2 import ACTIVATIONS, SUBLAYERS
-from seq2seq.exports.ctranslate2_reader import StoredModel, read_model_bin
+from seq2seq.exports.ctranslate2_reader import (
+    StoredModel,
+    model_vocabularies,
+    read_model_bin,
+    read_model_config,
+)
 from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
@@ -101,21 +108,19 @@ def import_model(path: Path) -> Imported:
 
 
 def import_folder(folder: Path, origin: str) -> Imported:
-    is_package = (folder / "metadata.json").exists()
-    model_dir = folder / "model" if is_package else folder
-    places = (folder / "sentencepiece.model", model_dir / "sentencepiece.model")
-    sp_path = next((p for p in places if p.exists()), None)
+    """An Argos package's folder, or a CTranslate2 model's with its sentencepiece.model."""
+    packaged = is_package(folder)
+    model_dir = folder / MODEL if packaged else folder
     if not (model_dir / "model.bin").exists():
         raise UserError(f"{folder}: no model.bin (not an Argos package nor a CTranslate2 model)")
-    if sp_path is None:
-        raise UserError(f"{folder}: no sentencepiece.model beside the model")
+    if not (folder / SENTENCEPIECE).exists():
+        raise UserError(f"{folder}: no {SENTENCEPIECE} beside the model")
     stored = read_model_bin(model_dir / "model.bin")
-    has_config = (model_dir / "config.json").exists()
-    ct2_config = read_json(model_dir / "config.json") if has_config else {}
+    ct2_config = read_model_config(model_dir)
     src_pieces, tgt_pieces = model_vocabularies(model_dir)
-    languages = package_metadata(folder) if is_package else {}
+    languages = package_metadata(folder) if packaged else {}
     model_cfg = model_config(stored, ct2_config, model_dir / "model.bin")
-    sp_bytes = sp_path.read_bytes()
+    sp_bytes = (folder / SENTENCEPIECE).read_bytes()
     src, src_report = rows_of(src_pieces, ct2_config, sp_bytes)
     same_pieces = tgt_pieces == src_pieces
     tgt, tgt_report = (
@@ -140,31 +145,6 @@ def origin_of(path: Path, metadata: dict, stored: StoredModel) -> dict:
     quantized = torch.int8 in stored.types.values()
     origin = {"name": path.name, "quantization": "int8" if quantized else "float32"}
     return origin | {key: metadata[key] for key in ("package_version",) if key in metadata}
-
-
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: not readable JSON ({error})") from None
-
-
-def model_vocabularies(model_dir: Path) -> tuple[list[str], list[str]]:
-    """The model's source and target pieces in row order: shared_vocabulary.json, or
-    source_ and target_vocabulary.json (.txt, a piece a line, before CTranslate2 3.16)."""
-
-    def one(name: str) -> list[str] | None:
-        if (model_dir / f"{name}.json").exists():
-            return read_json(model_dir / f"{name}.json")
-        if (model_dir / f"{name}.txt").exists():
-            return (model_dir / f"{name}.txt").read_text("utf-8").split("\n")[:-1]
-        return None
-
-    shared = one("shared_vocabulary")
-    source, target = one("source_vocabulary"), one("target_vocabulary")
-    if shared is None and (source is None or target is None):
-        raise UserError(f"{model_dir}: no shared_vocabulary.json nor source_/target_vocabulary")
-    return (shared, shared) if shared is not None else (source, target)
 
 
 def variable(stored: StoredModel, name: str) -> torch.Tensor:

@@ -16,9 +16,10 @@ from benchmarks.speed.exports import run_argos  # Argos Translate in a child pro
 from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import Language
-from seq2seq.decoding.argos import ArgosEngine, package_folders
+from seq2seq.decoding.argos import ArgosEngine
 from seq2seq.decoding.ctranslate2 import CTranslate2Engine
 from seq2seq.exports.argos import export_argos
+from seq2seq.exports.argos_package import package_folders
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.text.special import EOS
