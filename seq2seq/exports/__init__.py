@@ -9,6 +9,7 @@ seq2seq/export.py), and back (seq2seq/import_model.py).
     ctranslate2_reader.py  a CTranslate2 model's folder read back, weights dequantized
     layer_names.py   our model's weights by name: the one table every export and the import walk
     importing.py     an Argos package or CTranslate2 model as a checkpoint of ours
+    imported_vocab.py  its vocabularies in our order, its tokenizer (sentencepiece, BPE) to match
 
 May import: the checkpoint, the model, text, the config, support (decoding imports exports:
 its engine choice caches a CTranslate2 export).

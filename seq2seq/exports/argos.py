@@ -7,7 +7,8 @@ An .argosmodel file is a zip archive holding one folder (the layout: argos_packa
     translate-en_digits-1_0/
         metadata.json          from_code/from_name -> to_code/to_name, versions
         model/                 the CTranslate2 model (ctranslate2.py's, three changes below)
-        sentencepiece.model    ONE model that splits the source and joins the output
+        sentencepiece.model    ONE model that splits the source and joins the output (or, for
+                               a BPE package imported, bpe.model: its codes)
         README.md              the data, sizes and test scores (seq2seq/exports/model_card.py)
         checkpoint.sha256      the checksum of the checkpoint it was made from
 
@@ -50,6 +51,7 @@ import torch
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import translation_pair
 from seq2seq.exports.argos_package import (
+    BPE,
     LONGEST_INPUT,
     LONGEST_OUTPUT,
     METADATA,
@@ -65,6 +67,7 @@ from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, remove_leftovers, stand_in
 from seq2seq.support.paths import EXPORT_SOURCE
+from seq2seq.text.bpe import BPEVocab
 from seq2seq.text.special import non_output_logits
 from seq2seq.text.vocab import self_normalizing_model
 
@@ -78,6 +81,21 @@ def check_exportable(checkpoint: Checkpoint) -> None:
             "an Argos package holds one sentencepiece model for both languages and this model "
             "has two vocabularies: train it with vocab.joint: true"
         )
+    rules = checkpoint.config.vocab
+    if isinstance(checkpoint.src_vocab, BPEVocab) and (rules.lowercase or rules.hyphens_as_spaces):
+        raise UserError(
+            "a BPE package's tokenizer (Moses's) cannot hold vocab.lowercase or "
+            "hyphens_as_spaces: fine-tune an imported BPE package without them"
+        )
+
+
+def tokenizer(checkpoint: Checkpoint) -> tuple[str, bytes]:
+    """The package's tokenizer file, its name and bytes: sentencepiece.model with our source
+    normalisation compiled in, or (a BPE package imported) bpe.model, its BPE codes."""
+    vocab = checkpoint.src_vocab
+    if isinstance(vocab, BPEVocab):
+        return BPE, vocab.codes.encode("utf-8")
+    return SENTENCEPIECE, self_normalizing_model(vocab)
 
 
 def argos_spec(checkpoint: Checkpoint):
@@ -175,7 +193,8 @@ def export_argos(
         folder = Path(staging) / name
         folder.mkdir()
         save_spec(argos_spec(checkpoint), folder / MODEL, quantization)
-        (folder / SENTENCEPIECE).write_bytes(self_normalizing_model(checkpoint.src_vocab))
+        tokenizer_name, tokenizer_bytes = tokenizer(checkpoint)
+        (folder / tokenizer_name).write_bytes(tokenizer_bytes)
         (folder / METADATA).write_text(json.dumps(about, indent=2) + "\n")
         (folder / README).write_text(card)
         (folder / EXPORT_SOURCE).write_text(checkpoint.sha256)

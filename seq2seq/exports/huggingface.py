@@ -72,6 +72,7 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.text.bpe import BPEVocab
 from seq2seq.text.corpus_types import is_language
 from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.text.vocab import Vocab, self_normalizing_model
@@ -248,6 +249,11 @@ def export_huggingface(
     """Write the transformers model, its tokenizer and our config into out_dir, built beside
     it and renamed into place (an earlier export there is replaced only by a complete one).
     `checkpoint_path`: where the checkpoint was read from, for the test scores beside it."""
+    if isinstance(checkpoint.src_vocab, BPEVocab):
+        raise UserError(
+            "transformers' MarianTokenizer needs sentencepiece models, and this model's "
+            "vocabulary is BPE (an imported BPE package's)"
+        )
     transformers = import_transformers()
     vocab_size = max(len(checkpoint.src_vocab), len(checkpoint.tgt_vocab))
     with replacing_folder(out_dir, EXPORT_CONFIG) as staging:

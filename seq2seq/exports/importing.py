@@ -6,12 +6,13 @@ an installed package's folder) or a CTranslate2 model folder.
     package/model/model.bin  --ctranslate2_reader--> float32 weights, flags, aliases
              model/config.json                       special tokens, epsilon, source </s>
              model/*_vocabulary.json                 the model's pieces, in its row order
-             sentencepiece.model                     how text becomes those pieces
+             sentencepiece.model (or bpe.model)      how text becomes those pieces
              metadata.json                           the pair (from_code -> to_code)
         --model_config-->  ModelConfig: read from the file, never assumed (below)
-        --rows-->          the vocabulary in our order: <pad> <unk> <s> </s>, then the
+        --vocab_rows-->    the vocabulary in our order: <pad> <unk> <s> </s>, then the
                            model's pieces in its own order; its sentencepiece model rewritten
-                           to number its pieces so (our ids are sentencepiece's)
+                           to number its pieces so, or its BPE codes with the tokens in that
+                           order (imported_vocab.py)
         --state_dict-->    our Transformer's weights, rows permuted, q/k/v as ours
         --> Checkpoint (config, model, vocabularies) that every command takes
 
@@ -26,18 +27,12 @@ position table (its rows and its layout, sin/cos interleaved or in halves), the 
 <s> row is then zeros). A variable of the file that none of this takes (relative
 positions, rotary, ALiBi, gated feed-forward layers, RMSNorm, multi-query attention, source
 features...) is refused, named.
-
-Pieces: the model's vocabulary maps sentencepiece's pieces to rows by string (CTranslate2
-turns an unknown piece into <unk>). A piece of the sentencepiece model that the vocabulary
-lacks is dropped from the rewritten model (sentencepiece then spells the word with pieces the
-model knows); a vocabulary entry that sentencepiece never produces stays, as an unused piece.
-Both are counted in the import's report. Where neither happens, our outputs are
-CTranslate2's (tests/exports/test_import.py).
 """
 
 import itertools
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -52,6 +47,7 @@ from seq2seq.exports.argos_package import (
     is_package,
     package_languages,
     package_metadata,
+    tokenizer_file,
     unpacked,
 )
 from seq2seq.exports.ctranslate2 import ACTIVATIONS, SUBLAYERS
@@ -61,15 +57,15 @@ from seq2seq.exports.ctranslate2_reader import (
     read_model_bin,
     read_model_config,
 )
+from seq2seq.exports.imported_vocab import Rows, permuted, vocab_rows
 from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import BOS, EOS, PAD, UNK
-from seq2seq.text.vocab import Vocab
+from seq2seq.text.special import BOS, PAD
+from seq2seq.text.vocab import read_vocab
 
 NEVER = -1e9  # an output bias of -inf (a checkpoint holds finite numbers only): as unlikely
-SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, in id order
 NOT_OURS = {  # a variable's name -> what our model lacks to run it
     "relative_position": "relative positions",
     "relative_attention_bias": "relative attention biases",
@@ -108,31 +104,31 @@ def import_model(path: Path) -> Imported:
 
 
 def import_folder(folder: Path, origin: str) -> Imported:
-    """An Argos package's folder, or a CTranslate2 model's with its sentencepiece.model."""
+    """An Argos package's folder (its tokenizer sentencepiece.model or bpe.model), or a
+    CTranslate2 model's with its sentencepiece.model."""
     packaged = is_package(folder)
     model_dir = folder / MODEL if packaged else folder
     if not (model_dir / "model.bin").exists():
         raise UserError(f"{folder}: no model.bin (not an Argos package nor a CTranslate2 model)")
-    if not (folder / SENTENCEPIECE).exists():
+    tokenizer = tokenizer_file(folder) if packaged else folder / SENTENCEPIECE
+    if not tokenizer.exists():
         raise UserError(f"{folder}: no {SENTENCEPIECE} beside the model")
     stored = read_model_bin(model_dir / "model.bin")
     ct2_config = read_model_config(model_dir)
     src_pieces, tgt_pieces = model_vocabularies(model_dir)
     languages = package_metadata(folder) if packaged else {}
     model_cfg = model_config(stored, ct2_config, model_dir / "model.bin")
-    sp_bytes = (folder / SENTENCEPIECE).read_bytes()
-    src, src_report = rows_of(src_pieces, ct2_config, sp_bytes)
-    same_pieces = tgt_pieces == src_pieces
-    tgt, tgt_report = (
-        (src, src_report) if same_pieces else rows_of(tgt_pieces, ct2_config, sp_bytes)
-    )
+    pair = (languages.get("from_code", ""), languages.get("to_code", ""))  # Moses's (BPE)
+    rows = partial(vocab_rows, tokenizer, ct2_config=ct2_config, languages=pair)
+    src, src_report = rows(src_pieces)
+    tgt, tgt_report = (src, src_report) if tgt_pieces == src_pieces else rows(tgt_pieces)
     model_cfg.share_embeddings &= src is tgt
     config = our_config(model_cfg, languages, origin, joint=src is tgt)
     model = Transformer(model_cfg, len(src.pieces), len(tgt.pieces), pad_id=PAD)
     weights = state_dict(stored, model_cfg, src, tgt)
     model.load_state_dict(weights, strict=True)
-    src_vocab = Vocab(src.model_bytes)
-    tgt_vocab = src_vocab if tgt is src else Vocab(tgt.model_bytes)
+    src_vocab = read_vocab(src.model_bytes)
+    tgt_vocab = src_vocab if tgt is src else read_vocab(tgt.model_bytes)
     info = {"step": 0, "example": "", "origin": origin_of(Path(origin), languages, stored)}
     report = {"from": origin, "model": stored.spec, "weights": stored_types(stored),
               "source_pieces": src_report, "target_pieces": tgt_report}  # fmt: skip
@@ -234,68 +230,6 @@ def table_layout(table: torch.Tensor, where: Path) -> str:
         if torch.allclose(table, sinusoidal_positions(rows, d_model, layout), atol=1e-4):
             return layout
     raise UserError(f"{where}: a position table that is not sinusoidal (learned positions)")
-
-
-@dataclass
-class Rows:
-    """A vocabulary in our order: `pieces` by our id, `source_rows` each one's row in the
-    stored model (None: a special the model lacks, a row of zeros), and the rewritten
-    sentencepiece model that numbers pieces so."""
-
-    pieces: list[str]
-    source_rows: list[int | None]
-    model_bytes: bytes
-
-
-def rows_of(model_pieces: list[str], ct2_config: dict, sp_bytes: bytes) -> tuple[Rows, dict]:
-    """Our order of a model's vocabulary, and the sentencepiece model rewritten to match."""
-    from sentencepiece import sentencepiece_model_pb2 as pb  # needs protobuf (.[export])
-
-    index = {piece: row for row, piece in enumerate(model_pieces)}
-    theirs = {  # our special id -> the model's token for it
-        PAD: "<blank>" if "<blank>" in index else "<pad>",
-        UNK: ct2_config.get("unk_token", "<unk>"),
-        BOS: ct2_config.get("decoder_start_token") or ct2_config.get("bos_token", "<s>"),
-        EOS: ct2_config.get("eos_token", "</s>"),
-    }
-    special_rows = [index.get(theirs[i]) for i in (PAD, UNK, BOS, EOS)]
-    taken = {theirs[i] for i in (PAD, UNK, EOS)} | {ct2_config.get("bos_token", "<s>")}
-    rest = [row for row, piece in enumerate(model_pieces) if piece not in taken]
-    sp, Piece = pb.ModelProto.FromString(sp_bytes), pb.ModelProto.SentencePiece
-    known = {p.piece: p for p in sp.pieces}
-    new = pb.ModelProto()
-    new.CopyFrom(sp)
-    del new.pieces[:]
-    for i, name in SPECIAL_NAMES.items():
-        kind = Piece.UNKNOWN if i == UNK else Piece.CONTROL
-        new.pieces.add(piece=name, score=0.0, type=kind)
-    unused = 0
-    for row in rest:
-        piece = known.get(model_pieces[row])
-        if piece is None or piece.type in (piece.CONTROL, piece.UNKNOWN):
-            new.pieces.add(piece=model_pieces[row], score=0.0, type=Piece.UNUSED)
-            unused += 1
-        else:
-            new.pieces.add().CopyFrom(piece)
-    spec = new.trainer_spec
-    spec.pad_id, spec.unk_id, spec.bos_id, spec.eos_id = PAD, UNK, BOS, EOS
-    spec.pad_piece, spec.unk_piece, spec.bos_piece, spec.eos_piece = SPECIAL_NAMES.values()
-    spec.vocab_size = len(new.pieces)
-    in_model = set(model_pieces)
-    dropped = sum(1 for p in sp.pieces if p.type == p.NORMAL and p.piece not in in_model)
-    report = {"pieces": len(new.pieces), "sentencepiece_pieces_not_in_model": dropped,
-              "model_pieces_sentencepiece_never_makes": unused}  # fmt: skip
-    rows = Rows([p.piece for p in new.pieces], special_rows + rest, new.SerializeToString())
-    return rows, report
-
-
-def permuted(matrix: torch.Tensor, rows: Rows) -> torch.Tensor:
-    """A (V, ...) matrix of the stored model's rows in our order (zeros for a missing row)."""
-    out = matrix.new_zeros((len(rows.source_rows), *matrix.shape[1:]))
-    for ours, theirs in enumerate(rows.source_rows):
-        if theirs is not None:
-            out[ours] = matrix[theirs]
-    return out
 
 
 def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> dict:
