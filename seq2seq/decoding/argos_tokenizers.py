@@ -16,7 +16,7 @@ all_pieces, normalize, unknown), which the service and the warnings read, and
     tokenizer.ids(tokens)        their ids (unk for one the vocabulary lacks), for the warnings
     tokenizer.text(tokens)       Argos Translate's text of an output's tokens
 
-so the engine (argos.py) never asks which it has. A BPE package's vocabulary is its
+so the engine (argos_engine.py) never asks which it has. A BPE package's vocabulary is its
 CTranslate2 model's source vocabulary (a codes file lists none): a token outside it is one
 CTranslate2 reads as unknown.
 """

@@ -10,13 +10,13 @@
     --engine ctranslate2    CTranslate2 decodes everything: the export in --model DIR, or the
                             cached one
     --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
-                            .argosmodel file or its folder: argos.py), decoded by CTranslate2;
-                            serve takes several (seq2seq/service/loaders.py)
+                            .argosmodel file or its folder: argos_engine.py), decoded by
+                            CTranslate2; serve takes several (seq2seq/service/loaders.py)
 
 translate, serve and eval say which engine decodes at start (described).
 
 The decode settings it decodes with (engine.config.decode, what /info shows) are the model's
-own (its checkpoint's or export's decode section; Argos Translate's for a package: argos.py),
+own (its checkpoint's or export's decode section; Argos Translate's for a package: argos_engine.py),
 with those the command line set explicitly (config.py's decode_overrides; translate's
 --beam-size ...) in their place: decoding_in_force, for every kind of model. A setting the
 engine has no use for (its `unused`) is a one-line error naming it and the model.
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig
-from seq2seq.decoding.argos import ArgosEngine
+from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.decoding.cached import Cached, cached_export
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine
 from seq2seq.exports.argos_package import is_package
 from seq2seq.exports.ctranslate2 import import_ctranslate2

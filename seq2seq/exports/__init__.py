@@ -1,7 +1,7 @@
 """Chapter 6, exports: a trained model in other engines' formats (the command is
 seq2seq/export.py), and back (seq2seq/import_model.py).
 
-    ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2.py decodes)
+    ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2_engine.py decodes)
     argos.py         an Argos Translate package, for LibreTranslate
     argos_package.py an Argos package's layout: the one module that knows it (read and written)
     huggingface.py   a Hugging Face transformers folder (Pegasus + MarianTokenizer)

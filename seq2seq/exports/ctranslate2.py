@@ -1,4 +1,4 @@
-"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/ctranslate2.py).
+"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/ctranslate2_engine.py).
 
     python -m seq2seq.export ctranslate2 --checkpoint runs/numbers/best.pt OUT_DIR
     python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR "three is three"
@@ -28,7 +28,7 @@ and ours: src.model and tgt.model (the sentencepiece models, which turn text int
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
 size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
 
-Decoded by CTranslate2 (seq2seq/decoding/ctranslate2.py, the engine), an export gives our
+Decoded by CTranslate2 (seq2seq/decoding/ctranslate2_engine.py, the engine), an export gives our
 greedy and beam outputs, the same tokens (tested).
 """
 

@@ -32,7 +32,7 @@ from seq2seq.config import (
     config_from_dict,
     load_config,
 )
-from seq2seq.decoding.argos import OWN_DECODE
+from seq2seq.decoding.argos_engine import OWN_DECODE
 from seq2seq.decoding.engine_choice import decoding_in_force, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, model_languages
 from seq2seq.exports.argos_package import (

@@ -11,7 +11,7 @@ import pytest
 
 from seq2seq.config import Config
 from seq2seq.decoding.cached import Cached, cache_folder
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.loaders import load_models

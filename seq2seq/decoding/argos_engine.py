@@ -34,7 +34,7 @@ from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.argos_tokenizers import package_tokenizer
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.ctranslate2 import load_translator, texts_of
+from seq2seq.decoding.ctranslate2_engine import load_translator, texts_of
 from seq2seq.decoding.engines import Translations, warned
 from seq2seq.exports.argos_package import (
     BEAM_SIZE,
