@@ -8,9 +8,10 @@ packages split text (argostranslate/tokenizer.py, 1.11). An Argos package's toke
       --their places in the vocabulary's token list--> ids (a token it lacks: unk)
     ids --> tokens --"@@ " joined--> words --sacremoses' detokenizer (the target's)--> text
 
-    BPEVocab(codes, languages, tokens, unk)   what vocab.Vocab has (encode, detokenize,
-                                              pieces, all_pieces, unknown ...), and the steps
-                                              tokens(sentence), ids(tokens), text(tokens)
+    BPEVocab(codes, languages, tokens, unk_token)   what vocab.Vocab has (encode, detokenize,
+                                                    pieces, all_pieces, unknown ...), and the
+                                                    steps tokens(sentence), ids(tokens),
+                                                    text(tokens)
     BPEVocab.model_bytes    what a checkpoint keeps of it: JSON {"bpe": the codes, "languages":
                             [from, to], "tokens": [...]} (from_bytes reads it back)
 
