@@ -25,7 +25,7 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
 from seq2seq.text.special import PAD
-from seq2seq.text.vocab import Vocab
+from seq2seq.text.vocab import Vocab, read_vocab
 
 FORMAT = 2  # 2: with its checksum
 
@@ -159,8 +159,8 @@ def load_checkpoint(
     state = read_state(path, device, trained_by)
     try:
         config = config_from_dict(state["config"], source=f"{path} (config)")
-        src_vocab = Vocab(state["src_vocab"], config.vocab)
-        tgt_vocab = Vocab(state["tgt_vocab"])
+        src_vocab = read_vocab(state["src_vocab"], config.vocab)
+        tgt_vocab = read_vocab(state["tgt_vocab"])
         model = Transformer(config.model, len(src_vocab), len(tgt_vocab), pad_id=PAD)
         model.load_state_dict(state["model"])
     except UserError:

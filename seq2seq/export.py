@@ -18,6 +18,7 @@ from pathlib import Path
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config, translation_pair
 from seq2seq.exports.argos import export_argos
+from seq2seq.exports.argos_package import SUFFIX
 from seq2seq.exports.ctranslate2 import QUANTIZATIONS, export_ctranslate2
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import command_parser, run_cli
@@ -60,7 +61,7 @@ def default_out(checkpoint: Checkpoint, path: Path, format: str, quantization: s
         return path.parent / format
     source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     kind = "" if quantization == "float32" else f".{quantization}"
-    return path.parent / f"{source.code}_{target.code}{kind}.argosmodel"
+    return path.parent / f"{source.code}_{target.code}{kind}{SUFFIX}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -24,7 +24,6 @@ import argparse
 import json
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 from benchmarks.common import ROOT, run
@@ -32,6 +31,7 @@ from benchmarks.service.clients import Shape, ask
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
 from benchmarks.service.process import running_server
+from seq2seq.exports.argos_package import package_metadata
 from seq2seq.support.errors import run_cli
 from seq2seq.text.sentences import split
 
@@ -39,9 +39,7 @@ SERVE = ["serve.threads=1"]  # as LibreTranslate's one CTranslate2 thread
 
 
 def package_facts(package: Path) -> dict:
-    with zipfile.ZipFile(package) as archive:
-        [name] = [n for n in archive.namelist() if n.endswith("/metadata.json")]
-        metadata = json.loads(archive.read(name))
+    metadata = package_metadata(package)
     return {key: metadata[key] for key in ("from_code", "to_code", "package_version")}
 
 

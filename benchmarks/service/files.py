@@ -34,7 +34,7 @@ from benchmarks.common import RESULTS, ROOT, machine, save_results
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
 from benchmarks.service.process import cpu_seconds, running_server
-from seq2seq.exports.argos import package_metadata
+from seq2seq.exports.argos_package import package_metadata
 
 PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
 BEAM = 4  # Argos's, the packages' own

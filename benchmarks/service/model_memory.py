@@ -26,8 +26,8 @@ CHILD = """
 import json, sys, time
 import ctranslate2, torch
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.decoding.argos import ArgosEngine
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
 
 def rss():

@@ -40,7 +40,7 @@ from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTH
 from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
 from benchmarks.service.process import running_server
 from benchmarks.service.wrk import harness_options, run_wrk
-from seq2seq.exports.argos import package_metadata
+from seq2seq.exports.argos_package import package_metadata
 from seq2seq.service.libretranslate import formatted
 
 SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each

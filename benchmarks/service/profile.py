@@ -34,7 +34,7 @@ from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import Shape, ask
 from benchmarks.service.process import get_json, running_server, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
-from seq2seq.exports.argos import package_metadata
+from seq2seq.exports.argos_package import package_metadata
 
 SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
 CLIENTS = (1, 16)

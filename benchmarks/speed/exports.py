@@ -30,7 +30,7 @@ import torch
 from benchmarks.common import arguments, run, timed_translation
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DecodeConfig, translation_pair
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.argos import check_exportable, export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2

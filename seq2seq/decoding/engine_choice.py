@@ -10,13 +10,13 @@
     --engine ctranslate2    CTranslate2 decodes everything: the export in --model DIR, or the
                             cached one
     --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
-                            .argosmodel file or its folder: argos.py), decoded by CTranslate2;
-                            serve takes several (seq2seq/service/loaders.py)
+                            .argosmodel file or its folder: argos_engine.py), decoded by
+                            CTranslate2; serve takes several (seq2seq/service/loaders.py)
 
 translate, serve and eval say which engine decodes at start (described).
 
 The decode settings it decodes with (engine.config.decode, what /info shows) are the model's
-own (its checkpoint's or export's decode section; Argos Translate's for a package: argos.py),
+own (its checkpoint's or export's decode section; Argos Translate's for a package: argos_engine.py),
 with those the command line set explicitly (config.py's decode_overrides; translate's
 --beam-size ...) in their place: decoding_in_force, for every kind of model. A setting the
 engine has no use for (its `unused`) is a one-line error naming it and the model.
@@ -27,10 +27,11 @@ from pathlib import Path
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig
-from seq2seq.decoding.argos import ArgosEngine
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine
 from seq2seq.decoding.exported import Exported, export_beside
+from seq2seq.exports.argos_package import is_package
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.device import pick_device
 from seq2seq.support.errors import UserError, warn
@@ -65,7 +66,7 @@ def engine_of(
     if model:
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
-        if is_argos_package(Path(model)):
+        if is_package(Path(model)):
             return ArgosEngine.load(model, device, compute_type)
         return CTranslate2Engine.load(model, device, compute_type)
     path = Path(checkpoint or config.checkpoint_path)
@@ -108,7 +109,7 @@ def decoder(choice: str, path: Path) -> type:
     --engine `choice`, known before it loads: a package's, else torch's with --engine torch,
     else CTranslate2's (an export's; a checkpoint's cached export, as --engine auto has it
     wherever CTranslate2 runs)."""
-    if is_argos_package(path):
+    if is_package(path):
         return ArgosEngine
     return TorchEngine if choice == "torch" else CTranslate2Engine
 
@@ -117,10 +118,6 @@ def described(engine: Engine) -> str:
     """Which engine decodes, on which device: what translate, serve and eval say at start."""
     facts = engine.facts()
     return f"{facts['engine']} on {facts['device']}"
-
-
-def is_argos_package(path: Path) -> bool:
-    return path.suffix == ".argosmodel" or (path / "metadata.json").exists()
 
 
 def ctranslate2_runs_on(device: str) -> bool:

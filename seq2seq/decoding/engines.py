@@ -35,7 +35,7 @@ asks which one it has):
 
     TorchEngine(checkpoint)           our PyTorch model (batches.py: greedy.py, beam.py)
     CTranslate2Engine.load(folder)    a model exported by `python -m seq2seq.export
-                                      ctranslate2`, decoded by CTranslate2 (ctranslate2.py)
+                                      ctranslate2`, decoded by CTranslate2 (ctranslate2_engine.py)
 
 Which one a command gets (`--engine auto`, the fastest whose outputs are ours, by default) is
 chosen in engine_choice.py.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import DecodeConfig
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.paths import EXPORT_SOURCE

@@ -2,12 +2,13 @@
 
     python -m seq2seq.export argos --checkpoint runs/numbers/best.pt numbers.argosmodel
 
-An .argosmodel file is a zip archive holding one folder:
+An .argosmodel file is a zip archive holding one folder (the layout: argos_package.py):
 
     translate-en_digits-1_0/
         metadata.json          from_code/from_name -> to_code/to_name, versions
         model/                 the CTranslate2 model (ctranslate2.py's, three changes below)
-        sentencepiece.model    ONE model that splits the source and joins the output
+        sentencepiece.model    ONE model that splits the source and joins the output (or, for
+                               a BPE package imported, bpe.model: its codes)
         README.md              the data, sizes and test scores (seq2seq/exports/model_card.py)
         checkpoint.sha256      the checksum of the checkpoint it was made from
 
@@ -43,28 +44,35 @@ Argos Translate decodes with the device and compute type of its own settings
 import json
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 
 import torch
 
 from seq2seq.checkpoint import Checkpoint
-from seq2seq.config import Language, translation_pair
+from seq2seq.config import translation_pair
+from seq2seq.exports.argos_package import (
+    BPE,
+    LONGEST_INPUT,
+    LONGEST_OUTPUT,
+    METADATA,
+    MODEL,
+    README,
+    SENTENCEPIECE,
+    SUFFIX,
+    archive_name,
+)
 from seq2seq.exports.ctranslate2 import save_spec, transformer_spec
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, remove_leftovers, stand_in
 from seq2seq.support.paths import EXPORT_SOURCE
+from seq2seq.text.bpe import BPEVocab
 from seq2seq.text.special import non_output_logits
 from seq2seq.text.vocab import self_normalizing_model
 
 ARGOS_VERSION = "1.11"  # the Argos Translate whose package format this writes (and is tested)
 PACKAGE_VERSION = "1.0"
-LONGEST_INPUT = 1024  # CTranslate2's default max_input_length, which Argos keeps
-LONGEST_OUTPUT = 256  # CTranslate2's default max_decoding_length, which Argos keeps
 
 
 def check_exportable(checkpoint: Checkpoint) -> None:
@@ -73,6 +81,21 @@ def check_exportable(checkpoint: Checkpoint) -> None:
             "an Argos package holds one sentencepiece model for both languages and this model "
             "has two vocabularies: train it with vocab.joint: true"
         )
+    rules = checkpoint.config.vocab
+    if isinstance(checkpoint.src_vocab, BPEVocab) and (rules.lowercase or rules.hyphens_as_spaces):
+        raise UserError(
+            "a BPE package's tokenizer (Moses's) cannot hold vocab.lowercase or "
+            "hyphens_as_spaces: fine-tune an imported BPE package without them"
+        )
+
+
+def tokenizer(checkpoint: Checkpoint) -> tuple[str, bytes]:
+    """The package's tokenizer file, its name and bytes: sentencepiece.model with our source
+    normalisation compiled in, or (a BPE package imported) bpe.model, its BPE codes."""
+    vocab = checkpoint.src_vocab
+    if isinstance(vocab, BPEVocab):
+        return BPE, vocab.codes.encode("utf-8")
+    return SENTENCEPIECE, self_normalizing_model(vocab)
 
 
 def argos_spec(checkpoint: Checkpoint):
@@ -156,13 +179,12 @@ def export_argos(
     (its checksum, in the package as checkpoint.sha256) with the same card (the settings and
     scores)."""
     check_exportable(checkpoint)
-    if out_file.suffix != ".argosmodel":
+    if out_file.suffix != SUFFIX:
         raise UserError(f"{out_file}: an Argos package's name ends in .argosmodel")
     about = metadata(checkpoint)
-    version = about["package_version"].replace(".", "_")
-    name = f"translate-{about['from_code']}_{about['to_code']}-{version}"  # Argos's own naming
+    name = archive_name(about["from_code"], about["to_code"], about["package_version"])
     card = readme(checkpoint, checkpoint_path, about, out_file.name, quantization)
-    made_of = {f"{name}/{EXPORT_SOURCE}": checkpoint.sha256, f"{name}/README.md": card}
+    made_of = {f"{name}/{EXPORT_SOURCE}": checkpoint.sha256, f"{name}/{README}": card}
     if packaged(out_file) == made_of:
         return False
     out_file.parent.mkdir(parents=True, exist_ok=True)
@@ -170,10 +192,11 @@ def export_argos(
     with tempfile.TemporaryDirectory(dir=out_file.parent, prefix=stand_in(out_file)) as staging:
         folder = Path(staging) / name
         folder.mkdir()
-        save_spec(argos_spec(checkpoint), folder / "model", quantization)
-        (folder / "sentencepiece.model").write_bytes(self_normalizing_model(checkpoint.src_vocab))
-        (folder / "metadata.json").write_text(json.dumps(about, indent=2) + "\n")
-        (folder / "README.md").write_text(card)
+        save_spec(argos_spec(checkpoint), folder / MODEL, quantization)
+        tokenizer_name, tokenizer_bytes = tokenizer(checkpoint)
+        (folder / tokenizer_name).write_bytes(tokenizer_bytes)
+        (folder / METADATA).write_text(json.dumps(about, indent=2) + "\n")
+        (folder / README).write_text(card)
         (folder / EXPORT_SOURCE).write_text(checkpoint.sha256)
         with atomic_write(out_file, "wb") as file, zipfile.ZipFile(file, "w") as archive:
             for path in sorted(folder.rglob("*")):
@@ -187,71 +210,8 @@ def packaged(out_file: Path) -> dict[str, str]:
     try:
         with zipfile.ZipFile(out_file) as archive:
             names = [
-                n for n in archive.namelist() if n.endswith(("/README.md", f"/{EXPORT_SOURCE}"))
+                n for n in archive.namelist() if n.endswith((f"/{README}", f"/{EXPORT_SOURCE}"))
             ]
             return {n: archive.read(n).decode("utf-8") for n in names}
     except (OSError, zipfile.BadZipFile, UnicodeDecodeError):
         return {}
-
-
-# Reading a package: ours or a published one (decoding/argos.py decodes it, importing.py
-# imports it)
-
-BEAM_SIZE = 4  # Argos Translate's default (ARGOS_BEAM_SIZE)
-LENGTH_PENALTY = 0.2  # what it always passes: CTranslate2's score / length ** 0.2
-
-
-def package_metadata(path: Path) -> dict:
-    """The metadata.json of a package: its folder's, or (an .argosmodel) the one in the zip."""
-    if path.is_dir():
-        where, read = path / "metadata.json", lambda: (path / "metadata.json").read_bytes()
-    else:
-        where, read = path, partial(metadata_in_zip, path)
-    try:
-        metadata = json.loads(read())
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise UserError(f"{where}: not an Argos package's metadata ({error})") from None
-    path = where
-    if metadata.get("type", "translate") != "translate":
-        raise UserError(f"{path}: a package of type {metadata['type']!r}, not a translation")
-    for key in ("from_code", "to_code"):
-        if not isinstance(metadata.get(key), str) or not metadata[key]:
-            raise UserError(f"{path}: no {key}")
-    return metadata
-
-
-def metadata_in_zip(path: Path) -> bytes:
-    with zipfile.ZipFile(path) as archive:
-        return archive.read(top_folder(archive) + "metadata.json")
-
-
-def top_folder(archive: zipfile.ZipFile) -> str:
-    """The one top folder of a package's zip ("name/"): the one with a metadata.json."""
-    names = [n for n in archive.namelist() if n.count("/") == 1 and n.endswith("/metadata.json")]
-    if len(names) != 1:
-        raise ValueError("not one folder with a metadata.json in it")
-    return names[0].removesuffix("metadata.json")
-
-
-def package_languages(metadata: dict) -> tuple[Language, Language]:
-    """from_code, from_name -> to_code, to_name (a name missing: its code)."""
-    return tuple(
-        Language(metadata[f"{side}_code"], metadata.get(f"{side}_name") or metadata[f"{side}_code"])
-        for side in ("from", "to")
-    )
-
-
-@contextmanager
-def unpacked(path: Path) -> Iterator[Path]:
-    """The folder of the package at `path`: the folder itself, or (an .argosmodel) its one
-    top folder, extracted into a temporary folder that goes when the block ends."""
-    if path.is_dir():
-        yield path
-        return
-    try:
-        with tempfile.TemporaryDirectory() as staging, zipfile.ZipFile(path) as archive:
-            folder = top_folder(archive)
-            archive.extractall(staging)  # names with .. or a leading / are made safe
-            yield Path(staging) / folder
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise UserError(f"{path}: not an Argos package (a zip file): {error}") from None

@@ -1,4 +1,4 @@
-"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/ctranslate2.py).
+"""A trained model as a CTranslate2 model (decoded by seq2seq/decoding/ctranslate2_engine.py).
 
     python -m seq2seq.export ctranslate2 --checkpoint runs/numbers/best.pt OUT_DIR
     python -m seq2seq.translate --engine ctranslate2 --model OUT_DIR "three is three"
@@ -28,7 +28,7 @@ and ours: src.model and tgt.model (the sentencepiece models, which turn text int
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
 size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
 
-Decoded by CTranslate2 (seq2seq/decoding/ctranslate2.py, the engine), an export gives our
+Decoded by CTranslate2 (seq2seq/decoding/ctranslate2_engine.py, the engine), an export gives our
 greedy and beam outputs, the same tokens (tested).
 """
 
@@ -36,6 +36,7 @@ import json
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
+from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
@@ -51,22 +52,21 @@ def import_ctranslate2():
     return ctranslate2
 
 
-def ctranslate2_activations() -> dict:
-    """model.activation -> CTranslate2's Activation (its specs' common_spec)."""
-    from ctranslate2.specs.common_spec import Activation
-
-    return {"relu": Activation.RELU, "gelu": Activation.GELU, "gelu_tanh": Activation.GELUTanh,
-            "gelu_sigmoid": Activation.GELUSigmoid, "swish": Activation.SWISH}  # fmt: skip
+# model.activation -> CTranslate2's number for it (its specs' common_spec.Activation), which
+# the export writes and the import reads back
+ACTIVATIONS = {"relu": 0, "gelu_tanh": 1, "swish": 2, "gelu": 3, "gelu_sigmoid": 4}
+# CTranslate2's name of each of our sublayers (layer_names.py's kinds) in a layer
+SUBLAYERS = {"self_attn": "self_attention", "cross_attn": "attention", "ff": "ffn"}
 
 
 def transformer_spec(checkpoint: Checkpoint):
-    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies.
-    Long as one table is: each of their weights named once, beside ours, read top to bottom."""
+    """The CTranslate2 TransformerSpec of a checkpoint's model, its weights and vocabularies:
+    each of its weights given ours, in the order of layer_names.py's table."""
     import_ctranslate2()
+    from ctranslate2.specs.common_spec import Activation
     from ctranslate2.specs.transformer_spec import TransformerSpec
 
     model, cfg, d = checkpoint.model, checkpoint.model.cfg, checkpoint.model.cfg.d_model
-    activations = ctranslate2_activations()
     # copies: CTranslate2's optimize() rewrites a spec's arrays in place (quantizing them), and
     # numpy() of a float32 CPU tensor would be the model's own weights
     weights = {
@@ -74,7 +74,7 @@ def transformer_spec(checkpoint: Checkpoint):
     }
     spec = TransformerSpec.from_config(
         (cfg.enc_layers, cfg.dec_layers), cfg.n_heads, pre_norm=cfg.norm == "pre",
-        activation=activations[cfg.activation], layernorm_embedding=cfg.embedding_norm,
+        activation=Activation(ACTIVATIONS[cfg.activation]), layernorm_embedding=cfg.embedding_norm,
     )  # fmt: skip
     spec.config.layer_norm_epsilon = cfg.norm_epsilon
     spec.config.add_source_eos = False  # decoding adds it where the model takes one
@@ -95,35 +95,28 @@ def transformer_spec(checkpoint: Checkpoint):
         if cfg.embedding_norm:
             norm(stack.layernorm_embedding, f"{name}.norm")
 
-    def attention(target, name: str, norm_name: str) -> None:
-        norm(target.layer_norm, norm_name)
-        if len(target.linear) == 2:  # self-attention: q, k, v in one matrix, as ours
-            linear(target.linear[0], f"{name}.in_proj")
+    def sublayer(target, ours: Sublayer) -> None:
+        norm(target.layer_norm, ours.norm)
+        if ours.kind == "ff":
+            linear(target.linear_0, ours.into)
+            linear(target.linear_1, ours.out_of)
+            return
+        if ours.kind == "self_attn":  # q, k, v in one matrix, as ours
+            linear(target.linear[0], ours.into)
         else:  # cross-attention: q apart, k and v together
-            linear(target.linear[0], f"{name}.in_proj", slice(0, d))
-            linear(target.linear[1], f"{name}.in_proj", slice(d, 3 * d))
-        linear(target.linear[-1], f"{name}.out_proj")
+            linear(target.linear[0], ours.into, slice(0, d))
+            linear(target.linear[1], ours.into, slice(d, 3 * d))
+        linear(target.linear[-1], ours.out_of)
 
-    def feed_forward(target, prefix: str, norm_name: str) -> None:
-        norm(target.layer_norm, f"{prefix}.{norm_name}")
-        linear(target.linear_0, f"{prefix}.ff.net.0")
-        linear(target.linear_1, f"{prefix}.ff.net.2")
-
-    embed(spec.encoder, spec.encoder.embeddings[0], "src_embed")
-    for i, layer in enumerate(spec.encoder.layer):
-        attention(layer.self_attention, f"encoder.{i}.self_attn", f"encoder.{i}.norm1")
-        feed_forward(layer.ffn, f"encoder.{i}", "norm2")
-    if cfg.norm == "pre":  # post-norm layers end with their own LayerNorm
-        norm(spec.encoder.layer_norm, "encoder_norm")
-
-    embed(spec.decoder, spec.decoder.embeddings, "tgt_embed")
-    for i, layer in enumerate(spec.decoder.layer):
-        attention(layer.self_attention, f"decoder.{i}.self_attn", f"decoder.{i}.norm1")
-        attention(layer.attention, f"decoder.{i}.cross_attn", f"decoder.{i}.norm2")
-        feed_forward(layer.ffn, f"decoder.{i}", "norm3")
-    if cfg.norm == "pre":
-        norm(spec.decoder.layer_norm, "decoder_norm")
-    linear(spec.decoder.projection, "generator")
+    for ours, theirs in zip(stacks(cfg), (spec.encoder, spec.decoder), strict=True):
+        embeddings = theirs.embeddings[0] if ours.side == "encoder" else theirs.embeddings
+        embed(theirs, embeddings, ours.embed)
+        for layer, target in zip(ours.layers, theirs.layer, strict=True):
+            for part in layer:
+                sublayer(getattr(target, SUBLAYERS[part.kind]), part)
+        if cfg.norm == "pre":  # post-norm layers end with their own LayerNorm
+            norm(theirs.layer_norm, ours.norm)
+    linear(spec.decoder.projection, GENERATOR)
 
     spec.register_source_vocabulary(checkpoint.src_vocab.all_pieces())
     spec.register_target_vocabulary(checkpoint.tgt_vocab.all_pieces())

@@ -1,4 +1,5 @@
-"""CTranslate2's model.bin read back: every variable as a float32 tensor, by name.
+"""A CTranslate2 model's folder read back: model.bin's variables as float32 tensors, by name
+(read_model_bin); config.json (read_model_config); the vocabularies (model_vocabularies).
 
 CTranslate2 (4.x, python/ctranslate2/specs/model_spec.py, src/models/model.cc) has no way to
 read its weights back; the format is short enough to read here, with no CTranslate2 installed:
@@ -18,6 +19,7 @@ row for int8 (one for the whole matrix for int16): the weight is q / scale. Flag
 numbers (pre_norm, activation, num_heads) are rank-0 variables: `flags` keeps them apart.
 """
 
+import json
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,3 +108,34 @@ def dequantized(stored: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
             tensor = tensor.float() / (scale[:, None] if scale.dim() == 1 else scale)
         weights[name] = tensor.float()
     return weights
+
+
+def read_json(path: Path):
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as error:
+        raise UserError(f"{path}: not readable JSON ({error})") from None
+
+
+def read_model_config(model_dir: Path) -> dict:
+    """The model's config.json: its special tokens, epsilon, source </s> ({} if it has none)."""
+    config = model_dir / "config.json"
+    return read_json(config) if config.exists() else {}
+
+
+def model_vocabularies(model_dir: Path) -> tuple[list[str], list[str]]:
+    """The model's source and target pieces in row order: shared_vocabulary.json, or
+    source_ and target_vocabulary.json (.txt, a piece a line, before CTranslate2 3.16)."""
+
+    def one(name: str) -> list[str] | None:
+        if (model_dir / f"{name}.json").exists():
+            return read_json(model_dir / f"{name}.json")
+        if (model_dir / f"{name}.txt").exists():
+            return (model_dir / f"{name}.txt").read_text("utf-8").split("\n")[:-1]
+        return None
+
+    shared = one("shared_vocabulary")
+    source, target = one("source_vocabulary"), one("target_vocabulary")
+    if shared is None and (source is None or target is None):
+        raise UserError(f"{model_dir}: no shared_vocabulary.json nor source_/target_vocabulary")
+    return (shared, shared) if shared is not None else (source, target)

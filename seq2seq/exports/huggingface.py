@@ -66,11 +66,13 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import translation_pair
+from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.text.bpe import BPEVocab
 from seq2seq.text.corpus_types import is_language
 from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
 from seq2seq.text.vocab import Vocab, self_normalizing_model
@@ -87,6 +89,12 @@ def import_transformers():
     return transformers
 
 
+# Pegasus's names of our sublayers (layer_names.py's kinds) in a layer, and of their LayerNorms
+PEGASUS_ATTENTION = {"self_attn": "self_attn", "cross_attn": "encoder_attn"}
+PEGASUS_NORMS = {"self_attn": "self_attn_layer_norm", "cross_attn": "encoder_attn_layer_norm",
+                 "ff": "final_layer_norm"}  # fmt: skip
+
+
 def hidden_permutation(d_model: int) -> torch.Tensor:
     """(D,) indices: Pegasus's hidden dimension k is our dimension perm[k]. Its position table
     is [sin of frequencies 0..D/2-1, cos of the same]; ours sits at [0, 2, 4, ..., 1, 3, ...]."""
@@ -100,8 +108,8 @@ def padded_rows(matrix: torch.Tensor, rows: int) -> torch.Tensor:
 
 def pegasus_weights(model: Transformer, vocab_size: int) -> dict[str, torch.Tensor]:
     """transformers' PegasusForConditionalGeneration state_dict for our model, in float32,
-    every embedding padded to vocab_size rows. Long as one table is: each of their weights
-    named once, beside ours, read top to bottom."""
+    every embedding padded to vocab_size rows: each of their weights given ours, in the order
+    of layer_names.py's table."""
     ours = {name: t.detach().float().cpu() for name, t in model.state_dict().items()}
     d, perm = model.cfg.d_model, hidden_permutation(model.cfg.d_model)
     theirs: dict[str, torch.Tensor] = {}
@@ -120,14 +128,16 @@ def pegasus_weights(model: Transformer, vocab_size: int) -> dict[str, torch.Tens
         theirs[f"{target}.weight"] = ours[f"{name}.weight"][perm]
         theirs[f"{target}.bias"] = ours[f"{name}.bias"][perm]
 
-    def attention(target: str, name: str) -> None:
+    def sublayer(layer: str, part: Sublayer) -> None:
+        norm(f"{layer}.{PEGASUS_NORMS[part.kind]}", part.norm)
+        if part.kind == "ff":
+            reads(f"{layer}.fc1", part.into)
+            writes(f"{layer}.fc2", part.out_of)
+            return
+        target = f"{layer}.{PEGASUS_ATTENTION[part.kind]}"
         for i, projection in enumerate(("q_proj", "k_proj", "v_proj")):
-            reads(f"{target}.{projection}", f"{name}.in_proj", slice(i * d, (i + 1) * d))
-        writes(f"{target}.out_proj", f"{name}.out_proj")
-
-    def feed_forward(target: str, name: str) -> None:
-        reads(f"{target}.fc1", f"{name}.ff.net.0")
-        writes(f"{target}.fc2", f"{name}.ff.net.2")
+            reads(f"{target}.{projection}", part.into, slice(i * d, (i + 1) * d))
+        writes(f"{target}.out_proj", part.out_of)
 
     def embeddings(stack: str, name: str) -> None:
         tokens = padded_rows(ours[f"{name}.tokens.weight"][:, perm], vocab_size)
@@ -135,29 +145,16 @@ def pegasus_weights(model: Transformer, vocab_size: int) -> dict[str, torch.Tens
         positions = getattr(model, name).positions  # a buffer, not in the state_dict
         theirs[f"model.{stack}.embed_positions.weight"] = positions.float().cpu()[:, perm]
 
-    embeddings("encoder", "src_embed")
+    for stack in stacks(model.cfg):
+        embeddings(stack.side, stack.embed)
+        for i, layer in enumerate(stack.layers):
+            for part in layer:
+                sublayer(f"model.{stack.side}.layers.{i}", part)
+        norm(f"model.{stack.side}.layer_norm", stack.norm)
     theirs["model.shared.weight"] = theirs["model.encoder.embed_tokens.weight"]  # the input's
-    for i in range(model.cfg.enc_layers):
-        layer, ours_layer = f"model.encoder.layers.{i}", f"encoder.{i}"
-        norm(f"{layer}.self_attn_layer_norm", f"{ours_layer}.norm1")
-        attention(f"{layer}.self_attn", f"{ours_layer}.self_attn")
-        norm(f"{layer}.final_layer_norm", f"{ours_layer}.norm2")
-        feed_forward(layer, ours_layer)
-    norm("model.encoder.layer_norm", "encoder_norm")
 
-    embeddings("decoder", "tgt_embed")
-    for i in range(model.cfg.dec_layers):
-        layer, ours_layer = f"model.decoder.layers.{i}", f"decoder.{i}"
-        norm(f"{layer}.self_attn_layer_norm", f"{ours_layer}.norm1")
-        attention(f"{layer}.self_attn", f"{ours_layer}.self_attn")
-        norm(f"{layer}.encoder_attn_layer_norm", f"{ours_layer}.norm2")
-        attention(f"{layer}.encoder_attn", f"{ours_layer}.cross_attn")
-        norm(f"{layer}.final_layer_norm", f"{ours_layer}.norm3")
-        feed_forward(layer, ours_layer)
-    norm("model.decoder.layer_norm", "decoder_norm")
-
-    theirs["lm_head.weight"] = padded_rows(ours["generator.weight"][:, perm], vocab_size)
-    theirs["final_logits_bias"] = never_output(len(ours["generator.weight"]), vocab_size)
+    theirs["lm_head.weight"] = padded_rows(ours[f"{GENERATOR}.weight"][:, perm], vocab_size)
+    theirs["final_logits_bias"] = never_output(len(ours[f"{GENERATOR}.weight"]), vocab_size)
     return theirs
 
 
@@ -252,6 +249,11 @@ def export_huggingface(
     """Write the transformers model, its tokenizer and our config into out_dir, built beside
     it and renamed into place (an earlier export there is replaced only by a complete one).
     `checkpoint_path`: where the checkpoint was read from, for the test scores beside it."""
+    if isinstance(checkpoint.src_vocab, BPEVocab):
+        raise UserError(
+            "transformers' MarianTokenizer needs sentencepiece models, and this model's "
+            "vocabulary is BPE (an imported BPE package's)"
+        )
     transformers = import_transformers()
     vocab_size = max(len(checkpoint.src_vocab), len(checkpoint.tgt_vocab))
     with replacing_folder(out_dir, EXPORT_CONFIG) as staging:

@@ -6,12 +6,13 @@ an installed package's folder) or a CTranslate2 model folder.
     package/model/model.bin  --ctranslate2_reader--> float32 weights, flags, aliases
              model/config.json                       special tokens, epsilon, source </s>
              model/*_vocabulary.json                 the model's pieces, in its row order
-             sentencepiece.model                     how text becomes those pieces
+             sentencepiece.model (or bpe.model)      how text becomes those pieces
              metadata.json                           the pair (from_code -> to_code)
         --model_config-->  ModelConfig: read from the file, never assumed (below)
-        --rows-->          the vocabulary in our order: <pad> <unk> <s> </s>, then the
+        --vocab_rows-->    the vocabulary in our order: <pad> <unk> <s> </s>, then the
                            model's pieces in its own order; its sentencepiece model rewritten
-                           to number its pieces so (our ids are sentencepiece's)
+                           to number its pieces so, or its BPE codes with the tokens in that
+                           order (imported_vocab.py)
         --state_dict-->    our Transformer's weights, rows permuted, q/k/v as ours
         --> Checkpoint (config, model, vocabularies) that every command takes
 
@@ -26,42 +27,45 @@ position table (its rows and its layout, sin/cos interleaved or in halves), the 
 <s> row is then zeros). A variable of the file that none of this takes (relative
 positions, rotary, ALiBi, gated feed-forward layers, RMSNorm, multi-query attention, source
 features...) is refused, named.
-
-Pieces: the model's vocabulary maps sentencepiece's pieces to rows by string (CTranslate2
-turns an unknown piece into <unk>). A piece of the sentencepiece model that the vocabulary
-lacks is dropped from the rewritten model (sentencepiece then spells the word with pieces the
-model knows); a vocabulary entry that sentencepiece never produces stays, as an unused piece.
-Both are counted in the import's report. Where neither happens, our outputs are
-CTranslate2's (tests/exports/test_import.py).
 """
 
 import itertools
-import json
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, config_from_dict
-from seq2seq.exports.argos import (
+from seq2seq.exports.argos_package import (
     BEAM_SIZE,
     LENGTH_PENALTY,
+    MODEL,
+    SENTENCEPIECE,
+    is_package,
     package_languages,
     package_metadata,
+    tokenizer_file,
     unpacked,
 )
-from seq2seq.exports.ctranslate2_reader import StoredModel, read_model_bin
+from seq2seq.exports.ctranslate2 import ACTIVATIONS, SUBLAYERS
+from seq2seq.exports.ctranslate2_reader import (
+    StoredModel,
+    model_vocabularies,
+    read_model_bin,
+    read_model_config,
+)
+from seq2seq.exports.imported_vocab import Rows, permuted, vocab_rows
+from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import BOS, EOS, PAD, UNK
-from seq2seq.text.vocab import Vocab
+from seq2seq.text.special import BOS, PAD
+from seq2seq.text.vocab import read_vocab
 
-ACTIVATIONS = {0: "relu", 1: "gelu_tanh", 2: "swish", 3: "gelu", 4: "gelu_sigmoid"}
 NEVER = -1e9  # an output bias of -inf (a checkpoint holds finite numbers only): as unlikely
-SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, in id order
 NOT_OURS = {  # a variable's name -> what our model lacks to run it
     "relative_position": "relative positions",
     "relative_attention_bias": "relative attention biases",
@@ -100,33 +104,31 @@ def import_model(path: Path) -> Imported:
 
 
 def import_folder(folder: Path, origin: str) -> Imported:
-    is_package = (folder / "metadata.json").exists()
-    model_dir = folder / "model" if is_package else folder
-    places = (folder / "sentencepiece.model", model_dir / "sentencepiece.model")
-    sp_path = next((p for p in places if p.exists()), None)
+    """An Argos package's folder (its tokenizer sentencepiece.model or bpe.model), or a
+    CTranslate2 model's with its sentencepiece.model."""
+    packaged = is_package(folder)
+    model_dir = folder / MODEL if packaged else folder
     if not (model_dir / "model.bin").exists():
         raise UserError(f"{folder}: no model.bin (not an Argos package nor a CTranslate2 model)")
-    if sp_path is None:
-        raise UserError(f"{folder}: no sentencepiece.model beside the model")
+    tokenizer = tokenizer_file(folder) if packaged else folder / SENTENCEPIECE
+    if not tokenizer.exists():
+        raise UserError(f"{folder}: no {SENTENCEPIECE} beside the model")
     stored = read_model_bin(model_dir / "model.bin")
-    has_config = (model_dir / "config.json").exists()
-    ct2_config = read_json(model_dir / "config.json") if has_config else {}
+    ct2_config = read_model_config(model_dir)
     src_pieces, tgt_pieces = model_vocabularies(model_dir)
-    languages = package_metadata(folder) if is_package else {}
+    languages = package_metadata(folder) if packaged else {}
     model_cfg = model_config(stored, ct2_config, model_dir / "model.bin")
-    sp_bytes = sp_path.read_bytes()
-    src, src_report = rows_of(src_pieces, ct2_config, sp_bytes)
-    same_pieces = tgt_pieces == src_pieces
-    tgt, tgt_report = (
-        (src, src_report) if same_pieces else rows_of(tgt_pieces, ct2_config, sp_bytes)
-    )
+    pair = (languages.get("from_code", ""), languages.get("to_code", ""))  # Moses's (BPE)
+    rows = partial(vocab_rows, tokenizer, ct2_config=ct2_config, languages=pair)
+    src, src_report = rows(src_pieces)
+    tgt, tgt_report = (src, src_report) if tgt_pieces == src_pieces else rows(tgt_pieces)
     model_cfg.share_embeddings &= src is tgt
     config = our_config(model_cfg, languages, origin, joint=src is tgt)
     model = Transformer(model_cfg, len(src.pieces), len(tgt.pieces), pad_id=PAD)
     weights = state_dict(stored, model_cfg, src, tgt)
     model.load_state_dict(weights, strict=True)
-    src_vocab = Vocab(src.model_bytes)
-    tgt_vocab = src_vocab if tgt is src else Vocab(tgt.model_bytes)
+    src_vocab = read_vocab(src.model_bytes)
+    tgt_vocab = src_vocab if tgt is src else read_vocab(tgt.model_bytes)
     info = {"step": 0, "example": "", "origin": origin_of(Path(origin), languages, stored)}
     report = {"from": origin, "model": stored.spec, "weights": stored_types(stored),
               "source_pieces": src_report, "target_pieces": tgt_report}  # fmt: skip
@@ -139,31 +141,6 @@ def origin_of(path: Path, metadata: dict, stored: StoredModel) -> dict:
     quantized = torch.int8 in stored.types.values()
     origin = {"name": path.name, "quantization": "int8" if quantized else "float32"}
     return origin | {key: metadata[key] for key in ("package_version",) if key in metadata}
-
-
-def read_json(path: Path):
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as error:
-        raise UserError(f"{path}: not readable JSON ({error})") from None
-
-
-def model_vocabularies(model_dir: Path) -> tuple[list[str], list[str]]:
-    """The model's source and target pieces in row order: shared_vocabulary.json, or
-    source_ and target_vocabulary.json (.txt, a piece a line, before CTranslate2 3.16)."""
-
-    def one(name: str) -> list[str] | None:
-        if (model_dir / f"{name}.json").exists():
-            return read_json(model_dir / f"{name}.json")
-        if (model_dir / f"{name}.txt").exists():
-            return (model_dir / f"{name}.txt").read_text("utf-8").split("\n")[:-1]
-        return None
-
-    shared = one("shared_vocabulary")
-    source, target = one("source_vocabulary"), one("target_vocabulary")
-    if shared is None and (source is None or target is None):
-        raise UserError(f"{model_dir}: no shared_vocabulary.json nor source_/target_vocabulary")
-    return (shared, shared) if shared is not None else (source, target)
 
 
 def variable(stored: StoredModel, name: str) -> torch.Tensor:
@@ -186,8 +163,9 @@ def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelCon
     d_model = embedding.size(1)
     table = variable(stored, "encoder/position_encodings/encodings")
     names = stored.weights
+    activations = {number: name for name, number in ACTIVATIONS.items()}
     activation = int(stored.flags.get("encoder/activation", 0))
-    if activation not in ACTIVATIONS:
+    if activation not in activations:
         raise UserError(f"{where}: activation {activation} (tanh or sigmoid), which ours lacks")
     return ModelConfig(
         d_model=d_model,
@@ -200,7 +178,7 @@ def model_config(stored: StoredModel, ct2_config: dict, where: Path) -> ModelCon
         share_embeddings=same(stored, "encoder/embeddings_0/weight", "decoder/embeddings/weight"),
         norm="pre" if stored.flags.get("encoder/pre_norm", True) else "post",
         norm_epsilon=ct2_config.get("layer_norm_epsilon") or 1e-5,
-        activation=ACTIVATIONS[activation],
+        activation=activations[activation],
         attention_bias="encoder/layer_0/self_attention/linear_0/bias" in names,
         ffn_bias="encoder/layer_0/ffn/linear_0/bias" in names,
         output_bias="decoder/projection/bias" in names,
@@ -254,71 +232,9 @@ def table_layout(table: torch.Tensor, where: Path) -> str:
     raise UserError(f"{where}: a position table that is not sinusoidal (learned positions)")
 
 
-@dataclass
-class Rows:
-    """A vocabulary in our order: `pieces` by our id, `source_rows` each one's row in the
-    stored model (None: a special the model lacks, a row of zeros), and the rewritten
-    sentencepiece model that numbers pieces so."""
-
-    pieces: list[str]
-    source_rows: list[int | None]
-    model_bytes: bytes
-
-
-def rows_of(model_pieces: list[str], ct2_config: dict, sp_bytes: bytes) -> tuple[Rows, dict]:
-    """Our order of a model's vocabulary, and the sentencepiece model rewritten to match."""
-    from sentencepiece import sentencepiece_model_pb2 as pb  # needs protobuf (.[export])
-
-    index = {piece: row for row, piece in enumerate(model_pieces)}
-    theirs = {  # our special id -> the model's token for it
-        PAD: "<blank>" if "<blank>" in index else "<pad>",
-        UNK: ct2_config.get("unk_token", "<unk>"),
-        BOS: ct2_config.get("decoder_start_token") or ct2_config.get("bos_token", "<s>"),
-        EOS: ct2_config.get("eos_token", "</s>"),
-    }
-    special_rows = [index.get(theirs[i]) for i in (PAD, UNK, BOS, EOS)]
-    taken = {theirs[i] for i in (PAD, UNK, EOS)} | {ct2_config.get("bos_token", "<s>")}
-    rest = [row for row, piece in enumerate(model_pieces) if piece not in taken]
-    sp, Piece = pb.ModelProto.FromString(sp_bytes), pb.ModelProto.SentencePiece
-    known = {p.piece: p for p in sp.pieces}
-    new = pb.ModelProto()
-    new.CopyFrom(sp)
-    del new.pieces[:]
-    for i, name in SPECIAL_NAMES.items():
-        kind = Piece.UNKNOWN if i == UNK else Piece.CONTROL
-        new.pieces.add(piece=name, score=0.0, type=kind)
-    unused = 0
-    for row in rest:
-        piece = known.get(model_pieces[row])
-        if piece is None or piece.type in (piece.CONTROL, piece.UNKNOWN):
-            new.pieces.add(piece=model_pieces[row], score=0.0, type=Piece.UNUSED)
-            unused += 1
-        else:
-            new.pieces.add().CopyFrom(piece)
-    spec = new.trainer_spec
-    spec.pad_id, spec.unk_id, spec.bos_id, spec.eos_id = PAD, UNK, BOS, EOS
-    spec.pad_piece, spec.unk_piece, spec.bos_piece, spec.eos_piece = SPECIAL_NAMES.values()
-    spec.vocab_size = len(new.pieces)
-    in_model = set(model_pieces)
-    dropped = sum(1 for p in sp.pieces if p.type == p.NORMAL and p.piece not in in_model)
-    report = {"pieces": len(new.pieces), "sentencepiece_pieces_not_in_model": dropped,
-              "model_pieces_sentencepiece_never_makes": unused}  # fmt: skip
-    rows = Rows([p.piece for p in new.pieces], special_rows + rest, new.SerializeToString())
-    return rows, report
-
-
-def permuted(matrix: torch.Tensor, rows: Rows) -> torch.Tensor:
-    """A (V, ...) matrix of the stored model's rows in our order (zeros for a missing row)."""
-    out = matrix.new_zeros((len(rows.source_rows), *matrix.shape[1:]))
-    for ours, theirs in enumerate(rows.source_rows):
-        if theirs is not None:
-            out[ours] = matrix[theirs]
-    return out
-
-
 def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> dict:
-    """Our Transformer's state_dict from the stored variables (CTranslate2's names on the
-    right, as seq2seq/exports/ctranslate2.py writes them)."""
+    """Our Transformer's state_dict from the stored variables: each of ours (layer_names.py's
+    table) from CTranslate2's, as seq2seq/exports/ctranslate2.py names them."""
     out, used = {}, set()
 
     def take(name: str) -> torch.Tensor:
@@ -334,46 +250,34 @@ def state_dict(stored: StoredModel, cfg: ModelConfig, src: Rows, tgt: Rows) -> d
         out[f"{ours}.weight"] = take(f"{theirs}/gamma")
         out[f"{ours}.bias"] = take(f"{theirs}/beta")
 
-    def attention(ours: str, theirs: str, norm_name: str, cross: bool) -> None:
-        norm(norm_name, f"{theirs}/layer_norm")
-        if cross:  # q apart, k and v together: ours is one (3D, D) matrix
-            for part in ("weight", "bias"):
-                q, kv = f"{theirs}/linear_0/{part}", f"{theirs}/linear_1/{part}"
-                if q in stored.weights:
-                    out[f"{ours}.in_proj.{part}"] = torch.cat([take(q), take(kv)])
-        else:
-            linear(f"{ours}.in_proj", f"{theirs}/linear_0")
-        linear(f"{ours}.out_proj", f"{theirs}/linear_{2 if cross else 1}")
+    def sublayer(ours: Sublayer, theirs: str) -> None:
+        norm(ours.norm, f"{theirs}/layer_norm")
+        if ours.kind != "cross_attn":  # self-attention's q, k, v in one matrix, as ours
+            linear(ours.into, f"{theirs}/linear_0")
+            linear(ours.out_of, f"{theirs}/linear_1")
+            return
+        for part in ("weight", "bias"):  # q apart, k and v together: ours is one (3D, D)
+            q, kv = f"{theirs}/linear_0/{part}", f"{theirs}/linear_1/{part}"
+            if q in stored.weights:
+                out[f"{ours.into}.{part}"] = torch.cat([take(q), take(kv)])
+        linear(ours.out_of, f"{theirs}/linear_2")
 
-    def feed_forward(ours: str, theirs: str, norm_name: str) -> None:
-        norm(norm_name, f"{theirs}/layer_norm")
-        linear(f"{ours}.ff.net.0", f"{theirs}/linear_0")
-        linear(f"{ours}.ff.net.2", f"{theirs}/linear_1")
-
-    def stack_inputs(ours: str, theirs: str, embeddings: str, rows: Rows) -> None:
-        out[f"{ours}.tokens.weight"] = permuted(take(embeddings), rows)
-        take(f"{theirs}/position_encodings/encodings")
+    for stack, rows in zip(stacks(cfg), (src, tgt), strict=True):
+        side = stack.side
+        embeddings = take(f"{side}/{'embeddings_0' if side == 'encoder' else 'embeddings'}/weight")
+        out[f"{stack.embed}.tokens.weight"] = permuted(embeddings, rows)
+        take(f"{side}/position_encodings/encodings")
         if cfg.embedding_norm:
-            norm(f"{ours}.norm", f"{theirs}/layernorm_embedding")
-
-    stack_inputs("src_embed", "encoder", "encoder/embeddings_0/weight", src)
-    for i in range(cfg.enc_layers):
-        at = f"encoder/layer_{i}"
-        attention(f"encoder.{i}.self_attn", f"{at}/self_attention", f"encoder.{i}.norm1", False)
-        feed_forward(f"encoder.{i}", f"{at}/ffn", f"encoder.{i}.norm2")
-    stack_inputs("tgt_embed", "decoder", "decoder/embeddings/weight", tgt)
-    for i in range(cfg.dec_layers):
-        at = f"decoder/layer_{i}"
-        attention(f"decoder.{i}.self_attn", f"{at}/self_attention", f"decoder.{i}.norm1", False)
-        attention(f"decoder.{i}.cross_attn", f"{at}/attention", f"decoder.{i}.norm2", True)
-        feed_forward(f"decoder.{i}", f"{at}/ffn", f"decoder.{i}.norm3")
-    if cfg.norm == "pre":
-        norm("encoder_norm", "encoder/layer_norm")
-        norm("decoder_norm", "decoder/layer_norm")
-    out["generator.weight"] = permuted(take("decoder/projection/weight"), tgt)
+            norm(f"{stack.embed}.norm", f"{side}/layernorm_embedding")
+        for i, layer in enumerate(stack.layers):
+            for part in layer:
+                sublayer(part, f"{side}/layer_{i}/{SUBLAYERS[part.kind]}")
+        if cfg.norm == "pre":
+            norm(stack.norm, f"{side}/layer_norm")
+    out[f"{GENERATOR}.weight"] = permuted(take("decoder/projection/weight"), tgt)
     if cfg.output_bias:  # -inf (a token never output, as ours make PAD and BOS) as -1e9
         bias = take("decoder/projection/bias").clamp(min=NEVER)
-        out["generator.bias"] = permuted(bias[:, None], tgt)[:, 0]
+        out[f"{GENERATOR}.bias"] = permuted(bias[:, None], tgt)[:, 0]
     left = sorted(set(stored.weights) - used - set(stored.shared))
     if left:
         raise UserError(f"{left[0]}: a variable our model has no place for ({len(left)} such)")

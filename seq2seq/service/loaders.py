@@ -32,10 +32,17 @@ from seq2seq.config import (
     config_from_dict,
     load_config,
 )
-from seq2seq.decoding.argos import OWN_DECODE, package_folders
-from seq2seq.decoding.engine_choice import decoding_in_force, is_argos_package, load_engine
+from seq2seq.decoding.argos_engine import OWN_DECODE
+from seq2seq.decoding.engine_choice import decoding_in_force, load_engine
 from seq2seq.decoding.engines import Engine, languages_of, model_languages
-from seq2seq.exports.argos import package_languages, package_metadata
+from seq2seq.exports.argos_package import (
+    is_package,
+    package_folders,
+    package_languages,
+    package_metadata,
+    package_name,
+    weights_bytes,
+)
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG
 
@@ -110,7 +117,7 @@ def models_at(
         return [checkpoint_loader(named.checkpoint_path, partial(ours, named), settled)]
     if path.suffix == ".pt":
         return [checkpoint_loader(path, partial(ours, config, path), settled)]
-    if is_argos_package(path):
+    if is_package(path):
         return [argos_loader(path, partial(engines, model=path), settled)]
     if (path / EXPORT_CONFIG).exists():
         return [export_loader(path, partial(ours, config, model=path), settled)]
@@ -143,13 +150,7 @@ def export_loader(folder: Path, load: Callable[[], Engine], in_force: Callable) 
 def argos_loader(path: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:
     metadata = package_metadata(path)
     pair = partial(model_languages, None, package_languages(metadata))
-    size = path.stat().st_size if path.is_file() else (path / "model/model.bin").stat().st_size
     beams = in_force(DecodeConfig(**OWN_DECODE), path=path).beam_size
     version = metadata.get("package_version")
     about = {"package_version": version} if version else {}
-    return Loader(package_name(path), str(path), pair, size, beams, load, about)
-
-
-def package_name(path: Path) -> str:
-    """A package's name: its file's without .argosmodel, or its folder's."""
-    return path.name.removesuffix(".argosmodel")
+    return Loader(package_name(path), str(path), pair, weights_bytes(path), beams, load, about)

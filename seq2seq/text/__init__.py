@@ -10,6 +10,7 @@
     cleaning.py                          the pairs make data drops, counted; valid/test split off
     special.py                           PAD UNK BOS EOS, the ids every vocabulary shares
     vocab.py                             sentencepiece vocabularies and source normalisation
+    bpe.py                               BPE vocabularies (Moses's tokens): imported packages'
     dataset.py                           each split encoded once, memory-mapped by training
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
     sentences.py                         texts -> their sentences, translations joined back

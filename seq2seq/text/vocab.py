@@ -16,7 +16,8 @@ retrains them only when one of those changed. A fine-tuning run (train.init_from
 vocabularies of the checkpoint it starts from: `make data` copies them there instead
 (copy_vocabs, the stamp recording their hashes) and reports how well they cover the new
 text (coverage), since they cannot grow. Checkpoints carry the models' bytes, so a
-trained model translates without the data directory.
+trained model translates without the data directory. A model imported from a BPE package
+carries its BPE codes and tokens instead (bpe.py's BPEVocab): read_vocab reads either.
 """
 
 import hashlib
@@ -26,12 +27,14 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
+from functools import partial
 
 import sentencepiece as spm
 
 from seq2seq.options import Config, VocabConfig
 from seq2seq.support.files import atomic_write, file_hash, write_json
 from seq2seq.support.paths import SIDES, VOCAB_STAMP, text_files, vocab_files
+from seq2seq.text.bpe import MARK, BPEVocab
 from seq2seq.text.parallel import CorpusError, iter_lines
 from seq2seq.text.special import BOS, EOS, PAD, UNK
 
@@ -42,6 +45,15 @@ def normalize_source(text: str, vocab_config: VocabConfig) -> str:
     if vocab_config.hyphens_as_spaces:
         text = text.replace("-", " ")
     return text.lower() if vocab_config.lowercase else text
+
+
+def read_vocab(model_bytes: bytes, normalization: VocabConfig | None = None):
+    """A vocabulary from its bytes: a sentencepiece model (Vocab), or an imported BPE
+    package's codes and tokens (bpe.py's BPEVocab, which has Vocab's members)."""
+    if not model_bytes.startswith(MARK):
+        return Vocab(model_bytes, normalization)
+    normalize = partial(normalize_source, vocab_config=normalization) if normalization else None
+    return BPEVocab.from_bytes(model_bytes, normalize)
 
 
 class Vocab:
@@ -241,5 +253,5 @@ def load_vocabs(config: Config) -> tuple[Vocab, Vocab]:
     for side, path in zip(SIDES, vocab_files(config.data_dir), strict=True):
         if not path.exists():
             raise CorpusError(f"no vocabulary {path}: run {config.make_command('data')} first")
-        vocabs.append(Vocab(path.read_bytes(), config.vocab if side == "src" else None))
+        vocabs.append(read_vocab(path.read_bytes(), config.vocab if side == "src" else None))
     return vocabs[0], vocabs[1]

@@ -20,7 +20,7 @@ import torch
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.batches import evaluating, translate_sentences
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import ctranslate2_runs_on
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.model.transformer import Transformer

@@ -21,7 +21,7 @@ ROUTE = "post_translate (seq2seq/service/ours.py:108)"
 RAW = f"""thread (7);{HTTP};{ROUTE};dumps (json/__init__.py:231) 3
 thread (7);{HTTP};{ROUTE} 1
 thread (7);run (uvicorn/server.py:60);EpollSelector.select (selectors.py:468) 50
-thread (9);run (threading.py:1045);ArgosEngine.search (seq2seq/decoding/argos.py:118) 40
+thread (9);run (threading.py:1045);ArgosEngine.search (seq2seq/decoding/argos_engine.py:118) 40
 thread (9);run (threading.py:1045);encode (sentencepiece/__init__.py:361) 2
 """
 

@@ -1,8 +1,9 @@
 """Argos packages whose tokenizer is BPE (bpe.model: subword-nmt's codes, with Moses's
-tokenization): our tokenizer (seq2seq/decoding/argos_tokenizers.py) splits and joins as Argos
-Translate's BPETokenizer does, and a package whose model's vocabulary is BPE tokens
-translates as Argos Translate translates it. The codes are learnt here, by subword-nmt's
-learn_bpe, on sentences made here: no files, no network."""
+tokenization): our tokenizer (seq2seq/decoding/argos_tokenizers.py, seq2seq/text/bpe.py)
+splits and joins as Argos Translate's BPETokenizer does, a package whose model's vocabulary
+is BPE tokens translates as Argos Translate translates it, and imported (python -m
+seq2seq.import_model) it translates with our torch code as CTranslate2 does. The codes are
+learnt here, by subword-nmt's learn_bpe, on sentences made here: no files, no network."""
 
 import dataclasses
 import io
@@ -18,20 +19,21 @@ import pytest
 import torch
 
 from benchmarks.speed.exports import run_argos  # Argos Translate in a child process
-from seq2seq.config import Language
-from seq2seq.decoding.argos_tokenizers import (
-    BPETokenizer,
-    SentencePieceTokenizer,
-    package_tokenizer,
-)
+from seq2seq import import_model
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import DecodeConfig, Language
+from seq2seq.decoding.argos_tokenizers import SentencePieceTokenizer, package_tokenizer
+from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.engine_choice import load_engine
-from seq2seq.exports.argos import argos_spec
+from seq2seq.exports.argos import argos_spec, export_argos
 from seq2seq.exports.ctranslate2 import save_spec
+from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.options import VocabConfig
 from seq2seq.support.errors import UserError
 from seq2seq.text.batching import pair_tensors
+from seq2seq.text.bpe import BPEVocab
 from seq2seq.text.numbers import number_digits, number_words
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import train_vocab
@@ -150,7 +152,7 @@ def test_bpe_tokens_and_texts_are_argos_translates(bpe_folder, pair):
     folder, _, sentences = bpe_folder
     ours = package_tokenizer(folder, *pair)
     theirs = ArgosBPETokenizer(folder / "bpe.model", *pair)
-    assert isinstance(ours, BPETokenizer)
+    assert isinstance(ours, BPEVocab)
     tokenized = [ours.tokens(sentence) for sentence in sentences]
     assert tokenized == [theirs.encode(sentence) for sentence in sentences]
     assert sum(token.endswith("@@") for tokens in tokenized for token in tokens) > 1000
@@ -239,13 +241,11 @@ class Pieces(list):
         return list(self)
 
 
-@pytest.mark.same_outputs
-@pytest.mark.slow
-def test_a_bpe_package_translates_as_argos_translate(bpe_folder, tmp_path):
-    """The package (.argosmodel) installed and run by Argos Translate, and loaded by our engine
-    (load_engine: the service's and translate's): its outputs at beam 1 and 4, every one; an
-    unknown word is warned of. CTranslate2 on one thread in both: the same bits."""
-    folder, segmented, sentences = bpe_folder
+@pytest.fixture(scope="module")
+def bpe_package(bpe_folder, tmp_path_factory) -> tuple[Path, Path]:
+    """The package with weights (copying_model's), zipped (de_en.argosmodel) and its folder."""
+    folder, segmented, _ = bpe_folder
+    tmp_path = tmp_path_factory.mktemp("package")
     package_folder = tmp_path / folder.name
     shutil.copytree(folder, package_folder)
     copying_model(json.loads((folder / "model/shared_vocabulary.json").read_text()), segmented,
@@ -254,6 +254,16 @@ def test_a_bpe_package_translates_as_argos_translate(bpe_folder, tmp_path):
     with zipfile.ZipFile(package, "w") as archive:
         for path in sorted(package_folder.rglob("*")):
             archive.write(path, path.relative_to(tmp_path))
+    return package, package_folder
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_a_bpe_package_translates_as_argos_translate(bpe_folder, bpe_package, tmp_path):
+    """The package (.argosmodel) installed and run by Argos Translate, and loaded by our engine
+    (load_engine: the service's and translate's): its outputs at beam 1 and 4, every one; an
+    unknown word is warned of. CTranslate2 on one thread in both: the same bits."""
+    sentences, package = bpe_folder[2], bpe_package[0]
     theirs = run_argos(package, ("de", "en"), sentences, tmp_path / "home", (1, 4), 1)
     engine = load_engine(model=package, compute_type="float32")
     assert engine.languages == (Language("de", "German"), Language("en", "English"))
@@ -265,3 +275,48 @@ def test_a_bpe_package_translates_as_argos_translate(bpe_folder, tmp_path):
     warnings = engine.translate([UNSEEN], engine.config.decode).warnings
     listed = ", ".join(map(repr, UNSEEN.split()))
     assert warnings == [[f"not in the vocabulary, translated as unknown: {listed}"]]
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_an_imported_bpe_package_translates_as_ctranslate2(bpe_folder, bpe_package, tmp_path):
+    """python -m seq2seq.import_model on the package: a checkpoint whose vocabulary is the
+    package's BPE (text/bpe.py's), which our torch code decodes to CTranslate2's tokens on the
+    package, and to the package tokenizer's texts of them, at beam 1 and 4; exported back to
+    CTranslate2 (the engine translate picks by default), the same texts again; exported as an
+    Argos package (bpe.model its codes), translating as the package it came from."""
+    import ctranslate2
+
+    package, folder = bpe_package
+    out = tmp_path / "imported" / "best.pt"
+    import_model.main([str(package), str(out)])
+    imported = load_checkpoint(out)
+    assert isinstance(imported.src_vocab, BPEVocab) and imported.one_vocabulary
+    sentences = [sentence for sentence in bpe_folder[2] if sentence.strip()]
+    tokenizer = package_tokenizer(folder, "de", "en")
+    tokens = [tokenizer.tokens(sentence) for sentence in sentences]
+    assert imported.src_vocab.encode(sentences) == [imported.src_vocab.ids(t) for t in tokens]
+    translator = ctranslate2.Translator(str(folder / "model"), "cpu", intra_threads=1)
+    for beam in (1, 4):
+        results = translator.translate_batch(
+            tokens, beam_size=beam, length_penalty=0.2, max_decoding_length=40,
+            min_decoding_length=0,
+        )  # fmt: skip
+        theirs = [r.hypotheses[0] for r in results]
+        decoding = DecodeConfig(beam_size=beam, length_penalty=0.2, max_len_a=0, max_len_b=40,
+                                no_repeat_ngram=0, precision="fp32")  # fmt: skip
+        ours = search_sources(imported.model, imported.src_vocab.encode(sentences), decoding)
+        assert [imported.tgt_vocab.pieces(ids) for ids in ours] == theirs, beam
+        texts = [tokenizer.text(t) for t in theirs]
+        assert imported.tgt_vocab.detokenize(ours) == [t[1:] if t[:1] == " " else t for t in texts]
+        assert len(set(texts)) > 100, "the outputs should vary"
+    torch_engine = load_engine(checkpoint=out, choice="torch")
+    exported = load_engine(checkpoint=out, choice="ctranslate2", compute_type="float32")
+    greedy = dataclasses.replace(torch_engine.config.decode, beam_size=1)
+    assert exported.translate(sentences, greedy) == torch_engine.translate(sentences, greedy)
+    back = tmp_path / "back.argosmodel"
+    export_argos(imported, back)
+    original, again = (load_engine(model=p, compute_type="float32") for p in (package, back))
+    assert again.translate(sentences, greedy) == original.translate(sentences, greedy)
+    with pytest.raises(UserError, match="MarianTokenizer needs sentencepiece models"):
+        export_huggingface(imported, tmp_path / "hf")

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from seq2seq.config import Config
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.decoding.exported import Exported, export_folder

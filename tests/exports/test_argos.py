@@ -16,9 +16,10 @@ from benchmarks.speed.exports import run_argos  # Argos Translate in a child pro
 from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import Language
-from seq2seq.decoding.argos import ArgosEngine, package_folders
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.exports.argos import export_argos
+from seq2seq.exports.argos_package import package_folders
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.text.special import EOS
@@ -243,7 +244,7 @@ def test_what_a_killed_export_left_is_removed_by_the_next_export(
     assert left() == [] and zipfile.is_zipfile(package)
 
 
-# Our Argos engine (seq2seq/decoding/argos.py): a package served by seq2seq.serve
+# Our Argos engine (seq2seq/decoding/argos_engine.py): a package served by seq2seq.serve
 
 
 def published_layout(package: Path, out: Path) -> Path:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from seq2seq.decoding.batches import search_sources
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG

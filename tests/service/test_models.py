@@ -16,7 +16,7 @@ from libretranslatepy import LibreTranslateAPI
 from seq2seq import serve
 from seq2seq.checkpoint import Checkpoint, save_checkpoint
 from seq2seq.config import Config, Language, load_config
-from seq2seq.decoding.argos import ArgosEngine
+from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.decoding.engines import TorchEngine, Translations, translate_texts
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service import api

@@ -25,7 +25,7 @@ from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.batches import translate_sentences
-from seq2seq.decoding.ctranslate2 import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.service import api, refusals

@@ -14,6 +14,7 @@ sentence's own.
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
@@ -26,7 +27,7 @@ from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
-from seq2seq.text.vocab import Vocab
+from seq2seq.text.vocab import Vocab, read_vocab
 
 
 def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:
@@ -117,8 +118,8 @@ class CTranslate2Engine:
         saved = directory / EXPORT_CONFIG
         config = config_from_dict(json.loads(saved.read_text()), source=str(saved))
         src_path, tgt_path = vocab_files(directory)
-        src_vocab = Vocab(src_path.read_bytes(), config.vocab)
-        tgt_vocab = Vocab(tgt_path.read_bytes())
+        src_vocab = read_vocab(src_path.read_bytes(), config.vocab)
+        tgt_vocab = read_vocab(tgt_path.read_bytes())
         translator = load_translator(directory, device, compute_type, workers)
         return cls(config, src_vocab, tgt_vocab, translator)
 
@@ -175,8 +176,13 @@ class CTranslate2Engine:
             return_scores=nbest > 1,
         )
 
+    @cached_property
+    def target_ids(self) -> dict[str, int]:
+        """Each target piece's id: CTranslate2 answers in pieces (its vocabulary's, ours)."""
+        return {piece: i for i, piece in enumerate(self.tgt_vocab.all_pieces())}
+
     def detokenize(self, hypothesis: list[str]) -> str:
-        ids = [self.tgt_vocab.sp.piece_to_id(piece) for piece in hypothesis]
+        ids = [self.target_ids[piece] for piece in hypothesis]
         return self.tgt_vocab.detokenize([ids])[0]
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:

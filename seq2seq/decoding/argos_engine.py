@@ -3,17 +3,9 @@
 Translate decodes it.
 
     ArgosEngine.load(path, device, compute_type)   an .argosmodel file, or a package's folder
-    package_folders(folder)                         the packages in a folder of installed ones
-                                                    (as Argos keeps them: one folder each)
 
-What a package holds (seq2seq/exports/argos.py writes one):
-
-    metadata.json        from_code, from_name, to_code, to_name (its pair), target_prefix
-    model/               the CTranslate2 model
-    sentencepiece.model  one model that splits the source and joins the output
-    or bpe.model         BPE codes, with Moses's tokenization (argos_tokenizers.py: the
-                         first of the two that a package has, as Argos chooses)
-    (stanza/, README.md, LICENSE, ...: what else a published package holds, not read)
+What a package holds: seq2seq/exports/argos_package.py (its pair and target_prefix in
+metadata.json, the CTranslate2 model in model/, its tokenizer: argos_tokenizers.py).
 
 A sentence's way, as Argos Translate 1.11 has it (argostranslate/translate.py):
 
@@ -42,25 +34,22 @@ from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.argos_tokenizers import package_tokenizer
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.ctranslate2 import load_translator, texts_of
+from seq2seq.decoding.ctranslate2_engine import load_translator, texts_of
 from seq2seq.decoding.engines import Translations, warned
-from seq2seq.exports.argos import (
+from seq2seq.exports.argos_package import (
     BEAM_SIZE,
     LENGTH_PENALTY,
+    LONGEST_INPUT,
+    METADATA,
+    MODEL,
     package_languages,
     package_metadata,
     unpacked,
 )
 from seq2seq.support.errors import UserError
 
-LONGEST_INPUT = 1024  # CTranslate2 cuts a source there (translate_batch's max_input_length)
 # Argos Translate's decoding: a package's own decode section (the rest, unused, our defaults)
 OWN_DECODE = {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY, "no_repeat_ngram": 0}
-
-
-def package_folders(folder: Path) -> list[Path]:
-    """The packages installed in `folder` (each a folder with its metadata.json), by name."""
-    return sorted(path.parent for path in folder.glob("*/metadata.json"))
 
 
 @dataclass
@@ -74,7 +63,7 @@ class ArgosEngine:
     translator: object  # ctranslate2.Translator
     origin: str
     shows_attention = False
-    longest_source = LONGEST_INPUT
+    longest_source = LONGEST_INPUT  # CTranslate2 cuts a source there
     unused: ClassVar[dict[str, str]] = {
         "cache": "a package is decoded by CTranslate2, which keeps keys and values always",
         "precision": "a package is decoded by CTranslate2, in the precision of --compute-type",
@@ -94,8 +83,8 @@ class ArgosEngine:
         metadata = package_metadata(folder)
         source, target = package_languages(metadata)
         tokenizer = package_tokenizer(folder, source.code, target.code)
-        translator = load_translator(folder / "model", device, compute_type)
-        config = config_from_dict({"decode": OWN_DECODE}, source=str(folder / "metadata.json"))
+        translator = load_translator(folder / MODEL, device, compute_type)
+        config = config_from_dict({"decode": OWN_DECODE}, source=str(folder / METADATA))
         prefix = metadata.get("target_prefix", "")
         return cls(config, (source, target), tokenizer, prefix, translator, origin or str(folder))
 
