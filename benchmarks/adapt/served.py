@@ -29,13 +29,12 @@ from pathlib import Path
 
 from benchmarks.common import ROOT, run
 from benchmarks.service.clients import Shape, ask
+from benchmarks.service.contenders import started
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
-from benchmarks.service.process import running_server
 from seq2seq.support.errors import run_cli
 from seq2seq.text.sentences import split
 
-SERVE = ["serve.threads=1"]  # as LibreTranslate's one CTranslate2 thread
+BEAM = 4  # Argos's, LibreTranslate's default
 
 
 def package_facts(package: Path) -> dict:
@@ -54,9 +53,9 @@ def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
         run([sys.executable, "-m", *export])
         facts = package_facts(package)
         shape = Shape.libretranslate(facts["from_code"], facts["to_code"])
-        with running_libretranslate(python, [package], like_for_like(4)) as server:
+        with started("libretranslate", [package], BEAM, python=python) as server:
             theirs = [ask(server.url, shape, s)[1] for s in strings]  # None: not answered
-        with running_server(["--model", str(package)], str(ROOT / "config.yaml"), SERVE) as ours:
+        with started("ours", [package], BEAM, config=str(ROOT / "config.yaml")) as ours:
             mine = [answer(ours.url, shape, s) for s in strings]
     differ = [i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b]
     source = facts["from_code"]

@@ -31,9 +31,9 @@ import docx
 import httpx
 
 from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks.service.contenders import started
 from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
-from benchmarks.service.process import cpu_seconds, running_server
+from benchmarks.service.process import cpu_seconds
 from seq2seq.exports.argos import package_metadata
 
 PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
@@ -145,15 +145,12 @@ def main() -> None:
     pair = metadata["from_code"], metadata["to_code"]
     data = document(sentences, args.pages)
     servers = {}
-    with running_libretranslate(
-        args.libretranslate_python, [args.package], like_for_like(BEAM)
-    ) as lt:
-        servers["libretranslate"] = measure(lt, data, pair, args.runs, args.pages)
-    print("libretranslate", servers["libretranslate"], flush=True)
-    overrides = ["serve.threads=1", "serve.files_dir=runs/bench-files"]
-    with running_server(["--model", str(args.package)], "config.yaml", overrides) as ours:
-        servers["ours"] = measure(ours, data, pair, args.runs, args.pages)
-    print("ours", servers["ours"], flush=True)
+    settings = {"libretranslate": [], "ours": ["serve.files_dir=runs/bench-files"]}
+    for name, extra in settings.items():
+        python = args.libretranslate_python
+        with started(name, [args.package], BEAM, extra, python=python) as service:
+            servers[name] = measure(service, data, pair, args.runs, args.pages)
+        print(name, servers[name], flush=True)
     per_page = PARAGRAPHS * SENTENCES + 1 + 4
     results = {
         "machine": machine(),
