@@ -23,7 +23,7 @@
                      (400), a body of serve.max_body_bytes + 1 bytes (413)
          two rounds of calm then attack (one in quick mode), after a warm-up; each phase's
          figures pool its rounds
-      -> per engine and phase, the figures of the load harness (clients.py): requests/s,
+      -> per engine and phase, the figures of the load harness (harness.py): requests/s,
          p50, p99, failed, unlike (not the command's line for that sentence), sentences per
          batch, the server's CPU ms per request; poison answered as expected, and otherwise;
          idle connections re-opened
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.common import ROOT, run, timed_translation
-from benchmarks.service.clients import Load, Shape, libretranslate_shape, run_load
+from benchmarks.service.clients import Shape, libretranslate_shape, run_load
+from benchmarks.service.harness import Load
 from benchmarks.service.process import HANG, Service, running_server
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.service.protocol import allow_files
@@ -136,9 +137,8 @@ def engine_loads(service: Service, label: str, sentences, expected, sizes: Sizes
     loads = {"": Load(), "_attack": Load(attack=Counter()), "_libretranslate": Load()}
 
     def send(shape: Shape, load: Load, requests: int = sizes.requests) -> None:
-        run_load(
-            service, shape, sentences, expected, requests, sizes.clients, load, bound=sizes.bound
-        )
+        clients, bound = sizes.clients, sizes.bound
+        load.add(run_load(service, shape, sentences, expected, requests, clients, bound=bound))
 
     send(ours, Load(), 2 * sizes.clients)  # warm-up
     for _ in range(sizes.rounds):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.contenders import started
+from benchmarks.service.contenders import contender
 from benchmarks.service.process import get_json, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
 from seq2seq.exports.argos import package_metadata
@@ -155,7 +155,7 @@ def measure(package: Path, sentences: list[str], seconds: int) -> dict:
     asked = Shape.ours(source=metadata["from_code"], target=metadata["to_code"])
     figures: dict = {}
     for setting, beam in SETTINGS.items():
-        with started("ours", [package], beam) as service:
+        with contender("ours", [package], beam) as service:
             for sentence in sentences[:50]:  # warm-up
                 ask(service.url, asked, sentence)
             for clients in CLIENTS:
