@@ -70,7 +70,7 @@ def servers(checkpoint: Path, args, folder: Path) -> list[Server]:
     def ours(label: str, engine: str, workers: int = 1) -> Server:
         settings = ("--engine", engine, f"serve.workers={workers}", most)
         alone = engine if workers == 1 else None
-        return Server(label, "ours", (checkpoint,), settings, "libretranslate", bool(alone), alone)
+        return Server(label, "ours", (checkpoint,), settings, "libretranslate", alone)
 
     chosen = [ours("ours, torch", "torch"), ours("ours, CTranslate2", "auto"),
               ours("ours, CTranslate2, 2 workers", "auto", workers=2)]  # fmt: skip

@@ -2,7 +2,7 @@
 clients, each target a selection of it (latency.py, pairs.py), loaded by the one harness
 (harness.py).
 
-    Server(label, name, models, settings, api, batches, engine)   one row's server: a contender
+    Server(label, name, models, settings, api, engine)   one row's server: a contender
         (contenders.contender: ours or LibreTranslate) asked by an API, ours or LibreTranslate's
     measure(servers, pairs, beams, clients, sentences, check, args, together) -> figures by
       (label, pair's name, beam's name, clients)
@@ -36,8 +36,7 @@ class Server:
     models: tuple[Path, ...]
     settings: tuple[str, ...] = ()  # more of our server's (contenders.contender)
     api: str = ""  # the API it is asked by, ours or libretranslate (Shape.api); "": its own
-    batches: bool = False  # whether its GET /health counts the batches of all its work
-    engine: str | None = None  # ours, in one process: the --engine it runs
+    engine: str | None = None  # ours in one process (its /health counts its batches): --engine
 
 
 def shape(server: Server, url: str, languages: tuple[str, str] | None) -> Shape:
@@ -61,10 +60,12 @@ def measure(
 ) -> dict:
     """The figures of every cell of the selection (see the module)."""
     figures: dict = {}
+    config = getattr(args, "config", "config.yaml")  # our server's
     for setting, beam in beams.items():
         for group in [servers] if together else [[server] for server in servers]:
             with contextlib.ExitStack() as stack:
-                running = {s: stack.enter_context(start(s, beam, args)) for s in group}
+                running = {s: stack.enter_context(contender(s.name, s.models, beam, s.settings,
+                           config, args.libretranslate_python)) for s in group}  # fmt: skip
                 for pair, languages in pairs.items():
                     cell = (pair, languages, setting)
                     figures |= loaded(running, cell, clients, sentences, check, args)
@@ -79,7 +80,7 @@ def loaded(running: dict[Server, Service], cell, clients, sentences, check, args
     expected = {s: check(s, running[s], asked[s], pair, setting) for s in running}
     figures = {}
     for number in clients:
-        loads = {server: Load(server.batches) for server in running}
+        loads = {server: Load(batches=server.engine is not None) for server in running}
         for _ in range(args.rounds):
             for s, service in running.items():
                 turn(loads[s], service, asked[s], sentences, expected[s], number, args)
@@ -87,12 +88,6 @@ def loaded(running: dict[Server, Service], cell, clients, sentences, check, args
             figures[server.label, pair, setting, number] = point = load.figures()
             print(server.label, pair, setting, number, "clients:", point, flush=True)
     return figures
-
-
-def start(server: Server, beam: int, args: argparse.Namespace):
-    python = args.libretranslate_python
-    config = getattr(args, "config", "config.yaml")
-    return contender(server.name, server.models, beam, server.settings, config, python)
 
 
 def options(parser: argparse.ArgumentParser, seconds: int, per: str, quick: str) -> None:

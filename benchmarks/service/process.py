@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 HANG = 600  # seconds: a server that has not started by then, or an answer not come, is hung
 STOP_S = 30  # seconds for a server to exit after SIGTERM
+COUNTS = ("batches", "sentences")  # of our server's work, at GET /health
 
 
 class Service(NamedTuple):
@@ -36,38 +37,32 @@ class Service(NamedTuple):
     pid: int
 
 
-def family(pid: int) -> dict[int, list[str]]:
-    """The /proc stat fields (after the command's name) of a process and of those it started
-    that are still running (the service's workers), by pid (Linux; {} elsewhere)."""
+def stats(pattern: str) -> dict[int, list[str]]:
+    """The /proc stat fields (after the command's name) of each process or thread whose stat
+    file matches /proc/`pattern`, by its id (Linux; {} elsewhere); those that ended left out."""
     found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # it ended
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            found[int(stat.parent.name)] = fields
+    for stat in Path("/proc").glob(pattern):
+        with contextlib.suppress(OSError):  # it ended
+            found[int(stat.parent.name)] = stat.read_text().rpartition(")")[2].split()
     return found
+
+
+def family(pid: int) -> dict[int, list[str]]:
+    """The stat fields of a process and of those it started that are still running (the
+    service's workers), by pid."""
+    return {p: fields for p, fields in stats("[0-9]*/stat").items()
+            if p == pid or fields[1] == str(pid)}  # fmt: skip
 
 
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds so far of a process and of its children still running
     (family); None where /proc is not."""
-    stats = family(pid)
-    if not stats:
-        return None
-    return sum(map(stat_cpu, stats.values()))
+    return sum(map(stat_cpu, found.values())) if (found := family(pid)) else None
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds so far of each thread of the process `pid`, by its id (Linux)."""
-    seconds = {}
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            seconds[int(stat.parent.name)] = stat_cpu(stat.read_text().rpartition(")")[2].split())
-        except OSError:
-            continue  # it ended
-    return seconds
+    return {tid: stat_cpu(fields) for tid, fields in stats(f"{pid}/task/*/stat").items()}
 
 
 def stat_cpu(fields: list[str]) -> float:
@@ -142,16 +137,14 @@ def spending(service: Service, batches: bool) -> Iterator[dict]:
     """What the server spends during the block, in the dict it gives, filled at the end: "cpu"
     (its CPU seconds, workers included; None where /proc is not) and, with `batches`, the
     "batches" and "sentences" it decoded (GET /health: ours, in one process)."""
-    before, spent = snapshot(service, batches), {}
+
+    def now() -> dict:
+        counts = (get_json(service.url, "/health")[1] if batches else None) or {}
+        return {"cpu": cpu_seconds(service.pid), **{k: counts.get(k, 0) for k in COUNTS}}
+
+    before, spent = now(), {}
     yield spent
-    after = snapshot(service, batches)
+    after = now()
     spent["cpu"] = None if None in (before["cpu"], after["cpu"]) else after["cpu"] - before["cpu"]
-    spent.update({key: after[key] - before[key] for key in after if key != "cpu"})
-
-
-def snapshot(service: Service, batches: bool) -> dict:
-    counts = get_json(service.url, "/health")[1] if batches else {}
-    return {
-        "cpu": cpu_seconds(service.pid),
-        **{key: counts[key] for key in ("batches", "sentences") if key in (counts or {})},
-    }
+    if batches:
+        spent.update({key: after[key] - before[key] for key in COUNTS})
