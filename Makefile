@@ -173,7 +173,7 @@ $(OPENNMT_VENV)/.installed: constraints.txt
 	$(OPENNMT_VENV)/bin/python -m pip install --quiet --no-deps OpenNMT-py==3.5.1
 	@touch $@
 
-# LibreTranslate 1.9.6 for the load benchmark (benchmarks/service/libretranslate_peer.py), with our torch
+# LibreTranslate 1.9.6 for the load benchmark (benchmarks/service/contenders.py), with our torch
 # pin (it needs no torch: it runs argos-translate-lt, CTranslate2 and MiniSBD on onnxruntime).
 # spaCy too: MiniSBD, its sentence splitter, downloads a model at the first translation, while
 # spaCy's rule-based sentencizer needs none (the module says how it is switched).
@@ -221,7 +221,7 @@ bench-pairs: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 # (minutes). Not in CI.
 FILES_PACKAGE ?= runs/multi30k_de_en/de_en.argosmodel
 bench-files: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
-	$(PYTHON) -m benchmarks.service.files --package $(FILES_PACKAGE)
+	$(PYTHON) -m benchmarks.service.documents --package $(FILES_PACKAGE)
 
 # Where our server's CPU goes on one-sentence requests (py-spy on the server under wrk's load,
 # apt-get install wrk), greedy and beam 4, 1 and 16 clients, on each package with its test

@@ -12,7 +12,6 @@ import http.client
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.service.process import HANG, address, family  # HANG: hung, not slow
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, load_config
 from seq2seq.decoding.batches import search_sources
@@ -44,7 +44,6 @@ from seq2seq.training.optimizer import make_optimizer
 from seq2seq.training.run import Run, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
-HANG = 600  # seconds: a process taking longer than this is hung, not slow
 
 # the project's code, whatever the current directory; a subprocess of a test never needs more
 # than one thread, and with one it competes less with the test that waits for it
@@ -266,42 +265,36 @@ def call(url: str, method: str, path: str, body=None, headers=JSON) -> tuple[int
     return response.status, answer, response.headers
 
 
+def start_server(*args: str, **popen) -> subprocess.Popen:
+    """`python -m seq2seq.serve args --port 0` started (Popen's `popen` arguments), its stderr
+    piped as text: read_address gives its URL; stop_server (benchmarks/service/process.py), as
+    every test's server process, stops it."""
+    return subprocess.Popen(
+        command("seq2seq.serve", *args, "--port", "0"),
+        **{"stderr": subprocess.PIPE, "text": True, "env": ENV, **popen},
+    )
+
+
 def read_address(process: subprocess.Popen) -> str:
     """The URL of the `serving ... at URL` line a started server prints on stderr."""
     lines = []
     reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
     reader.start()
     reader.join(timeout=HANG)
-    match = re.search(r"serving .* at (http://\S+)", lines[0] if lines else "")
-    assert match, f"no address in {lines}"
-    return match.group(1)
-
-
-def children(pid: int) -> list[int]:
-    """The processes `pid` started, from /proc (Linux)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # it ended
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
+    url = address(lines[0] if lines else "")
+    assert url, f"no address in {lines}"
+    return url
 
 
 def spawned_workers(pid: int) -> set[int]:
     """The worker processes of the service `pid` (spawned by multiprocessing)."""
-    return {p for p in children(pid) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}
+    return {p for p in family(pid) if p != pid
+            and b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}  # fmt: skip
 
 
 def start_workers(seed_run: Path, *overrides: str) -> tuple[subprocess.Popen, str]:
     """The service with serve.workers=2 (and these config overrides), started; and its URL."""
-    args = ("--checkpoint", str(seed_run / "best.pt"), "--port", "0", "serve.workers=2")
-    args += overrides
-    process = subprocess.Popen(
-        command("seq2seq.serve", *args), stderr=subprocess.PIPE, text=True, env=ENV
-    )  # fmt: skip
+    process = start_server("--checkpoint", str(seed_run / "best.pt"), "serve.workers=2", *overrides)
     return process, read_address(process)
 
 

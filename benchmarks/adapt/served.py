@@ -1,5 +1,5 @@
 """A fine-tuned model given back to LibreTranslate: packaged as its original was, served by
-LibreTranslate 1.9.6 (the real server, benchmarks/service/libretranslate_peer.py) and by our
+LibreTranslate 1.9.6 (the real server, benchmarks/service/contenders.py) and by our
 service, both asked the same strings through LibreTranslate's API -> how many answers differ.
 
     python -m benchmarks.adapt.served CHECKPOINT STRINGS_FILE [--strings 200]
@@ -13,7 +13,7 @@ service, both asked the same strings through LibreTranslate's API -> how many an
       -> the strings whose answers differ (0 expected: our Argos engine decodes as Argos does),
          and how many of them our sentence splitter (sentencex) cuts into several sentences:
          LibreTranslate here splits with spaCy's rule-based sentencizer, standing in for its
-         own MiniSBD, whose model it would download (libretranslate_peer.py), and where the
+         own MiniSBD, whose model it would download (contenders.py), and where the
          two splitters cut a string differently its sentences are not the same inputs
 
 Called by benchmarks/adapt/target.py (make bench-adapt) when LibreTranslate's venv is there
@@ -28,19 +28,13 @@ from pathlib import Path
 
 from benchmarks.common import ROOT, run
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
-from benchmarks.service.process import running_server
+from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.contenders import contender
 from seq2seq.exports.argos_package import package_metadata
 from seq2seq.support.errors import run_cli
 from seq2seq.text.sentences import split
 
-SERVE = ["serve.threads=1"]  # as LibreTranslate's one CTranslate2 thread
-
-
-def package_facts(package: Path) -> dict:
-    metadata = package_metadata(package)
-    return {key: metadata[key] for key in ("from_code", "to_code", "package_version")}
+BEAM = 4  # Argos's, LibreTranslate's default
 
 
 def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
@@ -50,11 +44,12 @@ def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
         package = Path(tmp) / "tuned.argosmodel"
         export = ["seq2seq.export", "argos", "--checkpoint", str(checkpoint), str(package)]
         run([sys.executable, "-m", *export])
-        facts = package_facts(package)
+        metadata = package_metadata(package)
+        facts = {key: metadata[key] for key in ("from_code", "to_code", "package_version")}
         shape = Shape.libretranslate(facts["from_code"], facts["to_code"])
-        with running_libretranslate(python, [package], like_for_like(4)) as server:
+        with contender("libretranslate", [package], BEAM, python=python) as server:
             theirs = [ask(server.url, shape, s)[1] for s in strings]  # None: not answered
-        with running_server(["--model", str(package)], str(ROOT / "config.yaml"), SERVE) as ours:
+        with contender("ours", [package], BEAM, config=str(ROOT / "config.yaml")) as ours:
             mine = [answer(ours.url, shape, s) for s in strings]
     differ = [i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b]
     source = facts["from_code"]

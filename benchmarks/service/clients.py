@@ -1,34 +1,29 @@
-"""The one load harness of the service benchmarks (load.py, latency.py, pairs.py): how a request
-asks for one sentence, keep-alive clients sharing numbered requests, and a load's figures pooled
-over its rounds.
+"""The Python clients, the load harness's driver where each answer is read (harness.py pools
+what they measure): how a request asks for one sentence, and keep-alive clients sharing
+numbered requests.
 
     Shape.ours(beam_size=1), Shape.libretranslate("de", "en"), libretranslate_shape(url)
     ask(url, shape, sentence) -> (status, translation)     one request, alone
-    run_load(service, shape, sentences, expected, requests, clients, load)
+    run_load(service, shape, sentences, expected, requests, clients, processes) -> a turn
         `requests` requests of one sentence each (request i asks sentences[i % n] and expects
         expected[i % n]) from `clients` keep-alive clients (threads, in `processes` processes:
-        one Python process's clients can be the bottleneck), into `load`
-    Load.figures() -> requests_per_s, p50_ms, p99_ms, server_cpu_ms_per_request (Linux), failed
-        (not 200, or not sent within the bound), unlike (answered, but not as expected),
-        sentences_per_batch (our server's batches, from GET /health), an attack's counts
+        one Python process's clients can be the bottleneck) -> its seconds, the requests
+        answered (200), failed (not 200, or not sent within the bound), unlike (answered, but
+        not as expected), each answered request's latency, and what the server spent
+        (process.spending)
 """
 
 import http.client
 import json
-import math
 import multiprocessing
 import queue
-import statistics
 import sys
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
-from benchmarks.service.process import HANG, Service, cpu_seconds, get_json
-
-ATTACK_COUNTS = ("poison_as_expected", "poison_otherwise", "idle_reopened")  # attack.py's
+from benchmarks.service.process import HANG, Service, get_json, spending
 
 
 @dataclass(frozen=True)
@@ -130,51 +125,6 @@ def clients_of(url, shape, sentences, expected, clients: int, numbers, deadline)
     return start, time.monotonic(), results
 
 
-@dataclass
-class Load:
-    """One kind of load on one server, pooled over its rounds. `batches`: whether the server's
-    GET /health counts the batches of all its work (ours in one process)."""
-
-    batches: bool = True
-    attack: Counter | None = None  # the attacker's counts, for a load under attack
-    requests: int = 0
-    seconds: float = 0.0
-    cpu: float | None = 0.0  # the server's CPU seconds (None: unknown)
-    counts: Counter = field(default_factory=Counter)  # batches and sentences (GET /health)
-    results: list = field(default_factory=list)  # (latency, answered, as expected)
-
-    def add(self, requests: int, seconds: float, results: list, before: dict, after: dict):
-        self.requests += requests
-        self.seconds += seconds
-        self.results += results
-        known = None not in (self.cpu, before["cpu"], after["cpu"])
-        self.cpu = self.cpu + after["cpu"] - before["cpu"] if known else None
-        for key in ("batches", "sentences"):
-            self.counts[key] += after.get(key, 0) - before.get(key, 0)
-
-    def figures(self) -> dict:
-        latencies = [latency for latency, ok, _ in self.results if ok]
-        cuts = (
-            statistics.quantiles(latencies, n=100, method="inclusive")
-            if len(latencies) > 1
-            else [latencies[0] if latencies else math.nan] * 99
-        )
-        figures = {
-            "requests_per_s": len(latencies) / self.seconds,  # one sentence each
-            "p50_ms": 1000 * cuts[49],
-            "p99_ms": 1000 * cuts[98],
-            "failed": self.requests - len(latencies),
-            "unlike": sum(ok and not same for _, ok, same in self.results),
-        }
-        if self.cpu is not None:  # what the server spends on a request, however busy the machine
-            figures["server_cpu_ms_per_request"] = 1000 * self.cpu / max(1, len(latencies))
-        if self.batches and self.counts["batches"]:
-            figures["sentences_per_batch"] = self.counts["sentences"] / self.counts["batches"]
-        if self.attack is not None:
-            figures.update({key: self.attack[key] for key in ATTACK_COUNTS})
-        return figures
-
-
 def run_load(
     service: Service,
     shape: Shape,
@@ -182,12 +132,12 @@ def run_load(
     expected: list[str],
     requests: int,
     clients: int,
-    load: Load,
     processes: int = 1,
     bound: float = HANG,
-) -> None:
+    batches: bool = True,
+) -> dict:
     """`requests` one-sentence requests from `clients` keep-alive clients in up to `processes`
-    processes, within `bound` seconds, into `load`."""
+    processes, within `bound` seconds -> the turn's figures (see the module)."""
     processes = min(processes, clients)
     shares = [clients // processes + (i < clients % processes) for i in range(processes)]
     deadline = time.monotonic() + bound
@@ -195,22 +145,19 @@ def run_load(
         (service.url, shape, sentences, expected, share, range(i, requests, processes), deadline)
         for i, share in enumerate(shares)
     ]
-    before = snapshot(service, load.batches)
-    if processes == 1:
-        done = [clients_of(*jobs[0])]
-    else:
-        with multiprocessing.get_context("spawn").Pool(processes) as pool:
-            done = pool.starmap(clients_of, jobs)
-    after = snapshot(service, load.batches)
-    seconds = max(end for _, end, _ in done) - min(start for start, _, _ in done)
-    load.add(requests, seconds, [one for _, _, results in done for one in results], before, after)
-
-
-def snapshot(service: Service, batches: bool) -> dict:
-    """The server's CPU seconds so far, and (batches) its batches and sentences where it counts
-    them."""
-    counts = get_json(service.url, "/health")[1] if batches else {}
+    with spending(service, batches) as spent:
+        if processes == 1:
+            done = [clients_of(*jobs[0])]
+        else:
+            with multiprocessing.get_context("spawn").Pool(processes) as pool:
+                done = pool.starmap(clients_of, jobs)
+    results = [one for _, _, results in done for one in results]
+    latencies = [latency for latency, ok, _ in results if ok]
     return {
-        "cpu": cpu_seconds(service.pid),
-        **{key: counts[key] for key in ("batches", "sentences") if key in (counts or {})},
+        "seconds": max(end for _, end, _ in done) - min(start for start, _, _ in done),
+        "answered": len(latencies),
+        "failed": requests - len(latencies),
+        "unlike": sum(ok and not same for _, ok, same in results),
+        "latencies": latencies,
+        **spent,
     }

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 from benchmarks.common import RESULTS, ROOT, machine, run, save_results
-from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
 from seq2seq.documents.detection import Detector
 from seq2seq.text.parallel import read_lines
 

@@ -1,32 +1,28 @@
-"""The service from 1 to 64 clients, against the real LibreTranslate on the same model.
+"""make bench-serve: the service from 1 to 64 clients, against the real LibreTranslate on the
+same model, a selection of the matrix (matrix.py): four servers x LibreTranslate's API x the
+pair they name x greedy x 1, 4, 16, 32 and 64 clients.
 
-    make bench-serve    (= python -m benchmarks.service.latency [--quick] [--config FILE]
-                           [--checkpoint C] [--libretranslate-python P] [--no-libretranslate]
-                           [--harness wrk|python] [--seconds 2] [--requests 1000])
+    python -m benchmarks.service.latency [--quick] [--config FILE] [--checkpoint C]
+        [--libretranslate-python P] [--no-libretranslate] [--harness wrk|python]
+        [--seconds 2] [--requests 1000]
 
-    the servers, each started once on 127.0.0.1, all on this machine:
-      ours, torch          python -m seq2seq.serve --engine torch --checkpoint C
-      ours, CTranslate2    python -m seq2seq.serve --checkpoint C (the default engine: greedy
-                           decoding by CTranslate2 on the export cached beside C)
+    the servers (contenders.py), all started at once on 127.0.0.1, on this machine:
+      ours, torch          python -m seq2seq.serve --engine torch --model C, greedy, one thread
+      ours, CTranslate2    the same with the default engine (greedy decoding by CTranslate2 on
+                           the export cached beside C)
       ours, 2 workers      the same with serve.workers=2 (its batches and share not shown:
                            /health speaks for the worker that answers it)
-      LibreTranslate       1.9.6 serving our Argos export of C, offline, with its defaults but
-                           like for like (libretranslate_peer.like_for_like): greedy
-                           (ARGOS_BEAM_SIZE=1) as ours, on one thread (ARGOS_INTRA_THREADS=1)
-                           (libretranslate_peer.py; skipped, saying why, if its venv is missing)
+      LibreTranslate       1.9.6 serving our Argos export of C, like for like: greedy, one
+                           thread (skipped, saying why, if its venv is missing)
     first, the check (and warm-up) of each server: every test sentence (up to 1,000; 100:
       --quick) asked once by 4 keep-alive Python clients (clients.py), each answer read
       -> unlike: answers unlike `translate --engine torch`'s (0 expected, but where
          LibreTranslate's answer is formatted otherwise or runs past our length limit)
-    then, for clients in 1, 4, 16, 32, 64, each server in turn, five times (interleaved, so that
-    a change in the machine's load falls on all; each server's five turns pooled; one turn:
-    --quick), each request one test sentence in LibreTranslate's form (q, source, target):
-      --harness wrk (the default): wrk.py, --seconds of wrk's keep-alive connections a turn
-         (1: --quick), wrk on the machine's last core and the server on the others; p50 and
-         p99 the median of the turns'
-      --harness python: that many client threads of this process (clients.py), each with one
-         keep-alive connection, until --requests are answered (100: --quick), on the cores
-         the server uses
+    then, at each number of clients, each server in turn, five times (interleaved; each
+    server's five turns pooled; one turn: --quick), each request one test sentence in
+    LibreTranslate's form (q, source, target), by the harness (harness.py): --seconds of wrk
+    a turn (1: --quick), or --requests (100: --quick) from that many Python client threads of
+    this process, on the cores the server uses
       -> requests/s, p50, p99, the server's CPU ms per request (Linux: its process and its
          workers), failed, our sentences per batch
       -> ours: the service's share of its engine's speed in-process, on batches of that size
@@ -38,24 +34,18 @@ Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
 """
 
 import argparse
-import contextlib
 import dataclasses
 import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
-from benchmarks.common import RESULTS, machine, save_results, timed_translation
-from benchmarks.service.clients import Load, Shape, libretranslate_shape, run_load
-from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import (
-    SETTINGS,
-    like_for_like,
-    running_libretranslate,
-)
+from benchmarks.common import machine, save_results, timed_translation
+from benchmarks.service.clients import run_load
+from benchmarks.service.contenders import SETTINGS, like_for_like
+from benchmarks.service.harness import Load
 from benchmarks.service.load import timed_command
-from benchmarks.service.process import running_server
-from benchmarks.service.wrk import harness_options, pooled, run_wrk
+from benchmarks.service.matrix import Server, measure, options
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -66,33 +56,49 @@ from seq2seq.support.paths import text_files
 CLIENTS = (1, 4, 16, 32, 64)
 ROUNDS = 5  # each server's load at a number of clients comes in this many turns, pooled
 CHECKED = 1000  # test sentences asked of each server, each answer read
+BEAMS = {"greedy": 1}
+PEER = "LibreTranslate 1.9.6"
 
 
-@dataclasses.dataclass
-class Server:
-    """One server under test: how to start it, and (ours) the engine to compare it with."""
-
-    label: str
-    start: object  # a context manager factory -> Service
-    engine: str | None = None  # ours, in one process: the --engine it runs (else None)
-
-
-def ours(label: str, checkpoint: Path, config: str, engine: str, workers: int = 1) -> Server:
-    args = ["--engine", engine, "--checkpoint", str(checkpoint)]
+def servers(checkpoint: Path, args, folder: Path) -> list[Server]:
+    """Ours with each engine and with 2 workers, and LibreTranslate on the Argos export of
+    `checkpoint` (made into `folder`) unless skipped; all asked by LibreTranslate's API."""
     # 64 clients and the benchmark's own GET /health, whose connection the server may not have
     # seen closed when the load starts: past the default serve.max_client_connections
-    overrides = [f"serve.workers={workers}", f"serve.max_client_connections={2 * max(CLIENTS)}"]
-    start = lambda: running_server(args, config, overrides)  # noqa: E731
-    return Server(label, start, engine if workers == 1 else None)
+    most = f"serve.max_client_connections={2 * max(CLIENTS)}"
+
+    def ours(label: str, engine: str, workers: int = 1) -> Server:
+        settings = ("--engine", engine, f"serve.workers={workers}", most)
+        alone = engine if workers == 1 else None
+        return Server(label, "ours", (checkpoint,), settings, "libretranslate", alone)
+
+    chosen = [ours("ours, torch", "torch"), ours("ours, CTranslate2", "auto"),
+              ours("ours, CTranslate2, 2 workers", "auto", workers=2)]  # fmt: skip
+    if args.no_libretranslate:
+        print("LibreTranslate skipped (--no-libretranslate)")
+    elif not args.libretranslate_python.exists():
+        print(f"LibreTranslate skipped: no {args.libretranslate_python} (make bench-serve)")
+    else:
+        package = folder / "model.argosmodel"
+        export_argos(load_checkpoint(checkpoint), package)
+        chosen.append(Server(PEER, "libretranslate", (package,)))
+    return chosen
 
 
-def libretranslate(python: Path, checkpoint: Path, folder: Path) -> Server:
-    """LibreTranslate serving the Argos export of `checkpoint`, made into `folder`."""
-    package = folder / "model.argosmodel"
-    export_argos(load_checkpoint(checkpoint), package)
-    return Server(
-        "LibreTranslate 1.9.6", lambda: running_libretranslate(python, [package], like_for_like(1))
-    )
+def checker(sentences: list[str], expected: list[str], requests: int, checks: dict):
+    """The check (and warm-up) of each server: the first `requests` sentences asked by 4
+    keep-alive Python clients, each answer read -> checks[label]."""
+
+    def check(server: Server, service, shape, route, setting) -> list[str]:
+        asked = min(requests, len(sentences))
+        checked = Load(batches=False)
+        checked.add(run_load(service, shape, sentences, expected, asked, 4, batches=False))
+        figures = checked.figures()
+        checks[server.label] = {"requests": asked, "unlike": figures["unlike"],
+                                "failed": figures["failed"]}  # fmt: skip
+        return expected
+
+    return check
 
 
 @cache
@@ -106,47 +112,6 @@ def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int
     engine = loaded(checkpoint, engine)
     greedy = dataclasses.replace(engine.config.decode, beam_size=1, batch_size=batch)
     return len(sentences) / timed_translation(engine.translate, sentences, greedy)[0]
-
-
-def check(service, shape: Shape, sentences, expected, requests: int) -> dict:
-    """The server's answers to the first `requests` sentences, each read (and a warm-up)."""
-    checked = Load(batches=False)
-    run_load(service, shape, sentences, expected, min(requests, len(sentences)), 4, checked)
-    figures = checked.figures()
-    return {"requests": checked.requests, "unlike": figures["unlike"], "failed": figures["failed"]}
-
-
-def run(servers: list[Server], sentences, expected, args) -> tuple[dict, dict]:
-    """Every server checked, then loaded at every number of clients, interleaved."""
-    figures: dict = {server.label: {} for server in servers}
-    with contextlib.ExitStack() as stack:
-        services = [stack.enter_context(server.start()) for server in servers]
-        shapes = [libretranslate_shape(service.url) for service in services]
-        checks = {
-            server.label: check(service, shape, sentences, expected, args.checked)
-            for server, service, shape in zip(servers, services, shapes, strict=True)
-        }
-        for clients in CLIENTS:
-            # each server's turns: wrk's figures of each, or the Python clients' pooled Load
-            turns = {s.label: [] if args.harness == "wrk" else Load(s.engine is not None)
-                     for s in servers}  # fmt: skip
-            for _ in range(args.rounds):
-                for server, service, shape in zip(servers, services, shapes, strict=True):
-                    pooling = turns[server.label]
-                    if args.harness == "wrk":
-                        batches = server.engine is not None
-                        pooling.append(
-                            run_wrk(service, shape, sentences, clients, args.seconds, batches)
-                        )
-                    else:
-                        requests = args.requests // args.rounds
-                        run_load(service, shape, sentences, expected, requests, clients, pooling)
-            for server in servers:
-                pooling = turns[server.label]
-                point = pooled(pooling) if args.harness == "wrk" else pooling.figures()
-                figures[server.label][clients] = point
-                print(server.label, clients, "clients:", point, flush=True)
-    return figures, checks
 
 
 def shares(servers: list[Server], figures: dict, checkpoint: Path, sentences) -> None:
@@ -178,7 +143,7 @@ def markdown(results: dict) -> str:
         "| CPU vs LibreTranslate |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for clients in CLIENTS:
+    for clients in map(str, CLIENTS):
         theirs = results["servers"].get(peer, {}).get(clients) if peer else None
         for label, points in results["servers"].items():
             p = points[clients]
@@ -215,13 +180,10 @@ def shown(point: dict, key: str, spec: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    harness_options(parser, seconds=2, per="turn")
-    parser.add_argument("--quick", action="store_true", help="one turn of 1 s or 100 requests")
+    options(parser, seconds=2, per="turn", quick="one turn of 1 s or 100 requests")
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--checkpoint", help="default: the config's best.pt")
-    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
     parser.add_argument("--no-libretranslate", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     config = load_config(args.config)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
@@ -229,26 +191,18 @@ def main() -> None:
     sentences = source.read_text(encoding="utf-8").splitlines()
     _, expected = timed_command(source, "--engine", "torch", "--checkpoint", str(checkpoint))
     args.rounds, args.checked = (1, 100) if args.quick else (ROUNDS, CHECKED)
+    args.processes = 1
     if args.quick:
         args.seconds, args.requests = 1, 100
     allow_files(max(CLIENTS) + 1024)
-    servers = [
-        ours("ours, torch", checkpoint, args.config, "torch"),
-        ours("ours, CTranslate2", checkpoint, args.config, "auto"),
-        ours("ours, CTranslate2, 2 workers", checkpoint, args.config, "auto", workers=2),
-    ]
-    peer = None
-    with contextlib.ExitStack() as stack:
-        if args.no_libretranslate:
-            print("LibreTranslate skipped (--no-libretranslate)")
-        elif not args.libretranslate_python.exists():
-            print(f"LibreTranslate skipped: no {args.libretranslate_python} (make bench-serve)")
-        else:
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            servers.append(libretranslate(args.libretranslate_python, checkpoint, folder))
-            peer = servers[-1].label
-        figures, checked = run(servers, sentences, expected, args)
-    shares(servers, figures, checkpoint, sentences)
+    checked: dict = {}
+    check = checker(sentences, expected, args.checked, checked)
+    with tempfile.TemporaryDirectory() as folder:
+        chosen = servers(checkpoint, args, Path(folder))
+        cells = measure(chosen, {"": None}, BEAMS, CLIENTS, sentences, check, args, together=True)
+    figures = {s.label: {str(n): cells[s.label, "", "greedy", n] for n in CLIENTS} for s in chosen}
+    shares(chosen, figures, checkpoint, sentences)
+    peer = PEER if PEER in figures else None
     results = {
         "machine": machine(),
         "harness": args.harness,

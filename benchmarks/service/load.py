@@ -23,7 +23,7 @@
                      (400), a body of serve.max_body_bytes + 1 bytes (413)
          two rounds of calm then attack (one in quick mode), after a warm-up; each phase's
          figures pool its rounds
-      -> per engine and phase, the figures of the load harness (clients.py): requests/s,
+      -> per engine and phase, the figures of the load harness (harness.py): requests/s,
          p50, p99, failed, unlike (not the command's line for that sentence), sentences per
          batch, the server's CPU ms per request; poison answered as expected, and otherwise;
          idle connections re-opened
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.common import ROOT, run, timed_translation
-from benchmarks.service.clients import Load, Shape, libretranslate_shape, run_load
+from benchmarks.service.clients import Shape, libretranslate_shape, run_load
+from benchmarks.service.harness import Load
 from benchmarks.service.process import HANG, Service, running_server
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.service.protocol import allow_files
@@ -136,9 +137,8 @@ def engine_loads(service: Service, label: str, sentences, expected, sizes: Sizes
     loads = {"": Load(), "_attack": Load(attack=Counter()), "_libretranslate": Load()}
 
     def send(shape: Shape, load: Load, requests: int = sizes.requests) -> None:
-        run_load(
-            service, shape, sentences, expected, requests, sizes.clients, load, bound=sizes.bound
-        )
+        clients, bound = sizes.clients, sizes.bound
+        load.add(run_load(service, shape, sentences, expected, requests, clients, bound=bound))
 
     send(ours, Load(), 2 * sizes.clients)  # warm-up
     for _ in range(sizes.rounds):
@@ -174,8 +174,6 @@ def load_check(
         f"serve.timeout_s={TIMEOUT_S}",
     ]
     sentences = source.read_text(encoding="utf-8").splitlines()
-    torch = ["--engine", "torch", "--checkpoint", str(checkpoint)]
-    command_seconds, expected = timed_command(source, *torch)
     in_process_seconds = timed_in_process(checkpoint, sentences)
     figures: dict = {
         "serve_requests": sizes.requests,
@@ -183,12 +181,14 @@ def load_check(
         "serve_rounds": sizes.rounds,
         "serve_idle_connections": sizes.idle,
     }
-    with running_server(torch, config, overrides) as service:
-        figures.update(engine_loads(service, "torch", sentences, expected, sizes))
-    figures.update(ctranslate2_loads(checkpoint, source, config, overrides, sizes))
-
+    commands = {}  # each engine's translate command's seconds
+    with tempfile.TemporaryDirectory() as folder:
+        for label, engine in engines(checkpoint, Path(folder)).items():
+            commands[label], expected = timed_command(source, *engine)
+            with running_server(engine, config, overrides) as service:
+                figures.update(engine_loads(service, label, sentences, expected, sizes))
     rate = figures["serve_torch_requests_per_s"]
-    command_rate = len(sentences) / command_seconds
+    command_rate = len(sentences) / commands["torch"]
     in_process_rate = len(sentences) / in_process_seconds
     if "serve_ctranslate2_requests_per_s" in figures:
         figures["serve_ctranslate2_vs_torch"] = figures["serve_ctranslate2_requests_per_s"] / rate
@@ -205,27 +205,21 @@ def load_check(
     }
 
 
-def ctranslate2_loads(checkpoint: Path, source: Path, config: str, overrides, sizes):
-    """The same loads with the checkpoint exported to CTranslate2, its answers checked against
-    translate --engine ctranslate2's; nothing if the ctranslate2 package is missing."""
+def engines(checkpoint: Path, folder: Path) -> dict[str, list[str]]:
+    """Each engine's arguments, for translate and serve: torch's, and CTranslate2's on the
+    checkpoint exported into `folder` (none if the ctranslate2 package is missing: said)."""
+    torch = {"torch": ["--engine", "torch", "--checkpoint", str(checkpoint)]}
     try:
         import ctranslate2  # noqa: F401
     except ImportError:
-        print(
-            "ctranslate2 not installed: the service's CTranslate2 figures are skipped", flush=True
-        )
-        return {}
+        print("ctranslate2 not installed: the service's CTranslate2 figures are skipped",
+              flush=True)  # fmt: skip
+        return torch
     from seq2seq.checkpoint import load_checkpoint
     from seq2seq.exports.ctranslate2 import export_ctranslate2
 
-    sentences = source.read_text(encoding="utf-8").splitlines()
-    with tempfile.TemporaryDirectory() as folder:
-        exported = Path(folder) / "ct2"
-        export_ctranslate2(load_checkpoint(checkpoint), exported)
-        engine = ["--engine", "ctranslate2", "--model", str(exported)]
-        _, expected = timed_command(source, *engine)
-        with running_server(engine, config, overrides) as service:
-            return engine_loads(service, "ctranslate2", sentences, expected, sizes)
+    export_ctranslate2(load_checkpoint(checkpoint), folder / "ct2")
+    return {**torch, "ctranslate2": ["--engine", "ctranslate2", "--model", str(folder / "ct2")]}
 
 
 def main() -> None:

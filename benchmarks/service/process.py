@@ -1,11 +1,15 @@
-"""The service as a process, for the benchmarks: started on a free port of 127.0.0.1 and
-stopped (started(): any server's command, LibreTranslate's too), asked for JSON, its CPU
-seconds.
+"""A server as a process, for the benchmarks and the tests: started, found at its address,
+asked for JSON, its CPU seconds, and stopped, all one way.
 
-    with running_server(["--engine", "torch"], config, overrides) as service:
+    with started(command, url_of, "LibreTranslate", env=...) as service:   any server's command
+    with running_server(["--model", P], config, ["serve.threads=1"]) as service:   ours
         get_json(service.url, "/health")   # (200, {"status": "ok", ...})
         cpu_seconds(service.pid)           # its CPU so far, workers included (Linux)
         thread_cpu(service.pid)            # each of its threads' CPU so far (Linux)
+        with spending(service, batches=True) as spent: ...   # its CPU (and batches) then
+    address(line)         the URL of our server's "serving ... at URL" line (None: not that)
+    family(pid)           a process and those it started (our server's workers), from /proc
+    stop_server(process)  THE way a server's process is stopped: SIGTERM, SIGKILL after STOP_S
 """
 
 import contextlib
@@ -25,6 +29,7 @@ from urllib.parse import urlsplit
 
 HANG = 600  # seconds: a server that has not started by then, or an answer not come, is hung
 STOP_S = 30  # seconds for a server to exit after SIGTERM
+COUNTS = ("batches", "sentences")  # of our server's work, at GET /health
 
 
 class Service(NamedTuple):
@@ -32,38 +37,32 @@ class Service(NamedTuple):
     pid: int
 
 
-def family(pid: int) -> dict[int, list[str]]:
-    """The /proc stat fields (after the command's name) of a process and of those it started
-    that are still running (the service's workers), by pid (Linux; {} elsewhere)."""
+def stats(pattern: str) -> dict[int, list[str]]:
+    """The /proc stat fields (after the command's name) of each process or thread whose stat
+    file matches /proc/`pattern`, by its id (Linux; {} elsewhere); those that ended left out."""
     found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # it ended
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            found[int(stat.parent.name)] = fields
+    for stat in Path("/proc").glob(pattern):
+        with contextlib.suppress(OSError):  # it ended
+            found[int(stat.parent.name)] = stat.read_text().rpartition(")")[2].split()
     return found
+
+
+def family(pid: int) -> dict[int, list[str]]:
+    """The stat fields of a process and of those it started that are still running (the
+    service's workers), by pid."""
+    return {p: fields for p, fields in stats("[0-9]*/stat").items()
+            if p == pid or fields[1] == str(pid)}  # fmt: skip
 
 
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds so far of a process and of its children still running
     (family); None where /proc is not."""
-    stats = family(pid)
-    if not stats:
-        return None
-    return sum(map(stat_cpu, stats.values()))
+    return sum(map(stat_cpu, found.values())) if (found := family(pid)) else None
 
 
 def thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds so far of each thread of the process `pid`, by its id (Linux)."""
-    seconds = {}
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            seconds[int(stat.parent.name)] = stat_cpu(stat.read_text().rpartition(")")[2].split())
-        except OSError:
-            continue  # it ended
-    return seconds
+    return {tid: stat_cpu(fields) for tid, fields in stats(f"{pid}/task/*/stat").items()}
 
 
 def stat_cpu(fields: list[str]) -> float:
@@ -71,15 +70,22 @@ def stat_cpu(fields: list[str]) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def address(text: str) -> str | None:
+    """The URL our server says it serves at (`serving ... at URL`), if `text` says it."""
+    found = re.search(r"serving .* at (http://\S+)", text)
+    return found and found.group(1)
+
+
 @contextlib.contextmanager
-def running_server(engine_args: list[str], config: str, overrides: list[str]):
-    """The service on a free port of 127.0.0.1, once it answers /health."""
-    command = [sys.executable, "-m", "seq2seq.serve", "--config", config, *engine_args,
+def running_server(args: list[str], config: str, overrides: list[str]) -> Iterator[Service]:
+    """The service (python -m seq2seq.serve, its `args` and `overrides`) on a free port of
+    127.0.0.1, once it answers /health."""
+    command = [sys.executable, "-m", "seq2seq.serve", "--config", config, *args,
                "--host", "127.0.0.1", "--port", "0", *overrides]  # fmt: skip
 
     def url(log: str) -> str | None:
-        found = re.search(r"serving .* at (http://\S+)", log)
-        return found and get_json(found.group(1), "/health")[1]["status"] == "ok" and found[1]
+        found = address(log)
+        return found and get_json(found, "/health")[1]["status"] == "ok" and found
 
     with started(command, url, "the service") as service:
         yield service
@@ -88,8 +94,7 @@ def running_server(engine_args: list[str], config: str, overrides: list[str]):
 @contextlib.contextmanager
 def started(command: list, url_of, what: str, **popen) -> Iterator[Service]:
     """`command` started (Popen's `popen` arguments), its output to a log, until url_of(the log
-    so far) gives the URL where it answers; stopped with SIGTERM at the end (SIGKILL after
-    STOP_S)."""
+    so far) gives the URL where it answers; stopped at the end (stop_server)."""
     with tempfile.NamedTemporaryFile("w+", suffix=".log") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **popen)
         try:
@@ -101,12 +106,18 @@ def started(command: list, url_of, what: str, **popen) -> Iterator[Service]:
                 time.sleep(0.05)
             yield Service(url, server.pid)
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_server(server)
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """A server's process stopped, as its users stop it: SIGTERM (nothing if it has ended),
+    SIGKILL if it is still there after STOP_S; waited for."""
+    process.send_signal(signal.SIGTERM)  # Popen does nothing once it has ended
+    try:
+        process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def get_json(url: str, path: str) -> tuple[int, dict | list | None]:
@@ -119,3 +130,21 @@ def get_json(url: str, path: str) -> tuple[int, dict | list | None]:
         return response.status, json.loads(body)
     except ValueError:
         return response.status, None
+
+
+@contextlib.contextmanager
+def spending(service: Service, batches: bool) -> Iterator[dict]:
+    """What the server spends during the block, in the dict it gives, filled at the end: "cpu"
+    (its CPU seconds, workers included; None where /proc is not) and, with `batches`, the
+    "batches" and "sentences" it decoded (GET /health: ours, in one process)."""
+
+    def now() -> dict:
+        counts = (get_json(service.url, "/health")[1] if batches else None) or {}
+        return {"cpu": cpu_seconds(service.pid), **{k: counts.get(k, 0) for k in COUNTS}}
+
+    before, spent = now(), {}
+    yield spent
+    after = now()
+    spent["cpu"] = None if None in (before["cpu"], after["cpu"]) else after["cpu"] - before["cpu"]
+    if batches:
+        spent.update({key: after[key] - before[key] for key in COUNTS})

@@ -4,8 +4,8 @@ under wrk's load, greedy and beam 4, at 1 and 16 clients, for each package given
     python -m benchmarks.service.profile --package P --sentences S [--package P --sentences S]
         [--seconds 10] [--quick] [--out DIR]
 
-    for each package (with its sentences), our server on it alone (serve.threads=1, one worker)
-      for greedy and beam 4 (the request's beam_size), 1 and 16 clients, after a warm-up:
+    for each package (with its sentences), our server on it alone (contenders.py: serve.threads=1,
+      one worker), greedy and beam 4 (a server each), at 1 and 16 clients, after a warm-up:
         wrk.py's load (wrk on the machine's last core, the server on the others), and during
         it, for --seconds (3: --quick):
           py-spy record --threads --nonblocking (on wrk's core): the Python threads' stacks
@@ -32,7 +32,8 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, machine, save_results
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.process import get_json, running_server, thread_cpu
+from benchmarks.service.contenders import contender
+from benchmarks.service.process import get_json, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
 from seq2seq.exports.argos_package import package_metadata
 
@@ -151,11 +152,10 @@ def answered(service) -> int:
 
 def measure(package: Path, sentences: list[str], seconds: int) -> dict:
     metadata = package_metadata(package)
-    pair = {"source": metadata["from_code"], "target": metadata["to_code"]}
+    asked = Shape.ours(source=metadata["from_code"], target=metadata["to_code"])
     figures: dict = {}
-    with running_server(["--model", str(package)], "config.yaml", ["serve.threads=1"]) as service:
-        for setting, beam in SETTINGS.items():
-            asked = Shape.ours(**pair, beam_size=beam)
+    for setting, beam in SETTINGS.items():
+        with contender("ours", [package], beam) as service:
             for sentence in sentences[:50]:  # warm-up
                 ask(service.url, asked, sentence)
             for clients in CLIENTS:

@@ -16,6 +16,7 @@ from libretranslatepy import LibreTranslateAPI
 from test_serve import JSON, call, read_address, running
 from urllib3 import encode_multipart_formdata
 
+from benchmarks.service.process import stop_server
 from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict, translation_pair
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
@@ -25,7 +26,7 @@ from seq2seq.service.keystore import KeyLimits, digest
 from seq2seq.service.libretranslate import formatted
 from seq2seq.support.errors import UserError
 
-from helpers import ENV, HANG, ROOT, command
+from helpers import HANG, ROOT, start_server
 
 LIMITS = {"max_sentences": 8, "max_chars": 400, "max_beam_size": 4}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -448,20 +449,14 @@ def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
 def test_the_command_serves_libretranslate_clients(seed_run):
     """python -m seq2seq.serve: its errors are JSON too (the routes' HTTPError is
     seq2seq/service/api.py's, which the app's handlers answer, serve.py running as __main__)."""
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0"),
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    process = start_server("--checkpoint", str(seed_run / "best.pt"))
     try:
         client = LibreTranslateAPI(read_address(process))
         assert client.translate("three is three", "en", "digits") == "3 la 3"
         status, answer = failure(client.translate, "three is three", "en", "fr")
         assert status == 400 and "this service translates en (English)" in answer["error"]
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 def test_a_language_code_must_be_one():

@@ -6,13 +6,13 @@ import argparse
 import asyncio
 import copy
 import dataclasses
-import subprocess
 import threading
 import zipfile
 
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
+from benchmarks.service.process import stop_server
 from seq2seq import serve
 from seq2seq.checkpoint import Checkpoint, save_checkpoint
 from seq2seq.config import Config, Language, load_config
@@ -29,7 +29,7 @@ from seq2seq.service.refusals import Invalid
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
-from helpers import ENV, HANG, ROOT, call, command, read_address, running, wait_until
+from helpers import HANG, ROOT, call, read_address, running, start_server, wait_until
 
 EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
 ES = Language("es", "Spanish")
@@ -287,11 +287,8 @@ def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
     with zipfile.ZipFile(tmp_path / "de_fr.argosmodel") as archive:
         archive.extractall(tmp_path / "packages")  # as Argos Translate installs it
     second = ArgosEngine.load(tmp_path / "de_fr.argosmodel")
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--engine", "torch", "--model", f"tuned={tmp_path / 'en_de.pt'}",
-                "--model", str(tmp_path / "packages"), "--port", "0"),
-        stderr=subprocess.PIPE, text=True, env=ENV,
-    )  # fmt: skip
+    process = start_server("--engine", "torch", "--model", f"tuned={tmp_path / 'en_de.pt'}",
+                           "--model", str(tmp_path / "packages"))  # fmt: skip
     try:
         client = LibreTranslateAPI(read_address(process))
         assert [language["code"] for language in client.languages()] == ["en", "de", "fr"]
@@ -303,8 +300,7 @@ def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
             None, PACKAGE_VERSION),
         ]  # fmt: skip
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 @pytest.fixture(scope="module")

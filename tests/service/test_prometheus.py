@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.service.process import stop_server
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.prometheus import SHARED, Measure
 
@@ -174,5 +175,4 @@ def test_two_workers_figures_are_summed_whichever_answers(seed_run):
         assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
         assert not folder.exists()
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import pytest
 from starlette.requests import Request
 
+from benchmarks.service.process import stop_server
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
@@ -43,6 +44,7 @@ from helpers import (
     read_address,
     running,
     spawned_workers,
+    start_server,
     start_workers,
     wait_until,
 )
@@ -349,12 +351,7 @@ def test_concurrent_requests_with_different_options(seed_run):
 @pytest.mark.slow
 def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
     path = str(seed_run / "best.pt")
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", path, "--port", "0"),
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    process = start_server("--checkpoint", path)
     try:
         sentences = ["three is three", "", "Twenty-one is five", "one is nine"]
         cli = subprocess.run(
@@ -377,8 +374,7 @@ def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
         assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
         assert process.stderr.read() == "stopped serving (SIGTERM)\n"
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
@@ -481,12 +477,7 @@ def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attenti
 def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
     """The signal may come while the server accepts a connection: it must stop all the same
     (a signal handler that raised was once caught there by the server, which went on)."""
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0"),
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    process = start_server("--checkpoint", str(seed_run / "best.pt"))
     netloc, answered, stop = urlsplit(read_address(process)).netloc, [], threading.Event()
 
     def connect_again_and_again() -> None:
@@ -511,8 +502,7 @@ def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
         stop.set()
         for client in clients:
             client.join()
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 @pytest.mark.slow
@@ -520,11 +510,7 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
     """--engine ctranslate2 --model DIR: the export's translations; /attention needs torch."""
     pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
     export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--engine", "ctranslate2", "--model", str(tmp_path / "ct2"),
-                "--port", "0"),
-        stderr=subprocess.PIPE, text=True, env=ENV,
-    )  # fmt: skip
+    process = start_server("--engine", "ctranslate2", "--model", str(tmp_path / "ct2"))
     try:
         url = read_address(process)
         status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three", ""]})
@@ -539,8 +525,7 @@ def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
             "",  # an export keeps no example: the page starts empty
         )
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 def sending(url: str, outcomes: list, until: threading.Event) -> None:
@@ -590,8 +575,7 @@ def test_a_dead_worker_is_replaced_while_the_other_serves_and_sigterm_stops_all(
         assert process.stderr.read() == "stopped serving (SIGTERM)\n"
         assert not any(Path(f"/proc/{p}").exists() for p in workers)
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 @pytest.mark.slow
@@ -616,8 +600,7 @@ def test_a_worker_dying_as_it_starts_again_and_again_stops_the_service(seed_run)
             r"by SIGKILL\)", last
         ), last  # fmt: skip
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 @pytest.mark.slow
@@ -626,10 +609,7 @@ def test_the_default_engine_translates_with_ctranslate2_and_draws_attention(seed
     /translate, our torch model for /attention."""
     pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
     checkpoint = Path(shutil.copy(seed_run / "best.pt", tmp_path / "best.pt"))
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(checkpoint), "--port", "0"),
-        stderr=subprocess.PIPE, text=True, env=ENV,
-    )  # fmt: skip
+    process = start_server("--checkpoint", str(checkpoint))
     try:
         url = read_address(process)
         assert (tmp_path / "best.ct2/model.bin").exists()
@@ -640,5 +620,4 @@ def test_the_default_engine_translates_with_ctranslate2_and_draws_attention(seed
         info = call(url, "GET", "/info")[1]
         assert info["attention"] is True and info["engine"].startswith("ctranslate2")
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)

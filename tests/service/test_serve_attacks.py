@@ -4,7 +4,6 @@ that server. The seed model knows its nine sentences by heart: "three is three" 
 
 import http.client
 import json
-import os
 import resource
 import select
 import signal
@@ -18,10 +17,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from benchmarks.service.process import cpu_seconds, stop_server
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 
-from helpers import ENV, HANG, JSON, call, command, read_address, running, wait_until
+from helpers import HANG, JSON, call, read_address, running, start_server, wait_until
 
 WORDS = "one two three four five six seven eight nine".split()
 LIMITS = {"max_body_bytes": 20_000}
@@ -188,10 +188,8 @@ def test_silent_and_trickling_connections_are_closed_after_the_timeout(seed_mode
 
 def serve_with_128_files(seed_run, *overrides: str) -> subprocess.Popen:
     """The service in a process that may open 128 files."""
-    return subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
-                *overrides),
-        stderr=subprocess.PIPE, text=True, env=ENV,
+    return start_server(
+        "--checkpoint", str(seed_run / "best.pt"), *overrides,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)),
     )  # fmt: skip
 
@@ -221,8 +219,7 @@ def test_many_connections_never_run_the_server_out_of_files_or_spin_it(seed_run)
         for connection in silent:
             connection.close()
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 def test_a_connection_limit_beyond_the_file_limit_is_refused_at_start(seed_run):
@@ -233,12 +230,6 @@ def test_a_connection_limit_beyond_the_file_limit_is_refused_at_start(seed_run):
         "error: serve.max_connections needs about 320 open files and this process may open 128 "
         "(ulimit -n): lower serve.max_connections or raise the limit"
     ]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def gated(model: TorchEngine, monkeypatch) -> tuple[threading.Event, list]:
@@ -309,10 +300,9 @@ def test_the_queue_is_bounded_and_work_of_clients_that_left_is_dropped(seed_mode
 def test_sigterm_answers_every_request_received_then_exits(seed_run):
     """SIGTERM under 32 keep-alive clients once lost the requests in flight, and those sent
     after it hung until the process ended."""
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
-                f"serve.batch_window_ms={HANG * 1000}"),  # only the signal ends the batch
-        stderr=subprocess.PIPE, text=True, env=ENV,
+    process = start_server(
+        "--checkpoint", str(seed_run / "best.pt"),
+        f"serve.batch_window_ms={HANG * 1000}",  # only the signal ends the batch
     )  # fmt: skip
     try:
         url = read_address(process)
@@ -337,8 +327,7 @@ def test_sigterm_answers_every_request_received_then_exits(seed_run):
         assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
         assert process.stderr.read() == "stopped serving (SIGTERM)\n"
     finally:
-        process.kill()
-        process.wait()
+        stop_server(process)
 
 
 def test_an_oversized_body_gets_its_413_whatever_the_client(url):

@@ -4,12 +4,12 @@ service lacks: refused, saying why."""
 
 import signal
 import sqlite3
-import subprocess
 from urllib.parse import urlencode
 
 import pytest
 from test_serve import call, read_address, running
 
+from benchmarks.service.process import stop_server
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.options import CorpusConfig, Source
@@ -18,7 +18,7 @@ from seq2seq.support.errors import UserError
 from seq2seq.text.sources import fetch
 from seq2seq.text.suggestions import Suggestions, read_suggestions
 
-from helpers import ENV, HANG, command
+from helpers import HANG, start_server
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 ONE = {"q": "three is three", "s": "3 la 3", "source": "en", "target": "digits"}
@@ -107,10 +107,9 @@ def test_no_acknowledged_suggestion_is_lost_to_kill_9(seed_run, tmp_path):
     """Suggestions sent one after another; the server killed with SIGKILL at once after the last
     answer: every suggestion it acknowledged is in the file."""
     path = tmp_path / "suggestions.db"
-    process = subprocess.Popen(
-        command("seq2seq.serve", "--checkpoint", str(seed_run / "best.pt"), "--port", "0",
-                "serve.suggestions=true", f"serve.suggestions_file={path}"),
-        stderr=subprocess.PIPE, text=True, env=ENV, cwd=seed_run.parent.parent,
+    process = start_server(
+        "--checkpoint", str(seed_run / "best.pt"), "serve.suggestions=true",
+        f"serve.suggestions_file={path}", cwd=seed_run.parent.parent,
     )  # fmt: skip
     try:
         url = read_address(process)
@@ -123,7 +122,7 @@ def test_no_acknowledged_suggestion_is_lost_to_kill_9(seed_run, tmp_path):
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=HANG)
     finally:
-        process.kill()
+        stop_server(process)
     assert len(acknowledged) == 40
     assert [q for q, *_ in rows(path)] == [f"one {n}" for n in acknowledged]
 

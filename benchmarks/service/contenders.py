@@ -1,7 +1,18 @@
-"""LibreTranslate 1.9.6, the real server from PyPI, serving one of our Argos packages offline
-on 127.0.0.1, for the load benchmark (make installs its venv: $(LIBRETRANSLATE_VENV)/.installed).
+"""The contenders of the service benchmarks, each started from its name, its models and a beam,
+like for like: the one way latency.py and pairs.py (matrix.py), documents.py, profile.py and
+adapt/served.py start a server (process.py starts and stops its process).
 
-    python -m benchmarks.service.libretranslate_peer --package numbers.argosmodel  # 20 requests
+    with contender("ours", [model, ...], beam, settings) as service:    (a Service: url, pid)
+        python -m seq2seq.serve --model MODEL ... decode.beam_size=BEAM serve.threads=1 SETTINGS
+        a model: a checkpoint, an export or an Argos package; SETTINGS: more of serve's
+        arguments (--engine torch, serve.workers=2); its requests by either API, ours or
+        LibreTranslate's (clients.Shape)
+    with contender("libretranslate", [package, ...], beam, python=P) as service:
+        LibreTranslate 1.9.6, the real server from PyPI, in its own venv (make installs it:
+        $(LIBRETRANSLATE_VENV)/.installed), serving the packages offline, its defaults (SETTINGS)
+        but like_for_like(beam): ARGOS_BEAM_SIZE=BEAM and one decoding thread, as ours
+
+    python -m benchmarks.service.contenders --package numbers.argosmodel  # 20 requests to it
 
 LibreTranslate 1.9.6 runs on argos-translate-lt 1.12.1 (LibreTranslate's fork of Argos
 Translate, imported as argostranslate), which would download at start-up and at the first
@@ -41,13 +52,14 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from benchmarks.common import ROOT
 from benchmarks.service.clients import ask, libretranslate_shape
-from benchmarks.service.process import Service, started
+from benchmarks.service.process import Service, running_server, started
 
+SERVERS = ("ours", "libretranslate")
 PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's LIBRETRANSLATE_VENV
 
 # How LibreTranslate 1.9.6 decodes with its defaults (files in its venv's site-packages).
@@ -142,6 +154,26 @@ def running_libretranslate(
         ready = lambda _: answers(url + "/languages") and url  # noqa: E731
         with started(command, ready, "LibreTranslate", env=env, cwd=home) as server:
             yield server
+
+
+@contextlib.contextmanager
+def contender(
+    name: str,
+    models: Sequence[Path],
+    beam: int,
+    settings: Sequence[str] = (),
+    config: str = "config.yaml",
+    python: Path = PYTHON,
+) -> Iterator[Service]:
+    """The contender `name` (SERVERS) serving `models` at beam size `beam` (see the module)."""
+    if name == "libretranslate":
+        with running_libretranslate(python, list(models), like_for_like(beam)) as service:
+            yield service
+        return
+    args = [arg for model in models for arg in ("--model", str(model))]
+    overrides = [f"decode.beam_size={beam}", "serve.threads=1", *settings]
+    with running_server(args, config, overrides) as service:
+        yield service
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """`make bench-files`: a 20-page Word document translated through LibreTranslate's
 POST /translate_file by ours and by LibreTranslate 1.9.6, serving the same Argos package.
 
-    python -m benchmarks.service.files --package de_en.argosmodel
+    python -m benchmarks.service.documents --package de_en.argosmodel
         [--sentences ../shared/corpora/multi30k/test_2016_flickr.de.gz] [--pages 20]
         [--runs 3] [--out DIR] [--name files]
 
@@ -31,9 +31,9 @@ import docx
 import httpx
 
 from benchmarks.common import RESULTS, ROOT, machine, save_results
-from benchmarks.service.libretranslate_peer import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.libretranslate_peer import like_for_like, running_libretranslate
-from benchmarks.service.process import cpu_seconds, running_server
+from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.contenders import contender
+from benchmarks.service.process import cpu_seconds
 from seq2seq.exports.argos_package import package_metadata
 
 PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
@@ -104,7 +104,7 @@ def markdown(results: dict) -> str:
         f"# A {results['pages']}-page document through /translate_file, against LibreTranslate",
         "",
         f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
-        f"`python -m benchmarks.service.files`: {results['pages']} pages "
+        f"`python -m benchmarks.service.documents`: {results['pages']} pages "
         f"({results['sentences']:,} sentences of {Path(results['source']).name}), the package "
         f"{Path(results['package']).name}, beam {BEAM}, one decoding thread each "
         "(LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads=1); the median "
@@ -145,15 +145,12 @@ def main() -> None:
     pair = metadata["from_code"], metadata["to_code"]
     data = document(sentences, args.pages)
     servers = {}
-    with running_libretranslate(
-        args.libretranslate_python, [args.package], like_for_like(BEAM)
-    ) as lt:
-        servers["libretranslate"] = measure(lt, data, pair, args.runs, args.pages)
-    print("libretranslate", servers["libretranslate"], flush=True)
-    overrides = ["serve.threads=1", "serve.files_dir=runs/bench-files"]
-    with running_server(["--model", str(args.package)], "config.yaml", overrides) as ours:
-        servers["ours"] = measure(ours, data, pair, args.runs, args.pages)
-    print("ours", servers["ours"], flush=True)
+    settings = {"libretranslate": [], "ours": ["serve.files_dir=runs/bench-files"]}
+    for name, extra in settings.items():
+        python = args.libretranslate_python
+        with contender(name, [args.package], BEAM, extra, python=python) as service:
+            servers[name] = measure(service, data, pair, args.runs, args.pages)
+        print(name, servers[name], flush=True)
     per_page = PARAGRAPHS * SENTENCES + 1 + 4
     results = {
         "machine": machine(),

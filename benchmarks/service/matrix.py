@@ -1,0 +1,104 @@
+"""make bench-serve and make bench-pairs as one matrix, servers x APIs x pairs x beams x
+clients, each target a selection of it (latency.py, pairs.py), loaded by the one harness
+(harness.py).
+
+    Server(label, name, models, settings, api, engine)   one row's server: a contender
+        (contenders.contender: ours or LibreTranslate) asked by an API, ours or LibreTranslate's
+    measure(servers, pairs, beams, clients, sentences, check, args, together) -> figures by
+      (label, pair's name, beam's name, clients)
+        for each beam, the servers started at it, all together (their turns interleaved, so
+        that a change in the machine's load falls on all) or each alone; for each pair (its
+        languages; None: the ones the server names at GET /languages):
+          check(server, service, shape, pair's name, beam's name) -> the answers expected of the
+            server (its answers read, one way or another; a warm-up too)
+          for each number of clients: args.rounds turns of load of each server, pooled
+    options(parser, seconds, per, quick)   the options both targets share
+"""
+
+import argparse
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.common import RESULTS
+from benchmarks.service.clients import Shape, libretranslate_shape
+from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
+from benchmarks.service.contenders import contender
+from benchmarks.service.harness import Load, turn
+from benchmarks.service.process import Service
+
+
+@dataclass(frozen=True)
+class Server:
+    label: str
+    name: str  # contenders.SERVERS: ours or libretranslate
+    models: tuple[Path, ...]
+    settings: tuple[str, ...] = ()  # more of our server's (contenders.contender)
+    api: str = ""  # the API it is asked by, ours or libretranslate (Shape.api); "": its own
+    engine: str | None = None  # ours in one process (its /health counts its batches): --engine
+
+
+def shape(server: Server, url: str, languages: tuple[str, str] | None) -> Shape:
+    """One sentence's request to `server` at `url` by its API, from and to `languages` (None:
+    by LibreTranslate's API, the pair the server names)."""
+    if languages is None:
+        return libretranslate_shape(url)
+    source, target = languages
+    return Shape(server.api or server.name, {"source": source, "target": target})
+
+
+def measure(
+    servers: list[Server],
+    pairs: dict[str, tuple[str, str] | None],  # each pair's name: its languages
+    beams: dict[str, int],
+    clients: tuple[int, ...],
+    sentences: list[str],
+    check: Callable,
+    args: argparse.Namespace,
+    together: bool,
+) -> dict:
+    """The figures of every cell of the selection (see the module)."""
+    figures: dict = {}
+    config = getattr(args, "config", "config.yaml")  # our server's
+    for setting, beam in beams.items():
+        for group in [servers] if together else [[server] for server in servers]:
+            with contextlib.ExitStack() as stack:
+                running = {s: stack.enter_context(contender(s.name, s.models, beam, s.settings,
+                           config, args.libretranslate_python)) for s in group}  # fmt: skip
+                for pair, languages in pairs.items():
+                    cell = (pair, languages, setting)
+                    figures |= loaded(running, cell, clients, sentences, check, args)
+    return figures
+
+
+def loaded(running: dict[Server, Service], cell, clients, sentences, check, args) -> dict:
+    """One pair's cells at one beam: each server checked, then at each number of clients,
+    args.rounds turns of each, interleaved."""
+    pair, languages, setting = cell
+    asked = {server: shape(server, service.url, languages) for server, service in running.items()}
+    expected = {s: check(s, running[s], asked[s], pair, setting) for s in running}
+    figures = {}
+    for number in clients:
+        loads = {server: Load(batches=server.engine is not None) for server in running}
+        for _ in range(args.rounds):
+            for s, service in running.items():
+                turn(loads[s], service, asked[s], sentences, expected[s], number, args)
+        for server, load in loads.items():
+            figures[server.label, pair, setting, number] = point = load.figures()
+            print(server.label, pair, setting, number, "clients:", point, flush=True)
+    return figures
+
+
+def options(parser: argparse.ArgumentParser, seconds: int, per: str, quick: str) -> None:
+    """The options of both targets: the harness's (see harness.turn), --quick, --out and
+    LibreTranslate's Python."""
+    parser.add_argument(
+        "--harness", choices=("wrk", "python"), default="wrk",
+        help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
+    )  # fmt: skip
+    parser.add_argument("--seconds", type=int, default=seconds, help=f"wrk's load a {per}")
+    parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
+    parser.add_argument("--out", type=Path, default=RESULTS)
