@@ -2,15 +2,15 @@
 ServeConfig all of them, their fields flat (`serve.max_chars` in YAML, `settings.max_chars` in
 Python), each with its type, default, range and comment, as seq2seq/options.py's sections.
 
-    Listening      where it listens: host, port, url_prefix, workers, threads, drain_s
-    RequestLimits  what one request may hold: max_sentences, max_chars, max_body_bytes, ...
-    Decoding       the decoder's batches and queue, the translation cache
-    Connections    connections and their limits; the hosts, proxies and origins answered
-    Keys           API keys, and the per-client rates
-    Models         the models' languages, and which stay loaded
-    Pages          our page, and what LibreTranslate's reads first
-    Documents      LibreTranslate's file translation and suggestions
-    Metrics        GET /metrics
+    Listening           where it listens: host, port, url_prefix, workers, threads, drain_s
+    RequestLimits       what one request may hold: max_sentences, max_chars, max_body_bytes, ...
+    Batching            the decoder's batches and queue, the translation cache
+    Connections         connections and their limits; the hosts, proxies and origins answered
+    Keys                API keys, and the per-client rates
+    ModelsServed        the models' languages, and which stay loaded
+    Pages               our page, and what LibreTranslate's reads first
+    FilesAndSuggestions LibreTranslate's file translation and suggestions
+    Monitoring          GET /metrics
 """
 
 from dataclasses import dataclass, field
@@ -64,7 +64,7 @@ class RequestLimits:
 
 
 @dataclass
-class Decoding:
+class Batching:
     """How the decoder takes the requests' sentences, and what it keeps of them."""
 
     # The decoder takes what waits, up to max_batch_sentences sentences, as one batch; what
@@ -134,7 +134,7 @@ class Keys:
 
 
 @dataclass
-class Models:
+class ModelsServed:
     """The models served: their languages, and which of them stay loaded."""
 
     # LibreTranslate's API (seq2seq/service/libretranslate.py) and the Argos package (export argos):
@@ -167,7 +167,7 @@ class Pages:
 
 
 @dataclass
-class Documents:
+class FilesAndSuggestions:
     """LibreTranslate's file translation and its suggestions (seq2seq/service/
     file_translation.py, suggest.py)."""
 
@@ -194,7 +194,7 @@ class Documents:
 
 
 @dataclass
-class Metrics:
+class Monitoring:
     """GET /metrics (seq2seq/service/prometheus.py)."""
 
     # GET /metrics: the service's figures in Prometheus' text format (requests, latency and
@@ -211,13 +211,13 @@ class Metrics:
 CONCERNS = (
     Listening,
     RequestLimits,
-    Decoding,
+    Batching,
     Connections,
     Keys,
-    Models,
+    ModelsServed,
     Pages,
-    Documents,
-    Metrics,
+    FilesAndSuggestions,
+    Monitoring,
 )
 
 
