@@ -15,6 +15,8 @@ and its results written (JSON and a Markdown table, put into a page between two 
     arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
     markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
                                   on_machine(info): the machine, for the last of them
+    page(title, *paragraphs)      a results page: its title, its tables and notes;
+                                  service_page: its first paragraph after on_machine
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
     ROOT, RESULTS                 the repository's root; benchmarks/results/, where figures go
@@ -233,11 +235,25 @@ def arguments(
     return parser
 
 
-def markdown_table(header: list[str], rows: Iterable[list], *notes: str) -> str:
-    """A Markdown table: `header`, the rule under it, each row (its cells str()ed), then each
-    of `notes` as a paragraph under it (no newline at the end)."""
-    lines = [cells(header), "|" + " --- |" * len(header), *map(cells, rows)]
+def markdown_table(header: list[str], rows: Iterable[list], *notes: str, right=False) -> str:
+    """A Markdown table: `header`, the rule under it (`right`: every column but the first
+    aligned right), each row (its cells str()ed), then each of `notes` as a paragraph under it
+    (no newline at the end)."""
+    rule = "| --- |" + (" ---: |" if right else " --- |") * (len(header) - 1)
+    lines = [cells(header), rule, *map(cells, rows)]
     return "\n\n".join(["\n".join(lines), *notes])
+
+
+def page(title: str, *paragraphs: str) -> str:
+    """A results page: `# title`, then each paragraph (a table, a note), ending with a newline."""
+    return "\n\n".join([f"# {title}", *paragraphs]) + "\n"
+
+
+def service_page(title: str, results: dict, module: str, about: str, *paragraphs: str) -> str:
+    """page() whose first paragraph, `about`, follows the machine and the command
+    (on_machine of `python -m benchmarks.service.<module>`)."""
+    command = f"python -m benchmarks.service.{module}"
+    return page(title, f"{on_machine(results['machine'], command)} {about}", *paragraphs)
 
 
 def cells(row: list) -> str:

@@ -42,7 +42,6 @@ translation. Each setting below stops one download and changes nothing else:
 Everything else is LibreTranslate's default (SETTINGS).
 """
 
-import argparse
 import contextlib
 import os
 import socket
@@ -55,7 +54,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, arguments
 from benchmarks.service.clients import ask, libretranslate_shape
 from benchmarks.service.process import Service, running_server, started
 
@@ -177,7 +176,7 @@ def contender(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--python", type=Path, default=PYTHON, help="LibreTranslate's venv's")
     parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
     parser.add_argument(

@@ -54,7 +54,6 @@ q=...&source=...&target=... (the pair the service names at GET /languages), answ
 {"translatedText": ...} (serve_<engine>_libretranslate_*).
 """
 
-import argparse
 import contextlib
 import json
 import re
@@ -65,7 +64,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import ROOT, run, timed_translation
+from benchmarks.common import ROOT, arguments, run, timed_translation
 from benchmarks.service.clients import Shape, libretranslate_shape, run_load
 from benchmarks.service.harness import Load
 from benchmarks.service.process import HANG, Service, running_server
@@ -223,9 +222,7 @@ def engines(checkpoint: Path, folder: Path) -> dict[str, list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 requests from 8 clients")
-    parser.add_argument("--config", default=DEFAULT_CONFIG)
+    parser = arguments(__doc__, config=DEFAULT_CONFIG, quick="100 requests from 8 clients")
     parser.add_argument("--checkpoint", help="default: the config's best.pt")
     args = parser.parse_args()
     config = load_config(args.config)

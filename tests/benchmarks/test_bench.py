@@ -13,6 +13,7 @@ from benchmarks.adapt import exactness, laptop, target
 from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS
 from benchmarks.peers import report
+from benchmarks.service import detection, documents, latency, model_memory, pairs, profile
 from benchmarks.speed import bench, scale, train_speed, validation
 
 from helpers import ENV, HANG, ROOT, command
@@ -103,6 +104,14 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "adapt": target.table,
     "adapt_laptop": laptop.table,
     "adapt_import": exactness.table,
+    "serve_latency": latency.markdown,
+    "detection": detection.markdown,
+    "files": documents.markdown,
+    "model_memory": model_memory.markdown,
+    "pairs": pairs.markdown,
+    "pairs_numbers": pairs.markdown,
+    "pairs_numbers_python": pairs.markdown,
+    "profile": profile.markdown,
 }
 
 
