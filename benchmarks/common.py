@@ -219,11 +219,13 @@ def arguments(
     out: Path | None | EllipsisType = ...,
     config: str | None = None,
     quick: str | None = None,
+    name: str | None = None,
 ) -> argparse.ArgumentParser:
     """A script's command line with the options they share, each where given: its description
     (the first paragraph of `doc`, its docstring), --out (default `out`; None: the script picks one;
     the docstring says whether it names a folder or PATH of PATH.json and PATH.md), --config
-    (default `config`) and --quick (`quick`: what it does)."""
+    (default `config`), --quick (`quick`: what it does) and --name (default `name`: the
+    results' stem under --out)."""
     parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))
     if out is not ...:
         shown = "by mode, as the module's docstring says" if out is None else "%(default)s"
@@ -232,6 +234,8 @@ def arguments(
         parser.add_argument("--config", default=config)
     if quick is not None:
         parser.add_argument("--quick", action="store_true", help=quick)
+    if name is not None:
+        parser.add_argument("--name", default=name, help="the results' stem: <out>/<name>.json")
     return parser
 
 

@@ -57,6 +57,7 @@ from pathlib import Path
 from benchmarks.common import ROOT, arguments
 from benchmarks.service.clients import ask, libretranslate_shape
 from benchmarks.service.process import Service, running_server, started
+from seq2seq.exports.argos_package import package_metadata
 
 SERVERS = ("ours", "libretranslate")
 PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's LIBRETRANSLATE_VENV
@@ -98,6 +99,12 @@ for path in sys.argv[1:]:
 installed = argostranslate.package.get_installed_packages()
 print(",".join(sorted({code for p in installed for code in (p.from_code, p.to_code)})))
 """
+
+
+def codes(package: Path) -> tuple[str, str]:
+    """An Argos package's languages: from, to."""
+    metadata = package_metadata(package)
+    return metadata["from_code"], metadata["to_code"]
 
 
 def environment(home: Path) -> dict[str, str]:

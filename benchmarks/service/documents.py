@@ -18,7 +18,6 @@ POST /translate_file by ours and by LibreTranslate 1.9.6, serving the same Argos
 Results: benchmarks/results/files.{json,md}.
 """
 
-import gzip
 import io
 import itertools
 import statistics
@@ -30,9 +29,9 @@ import httpx
 
 from benchmarks import common
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.contenders import contender
+from benchmarks.service.contenders import codes, contender
 from benchmarks.service.process import cpu_seconds
-from seq2seq.exports.argos_package import package_metadata
+from seq2seq.text.parallel import read_lines
 
 PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
 BEAM = 4  # Argos's, the packages' own
@@ -122,22 +121,18 @@ def markdown(results: dict) -> str:
 
 
 def main() -> None:
-    parser = common.arguments(__doc__, out=common.RESULTS)
+    parser = common.arguments(__doc__, out=common.RESULTS, name="files")
     parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
     default = common.ROOT.parent / "shared/corpora/multi30k/test_2016_flickr.de.gz"
     parser.add_argument("--sentences", type=Path, default=default, help="the source's text")
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument("--name", default="files", help="the results' stem: <out>/<name>.json")
     args = parser.parse_args()
     if not args.libretranslate_python.exists():
         sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-files installs it")
-    opener = gzip.open if args.sentences.suffix == ".gz" else open
-    with opener(args.sentences, "rt", encoding="utf-8") as file:
-        sentences = [line.strip() for line in file if line.strip()]
-    metadata = package_metadata(args.package)
-    pair = metadata["from_code"], metadata["to_code"]
+    sentences = [line.strip() for line in read_lines(args.sentences) if line.strip()]
+    pair = codes(args.package)
     data = document(sentences, args.pages)
     servers = {}
     settings = {"libretranslate": [], "ours": ["serve.files_dir=runs/bench-files"]}

@@ -43,19 +43,17 @@ from benchmarks import common
 from benchmarks.service.clients import run_load
 from benchmarks.service.contenders import SETTINGS, like_for_like
 from benchmarks.service.harness import Load
-from benchmarks.service.load import timed_command
+from benchmarks.service.load import timed_command, with_checkpoint
 from benchmarks.service.matrix import Server, arguments, loads, measure
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.config import DEFAULT_CONFIG
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.exports.argos import export_argos
 from seq2seq.service.protocol import allow_files
-from seq2seq.support.paths import text_files
 
 CLIENTS = (1, 4, 16, 32, 64)
 ROUNDS = 5  # each server's load at a number of clients comes in this many turns, pooled
 CHECKED = 1000  # test sentences asked of each server, each answer read
-BEAMS = {"greedy": 1}
 PEER = "LibreTranslate 1.9.6"
 
 
@@ -176,12 +174,8 @@ def shown(point: dict, key: str, spec: str) -> str:
 def main() -> None:
     quick = "one turn of 1 s or 100 requests"
     parser = arguments(__doc__, seconds=2, per="turn", quick=quick, config=DEFAULT_CONFIG)
-    parser.add_argument("--checkpoint", help="default: the config's best.pt")
     parser.add_argument("--no-libretranslate", action="store_true")
-    args = parser.parse_args()
-    config = load_config(args.config)
-    checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    source = text_files(config.data_dir, "test")[0]
+    args, checkpoint, source = with_checkpoint(parser)
     sentences = source.read_text(encoding="utf-8").splitlines()
     _, expected = timed_command(source, "--engine", "torch", "--checkpoint", str(checkpoint))
     load = loads(args, ROUNDS, 1, quick=(1, 100))
@@ -191,7 +185,9 @@ def main() -> None:
     check = checker(sentences, expected, checked_requests, checked)
     with tempfile.TemporaryDirectory() as folder:
         chosen = servers(checkpoint, args, Path(folder))
-        cells = measure(chosen, {"": None}, BEAMS, CLIENTS, sentences, check, args, together=True)
+        cells = measure(
+            chosen, {"": None}, {"greedy": 1}, CLIENTS, sentences, check, args, together=True
+        )
     figures = {s.label: {str(n): cells[s.label, "", "greedy", n] for n in CLIENTS} for s in chosen}
     shares(chosen, figures, checkpoint, sentences)
     peer = PEER if PEER in figures else None

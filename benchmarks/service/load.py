@@ -54,6 +54,7 @@ q=...&source=...&target=... (the pair the service names at GET /languages), answ
 {"translatedText": ...} (serve_<engine>_libretranslate_*).
 """
 
+import argparse
 import contextlib
 import json
 import re
@@ -221,13 +222,19 @@ def engines(checkpoint: Path, folder: Path) -> dict[str, list[str]]:
     return {**torch, "ctranslate2": ["--engine", "ctranslate2", "--model", str(folder / "ct2")]}
 
 
-def main() -> None:
-    parser = arguments(__doc__, config=DEFAULT_CONFIG, quick="100 requests from 8 clients")
+def with_checkpoint(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, Path, Path]:
+    """The command line of `parser` with --checkpoint, parsed; the checkpoint (default: the
+    config's best.pt) and the config's test source."""
     parser.add_argument("--checkpoint", help="default: the config's best.pt")
     args = parser.parse_args()
     config = load_config(args.config)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    source = text_files(config.data_dir, "test")[0]
+    return args, checkpoint, text_files(config.data_dir, "test")[0]
+
+
+def main() -> None:
+    parser = arguments(__doc__, config=DEFAULT_CONFIG, quick="100 requests from 8 clients")
+    args, checkpoint, source = with_checkpoint(parser)
     figures = load_check(checkpoint, source, args.quick, args.config)
     print(json.dumps(figures, indent=2))
 

@@ -30,6 +30,8 @@ from benchmarks.service.contenders import contender
 from benchmarks.service.harness import Load, turn
 from benchmarks.service.process import Service
 
+BEAMS = {"greedy": 1, "beam 4": 4}  # bench-pairs' and bench-profile's settings: their beams
+
 
 @dataclass(frozen=True)
 class Server:

@@ -32,11 +32,10 @@ from pathlib import Path
 
 from benchmarks.common import machine, markdown_table, save_results, service_page
 from benchmarks.service.clients import ask
-from benchmarks.service.matrix import Server, arguments, loads, measure
-from seq2seq.exports.argos_package import package_metadata
+from benchmarks.service.contenders import codes
+from benchmarks.service.matrix import BEAMS, Server, arguments, loads, measure
 from seq2seq.service.libretranslate import formatted
 
-BEAMS = {"greedy": 1, "beam 4": 4}  # the beam size of each setting
 CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
 
 
@@ -46,11 +45,6 @@ def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
     if b_from != a_to:
         sys.exit(f"the second package must translate from {a_to}, the first one's target")
     return {"direct": (a_from, a_to), "pivoted": (a_from, b_to)}
-
-
-def codes(package: Path) -> tuple[str, str]:
-    metadata = package_metadata(package)
-    return metadata["from_code"], metadata["to_code"]
 
 
 def checker(sentences: list[str], unlikes: dict):
@@ -106,10 +100,10 @@ def markdown(results: dict) -> str:
 
 
 def main() -> None:
-    parser = arguments(__doc__, seconds=10, per="row", quick="3 s or 200 requests a row")
+    quick = "3 s or 200 requests a row"
+    parser = arguments(__doc__, seconds=10, per="row", quick=quick, name="pairs")
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument("--sentences", type=Path, default=Path("data/multi30k_de_en/test.src"))
-    parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")
     parser.add_argument(
         "--ours", action="append", default=[], metavar="KEY=VALUE",
         help="a setting of our server's, e.g. serve.workers=2 (again for more)",

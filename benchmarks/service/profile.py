@@ -31,12 +31,11 @@ from pathlib import Path
 
 from benchmarks import common
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.contenders import contender
+from benchmarks.service.contenders import codes, contender
+from benchmarks.service.matrix import BEAMS
 from benchmarks.service.process import get_json, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
-from seq2seq.exports.argos_package import package_metadata
 
-SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
 CLIENTS = (1, 16)
 NATIVE = "CTranslate2's own threads"
 # Each step and the frames that are its (the start of a file's path as py-spy writes it, or a
@@ -150,10 +149,10 @@ def answered(service) -> int:
 
 
 def measure(package: Path, sentences: list[str], seconds: int) -> dict:
-    metadata = package_metadata(package)
-    asked = Shape.ours(source=metadata["from_code"], target=metadata["to_code"])
+    source, target = codes(package)
+    asked = Shape.ours(source=source, target=target)
     figures: dict = {}
-    for setting, beam in SETTINGS.items():
+    for setting, beam in BEAMS.items():
         with contender("ours", [package], beam) as service:
             for sentence in sentences[:50]:  # warm-up
                 ask(service.url, asked, sentence)
@@ -168,7 +167,7 @@ def markdown(results: dict) -> str:
     about = ("Our server (serve.threads=1, one worker) under wrk's one-sentence requests, "
              f"{results['seconds']} s a column, profiled by py-spy; each step's share of the "
              "server's CPU.")  # fmt: skip
-    columns = [(s, c) for s in SETTINGS for c in map(str, CLIENTS)]
+    columns = [(s, c) for s in BEAMS for c in map(str, CLIENTS)]
     header = ["step", *(f"{s}, {c} client{'s' * (c != '1')}" for s, c in columns)]
     sections = []
     for package, figures in results["packages"].items():
