@@ -6,7 +6,8 @@ and its results written (JSON and a Markdown table, put into a page between two 
     machine_speed(device)         a 2048x2048 matmul's GFLOP/s and `import torch`'s seconds
     run(command, ...) -> Ran      THE way a benchmark times a command run to its end: its wall
                                   seconds, peak resident memory, exit code and output (stopped
-                                  at a budget)
+                                  at a budget); run_json: a child script's JSON, in and out
+    private_home(home)            a child process's home, XDG folders and TMPDIR under `home`
     timed(work, *args)            THE way a benchmark times work in its own process: the
                                   seconds of work(*args) and what it returned
     timed_translation(translate, sentences, decoding)   timed() of one decoding call, after a
@@ -24,6 +25,7 @@ and its results written (JSON and a Markdown table, put into a page between two 
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import re
@@ -154,6 +156,27 @@ def run(
             sys.exit(f"{' '.join(map(str, command[:6]))} ... exited {code}:\n" + "\n".join(tail))
         text = "" if out else printed.read_text(errors="replace")
     return Ran(seconds, usage.ru_maxrss / 1024, code, text)
+
+
+def run_json(command: list[str], sent=None, **options):
+    """run() of a command that prints JSON (a child script, often in another Python): what it
+    printed, parsed; `sent`, unless None, given to it as JSON on its stdin."""
+    with tempfile.TemporaryDirectory() as folder:
+        stdin = Path(folder, "stdin.json") if sent is not None else None
+        if stdin:
+            stdin.write_text(json.dumps(sent))
+        return json.loads(run(command, stdin=stdin, **options).stdout)
+
+
+def private_home(home: Path) -> dict[str, str]:
+    """The variables that give a child process `home` as its home, and its XDG folders and
+    TMPDIR under it (made: <home>/data, config, cache, tmp): nothing of this user's read or
+    written."""
+    folders = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_CACHE_HOME": "cache",
+               "TMPDIR": "tmp"}  # fmt: skip
+    for folder in folders.values():
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(home), **{name: str(home / f) for name, f in folders.items()}}
 
 
 def watch(process, start: float, budget, stop: int, on_poll) -> tuple:

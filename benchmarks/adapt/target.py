@@ -64,7 +64,6 @@ from seq2seq.text.sentences import Texts
 OUT = common.RESULTS / "adapt"
 STANDIN = common.ROOT / "runs/standin_en_de/en_de.int8.argosmodel"  # make standin's
 USER, REPLAY = "catalogs", "catalogs_replay"  # the corpora's names (data/<name>/)
-TESTS = {"never_seen": "programs never seen", "newer": "newer strings", "original": "Multi30k"}
 
 
 @dataclasses.dataclass(frozen=True)

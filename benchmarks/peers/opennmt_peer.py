@@ -8,11 +8,10 @@ here, for the curve) and the test split with the best one, timed, beside `onmt_t
     model_step_<N>.pt --driver, valid--> curve --best--> test: driver and onmt_translate
 """
 
-import json
 import signal
 from pathlib import Path
 
-from benchmarks.common import ROOT, WARMUP_SENTENCES, run
+from benchmarks.common import ROOT, WARMUP_SENTENCES, run, run_json
 from benchmarks.peers import measure
 from seq2seq.config import Config
 from seq2seq.support.errors import UserError
@@ -145,7 +144,7 @@ def drive(args, checkpoints: list[str], source: Path, sizes: str, warmup: int, m
     command = [args.opennmt_python, str(DRIVER), str(source), str(warmup), sizes]
     command += [str(max_length), *checkpoints]
     log = stem.with_name(f"opennmt-driver-{stem.name}.log")
-    return json.loads(run(command, log=log, env=ENV).stdout)
+    return run_json(command, log=log, env=ENV)
 
 
 def run_opennmt(args, config_path: Path, valid, test, max_length: int) -> dict:

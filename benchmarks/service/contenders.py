@@ -54,7 +54,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from benchmarks.common import ROOT, arguments
+from benchmarks.common import ROOT, arguments, private_home
 from benchmarks.service.clients import ask, libretranslate_shape
 from benchmarks.service.process import Service, running_server, started
 from seq2seq.exports.argos_package import package_metadata
@@ -111,10 +111,7 @@ def environment(home: Path) -> dict[str, str]:
     """The variables of LibreTranslate's processes (the module's docstring says why), their
     folders made under `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOS_", "LT_"))}
-    env["HOME"] = str(home)
-    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "TMPDIR"):
-        (home / name.lower()).mkdir()
-        env[name] = str(home / name.lower())
+    env |= private_home(home)
     index = home / "index"
     index.mkdir()
     (index / "index.json").write_text("[]")

@@ -13,9 +13,7 @@ Figures: accuracy on each kind of text, microseconds per text (one thread, in pr
 the installed size of each library -> <out>/detection.{json,md}.
 """
 
-import json
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -99,11 +97,8 @@ def in_process(detect, pairs: list[tuple[str, str]]) -> dict:
 def libretranslates(python: Path, pairs: list[tuple[str, str]]) -> dict:
     """LibreTranslate's detector in its venv's Python: the texts on its stdin, what it found
     and its seconds (its imports left out) on its stdout."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as texts:
-        json.dump([text for text, _ in pairs], texts)
-        texts.flush()
-        command = [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)]
-        answer = json.loads(common.run(command, stdin=Path(texts.name)).stdout)
+    command = [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)]
+    answer = common.run_json(command, [text for text, _ in pairs])
     return figures(answer["found"], answer["seconds"], pairs)
 
 

@@ -11,7 +11,6 @@ its imports, which reports its resident memory (VmRSS) before the load, after it
 first translation, and the load's seconds -> <out>/model_memory.{json,md}.
 """
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -52,9 +51,7 @@ json.dump({"before_mib": before, "loaded_mib": loaded, "translated_mib": rss(),
 
 def measure(form: str, path: Path, compute_type: str) -> dict:
     command = [sys.executable, "-c", CHILD, form, str(path.resolve()), compute_type]
-    figures = json.loads(
-        common.run(command, cwd=common.ROOT).stdout
-    )  # seq2seq importable from there
+    figures = common.run_json(command, cwd=common.ROOT)  # seq2seq importable from there
     figures["load_mib"] = figures["translated_mib"] - figures["before_mib"]
     return figures
 
