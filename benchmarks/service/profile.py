@@ -22,7 +22,6 @@ Results: benchmarks/results/profile.{json,md} (--out DIR elsewhere).
 """
 
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -125,12 +124,10 @@ def profiled(service, asked: Shape, sentences: list[str], clients: int, seconds:
     with tempfile.TemporaryDirectory() as folder:
         raw = Path(folder) / "profile.txt"
         before, asked_before = thread_cpu(service.pid), answered(service)
-        subprocess.run(
-            ["taskset", "-c", ",".join(map(str, sorted(spare))), "py-spy", "record",
-             "--pid", str(service.pid), "--threads", "--nonblocking", "--rate", "250",
-             "--duration", str(seconds), "--format", "raw", "--output", str(raw)],
-            capture_output=True, check=True,
-        )  # fmt: skip
+        spy = ["py-spy", "record", "--pid", str(service.pid), "--threads", "--nonblocking",
+               "--rate", "250", "--duration", str(seconds), "--format", "raw",
+               "--output", str(raw)]  # fmt: skip
+        common.run(["taskset", "-c", ",".join(map(str, sorted(spare))), *spy])
         after, asked_after = thread_cpu(service.pid), answered(service)
         by_thread = samples(raw)
     load.join()
