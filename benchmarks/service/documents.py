@@ -142,15 +142,10 @@ def main() -> None:
             servers[name] = measure(service, data, pair, args.runs, args.pages)
         print(name, servers[name], flush=True)
     per_page = PARAGRAPHS * SENTENCES + 1 + 4
-    results = {
-        "machine": common.machine(),
-        "package": str(args.package),
-        "source": str(args.sentences),
-        "pages": args.pages,
-        "sentences": per_page * args.pages,
-        "runs": args.runs,
-        "servers": servers,
-    }
+    results = {"machine": common.machine(), "package": str(args.package),
+               "source": str(args.sentences), "pages": args.pages,
+               "sentences": per_page * args.pages, "runs": args.runs,
+               "servers": servers}  # fmt: skip
     common.save_results(args.out / args.name, results, markdown(results))
 
 

@@ -191,17 +191,10 @@ def main() -> None:
     figures = {s.label: {str(n): cells[s.label, "", "greedy", n] for n in CLIENTS} for s in chosen}
     shares(chosen, figures, checkpoint, sentences)
     peer = PEER if PEER in figures else None
-    results = {
-        "machine": common.machine(),
-        "harness": args.harness,
-        "load": load,
-        "rounds": args.rounds,
-        "checked": checked,
-        "peer": peer,
-        "peer_settings": SETTINGS if peer else {},
-        "peer_overrides": like_for_like(1) if peer else {},
-        "servers": figures,
-    }
+    results = {"machine": common.machine(), "harness": args.harness, "load": load,
+               "rounds": args.rounds, "checked": checked, "peer": peer,
+               "peer_settings": SETTINGS if peer else {},
+               "peer_overrides": like_for_like(1) if peer else {}, "servers": figures}  # fmt: skip
     common.save_results(args.out / "serve_latency", results, markdown(results))
 
 

@@ -125,16 +125,9 @@ def main() -> None:
     for (name, route, setting, clients), point in cells.items():
         row = figures.setdefault(setting, {}).setdefault(route, {})
         row.setdefault(str(clients), {})[name] = point
-    results = {
-        "machine": machine(),
-        "packages": [str(p) for p in args.package],
-        "ours": args.ours,
-        "pairs": pairs_of(packages),
-        "harness": args.harness,
-        "load": load,
-        "figures": figures,
-        "unlike": unlike,
-    }
+    results = {"machine": machine(), "packages": [str(p) for p in args.package],
+               "ours": args.ours, "pairs": pairs_of(packages), "harness": args.harness,
+               "load": load, "figures": figures, "unlike": unlike}  # fmt: skip
     save_results(args.out / args.name, results, markdown(results))
 
 

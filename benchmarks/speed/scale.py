@@ -73,11 +73,8 @@ def measure(size: int, folder: Path) -> dict:
 
 
 def markdown(results: dict) -> str:
-    info, sizes = results["machine"], results["sizes"]
-    about = (
-        f"{info['device_name']} ({info['cpu_count']} cores), torch {info['torch']}, "
-        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`)."
-    )
+    sizes = results["sizes"]
+    about = common.on_machine(results["machine"], "make bench-scale")
     header = ["figure", *(f"{size['train_pairs']:,} pairs" for size in sizes)]
     rows = [
         [f"`{key}`", *(f"{size[key]:,.1f}" for size in sizes)]
