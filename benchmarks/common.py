@@ -15,7 +15,8 @@ and its results written (JSON and a Markdown table, put into a page between two 
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
     markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
-                                  on_machine(info): the machine, for the last of them
+                                  on_machine(info): the machine, for the last of them;
+                                  with_speed(info): the machine and its speed
     page(title, *paragraphs)      a results page: its title, its tables and notes;
                                   service_page: its first paragraph after on_machine
     save_results(stem, results, text)              <stem>.json and <stem>.md
@@ -291,6 +292,16 @@ def on_machine(info: dict, command: str = "") -> str:
     """The line under a table: the machine (machine()'s `info`), the date, the command."""
     where = f"{info['device_name']}, {info['cpu_count']} cores, torch {info['torch']}"
     return f"{where}, {info['date'][:10]}" + (f" (`{command}`)." if command else ".")
+
+
+def with_speed(info: dict) -> str:
+    """The machine and its speed (machine() with machine_speed()), for a line under a table:
+    its name (device, cores, torch threads; the matmul's GFLOP/s, `import torch`'s seconds)."""
+    return (
+        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
+        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
+        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s)"
+    )
 
 
 def save_results(stem: Path, results: dict, text: str) -> None:

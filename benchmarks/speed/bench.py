@@ -135,10 +135,7 @@ def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str
 def markdown(results: dict) -> str:
     info = results["machine"]
     about = (
-        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
-        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
-        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
-        f"torch {info['torch']}, Python {info['python']}, "
+        f"{common.with_speed(info)}, torch {info['torch']}, Python {info['python']}, "
         f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
         "(`python -m benchmarks.speed.bench`); every ratio compares figures measured in the same "
         "run."
