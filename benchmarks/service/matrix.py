@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import common
-from benchmarks.common import RESULTS
 from benchmarks.service.clients import Shape, libretranslate_shape
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.contenders import contender
@@ -97,7 +96,7 @@ def loaded(running: dict[Server, Service], cell, clients, sentences, check, args
 def arguments(doc: str, seconds: int, per: str, quick: str, **more) -> argparse.ArgumentParser:
     """The command line of either target: common.arguments' (--out, --quick, `more`), the
     harness's options (see harness.turn) and LibreTranslate's Python."""
-    parser = common.arguments(doc, out=RESULTS, quick=quick, **more)
+    parser = common.arguments(doc, out=common.RESULTS, quick=quick, **more)
     parser.add_argument(
         "--harness", choices=("wrk", "python"), default="wrk",
         help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
@@ -115,11 +114,7 @@ def loads(args: argparse.Namespace, rounds: int, processes: int, quick: tuple[in
     if args.quick:
         args.seconds, args.requests = quick
     if args.harness == "wrk":
-        return (
-            f"{args.rounds} x {args.seconds} s of wrk"
-            if args.rounds > 1
-            else f"{args.seconds} s of wrk"
-        )
+        return f"{args.rounds} x " * (args.rounds > 1) + f"{args.seconds} s of wrk"
     if processes == 1:
         return f"{args.requests:,} requests from keep-alive clients in this process"
     return f"{args.requests:,} requests from Python clients in {processes} processes"
