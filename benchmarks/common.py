@@ -6,7 +6,8 @@ and its results written (JSON and a Markdown table, put into a page between two 
     machine_speed(device)         a 2048x2048 matmul's GFLOP/s and `import torch`'s seconds
     run(command, ...) -> Ran      THE way a benchmark times a command run to its end: its wall
                                   seconds, peak resident memory, exit code and output (stopped
-                                  at a budget)
+                                  at a budget); run_json: a child script's JSON, in and out
+    private_home(home)            a child process's home, XDG folders and TMPDIR under `home`
     timed(work, *args)            THE way a benchmark times work in its own process: the
                                   seconds of work(*args) and what it returned
     timed_translation(translate, sentences, decoding)   timed() of one decoding call, after a
@@ -14,7 +15,10 @@ and its results written (JSON and a Markdown table, put into a page between two 
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
     markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
-                                  on_machine(info): the machine, for the last of them
+                                  on_machine(info): the machine, for the last of them;
+                                  with_speed(info): the machine and its speed
+    page(title, *paragraphs)      a results page: its title, its tables and notes;
+                                  service_page: its first paragraph after on_machine
     save_results(stem, results, text)              <stem>.json and <stem>.md
     with_table(page, text, markers)                a page with `text` between its markers
     ROOT, RESULTS                 the repository's root; benchmarks/results/, where figures go
@@ -22,6 +26,7 @@ and its results written (JSON and a Markdown table, put into a page between two 
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import re
@@ -154,6 +159,27 @@ def run(
     return Ran(seconds, usage.ru_maxrss / 1024, code, text)
 
 
+def run_json(command: list[str], sent=None, **options):
+    """run() of a command that prints JSON (a child script, often in another Python): what it
+    printed, parsed; `sent`, unless None, given to it as JSON on its stdin."""
+    with tempfile.TemporaryDirectory() as folder:
+        stdin = Path(folder, "stdin.json") if sent is not None else None
+        if stdin:
+            stdin.write_text(json.dumps(sent))
+        return json.loads(run(command, stdin=stdin, **options).stdout)
+
+
+def private_home(home: Path) -> dict[str, str]:
+    """The variables that give a child process `home` as its home, and its XDG folders and
+    TMPDIR under it (made: <home>/data, config, cache, tmp): nothing of this user's read or
+    written."""
+    folders = {"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config", "XDG_CACHE_HOME": "cache",
+               "TMPDIR": "tmp"}  # fmt: skip
+    for folder in folders.values():
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(home), **{name: str(home / f) for name, f in folders.items()}}
+
+
 def watch(process, start: float, budget, stop: int, on_poll) -> tuple:
     """Poll a running process until it exits; -> its os.wait4 status, rusage, wall seconds."""
     stopped_at = None
@@ -217,11 +243,13 @@ def arguments(
     out: Path | None | EllipsisType = ...,
     config: str | None = None,
     quick: str | None = None,
+    name: str | None = None,
 ) -> argparse.ArgumentParser:
     """A script's command line with the options they share, each where given: its description
     (the first paragraph of `doc`, its docstring), --out (default `out`; None: the script picks one;
     the docstring says whether it names a folder or PATH of PATH.json and PATH.md), --config
-    (default `config`) and --quick (`quick`: what it does)."""
+    (default `config`), --quick (`quick`: what it does) and --name (default `name`: the
+    results' stem under --out)."""
     parser = argparse.ArgumentParser(description=" ".join(doc.split("\n\n")[0].split()))
     if out is not ...:
         shown = "by mode, as the module's docstring says" if out is None else "%(default)s"
@@ -230,14 +258,30 @@ def arguments(
         parser.add_argument("--config", default=config)
     if quick is not None:
         parser.add_argument("--quick", action="store_true", help=quick)
+    if name is not None:
+        parser.add_argument("--name", default=name, help="the results' stem: <out>/<name>.json")
     return parser
 
 
-def markdown_table(header: list[str], rows: Iterable[list], *notes: str) -> str:
-    """A Markdown table: `header`, the rule under it, each row (its cells str()ed), then each
-    of `notes` as a paragraph under it (no newline at the end)."""
-    lines = [cells(header), "|" + " --- |" * len(header), *map(cells, rows)]
+def markdown_table(header: list[str], rows: Iterable[list], *notes: str, right=False) -> str:
+    """A Markdown table: `header`, the rule under it (`right`: every column but the first
+    aligned right), each row (its cells str()ed), then each of `notes` as a paragraph under it
+    (no newline at the end)."""
+    rule = "| --- |" + (" ---: |" if right else " --- |") * (len(header) - 1)
+    lines = [cells(header), rule, *map(cells, rows)]
     return "\n\n".join(["\n".join(lines), *notes])
+
+
+def page(title: str, *paragraphs: str) -> str:
+    """A results page: `# title`, then each paragraph (a table, a note), ending with a newline."""
+    return "\n\n".join([f"# {title}", *paragraphs]) + "\n"
+
+
+def service_page(title: str, results: dict, module: str, about: str, *paragraphs: str) -> str:
+    """page() whose first paragraph, `about`, follows the machine and the command
+    (on_machine of `python -m benchmarks.service.<module>`)."""
+    command = f"python -m benchmarks.service.{module}"
+    return page(title, f"{on_machine(results['machine'], command)} {about}", *paragraphs)
 
 
 def cells(row: list) -> str:
@@ -248,6 +292,16 @@ def on_machine(info: dict, command: str = "") -> str:
     """The line under a table: the machine (machine()'s `info`), the date, the command."""
     where = f"{info['device_name']}, {info['cpu_count']} cores, torch {info['torch']}"
     return f"{where}, {info['date'][:10]}" + (f" (`{command}`)." if command else ".")
+
+
+def with_speed(info: dict) -> str:
+    """The machine and its speed (machine() with machine_speed()), for a line under a table:
+    its name (device, cores, torch threads; the matmul's GFLOP/s, `import torch`'s seconds)."""
+    return (
+        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
+        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
+        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s)"
+    )
 
 
 def save_results(stem: Path, results: dict, text: str) -> None:

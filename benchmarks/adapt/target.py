@@ -38,6 +38,7 @@ from pathlib import Path
 
 import sacrebleu
 
+from benchmarks import common
 from benchmarks.adapt.served import LIBRETRANSLATE_PYTHON, compare
 from benchmarks.adapt.tuning import (
     IMPORTED,
@@ -49,15 +50,6 @@ from benchmarks.adapt.tuning import (
     write_config,
 )
 from benchmarks.adapt.tuning import python as run_module
-from benchmarks.common import (
-    RESULTS,
-    ROOT,
-    arguments,
-    machine,
-    markdown_table,
-    on_machine,
-    save_results,
-)
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -69,10 +61,9 @@ from seq2seq.text.parallel import SPLITS, read_lines
 from seq2seq.text.placeholders import find, share_kept
 from seq2seq.text.sentences import Texts
 
-OUT = RESULTS / "adapt"
-STANDIN = ROOT / "runs/standin_en_de/en_de.int8.argosmodel"  # make standin's
+OUT = common.RESULTS / "adapt"
+STANDIN = common.ROOT / "runs/standin_en_de/en_de.int8.argosmodel"  # make standin's
 USER, REPLAY = "catalogs", "catalogs_replay"  # the corpora's names (data/<name>/)
-TESTS = {"never_seen": "programs never seen", "newer": "newer strings", "original": "Multi30k"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,7 +211,7 @@ def table(results: dict) -> str:
               f"{d['replay']:,} of Multi30k's English training captions, translated by the start "
               f"(greedy). Multi30k: test_2016_flickr. Beam {results['beam']}, length penalty "
               f"{results['length_penalty']}; {results['minutes']} minutes a run; "
-              + on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
+              + common.on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
     if served := results.get("libretranslate"):
         notes += [f"{results['chosen']}, packaged (package_version "
                   f"{served['package_version']}) and served by LibreTranslate 1.9.6 and by ours "
@@ -229,7 +220,7 @@ def table(results: dict) -> str:
                   f"answered differently, {served['differ_several']} of them among the "
                   f"{served['several_sentences']} that our splitter cuts into several sentences "
                   "(LibreTranslate's splitter here: spaCy's sentencizer)."]  # fmt: skip
-    return markdown_table(header, rows, *notes) + "\n"
+    return common.markdown_table(header, rows, *notes) + "\n"
 
 
 def data_facts(work: Path, folder: Path) -> dict:
@@ -250,13 +241,13 @@ def start_facts(checkpoint: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments(__doc__, out=OUT)
+    parser = common.arguments(__doc__, out=OUT)
     parser.add_argument("package", type=Path, nargs="?", default=STANDIN)
     parser.add_argument("--catalogs", type=Path, default=Path("/usr/share/locale/de/LC_MESSAGES"))
     parser.add_argument("--minutes", type=float, default=60, help="each run's time budget")
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--multi30k", type=Path, default=MULTI30K)
-    parser.add_argument("--work", type=Path, default=ROOT / "runs/bench-adapt")
+    parser.add_argument("--work", type=Path, default=common.ROOT / "runs/bench-adapt")
     parser.add_argument("--test-strings", type=int, default=1000,
                         help="of the programs never seen, spread over them (0: all)")  # fmt: skip
     parser.add_argument("--replay", type=int, default=0,
@@ -297,16 +288,16 @@ def main(argv: list[str] | None = None) -> None:
     facts = {**data_facts(work, folder), "never_seen": len(never["sources"]),
              "never_seen_pairs": never["pairs"], "never_seen_programs": never["programs"],
              "replay": replayed}  # fmt: skip
-    shown = package.relative_to(ROOT) if package.is_relative_to(ROOT) else package
-    results = {"machine": machine(), "package": str(shown), "start": start_facts(work / IMPORTED),
-               "minutes": args.minutes, "beam": args.beam,
+    shown = package.relative_to(common.ROOT) if package.is_relative_to(common.ROOT) else package
+    results = {"machine": common.machine(), "package": str(shown),
+               "start": start_facts(work / IMPORTED), "minutes": args.minutes, "beam": args.beam,
                "length_penalty": decoding.length_penalty, "data": facts, "rows": rows}  # fmt: skip
     results["chosen"] = chosen(rows)
     if args.libretranslate_python.exists():
         strings = tests["never_seen"]["sources"][: args.served]
         results["libretranslate"] = compare(checkpoints[results["chosen"]], strings,
                                             args.libretranslate_python)  # fmt: skip
-    save_results(args.out, results, table(results))
+    common.save_results(args.out, results, table(results))
 
 
 def chosen(rows: list[dict]) -> str:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import common
 from benchmarks.checks.gpu_paths import (
     check_attention,
     check_ctranslate2,
@@ -37,15 +38,6 @@ from benchmarks.checks.gpu_paths import (
 )
 from benchmarks.checks.gpu_setup import FULL, QUICK, RECIPE, Setup, Skip
 from benchmarks.checks.gpu_training import MODES, check_nn_transformer, check_resume, check_training
-from benchmarks.common import (
-    RESULTS,
-    arguments,
-    cpu_name,
-    machine,
-    markdown_table,
-    save_results,
-    timed,
-)
 from benchmarks.speed.training import Treatment
 from seq2seq import data
 from seq2seq.config import load_config
@@ -54,11 +46,11 @@ from seq2seq.config import load_config
 
 
 def environment(setup: Setup) -> dict:
-    info = {**machine(), "checked_device": str(setup.device)}
+    info = {**common.machine(), "checked_device": str(setup.device)}
     default_backend = getattr(torch.compiler, "get_default_backend", lambda: "inductor")
     info["compile_backend"] = str(default_backend())  # (torch < 2.12 has no getter)
     if not setup.on_cuda:
-        return {**info, "device_name": cpu_name()}
+        return {**info, "device_name": common.cpu_name()}
     properties = torch.cuda.get_device_properties(setup.device)
     return {
         **info,
@@ -115,7 +107,7 @@ def run_check(name: str, check: Callable) -> dict:
     """pass (no problems), fail (problems, or an exception: its message) or skip, with the
     check's figures and seconds."""
     print(f"gpu-check: {name} ...", flush=True)
-    seconds, result = timed(outcome, check)
+    seconds, result = common.timed(outcome, check)
     result["seconds"] = seconds
     print(f"gpu-check: {name}: {result['status']} {result.get('reason', '')}", flush=True)
     return result
@@ -155,12 +147,12 @@ def markdown(results: dict) -> str:
         if "date" in result:  # kept from an earlier run (--skip)
             note += f" (run of {result['date'][:16].replace('T', ' ')})"
         rows.append([f"`{name}`", result["status"] + note, f"{result['seconds']:.1f}", shown])
-    table = markdown_table(["check", "status", "seconds", "figures"], rows)
+    table = common.markdown_table(["check", "status", "seconds", "figures"], rows)
     return "\n\n".join(["# GPU check", about, table]) + "\n"
 
 
 def main() -> None:
-    parser = arguments(__doc__, out=RESULTS, quick="tiny sizes: every path, briefly")
+    parser = common.arguments(__doc__, out=common.RESULTS, quick="tiny sizes: every path, briefly")
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N, or cpu (with --quick)")
     parser.add_argument("--work", default="runs/gpu-check", help="scratch folder of the runs")
     parser.add_argument("--pytest-timeout", type=float, default=360.0, help="seconds")
@@ -183,7 +175,7 @@ def main() -> None:
     out, work = args.out.resolve(), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     os.chdir(work)  # data/ and runs/ of the checks go here
-    seconds, _ = timed(data.main, ["--config", str(RECIPE), *setup.overrides()])
+    seconds, _ = common.timed(data.main, ["--config", str(RECIPE), *setup.overrides()])
     results = {"mode": "quick" if args.quick else "full", "machine": environment(setup)}
     results["checks"] = {}
     device_name = results["machine"]["device_name"]
@@ -197,7 +189,7 @@ def main() -> None:
             seconds += results["checks"][name]["seconds"]
         results["seconds"] = seconds
         results["failed"] = [n for n, r in results["checks"].items() if r["status"] == "fail"]
-        save_results(out / "gpu", results, markdown(results))  # after each: none lost if cut
+        common.save_results(out / "gpu", results, markdown(results))  # after each: none lost if cut
     if results["failed"]:
         sys.exit(f"gpu-check: failed: {', '.join(results['failed'])}")
 

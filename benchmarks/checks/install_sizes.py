@@ -19,16 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import (
-    RESULTS,
-    ROOT,
-    arguments,
-    machine,
-    markdown_table,
-    run,
-    save_results,
-    with_table,
-)
+from benchmarks import common
 
 # Each set, and the make targets that install it (tests/test_setup.py checks them against the
 # Makefile), in the order of the table.
@@ -39,7 +30,7 @@ SETS = {
     "dev": ["test", "lint", "gpu-check"],
 }
 MARKERS = ("<!-- install-sizes:start -->", "<!-- install-sizes:end -->")
-PAGES = (ROOT / "README.md", ROOT / "docs/getting-started.md")
+PAGES = (common.ROOT / "README.md", common.ROOT / "docs/getting-started.md")
 
 
 def measure(python: str, name: str) -> dict:
@@ -47,11 +38,11 @@ def measure(python: str, name: str) -> dict:
     spec = "." if name == "core" else f".[{name}]"
     with tempfile.TemporaryDirectory(prefix=f"install-{name}-") as tmp:
         venv = Path(tmp) / "venv"
-        run([python, "-m", "venv", str(venv)])
+        common.run([python, "-m", "venv", str(venv)])
         pip = [str(venv / "bin/python"), "-m", "pip"]
         install = [*pip, "install", "--quiet", "--no-cache-dir", "-c", "constraints.txt"]
-        seconds = run([*install, "-e", spec], cwd=ROOT).seconds
-        listed = run([*pip, "list", "--format=json"]).stdout
+        seconds = common.run([*install, "-e", spec], cwd=common.ROOT).seconds
+        listed = common.run([*pip, "list", "--format=json"]).stdout
         packages = len(json.loads(listed)) - 2  # not pip and the project itself
         size = sum(p.stat().st_size for p in venv.rglob("*") if p.is_file() and not p.is_symlink())
     return {"targets": SETS[name], "packages": packages, "bytes": size, "seconds": round(seconds)}
@@ -78,23 +69,25 @@ def table(results: dict) -> str:
         f"Each in a new environment, pip's cache off: Python {info['python']}, torch "
         f"{info['torch']}, {info['device_name']}, {info['date'][:10]} (`make install-sizes`)."
     )
-    return markdown_table(header, rows, note)
+    return common.markdown_table(header, rows, note)
 
 
 def main() -> None:
-    parser = arguments(__doc__, out=RESULTS)
+    parser = common.arguments(__doc__, out=common.RESULTS)
     parser.add_argument("--python", default="python3", help="the Python the venvs are made with")
     args = parser.parse_args()
     version = [args.python, "-c", "import platform; print(platform.python_version())"]
-    python = run(version).stdout.strip()
-    results = {"machine": machine() | {"python": python}, "sets": {}}
+    python = common.run(version).stdout.strip()
+    results = {"machine": common.machine() | {"python": python}, "sets": {}}
     for name in SETS:
         print(f"installing {name} ...", file=sys.stderr, flush=True)
         results["sets"][name] = measure(args.python, name)
     text = table(results)
-    save_results(args.out / "install", results, f"# What each make target installs\n\n{text}\n")
+    common.save_results(
+        args.out / "install", results, f"# What each make target installs\n\n{text}\n"
+    )
     for page in PAGES:
-        page.write_text(with_table(page.read_text(), text, MARKERS))
+        page.write_text(common.with_table(page.read_text(), text, MARKERS))
 
 
 if __name__ == "__main__":

@@ -92,16 +92,11 @@ def joey_stack(config: Config, layers: int) -> dict:
     """JoeyNMT's encoder or decoder, of our model's sizes."""
     m = config.model
     return {
-        "type": "transformer",
-        "num_layers": layers,
-        "num_heads": m.n_heads,
+        "type": "transformer", "num_layers": layers, "num_heads": m.n_heads,
         "embeddings": {"embedding_dim": m.d_model, "scale": True, "dropout": m.dropout},
-        "hidden_size": m.d_model,
-        "ff_size": m.d_ff,
-        "dropout": m.dropout,
-        "layer_norm": "pre",
+        "hidden_size": m.d_model, "ff_size": m.d_ff, "dropout": m.dropout, "layer_norm": "pre",
         "activation": "relu",
-    }
+    }  # fmt: skip
 
 
 def joey_config(
@@ -113,62 +108,38 @@ def joey_config(
     data, t = pieces.resolve(), config.train
     side = {"level": "word", "max_length": config.model.max_positions, "lowercase": False}
     return {
-        "name": "peers",
-        "joeynmt_version": "2.3.0",
-        "model_dir": str(model_dir.resolve()),
-        "use_cuda": config.train.device != "cpu",
-        "random_seed": t.seed,
+        "name": "peers", "joeynmt_version": "2.3.0", "model_dir": str(model_dir.resolve()),
+        "use_cuda": config.train.device != "cpu", "random_seed": t.seed,
         "data": {
-            "train": str(data / "train"),
-            "dev": str(data / "valid"),
-            "test": str(data / "test"),
+            "train": str(data / "train"), "dev": str(data / "valid"), "test": str(data / "test"),
             "dataset_type": "plain",
             "src": {"lang": "src", "voc_file": str(data / "vocab.src"), **side},
             "trg": {"lang": "tgt", "voc_file": str(data / "vocab.tgt"), **side},
         },
         "testing": {
-            "batch_size": config.decode.batch_size,
-            "batch_type": "sentence",
-            "beam_size": 1,
-            "max_output_length": max_output_length,
-            "eval_metrics": ["sequence_accuracy"],
+            "batch_size": config.decode.batch_size, "batch_type": "sentence", "beam_size": 1,
+            "max_output_length": max_output_length, "eval_metrics": ["sequence_accuracy"],
         },
         "training": {
-            "optimizer": "adamw",
-            "adam_betas": [0.9, 0.98],
-            "learning_rate": t.lr,
-            "learning_rate_min": t.min_lr,
-            "learning_rate_warmup": t.warmup_steps,
-            "scheduling": "warmupinversesquareroot",
-            "weight_decay": t.weight_decay,
-            "label_smoothing": t.label_smoothing,
-            "clip_grad_norm": t.clip_norm,
-            "loss": "crossentropy",
-            "normalization": "tokens",
-            "batch_size": batch_size,
-            "batch_type": "token",
-            "batch_multiplier": t.accumulate,
-            "updates": t.max_steps,
-            "epochs": 1000000,
-            "validation_freq": eval_every,
-            "logging_freq": eval_every,
-            "early_stopping_metric": "loss",
-            "keep_best_ckpts": -1,
-            "shuffle": True,
-            "overwrite": True,
-            "num_workers": 0,
+            "optimizer": "adamw", "adam_betas": [0.9, 0.98], "learning_rate": t.lr,
+            "learning_rate_min": t.min_lr, "learning_rate_warmup": t.warmup_steps,
+            "scheduling": "warmupinversesquareroot", "weight_decay": t.weight_decay,
+            "label_smoothing": t.label_smoothing, "clip_grad_norm": t.clip_norm,
+            "loss": "crossentropy", "normalization": "tokens", "batch_size": batch_size,
+            "batch_type": "token", "batch_multiplier": t.accumulate, "updates": t.max_steps,
+            "epochs": 1000000, "validation_freq": eval_every, "logging_freq": eval_every,
+            "early_stopping_metric": "loss", "keep_best_ckpts": -1, "shuffle": True,
+            "overwrite": True, "num_workers": 0,
         },
         "model": {
-            "initializer": "xavier_uniform",
-            "bias_initializer": "zeros",
-            "embed_initializer": "normal",
-            "embed_init_weight": config.model.d_model**-0.5,
+            "initializer": "xavier_uniform", "bias_initializer": "zeros",
+            "embed_initializer": "normal", "embed_init_weight": config.model.d_model**-0.5,
             "tied_embeddings": config.model.share_embeddings,
             "tied_softmax": config.model.tie_embeddings,
             "encoder": joey_stack(config, config.model.enc_layers),
             "decoder": joey_stack(config, config.model.dec_layers),
         },
-    }
+    }  # fmt: skip
 
 
 def write_yaml(path: Path, content: dict) -> Path:

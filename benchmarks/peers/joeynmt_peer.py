@@ -3,12 +3,11 @@ the workarounds): `python -m joeynmt train` for the time budget, its validations
 <step>.hyps files they write, then `python -m joeynmt translate` and joeynmt_driver.py
 with the best checkpoint."""
 
-import json
 import shutil
 import signal
 from pathlib import Path
 
-from benchmarks.common import ROOT, WARMUP_SENTENCES, run
+from benchmarks.common import ROOT, WARMUP_SENTENCES, run, run_json
 from benchmarks.peers import measure
 from seq2seq.support.errors import UserError
 
@@ -86,6 +85,6 @@ def decode_joey(args, joey_dir: Path, scoring) -> dict:
         sizes = ",".join(str(size) for size in measure.BATCH_SIZES)
         driver = [args.joeynmt_python, str(DRIVER), str(joey_dir / "translate-batch64.yaml")]
         driver += [str(scoring.source), str(WARMUP_SENTENCES), sizes]
-        return json.loads(run(driver, log=logs / "joeynmt-driver.log").stdout)
+        return run_json(driver, log=logs / "joeynmt-driver.log")
 
     return scoring.decoding(command, logs / "joeynmt", timed)

@@ -8,11 +8,10 @@ here, for the curve) and the test split with the best one, timed, beside `onmt_t
     model_step_<N>.pt --driver, valid--> curve --best--> test: driver and onmt_translate
 """
 
-import json
 import signal
 from pathlib import Path
 
-from benchmarks.common import ROOT, WARMUP_SENTENCES, run
+from benchmarks.common import ROOT, WARMUP_SENTENCES, run, run_json
 from benchmarks.peers import measure
 from seq2seq.config import Config
 from seq2seq.support.errors import UserError
@@ -31,51 +30,33 @@ def opennmt_config(config: Config, pieces: Path, model_dir: Path, eval_every: in
     # noam: lr x d_model^-0.5 x min(step^-0.5, step x warmup^-1.5), at its peak ours
     peak_factor = m.d_model**-0.5 * t.warmup_steps**-0.5
     return {
-        "src_vocab": str(data / "vocab.src"),
-        "tgt_vocab": str(data / "vocab.tgt"),
+        # data, checkpoints
+        "src_vocab": str(data / "vocab.src"), "tgt_vocab": str(data / "vocab.tgt"),
         "share_vocab": config.vocab.joint,
         "data": {
             "corpus_1": {"path_src": str(data / "train.src"), "path_tgt": str(data / "train.tgt")},
             "valid": {"path_src": str(data / "valid.src"), "path_tgt": str(data / "valid.tgt")},
         },
-        "save_model": str(model_dir.resolve() / "model"),
-        "save_checkpoint_steps": eval_every,
-        "keep_checkpoint": -1,
-        "valid_steps": eval_every,
-        "train_steps": t.max_steps,
-        "seed": t.seed,
-        "gpu_ranks": [0] if t.device == "cuda" else [],
-        "encoder_type": "transformer",
-        "decoder_type": "transformer",
-        "enc_layers": m.enc_layers,
-        "dec_layers": m.dec_layers,
-        "hidden_size": m.d_model,
-        "word_vec_size": m.d_model,
-        "heads": m.n_heads,
-        "transformer_ff": m.d_ff,
-        "dropout": [m.dropout],
-        "attention_dropout": [m.attention_dropout],
-        "position_encoding": True,
-        "share_embeddings": m.share_embeddings,
-        "share_decoder_embeddings": m.tie_embeddings,
-        "param_init": 0.0,
-        "param_init_glorot": True,
-        "optim": "adam",
-        "adam_beta2": 0.98,
-        "decay_method": "noam",
-        "learning_rate": t.lr / peak_factor,
-        "warmup_steps": t.warmup_steps,
-        "label_smoothing": t.label_smoothing,
-        "max_grad_norm": t.clip_norm,
-        "batch_type": "tokens",
+        "save_model": str(model_dir.resolve() / "model"), "save_checkpoint_steps": eval_every,
+        "keep_checkpoint": -1, "valid_steps": eval_every, "train_steps": t.max_steps,
+        "seed": t.seed, "gpu_ranks": [0] if t.device == "cuda" else [],
+        # model
+        "encoder_type": "transformer", "decoder_type": "transformer",
+        "enc_layers": m.enc_layers, "dec_layers": m.dec_layers, "hidden_size": m.d_model,
+        "word_vec_size": m.d_model, "heads": m.n_heads, "transformer_ff": m.d_ff,
+        "dropout": [m.dropout], "attention_dropout": [m.attention_dropout],
+        "position_encoding": True, "share_embeddings": m.share_embeddings,
+        "share_decoder_embeddings": m.tie_embeddings, "param_init": 0.0, "param_init_glorot": True,
+        # optimizer, batches
+        "optim": "adam", "adam_beta2": 0.98, "decay_method": "noam",
+        "learning_rate": t.lr / peak_factor, "warmup_steps": t.warmup_steps,
+        "label_smoothing": t.label_smoothing, "max_grad_norm": t.clip_norm, "batch_type": "tokens",
         "batch_size": t.batch_tokens // 2,  # it counts the longer side of a pair, we both
-        "valid_batch_size": t.batch_tokens // 2,
-        "accum_count": [t.accumulate],
+        "valid_batch_size": t.batch_tokens // 2, "accum_count": [t.accumulate],
         "normalization": "tokens",
         "bucket_size": 32768,  # its default, 262,144 pairs, is read before the first step
-        "report_every": 50,
-        "overwrite": True,
-    }
+        "report_every": 50, "overwrite": True,
+    }  # fmt: skip
 
 
 def train_opennmt(args, model_dir: Path, config_path: Path) -> tuple[dict, float, float]:
@@ -145,7 +126,7 @@ def drive(args, checkpoints: list[str], source: Path, sizes: str, warmup: int, m
     command = [args.opennmt_python, str(DRIVER), str(source), str(warmup), sizes]
     command += [str(max_length), *checkpoints]
     log = stem.with_name(f"opennmt-driver-{stem.name}.log")
-    return json.loads(run(command, log=log, env=ENV).stdout)
+    return run_json(command, log=log, env=ENV)
 
 
 def run_opennmt(args, config_path: Path, valid, test, max_length: int) -> dict:

@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from benchmarks.common import markdown_table
+from benchmarks.common import markdown_table, with_speed
 from benchmarks.peers.measure import BATCH_SIZES, TARGETS
 
 PICTURES = Path("docs/benchmarks")
@@ -128,9 +128,7 @@ def markdown(results: dict) -> str:
     info, s, peers = results["machine"], results["settings"], list(results["peers"])
     metric, names = s["metric"], [NAMES[peer] for peer in peers]
     about = (
-        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
-        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
-        f"{info['matmul_2048_gflops']} GFLOP/s), torch {info['torch']} for all, Python "
+        f"{with_speed(info)}, torch {info['torch']} for all, Python "
         f"{info['python']}, {info['date']}, mode: {results['mode']}. Produced by `make "
         "bench-peers` (`python -m benchmarks.peers.compare`): each toolkit trained for "
         f"{s['budget_s']:.0f} s of wall time, one after the other, on corpus "

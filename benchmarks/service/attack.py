@@ -127,6 +127,7 @@ def send_poison(url: str, poison, pause: float, stop, stats: Counter) -> None:
 
 
 def main() -> None:
+    # not common.arguments: importing benchmarks.common would load torch into the attacker
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url")
     parser.add_argument("--idle", type=int, required=True, help="idle connections to hold")

@@ -42,7 +42,6 @@ translation. Each setting below stops one download and changes nothing else:
 Everything else is LibreTranslate's default (SETTINGS).
 """
 
-import argparse
 import contextlib
 import os
 import socket
@@ -55,9 +54,10 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, arguments, private_home
 from benchmarks.service.clients import ask, libretranslate_shape
 from benchmarks.service.process import Service, running_server, started
+from seq2seq.exports.argos_package import package_metadata
 
 SERVERS = ("ours", "libretranslate")
 PYTHON = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's LIBRETRANSLATE_VENV
@@ -101,14 +101,17 @@ print(",".join(sorted({code for p in installed for code in (p.from_code, p.to_co
 """
 
 
+def codes(package: Path) -> tuple[str, str]:
+    """An Argos package's languages: from, to."""
+    metadata = package_metadata(package)
+    return metadata["from_code"], metadata["to_code"]
+
+
 def environment(home: Path) -> dict[str, str]:
     """The variables of LibreTranslate's processes (the module's docstring says why), their
     folders made under `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOS_", "LT_"))}
-    env["HOME"] = str(home)
-    for name in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "TMPDIR"):
-        (home / name.lower()).mkdir()
-        env[name] = str(home / name.lower())
+    env |= private_home(home)
     index = home / "index"
     index.mkdir()
     (index / "index.json").write_text("[]")
@@ -177,7 +180,7 @@ def contender(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser = arguments(__doc__)
     parser.add_argument("--python", type=Path, default=PYTHON, help="LibreTranslate's venv's")
     parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
     parser.add_argument(

@@ -13,15 +13,11 @@ Figures: accuracy on each kind of text, microseconds per text (one thread, in pr
 the installed size of each library -> <out>/detection.{json,md}.
 """
 
-import argparse
-import json
 import sys
-import tempfile
-import time
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run, save_results
+from benchmarks import common
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
 from seq2seq.documents.detection import Detector
 from seq2seq.text.parallel import read_lines
@@ -94,19 +90,15 @@ def langdetect():
 
 def in_process(detect, pairs: list[tuple[str, str]]) -> dict:
     """detect() on each text, in this process: figures()."""
-    start = time.perf_counter()
-    found = [detect(text) for text, _ in pairs]
-    return figures(found, time.perf_counter() - start, pairs)
+    seconds, found = common.timed(lambda: [detect(text) for text, _ in pairs])
+    return figures(found, seconds, pairs)
 
 
 def libretranslates(python: Path, pairs: list[tuple[str, str]]) -> dict:
     """LibreTranslate's detector in its venv's Python: the texts on its stdin, what it found
     and its seconds (its imports left out) on its stdout."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as texts:
-        json.dump([text for text, _ in pairs], texts)
-        texts.flush()
-        command = [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)]
-        answer = json.loads(run(command, stdin=Path(texts.name)).stdout)
+    command = [str(python), "-c", LIBRETRANSLATE, ",".join(LANGUAGES)]
+    answer = common.run_json(command, [text for text, _ in pairs])
     return figures(answer["found"], answer["seconds"], pairs)
 
 
@@ -122,31 +114,29 @@ def installed_mib(distribution: str) -> float:
 
 
 def markdown(results: dict) -> str:
-    info, rows = results["machine"], results["detectors"]
-    kinds = list(KINDS)
-    lines = [
-        "# Language detection",
-        "",
-        f"{info['device_name']}, {info['date'][:10]}. `python -m benchmarks.service.detection`: "
+    about = (
         f"{results['texts']:,} texts of each kind (the Multi30k 2016 and 2017 test sets, "
-        f"{' and '.join(LANGUAGES)}), each detector choosing among {', '.join(LANGUAGES)}.",
-        "",
-        "| detector | " + " | ".join(f"accuracy, {kind}" for kind in kinds) + " | µs per text "
-        "(whole) | installed MiB |",
-        "| --- |" + " --- |" * (len(kinds) + 2),
-    ]
-    for name, row in rows.items():
-        accuracy = " | ".join(f"{row[kind]['accuracy']:.3f}" for kind in kinds)
-        size = f"{row['installed_mib']:.1f}" if row.get("installed_mib") else "-"
-        lines.append(f"| {name} | {accuracy} | {row['whole']['us_per_text']:,.0f} | {size} |")
-    return "\n".join(lines) + "\n"
+        f"{' and '.join(LANGUAGES)}), each detector choosing among {', '.join(LANGUAGES)}."
+    )
+    header = ["detector", *(f"accuracy, {kind}" for kind in KINDS), "µs per text (whole)",
+              "installed MiB"]  # fmt: skip
+    rows = [
+        [name, *(f"{row[kind]['accuracy']:.3f}" for kind in KINDS),
+         f"{row['whole']['us_per_text']:,.0f}",
+         f"{row['installed_mib']:.1f}" if row.get("installed_mib") else "-"]
+        for name, row in results["detectors"].items()
+    ]  # fmt: skip
+    return common.service_page(
+        "Language detection", results, "detection", about, common.markdown_table(header, rows)
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared/corpora/multi30k")
+    parser = common.arguments(__doc__, out=common.RESULTS)
+    parser.add_argument(
+        "--corpus", type=Path, default=common.ROOT.parent / "shared/corpora/multi30k"
+    )
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     kinds = texts(args.corpus)
     ours = Detector(list(LANGUAGES))
@@ -169,8 +159,8 @@ def main() -> None:
         print(name, rows[name], flush=True)
     else:
         print(f"no LibreTranslate at {args.libretranslate_python}: its row is left out")
-    results = {"machine": machine(), "texts": len(kinds["whole"]), "detectors": rows}
-    save_results(args.out / "detection", results, markdown(results))
+    results = {"machine": common.machine(), "texts": len(kinds["whole"]), "detectors": rows}
+    common.save_results(args.out / "detection", results, markdown(results))
 
 
 if __name__ == "__main__":

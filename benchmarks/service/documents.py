@@ -18,23 +18,20 @@ POST /translate_file by ours and by LibreTranslate 1.9.6, serving the same Argos
 Results: benchmarks/results/files.{json,md}.
 """
 
-import argparse
-import gzip
 import io
 import itertools
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import docx
 import httpx
 
-from benchmarks.common import RESULTS, ROOT, machine, save_results
+from benchmarks import common
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
-from benchmarks.service.contenders import contender
+from benchmarks.service.contenders import codes, contender
 from benchmarks.service.process import cpu_seconds
-from seq2seq.exports.argos_package import package_metadata
+from seq2seq.text.parallel import read_lines
 
 PARAGRAPHS, SENTENCES = 6, 5  # a page's paragraphs, and a paragraph's sentences
 BEAM = 4  # Argos's, the packages' own
@@ -44,7 +41,7 @@ TIMEOUT_S = 1800
 def document(sentences: list[str], pages: int) -> bytes:
     """A Word document of `pages` pages of these sentences (see the module's docstring)."""
     word, source = docx.Document(), itertools.cycle(sentences)
-    for page in range(1, pages + 1):
+    for number in range(1, pages + 1):
         word.add_heading(next(source), level=1)
         for _ in range(PARAGRAPHS):
             paragraph = word.add_paragraph(" ".join(next(source) for _ in range(SENTENCES - 1)))
@@ -52,7 +49,7 @@ def document(sentences: list[str], pages: int) -> bytes:
         table = word.add_table(rows=2, cols=2)
         for cell in table._cells:
             cell.text = next(source)
-        if page < pages:
+        if number < pages:
             word.add_page_break()
     out = io.BytesIO()
     word.save(out)
@@ -81,9 +78,9 @@ def measure(service, data: bytes, pair: tuple[str, str], runs: int, pages: int) 
     translated(service.url, data, *pair)  # warm-up
     seconds, cpu = [], []
     for _ in range(runs):
-        start, cpu_start = time.perf_counter(), cpu_seconds(service.pid)
-        out = translated(service.url, data, *pair)
-        seconds.append(time.perf_counter() - start)
+        cpu_start = cpu_seconds(service.pid)
+        took, out = common.timed(translated, service.url, data, *pair)
+        seconds.append(took)
         cpu.append(cpu_seconds(service.pid) - cpu_start)
     (before, tables), (after, tables_after) = texts(data), texts(out)
     changed = sum(a != b for a, b in zip(before, after, strict=False))
@@ -97,52 +94,45 @@ def measure(service, data: bytes, pair: tuple[str, str], runs: int, pages: int) 
     }
 
 
+HEADER = ["server", "pages/s", "seconds a document", "CPU s a page", "paragraphs in / out",
+          "tables in / out", "paragraphs translated"]  # fmt: skip
+
+
 def markdown(results: dict) -> str:
-    info, rows = results["machine"], results["servers"]
-    ours, theirs = rows["ours"], rows["libretranslate"]
-    lines = [
-        f"# A {results['pages']}-page document through /translate_file, against LibreTranslate",
-        "",
-        f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
-        f"`python -m benchmarks.service.documents`: {results['pages']} pages "
-        f"({results['sentences']:,} sentences of {Path(results['source']).name}), the package "
-        f"{Path(results['package']).name}, beam {BEAM}, one decoding thread each "
+    rows, pages = results["servers"], results["pages"]
+    about = (
+        f"{pages} pages ({results['sentences']:,} sentences of {Path(results['source']).name}), "
+        f"the package {Path(results['package']).name}, beam {BEAM}, one decoding thread each "
         "(LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at serve.threads=1); the median "
-        f"of {results['runs']} runs, each from the upload to the download.",
-        "",
-        "| server | pages/s | seconds a document | CPU s a page | paragraphs in / out | "
-        "tables in / out | paragraphs translated |",
-        "|" + " --- |" * 7,
-    ]
-    for name, row in (("ours", ours), ("LibreTranslate", theirs)):
-        lines.append(
-            f"| {name} | {row['pages_per_s']:.2f} | {statistics.median(row['seconds']):.1f} | "
-            f"{row['cpu_s_per_page']:.2f} | {row['paragraphs'][0]} / {row['paragraphs'][1]} | "
-            f"{row['tables'][0]} / {row['tables'][1]} | {100 * row['translated_share']:.0f}% |"
-        )
-    ratio = ours["pages_per_s"] / theirs["pages_per_s"]
-    lines += ["", f"Ours / LibreTranslate: {ratio:.2f} times its pages per second."]
-    return "\n".join(lines) + "\n"
+        f"of {results['runs']} runs, each from the upload to the download."
+    )
+    cells = [
+        [name, f"{row['pages_per_s']:.2f}", f"{statistics.median(row['seconds']):.1f}",
+         f"{row['cpu_s_per_page']:.2f}", "{} / {}".format(*row["paragraphs"]),
+         "{} / {}".format(*row["tables"]), f"{100 * row['translated_share']:.0f}%"]
+        for name, row in (("ours", rows["ours"]), ("LibreTranslate", rows["libretranslate"]))
+    ]  # fmt: skip
+    ratio = rows["ours"]["pages_per_s"] / rows["libretranslate"]["pages_per_s"]
+    note = f"Ours / LibreTranslate: {ratio:.2f} times its pages per second."
+    title = f"A {pages}-page document through /translate_file, against LibreTranslate"
+    return common.service_page(
+        title, results, "documents", about, common.markdown_table(HEADER, cells, note)
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.arguments(__doc__, out=common.RESULTS, name="files")
     parser.add_argument("--package", type=Path, required=True, help="an .argosmodel file")
-    default = ROOT.parent / "shared/corpora/multi30k/test_2016_flickr.de.gz"
+    default = common.ROOT.parent / "shared/corpora/multi30k/test_2016_flickr.de.gz"
     parser.add_argument("--sentences", type=Path, default=default, help="the source's text")
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--name", default="files", help="the results' stem: <out>/<name>.json")
     args = parser.parse_args()
     if not args.libretranslate_python.exists():
         sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-files installs it")
-    opener = gzip.open if args.sentences.suffix == ".gz" else open
-    with opener(args.sentences, "rt", encoding="utf-8") as file:
-        sentences = [line.strip() for line in file if line.strip()]
-    metadata = package_metadata(args.package)
-    pair = metadata["from_code"], metadata["to_code"]
+    sentences = [line.strip() for line in read_lines(args.sentences) if line.strip()]
+    pair = codes(args.package)
     data = document(sentences, args.pages)
     servers = {}
     settings = {"libretranslate": [], "ours": ["serve.files_dir=runs/bench-files"]}
@@ -152,16 +142,11 @@ def main() -> None:
             servers[name] = measure(service, data, pair, args.runs, args.pages)
         print(name, servers[name], flush=True)
     per_page = PARAGRAPHS * SENTENCES + 1 + 4
-    results = {
-        "machine": machine(),
-        "package": str(args.package),
-        "source": str(args.sentences),
-        "pages": args.pages,
-        "sentences": per_page * args.pages,
-        "runs": args.runs,
-        "servers": servers,
-    }
-    save_results(args.out / args.name, results, markdown(results))
+    results = {"machine": common.machine(), "package": str(args.package),
+               "source": str(args.sentences), "pages": args.pages,
+               "sentences": per_page * args.pages, "runs": args.runs,
+               "servers": servers}  # fmt: skip
+    common.save_results(args.out / args.name, results, markdown(results))
 
 
 if __name__ == "__main__":

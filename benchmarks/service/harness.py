@@ -13,7 +13,7 @@ load's turns measured into its figures.
         every request the Python clients sent, or the median of wrk's turns' (wrk gives a
         turn's percentiles, not its latencies)
     turn(load, service, shape, sentences, expected, clients, args)   one turn by args.harness
-        (matrix.options: --harness wrk|python, --seconds of wrk's, --requests of the clients')
+        (matrix.arguments: --harness wrk|python, --seconds of wrk's, --requests of the clients')
 """
 
 import math

@@ -33,30 +33,27 @@ pair they name x greedy x 1, 4, 16, 32 and 64 clients.
 Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
 """
 
-import argparse
 import dataclasses
 import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
-from benchmarks.common import machine, save_results, timed_translation
+from benchmarks import common
 from benchmarks.service.clients import run_load
 from benchmarks.service.contenders import SETTINGS, like_for_like
 from benchmarks.service.harness import Load
-from benchmarks.service.load import timed_command
-from benchmarks.service.matrix import Server, measure, options
+from benchmarks.service.load import timed_command, with_checkpoint
+from benchmarks.service.matrix import Server, arguments, loads, measure
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, load_config
+from seq2seq.config import DEFAULT_CONFIG
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.exports.argos import export_argos
 from seq2seq.service.protocol import allow_files
-from seq2seq.support.paths import text_files
 
 CLIENTS = (1, 4, 16, 32, 64)
 ROUNDS = 5  # each server's load at a number of clients comes in this many turns, pooled
 CHECKED = 1000  # test sentences asked of each server, each answer read
-BEAMS = {"greedy": 1}
 PEER = "LibreTranslate 1.9.6"
 
 
@@ -111,7 +108,7 @@ def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int
     time."""
     engine = loaded(checkpoint, engine)
     greedy = dataclasses.replace(engine.config.decode, beam_size=1, batch_size=batch)
-    return len(sentences) / timed_translation(engine.translate, sentences, greedy)[0]
+    return len(sentences) / common.timed_translation(engine.translate, sentences, greedy)[0]
 
 
 def shares(servers: list[Server], figures: dict, checkpoint: Path, sentences) -> None:
@@ -128,49 +125,45 @@ def shares(servers: list[Server], figures: dict, checkpoint: Path, sentences) ->
             point["share_of_engine"] = point["requests_per_s"] / speeds[key]
 
 
+HEADER = ["server", "clients", "req/s", "p50 ms", "p99 ms", "server CPU ms/request",
+          "sentences/batch", "share of its engine", "req/s vs LibreTranslate",
+          "p99 vs LibreTranslate", "CPU vs LibreTranslate"]  # fmt: skip
+VERSUS = ("requests_per_s", "p99_ms", "server_cpu_ms_per_request")  # ours / LibreTranslate's
+
+
 def markdown(results: dict) -> str:
-    peer = results["peer"]
-    lines = [
-        "# The service from 1 to 64 clients, against LibreTranslate",
-        "",
-        f"Machine: {results['machine']['device_name']}, {results['machine']['cpu_count']} "
-        f"cores; {results['machine']['date']}. `python -m benchmarks.service.latency`: "
-        f"one-sentence requests, {results['load']} a row; servers interleaved, in "
-        f"{results['rounds']} turns each.",
-        "",
-        "| server | clients | req/s | p50 ms | p99 ms | server CPU ms/request | sentences/batch "
-        "| share of its engine | req/s vs LibreTranslate | p99 vs LibreTranslate "
-        "| CPU vs LibreTranslate |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    peer, servers = results["peer"], results["servers"]
+    about = (f"One-sentence requests, {results['load']} a row; servers interleaved, in "
+             f"{results['rounds']} turns each.")  # fmt: skip
+    rows = []
     for clients in map(str, CLIENTS):
-        theirs = results["servers"].get(peer, {}).get(clients) if peer else None
-        for label, points in results["servers"].items():
+        theirs = servers.get(peer, {}).get(clients) if peer else None
+        for label, points in servers.items():
             p = points[clients]
-            versus = (
-                [f"{p[key] / theirs[key]:.2f}"
-                 for key in ("requests_per_s", "p99_ms", "server_cpu_ms_per_request")]
-                if theirs and label != peer else ["", "", ""]
-            )  # fmt: skip
-            lines.append(
-                f"| {label} | {clients} | {p['requests_per_s']:,.0f} | {p['p50_ms']:.1f} "
-                f"| {p['p99_ms']:.1f} | {p['server_cpu_ms_per_request']:.2f} "
-                f"| {shown(p, 'sentences_per_batch', '.1f')} "
-                f"| {shown(p, 'share_of_engine', '.2f')} | {' | '.join(versus)} |"
-            )
-    lines += ["", "Answers unlike `translate --engine torch`'s, of the check's (each read), and "
-              "requests failed under load:", ""]  # fmt: skip
-    for label, points in results["servers"].items():
+            versus = [f"{p[key] / theirs[key]:.2f}" if theirs and label != peer else ""
+                      for key in VERSUS]  # fmt: skip
+            rows.append([label, clients, f"{p['requests_per_s']:,.0f}", f"{p['p50_ms']:.1f}",
+                         f"{p['p99_ms']:.1f}", f"{p['server_cpu_ms_per_request']:.2f}",
+                         shown(p, "sentences_per_batch", ".1f"),
+                         shown(p, "share_of_engine", ".2f"), *versus])  # fmt: skip
+    checks = []
+    for label, points in servers.items():
         checked = results["checked"][label]
         failed = sum(p["failed"] for p in points.values())
-        lines.append(f"- {label}: {checked['unlike']} unlike of {checked['requests']:,} "
-                     f"({checked['failed']} failed), {failed} failed under load")  # fmt: skip
+        checks.append(f"- {label}: {checked['unlike']} unlike of {checked['requests']:,} "
+                      f"({checked['failed']} failed), {failed} failed under load")  # fmt: skip
+    notes = ["Answers unlike `translate --engine torch`'s, of the check's (each read), and "
+             "requests failed under load:", "\n".join(checks)]  # fmt: skip
     if peer:
         overrides = ", ".join(f"{k}={v}" for k, v in results["peer_overrides"].items())
-        lines += ["", f"LibreTranslate's settings: its defaults, but {overrides}, like for "
-                  "like with our greedy decoding on one thread. Its defaults:", ""]  # fmt: skip
-        lines += [f"- {key}: {value}" for key, value in results["peer_settings"].items()]
-    return "\n".join(lines) + "\n"
+        defaults = [f"- {key}: {value}" for key, value in results["peer_settings"].items()]
+        notes += [f"LibreTranslate's settings: its defaults, but {overrides}, like for like "
+                  "with our greedy decoding on one thread. Its defaults:",
+                  "\n".join(defaults)]  # fmt: skip
+    title = "The service from 1 to 64 clients, against LibreTranslate"
+    return common.service_page(
+        title, results, "latency", about, common.markdown_table(HEADER, rows, *notes, right=True)
+    )
 
 
 def shown(point: dict, key: str, spec: str) -> str:
@@ -179,44 +172,30 @@ def shown(point: dict, key: str, spec: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options(parser, seconds=2, per="turn", quick="one turn of 1 s or 100 requests")
-    parser.add_argument("--config", default=DEFAULT_CONFIG)
-    parser.add_argument("--checkpoint", help="default: the config's best.pt")
+    quick = "one turn of 1 s or 100 requests"
+    parser = arguments(__doc__, seconds=2, per="turn", quick=quick, config=DEFAULT_CONFIG)
     parser.add_argument("--no-libretranslate", action="store_true")
-    args = parser.parse_args()
-    config = load_config(args.config)
-    checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    source = text_files(config.data_dir, "test")[0]
+    args, checkpoint, source = with_checkpoint(parser)
     sentences = source.read_text(encoding="utf-8").splitlines()
     _, expected = timed_command(source, "--engine", "torch", "--checkpoint", str(checkpoint))
-    args.rounds, args.checked = (1, 100) if args.quick else (ROUNDS, CHECKED)
-    args.processes = 1
-    if args.quick:
-        args.seconds, args.requests = 1, 100
+    load = loads(args, ROUNDS, 1, quick=(1, 100))
+    checked_requests = 100 if args.quick else CHECKED
     allow_files(max(CLIENTS) + 1024)
     checked: dict = {}
-    check = checker(sentences, expected, args.checked, checked)
+    check = checker(sentences, expected, checked_requests, checked)
     with tempfile.TemporaryDirectory() as folder:
         chosen = servers(checkpoint, args, Path(folder))
-        cells = measure(chosen, {"": None}, BEAMS, CLIENTS, sentences, check, args, together=True)
+        cells = measure(
+            chosen, {"": None}, {"greedy": 1}, CLIENTS, sentences, check, args, together=True
+        )
     figures = {s.label: {str(n): cells[s.label, "", "greedy", n] for n in CLIENTS} for s in chosen}
     shares(chosen, figures, checkpoint, sentences)
     peer = PEER if PEER in figures else None
-    results = {
-        "machine": machine(),
-        "harness": args.harness,
-        "load": f"{args.rounds} x {args.seconds} s of wrk"
-        if args.harness == "wrk"
-        else f"{args.requests:,} requests from keep-alive clients in this process",
-        "rounds": args.rounds,
-        "checked": checked,
-        "peer": peer,
-        "peer_settings": SETTINGS if peer else {},
-        "peer_overrides": like_for_like(1) if peer else {},
-        "servers": figures,
-    }
-    save_results(args.out / "serve_latency", results, markdown(results))
+    results = {"machine": common.machine(), "harness": args.harness, "load": load,
+               "rounds": args.rounds, "checked": checked, "peer": peer,
+               "peer_settings": SETTINGS if peer else {},
+               "peer_overrides": like_for_like(1) if peer else {}, "servers": figures}  # fmt: skip
+    common.save_results(args.out / "serve_latency", results, markdown(results))
 
 
 if __name__ == "__main__":

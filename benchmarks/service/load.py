@@ -65,7 +65,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import ROOT, run, timed_translation
+from benchmarks.common import ROOT, arguments, run, timed_translation
 from benchmarks.service.clients import Shape, libretranslate_shape, run_load
 from benchmarks.service.harness import Load
 from benchmarks.service.process import HANG, Service, running_server
@@ -222,15 +222,19 @@ def engines(checkpoint: Path, folder: Path) -> dict[str, list[str]]:
     return {**torch, "ctranslate2": ["--engine", "ctranslate2", "--model", str(folder / "ct2")]}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 requests from 8 clients")
-    parser.add_argument("--config", default=DEFAULT_CONFIG)
+def with_checkpoint(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, Path, Path]:
+    """The command line of `parser` with --checkpoint, parsed; the checkpoint (default: the
+    config's best.pt) and the config's test source."""
     parser.add_argument("--checkpoint", help="default: the config's best.pt")
     args = parser.parse_args()
     config = load_config(args.config)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    source = text_files(config.data_dir, "test")[0]
+    return args, checkpoint, text_files(config.data_dir, "test")[0]
+
+
+def main() -> None:
+    parser = arguments(__doc__, config=DEFAULT_CONFIG, quick="100 requests from 8 clients")
+    args, checkpoint, source = with_checkpoint(parser)
     figures = load_check(checkpoint, source, args.quick, args.config)
     print(json.dumps(figures, indent=2))
 

@@ -12,7 +12,8 @@ clients, each target a selection of it (latency.py, pairs.py), loaded by the one
           check(server, service, shape, pair's name, beam's name) -> the answers expected of the
             server (its answers read, one way or another; a warm-up too)
           for each number of clients: args.rounds turns of load of each server, pooled
-    options(parser, seconds, per, quick)   the options both targets share
+    arguments(doc, seconds, per, quick)   the command line both targets share;
+    loads(args, rounds, processes, quick)  each cell's load set on args, told in words
 """
 
 import argparse
@@ -21,12 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.common import RESULTS
+from benchmarks import common
 from benchmarks.service.clients import Shape, libretranslate_shape
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.contenders import contender
 from benchmarks.service.harness import Load, turn
 from benchmarks.service.process import Service
+
+BEAMS = {"greedy": 1, "beam 4": 4}  # bench-pairs' and bench-profile's settings: their beams
 
 
 @dataclass(frozen=True)
@@ -90,15 +93,28 @@ def loaded(running: dict[Server, Service], cell, clients, sentences, check, args
     return figures
 
 
-def options(parser: argparse.ArgumentParser, seconds: int, per: str, quick: str) -> None:
-    """The options of both targets: the harness's (see harness.turn), --quick, --out and
-    LibreTranslate's Python."""
+def arguments(doc: str, seconds: int, per: str, quick: str, **more) -> argparse.ArgumentParser:
+    """The command line of either target: common.arguments' (--out, --quick, `more`), the
+    harness's options (see harness.turn) and LibreTranslate's Python."""
+    parser = common.arguments(doc, out=common.RESULTS, quick=quick, **more)
     parser.add_argument(
         "--harness", choices=("wrk", "python"), default="wrk",
         help="the load: wrk (wrk.py, the default) or the Python clients (clients.py)",
     )  # fmt: skip
     parser.add_argument("--seconds", type=int, default=seconds, help=f"wrk's load a {per}")
     parser.add_argument("--requests", type=int, default=1000, help="the Python clients' a row")
-    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--libretranslate-python", type=Path, default=LIBRETRANSLATE_PYTHON)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser
+
+
+def loads(args: argparse.Namespace, rounds: int, processes: int, quick: tuple[int, int]) -> str:
+    """Sets the load of each cell on `args`: `rounds` turns (--quick: one, of quick's seconds
+    of wrk or requests), the Python clients in `processes` processes; -> the load, in words."""
+    args.rounds, args.processes = (1 if args.quick else rounds), processes
+    if args.quick:
+        args.seconds, args.requests = quick
+    if args.harness == "wrk":
+        return f"{args.rounds} x " * (args.rounds > 1) + f"{args.seconds} s of wrk"
+    if processes == 1:
+        return f"{args.requests:,} requests from keep-alive clients in this process"
+    return f"{args.requests:,} requests from Python clients in {processes} processes"

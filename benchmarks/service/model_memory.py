@@ -11,13 +11,11 @@ its imports, which reports its resident memory (VmRSS) before the load, after it
 first translation, and the load's seconds -> <out>/model_memory.{json,md}.
 """
 
-import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, machine, run, save_results
+from benchmarks import common
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.ctranslate2 import export_ctranslate2
@@ -53,7 +51,7 @@ json.dump({"before_mib": before, "loaded_mib": loaded, "translated_mib": rss(),
 
 def measure(form: str, path: Path, compute_type: str) -> dict:
     command = [sys.executable, "-c", CHILD, form, str(path.resolve()), compute_type]
-    figures = json.loads(run(command, cwd=ROOT).stdout)  # seq2seq importable from there
+    figures = common.run_json(command, cwd=common.ROOT)  # seq2seq importable from there
     figures["load_mib"] = figures["translated_mib"] - figures["before_mib"]
     return figures
 
@@ -64,29 +62,21 @@ def disk_mib(path: Path) -> float:
 
 
 def markdown(results: dict) -> str:
-    info = results["machine"]
-    lines = [
-        "# One model's memory and load time, by the form it is served in",
-        "",
-        f"{info['device_name']}, torch {info['torch']}, {info['date'][:10]}. "
-        f"`python -m benchmarks.service.model_memory` on `{results['checkpoint']}`: each form "
-        "loaded in a fresh process after its imports, on the CPU.",
-        "",
-        "| form | on disk, MiB | memory gained, MiB (load and a first translation) | load, s |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name, row in results["forms"].items():
-        lines.append(
-            f"| {name} | {row['disk_mib']:.1f} | {row['load_mib']:.0f} | "
-            f"{row['load_seconds']:.2f} |"
-        )
-    return "\n".join(lines) + "\n"
+    about = (f"On `{results['checkpoint']}`: each form loaded in a fresh process after its "
+             "imports, on the CPU.")  # fmt: skip
+    header = ["form", "on disk, MiB", "memory gained, MiB (load and a first translation)",
+              "load, s"]  # fmt: skip
+    rows = [[name, f"{row['disk_mib']:.1f}", f"{row['load_mib']:.0f}", f"{row['load_seconds']:.2f}"]
+            for name, row in results["forms"].items()]  # fmt: skip
+    title = "One model's memory and load time, by the form it is served in"
+    return common.service_page(
+        title, results, "model_memory", about, common.markdown_table(header, rows)
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.arguments(__doc__, out=common.RESULTS)
     parser.add_argument("--checkpoint", type=Path, default=Path("runs/multi30k_de_en/best.pt"))
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     checkpoint = load_checkpoint(args.checkpoint)
     forms = {}
@@ -105,8 +95,8 @@ def main() -> None:
         for name, (form, path, compute_type) in paths.items():
             forms[name] = {**measure(form, path, compute_type), "disk_mib": disk_mib(path)}
             print(name, forms[name], flush=True)
-    results = {"machine": machine(), "checkpoint": str(args.checkpoint), "forms": forms}
-    save_results(args.out / "model_memory", results, markdown(results))
+    results = {"machine": common.machine(), "checkpoint": str(args.checkpoint), "forms": forms}
+    common.save_results(args.out / "model_memory", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -27,17 +27,15 @@ clients.
 Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere, --name for another stem).
 """
 
-import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.common import machine, save_results
+from benchmarks.common import machine, markdown_table, save_results, service_page
 from benchmarks.service.clients import ask
-from benchmarks.service.matrix import Server, measure, options
-from seq2seq.exports.argos_package import package_metadata
+from benchmarks.service.contenders import codes
+from benchmarks.service.matrix import BEAMS, Server, arguments, loads, measure
 from seq2seq.service.libretranslate import formatted
 
-BEAMS = {"greedy": 1, "beam 4": 4}  # the beam size of each setting
 CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
 
 
@@ -47,11 +45,6 @@ def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
     if b_from != a_to:
         sys.exit(f"the second package must translate from {a_to}, the first one's target")
     return {"direct": (a_from, a_to), "pivoted": (a_from, b_to)}
-
-
-def codes(package: Path) -> tuple[str, str]:
-    metadata = package_metadata(package)
-    return metadata["from_code"], metadata["to_code"]
 
 
 def checker(sentences: list[str], unlikes: dict):
@@ -75,56 +68,48 @@ def checker(sentences: list[str], unlikes: dict):
     return check
 
 
+HEADER = ["setting", "route", "clients", "requests/s, ours", "LibreTranslate", "ours / LT",
+          "CPU ms per request, ours", "LibreTranslate", "ours / LT", "p99 ms, ours",
+          "LibreTranslate",
+          f"of the {SENTENCES} sentences, ours unlike LibreTranslate's"]  # fmt: skip
+
+
 def markdown(results: dict) -> str:
-    info, lines = results["machine"], []
-    lines += [
-        "# Two pairs and a pivot from one address, against LibreTranslate",
-        "",
-        f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
-        f"`python -m benchmarks.service.pairs`: the packages "
-        f"{', '.join(Path(p).name for p in results['packages'])}; "
-        f"direct {'-'.join(results['pairs']['direct'])}, pivoted "
-        f"{'-'.join(results['pairs']['pivoted'])}; one-sentence requests, {results['load']} "
-        "a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, ours at "
-        f"{', '.join(['serve.threads=1', *results.get('ours', [])])}.",
-        "",
-        "| setting | route | clients | requests/s, ours | LibreTranslate | ours / LT | CPU ms "
-        "per request, ours | LibreTranslate | ours / LT | p99 ms, ours | LibreTranslate | "
-        f"of the {SENTENCES} sentences, ours unlike LibreTranslate's |",
-        "|" + " --- |" * 12,
-    ]
+    pairs = results["pairs"]
+    about = (
+        f"The packages {', '.join(Path(p).name for p in results['packages'])}; direct "
+        f"{'-'.join(pairs['direct'])}, pivoted {'-'.join(pairs['pivoted'])}; one-sentence "
+        f"requests, {results['load']} a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, "
+        f"ours at {', '.join(['serve.threads=1', *results.get('ours', [])])}."
+    )
+    rows = []
     for setting, routes in results["figures"].items():
         for route, points in routes.items():
-            unlike = results["unlike"][setting][route]
             for clients, point in points.items():
                 ours, theirs = point["ours"], point["libretranslate"]
-                rps = ours["requests_per_s"] / theirs["requests_per_s"]
-                cpu = ours["server_cpu_ms_per_request"] / theirs["server_cpu_ms_per_request"]
-                lines.append(
-                    f"| {setting} | {route} | {clients} | {ours['requests_per_s']:.0f} | "
-                    f"{theirs['requests_per_s']:.0f} | {rps:.2f} | "
-                    f"{ours['server_cpu_ms_per_request']:.1f} | "
-                    f"{theirs['server_cpu_ms_per_request']:.1f} | "
-                    f"{cpu:.2f} | {ours['p99_ms']:.0f} | {theirs['p99_ms']:.0f} | "
-                    f"{unlike} |"
-                )
-    return "\n".join(lines) + "\n"
+                rps, cpu = (ours[k] / theirs[k]
+                            for k in ("requests_per_s", "server_cpu_ms_per_request"))  # fmt: skip
+                rows.append([setting, route, clients, f"{ours['requests_per_s']:.0f}",
+                             f"{theirs['requests_per_s']:.0f}", f"{rps:.2f}",
+                             f"{ours['server_cpu_ms_per_request']:.1f}",
+                             f"{theirs['server_cpu_ms_per_request']:.1f}", f"{cpu:.2f}",
+                             f"{ours['p99_ms']:.0f}", f"{theirs['p99_ms']:.0f}",
+                             results["unlike"][setting][route]])  # fmt: skip
+    title = "Two pairs and a pivot from one address, against LibreTranslate"
+    return service_page(title, results, "pairs", about, markdown_table(HEADER, rows))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    quick = "3 s or 200 requests a row"
+    parser = arguments(__doc__, seconds=10, per="row", quick=quick, name="pairs")
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument("--sentences", type=Path, default=Path("data/multi30k_de_en/test.src"))
-    options(parser, seconds=10, per="row", quick="3 s or 200 requests a row")
-    parser.add_argument("--name", default="pairs", help="the results' stem: <out>/<name>.json")
     parser.add_argument(
         "--ours", action="append", default=[], metavar="KEY=VALUE",
         help="a setting of our server's, e.g. serve.workers=2 (again for more)",
     )  # fmt: skip
     args = parser.parse_args()
-    args.rounds, args.processes = 1, PROCESSES
-    if args.quick:
-        args.seconds, args.requests = 3, 200
+    load = loads(args, 1, PROCESSES, quick=(3, 200))
     if len(args.package) != 2:
         parser.error("--package twice: a pair, then one from its target language")
     if not args.libretranslate_python.exists():
@@ -140,18 +125,9 @@ def main() -> None:
     for (name, route, setting, clients), point in cells.items():
         row = figures.setdefault(setting, {}).setdefault(route, {})
         row.setdefault(str(clients), {})[name] = point
-    results = {
-        "machine": machine(),
-        "packages": [str(p) for p in args.package],
-        "ours": args.ours,
-        "pairs": pairs_of(packages),
-        "harness": args.harness,
-        "load": f"{args.seconds} s of wrk"
-        if args.harness == "wrk"
-        else f"{args.requests:,} requests from Python clients in {PROCESSES} processes",
-        "figures": figures,
-        "unlike": unlike,
-    }
+    results = {"machine": machine(), "packages": [str(p) for p in args.package],
+               "ours": args.ours, "pairs": pairs_of(packages), "harness": args.harness,
+               "load": load, "figures": figures, "unlike": unlike}  # fmt: skip
     save_results(args.out / args.name, results, markdown(results))
 
 

@@ -21,23 +21,20 @@ under wrk's load, greedy and beam 4, at 1 and 16 clients, for each package given
 Results: benchmarks/results/profile.{json,md} (--out DIR elsewhere).
 """
 
-import argparse
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.common import RESULTS, machine, save_results
+from benchmarks import common
 from benchmarks.service.clients import Shape, ask
-from benchmarks.service.contenders import contender
+from benchmarks.service.contenders import codes, contender
+from benchmarks.service.matrix import BEAMS
 from benchmarks.service.process import get_json, thread_cpu
 from benchmarks.service.wrk import cores, run_wrk
-from seq2seq.exports.argos_package import package_metadata
 
-SETTINGS = {"greedy": 1, "beam 4": 4}  # the beam size of each
 CLIENTS = (1, 16)
 NATIVE = "CTranslate2's own threads"
 # Each step and the frames that are its (the start of a file's path as py-spy writes it, or a
@@ -127,12 +124,10 @@ def profiled(service, asked: Shape, sentences: list[str], clients: int, seconds:
     with tempfile.TemporaryDirectory() as folder:
         raw = Path(folder) / "profile.txt"
         before, asked_before = thread_cpu(service.pid), answered(service)
-        subprocess.run(
-            ["taskset", "-c", ",".join(map(str, sorted(spare))), "py-spy", "record",
-             "--pid", str(service.pid), "--threads", "--nonblocking", "--rate", "250",
-             "--duration", str(seconds), "--format", "raw", "--output", str(raw)],
-            capture_output=True, check=True,
-        )  # fmt: skip
+        spy = ["py-spy", "record", "--pid", str(service.pid), "--threads", "--nonblocking",
+               "--rate", "250", "--duration", str(seconds), "--format", "raw",
+               "--output", str(raw)]  # fmt: skip
+        common.run(["taskset", "-c", ",".join(map(str, sorted(spare))), *spy])
         after, asked_after = thread_cpu(service.pid), answered(service)
         by_thread = samples(raw)
     load.join()
@@ -151,10 +146,10 @@ def answered(service) -> int:
 
 
 def measure(package: Path, sentences: list[str], seconds: int) -> dict:
-    metadata = package_metadata(package)
-    asked = Shape.ours(source=metadata["from_code"], target=metadata["to_code"])
+    source, target = codes(package)
+    asked = Shape.ours(source=source, target=target)
     figures: dict = {}
-    for setting, beam in SETTINGS.items():
+    for setting, beam in BEAMS.items():
         with contender("ours", [package], beam) as service:
             for sentence in sentences[:50]:  # warm-up
                 ask(service.url, asked, sentence)
@@ -166,62 +161,48 @@ def measure(package: Path, sentences: list[str], seconds: int) -> dict:
 
 
 def markdown(results: dict) -> str:
-    info = results["machine"]
-    lines = [
-        "# Where our server's CPU goes",
-        "",
-        f"{info['device_name']}, {info['cpu_count']} cores, {info['date'][:10]}. "
-        "`python -m benchmarks.service.profile`: our server (serve.threads=1, one worker) "
-        f"under wrk's one-sentence requests, {results['seconds']} s a column, profiled by "
-        "py-spy; each step's share of the server's CPU.",
-    ]
+    about = ("Our server (serve.threads=1, one worker) under wrk's one-sentence requests, "
+             f"{results['seconds']} s a column, profiled by py-spy; each step's share of the "
+             "server's CPU.")  # fmt: skip
+    columns = [(s, c) for s in BEAMS for c in map(str, CLIENTS)]
+    header = ["step", *(f"{s}, {c} client{'s' * (c != '1')}" for s, c in columns)]
+    sections = []
     for package, figures in results["packages"].items():
-        columns = [(s, c) for s in SETTINGS for c in map(str, CLIENTS)]
         points = [figures[s][c] for s, c in columns]
         steps = sorted(
             {step for point in points for step in point["cpu_ms_per_request"]},
             key=lambda step: -sum(p["cpu_ms_per_request"].get(step, 0) for p in points),
         )
-        lines += [
-            "",
-            f"## {package}",
-            "",
-            "| step | " + " | ".join(f"{s}, {c} client{'s' * (c != '1')}" for s, c in columns)
-            + " |",
-            "| --- |" + " ---: |" * len(columns),
-            "| server CPU ms per request | "
-            + " | ".join(f"{p['server_cpu_ms_per_request']:.2f}" for p in points) + " |",
-        ]  # fmt: skip
+        rows = [["server CPU ms per request",
+                 *(f"{p['server_cpu_ms_per_request']:.2f}" for p in points)]]  # fmt: skip
         for step in steps:
-            shares = [
-                p["cpu_ms_per_request"].get(step, 0) / p["server_cpu_ms_per_request"]
-                for p in points
-            ]
-            lines.append(f"| {step} | " + " | ".join(f"{100 * x:.0f}%" for x in shares) + " |")
-    return "\n".join(lines) + "\n"
+            shares = (p["cpu_ms_per_request"].get(step, 0) / p["server_cpu_ms_per_request"]
+                      for p in points)  # fmt: skip
+            rows.append([step, *(f"{100 * x:.0f}%" for x in shares)])
+        sections += [f"## {package}", common.markdown_table(header, rows, right=True)]
+    title = "Where our server's CPU goes"
+    return common.service_page(title, results, "profile", about, *sections)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.arguments(__doc__, out=common.RESULTS, quick="3 s a column")
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument(
         "--sentences", type=Path, action="append", required=True,
         help="a file of source sentences, one a line, for each --package in turn",
     )  # fmt: skip
     parser.add_argument("--seconds", type=int, default=10, help="py-spy's a column")
-    parser.add_argument("--quick", action="store_true", help="3 s a column")
-    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if len(args.package) != len(args.sentences):
         parser.error("one --sentences for each --package")
     if shutil.which("py-spy") is None:
         sys.exit("no py-spy: pip install py-spy (the dev extra has it)")
     seconds = 3 if args.quick else args.seconds
-    results = {"machine": machine(), "seconds": seconds, "packages": {}}
+    results = {"machine": common.machine(), "seconds": seconds, "packages": {}}
     for package, source in zip(args.package, args.sentences, strict=True):
         sentences = source.read_text("utf-8").splitlines()[:200]
         results["packages"][package.name] = measure(package, sentences, seconds)
-    save_results(args.out / "profile", results, markdown(results))
+    common.save_results(args.out / "profile", results, markdown(results))
 
 
 if __name__ == "__main__":

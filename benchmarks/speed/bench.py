@@ -25,16 +25,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import (
-    RESULTS,
-    arguments,
-    machine,
-    machine_speed,
-    markdown_table,
-    run,
-    save_results,
-    timed_translation,
-)
+from benchmarks import common
 from benchmarks.service.load import load_check
 from benchmarks.speed.exports import exports_decoding
 from benchmarks.speed.training import Treatment, compare_training, flops_fraction
@@ -72,7 +63,7 @@ def decode_speed(
     def translate(some: list[list[int]], _) -> list[list[int]]:  # called as an engine's
         return in_length_order(model, some, batch_size, search, [])
 
-    passes = [timed_translation(translate, sources, None) for _ in range(rounds)]
+    passes = [common.timed_translation(translate, sources, None) for _ in range(rounds)]
     fastest, outputs = min(seconds for seconds, _ in passes), passes[-1][1]
     return len(sources) / fastest, sum(map(len, outputs)) / len(sources)
 
@@ -116,7 +107,7 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
         extra += ["train.max_steps=100", "train.eval_every=50"]
     command = [sys.executable, "-m", "seq2seq.train", "--restart", "--config", config_path]
     command += [*overrides, *extra]
-    ran = run(command)
+    ran = common.run(command)
     config = load_config(config_path, [*overrides, *extra])
     log = read_log(config.run_dir / METRICS)
 
@@ -136,18 +127,15 @@ def train_to_target(config_path: str, overrides: list[str], quick: bool) -> tupl
 
 def memory_of_evaluation(config_path: str, overrides: list[str], experiment: str) -> dict:
     evaluate = [sys.executable, "-m", "seq2seq.evaluate", "--config", config_path, *overrides]
-    eval_peak = run([*evaluate, f"experiment={experiment}"]).peak_mib
-    torch_peak = run([sys.executable, "-c", "import seq2seq.model.transformer"]).peak_mib
+    eval_peak = common.run([*evaluate, f"experiment={experiment}"]).peak_mib
+    torch_peak = common.run([sys.executable, "-c", "import seq2seq.model.transformer"]).peak_mib
     return {"decode_peak_memory_mib": eval_peak, "import_torch_peak_memory_mib": torch_peak}
 
 
 def markdown(results: dict) -> str:
     info = results["machine"]
     about = (
-        f"{info['device_name']} ({info['device']}, {info['cpu_count']} cores, "
-        f"{info['torch_threads']} torch threads; 2048x2048 fp32 matmul "
-        f"{info['matmul_2048_gflops']} GFLOP/s, `import torch` {info['import_torch_seconds']} s), "
-        f"torch {info['torch']}, Python {info['python']}, "
+        f"{common.with_speed(info)}, torch {info['torch']}, Python {info['python']}, "
         f"{info['date']}, mode: {results['mode']}. Produced by `make bench` "
         "(`python -m benchmarks.speed.bench`); every ratio compares figures measured in the same "
         "run."
@@ -156,13 +144,14 @@ def markdown(results: dict) -> str:
         [f"`{key}`", f"{value:,.3f}" if isinstance(value, float) else value]
         for key, value in results["figures"].items()
     ]
-    table = markdown_table(["figure", "value"], figures)
-    return "\n\n".join(["# Benchmark results", about, table]) + "\n"
+    return common.page(
+        "Benchmark results", about, common.markdown_table(["figure", "value"], figures)
+    )
 
 
 def main() -> None:
-    parser = arguments(
-        __doc__, out=RESULTS, config="config.yaml", quick="seconds each: a smoke test"
+    parser = common.arguments(
+        __doc__, out=common.RESULTS, config="config.yaml", quick="seconds each: a smoke test"
     )
     parser.add_argument(
         "--machine", action="store_true", help="only measure this machine's speed and print it"
@@ -175,7 +164,7 @@ def main() -> None:
     config = load_config(args.config, args.overrides)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.machine:
-        print(json.dumps({**machine(), **machine_speed(device)}, indent=2))
+        print(json.dumps({**common.machine(), **common.machine_speed(device)}, indent=2))
         return
     if args.decoding:
         print(json.dumps(decoding(Path(args.decoding), config, 1000, device), indent=2))
@@ -200,9 +189,9 @@ def main() -> None:
     print("FLOPs against the matmul peak ...", flush=True)
     figures.update(flops_fraction(config, 3 if quick else 20, device))
 
-    info = {**machine(), **machine_speed(device)}
+    info = {**common.machine(), **common.machine_speed(device)}
     results = {"mode": "quick" if quick else "full", "machine": info, "figures": figures}
-    save_results(args.out / "bench", results, markdown(results))
+    common.save_results(args.out / "bench", results, markdown(results))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import arguments, run, timed_translation
+from benchmarks.common import arguments, private_home, run_json, timed_translation
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import DecodeConfig, translation_pair
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
@@ -77,16 +77,12 @@ def run_argos(
     `threads`: CTranslate2's intra_threads (Argos's default, 0: as many as the machine has)."""
     env = {
         "ARGOS_INTRA_THREADS": str(threads),
-        "HOME": str(home),
-        **{f"XDG_{d}_HOME": str(home / d.lower()) for d in ("DATA", "CONFIG", "CACHE")},
+        **private_home(home),
         "ARGOS_DEVICE_TYPE": "cpu",
         "ARGOS_COMPUTE_TYPE": "float32",  # its default, "auto", may quantize to int8
     }
     command = [sys.executable, "-c", ARGOS, str(package), *codes, *map(str, beams)]
-    with tempfile.TemporaryDirectory() as folder:
-        inputs = Path(folder, "sentences.json")
-        inputs.write_text(json.dumps(sentences))
-        return json.loads(run(command, stdin=inputs, env=env, budget=1800).stdout)
+    return run_json(command, sentences, env=env, budget=1800)
 
 
 def transformers_engine(folder: Path, max_positions: int):

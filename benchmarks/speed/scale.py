@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import RESULTS, ROOT, arguments, machine, markdown_table, run, save_results
+from benchmarks import common
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import LAST, METRICS
 
@@ -34,7 +34,9 @@ def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
             if not first and FIRST_STEP.search(log.read_text(errors="replace")):
                 first.append(elapsed)
 
-        ran = run(command, log=log, cwd=cwd, env={"PYTHONPATH": str(ROOT)}, on_poll=poll)
+        ran = common.run(
+            command, log=log, cwd=cwd, env={"PYTHONPATH": str(common.ROOT)}, on_poll=poll
+        )
     if not first:
         sys.exit(f"no progress line from {' '.join(command)}")
     return first[0], ran.peak_mib
@@ -43,11 +45,11 @@ def time_to_first_step(command: list[str], cwd: Path) -> tuple[float, float]:
 def measure(size: int, folder: Path) -> dict:
     folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "config.yaml", folder / "config.yaml")
+    shutil.copy(common.ROOT / "config.yaml", folder / "config.yaml")
     corpus = [f"corpus.train_size={size}", "corpus.valid_size=500", "corpus.test_size=500"]
     steps = [f"train.max_steps={STEPS}", f"train.eval_every={STEPS // 2}", "--restart"]
     train = [sys.executable, "-m", "seq2seq.train", *corpus]
-    data = run([sys.executable, "-m", "seq2seq.data", *corpus], cwd=folder)
+    data = common.run([sys.executable, "-m", "seq2seq.data", *corpus], cwd=folder)
     first_s, train_rss = time_to_first_step([*train, *steps], folder)
     log = read_log(folder / "runs/numbers" / METRICS)
     last_mib = (folder / "runs/numbers" / LAST).stat().st_size / 2**20
@@ -71,22 +73,19 @@ def measure(size: int, folder: Path) -> dict:
 
 
 def markdown(results: dict) -> str:
-    info, sizes = results["machine"], results["sizes"]
-    about = (
-        f"{info['device_name']} ({info['cpu_count']} cores), torch {info['torch']}, "
-        f"{info['date']}. Produced by `make bench-scale` (`python -m benchmarks.speed.scale`)."
-    )
+    sizes = results["sizes"]
+    about = common.on_machine(results["machine"], "make bench-scale")
     header = ["figure", *(f"{size['train_pairs']:,} pairs" for size in sizes)]
     rows = [
         [f"`{key}`", *(f"{size[key]:,.1f}" for size in sizes)]
         for key in sizes[0]
         if key != "train_pairs"
     ]
-    return "\n\n".join(["# Scaling the corpus", about, markdown_table(header, rows)]) + "\n"
+    return common.page("Scaling the corpus", about, common.markdown_table(header, rows))
 
 
 def main() -> None:
-    parser = arguments(__doc__, out=RESULTS, quick="2,000 and 20,000 pairs")
+    parser = common.arguments(__doc__, out=common.RESULTS, quick="2,000 and 20,000 pairs")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 5_000_000])
     args = parser.parse_args()
     sizes = [2_000, 20_000] if args.quick else args.sizes
@@ -94,8 +93,8 @@ def main() -> None:
     for size in sizes:
         print(f"{size:,} training pairs ...", flush=True)
         rows.append(measure(size, Path("runs/bench-scale") / str(size)))
-    results = {"machine": machine(), "sizes": rows}
-    save_results(args.out / "scale", results, markdown(results))
+    results = {"machine": common.machine(), "sizes": rows}
+    common.save_results(args.out / "scale", results, markdown(results))
 
 
 if __name__ == "__main__":

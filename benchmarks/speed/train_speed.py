@@ -29,16 +29,7 @@ import statistics
 from pathlib import Path
 from unittest import mock
 
-from benchmarks.common import (
-    RESULTS,
-    arguments,
-    machine,
-    markdown_table,
-    median_and_rounds,
-    on_machine,
-    save_results,
-    timed,
-)
+from benchmarks import common
 from seq2seq import data
 from seq2seq.config import load_config
 from seq2seq.support.device import with_allocator
@@ -49,8 +40,8 @@ from seq2seq.text.batching import Prefetcher
 from seq2seq.train import start_process, train, train_step
 from seq2seq.training.run import set_up
 
-OUT = RESULTS / "train_speed"
-BLEU_OUT = RESULTS / "train_bleu"
+OUT = common.RESULTS / "train_speed"
+BLEU_OUT = common.RESULTS / "train_bleu"
 # The joint vocabulary at 6,000 pieces instead of 10,000: data of its own (built first, below).
 SMALL_VOCABULARY = ["corpus.name=multi30k_de_en_v6k", "vocab.src_size=6000"]
 LEVERS = [  # the first is the base the others are compared with
@@ -102,8 +93,8 @@ def timed_steps(config_path: str, overrides: list[str], warmup: int, steps: int)
     """Tokens/s of `steps` training steps after `warmup` untimed ones, from a fresh run."""
     run = Steps(config_path, overrides)
     try:
-        warmup_s, _ = timed(run.take, warmup)
-        seconds, tokens = timed(run.take, steps)
+        warmup_s, _ = common.timed(run.take, warmup)
+        seconds, tokens = common.timed(run.take, steps)
     finally:
         run.close()
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
@@ -165,9 +156,9 @@ def bleu_table(results: dict) -> str:
         [*named(s), f"{s['valid_bleu']:.2f}", f"{s['valid_loss']:.3f}", f"{s['minutes']:.1f}"]
         for s in results["settings"]
     ]
-    return markdown_table(header, rows) + (
+    return common.markdown_table(header, rows) + (
         f"\n\n`{results['config']}` trained {steps:,} steps from scratch under each setting (the "
-        f"same seed, the schedule laid over those steps, no averaging); {on_machine(info)}\n"
+        f"same seed, the schedule laid over those steps, no averaging); {common.on_machine(info)}\n"
     )
 
 
@@ -179,12 +170,12 @@ def table(results: dict) -> str:
               f"x {base}", "peak RSS", "warm-up s"]  # fmt: skip
     rows = []
     for s in settings:
-        median, cells = median_and_rounds(s["tokens_per_s"], ",.0f")
+        median, cells = common.median_and_rounds(s["tokens_per_s"], ",.0f")
         rss, warmup = max(s["peak_rss_mib"]) / 1024, max(s["warmup_s"])
         rows.append(
             [*named(s), cells, f"{median / base_speed:.2f}", f"{rss:.2f} GiB", f"{warmup:.0f}"]
         )
-    return markdown_table(header, rows) + (
+    return common.markdown_table(header, rows) + (
         f"\n\n`{results['config']}`, {results['warmup']} untimed then {results['steps']} timed "
         f"steps a round (peak RSS: the largest of the rounds' processes); "
         f"{info['device_name']}, {info['cpu_count']} cores, "
@@ -193,7 +184,7 @@ def table(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = arguments(__doc__, out=None, config="configs/multi30k_de_en.yaml")
+    parser = common.arguments(__doc__, out=None, config="configs/multi30k_de_en.yaml")
     parser.add_argument(
         "--setting", nargs="+", action="append", metavar=("NAME", "OVERRIDE"),
         help="a name and its config overrides (repeat for each setting; the first is the base)",
@@ -226,10 +217,10 @@ def main(argv: list[str] | None = None) -> None:
                 s[key].append(value)
             print(f"{s['name']}: {speed['tokens_per_s']:,.0f} tokens/s", flush=True)
     results = {
-        "config": args.config, "machine": machine(), "rounds": args.rounds,
+        "config": args.config, "machine": common.machine(), "rounds": args.rounds,
         "warmup": args.warmup, "steps": args.steps, "settings": settings,
     }  # fmt: skip
-    save_results(out, results, table(results))
+    common.save_results(out, results, table(results))
 
 
 def build_data(config_path: str, settings: list[dict], data_args: list[str]) -> None:
@@ -250,12 +241,12 @@ def bleu(config_path: str, settings: list[dict], steps: int, out: Path) -> None:
         )
         s.update(figures)
         print(f"{s['name']}: valid BLEU {figures['valid_bleu']:.2f}", flush=True)
-    results = {"config": config_path, "machine": machine(), "steps": steps}
+    results = {"config": config_path, "machine": common.machine(), "steps": steps}
     results["settings"] = [
         {k: s[k] for k in ("name", "overrides", "valid_bleu", "valid_loss", "minutes")}
         for s in settings
     ]
-    save_results(out, results, bleu_table(results))
+    common.save_results(out, results, bleu_table(results))
 
 
 if __name__ == "__main__":

@@ -14,13 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from benchmarks.common import (
-    cuda_peak_mib,
-    matmul_peak_flops,
-    reset_cuda_peak,
-    synchronize,
-    timed,
-)
+from benchmarks import common
 from seq2seq.config import Config, ModelConfig, config_from_dict
 from seq2seq.model.transformer import Embedding, Transformer
 from seq2seq.support.device import autocast, autocast_dtype, cpu_computes_bf16
@@ -94,7 +88,7 @@ def time_training(
     also compiles a compiled model), and the CUDA allocator's peak meanwhile (MiB; None off
     CUDA)."""
     device = torch.device(device)
-    reset_cuda_peak(device)
+    common.reset_cuda_peak(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     scaler = torch.amp.GradScaler(device.type, enabled=treatment.dtype == torch.float16)
     step_model = torch.compile(model, dynamic=True) if treatment.compiled else model
@@ -111,10 +105,10 @@ def time_training(
     def steps(some: list[tuple]) -> None:
         for batch in some:
             step(batch)
-        synchronize(device)
+        common.synchronize(device)
 
     steps(batches[:1])
-    return timed(steps, batches)[0], cuda_peak_mib(device)
+    return common.timed(steps, batches)[0], common.cuda_peak_mib(device)
 
 
 def real_tokens(batches) -> int:
@@ -179,7 +173,7 @@ def flops_fraction(config: Config, n_batches: int, device) -> dict:
     model = Transformer(cfg, len(src_vocab), len(tgt_vocab), pad_id=PAD).to(device)
     seconds, _ = time_training(model, batches, device)
     achieved = sum(training_flops(cfg, b, len(tgt_vocab)) for b in batches) / seconds
-    peak = matmul_peak_flops(device, seconds=max(1.0, seconds / 3))
+    peak = common.matmul_peak_flops(device, seconds=max(1.0, seconds / 3))
     return {
         "train_gflops_d256": achieved / 1e9,
         "matmul_2048_gflops": peak / 1e9,

@@ -11,8 +11,9 @@ import pytest
 
 from benchmarks.adapt import exactness, laptop, target
 from benchmarks.checks import gpu_check, install_sizes
-from benchmarks.common import RESULTS
+from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
+from benchmarks.service import detection, documents, latency, model_memory, pairs, profile
 from benchmarks.speed import bench, scale, train_speed, validation
 
 from helpers import ENV, HANG, ROOT, command
@@ -103,6 +104,14 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "adapt": target.table,
     "adapt_laptop": laptop.table,
     "adapt_import": exactness.table,
+    "serve_latency": latency.markdown,
+    "detection": detection.markdown,
+    "files": documents.markdown,
+    "model_memory": model_memory.markdown,
+    "pairs": pairs.markdown,
+    "pairs_numbers": pairs.markdown,
+    "pairs_numbers_python": pairs.markdown,
+    "profile": profile.markdown,
 }
 
 
@@ -123,3 +132,13 @@ def test_every_make_target_of_a_benchmark_has_its_row_in_the_readme():
     readme = (ROOT / "benchmarks/README.md").read_text("utf-8")
     rows = set(re.findall(r"^\| `make ([\w-]+)`", readme, re.MULTILINE))
     assert targets == rows and len(rows) > 15
+
+
+def test_a_child_script_gets_its_json_and_a_home_of_its_own(tmp_path):
+    """common.run_json gives a child its JSON on stdin and reads what it prints; private_home
+    makes its home's folders, and the child sees them, not this user's."""
+    child = "import json, os, sys; json.dump([json.load(sys.stdin), os.getenv('HOME')], sys.stdout)"
+    home = tmp_path / "home"
+    got = run_json([sys.executable, "-c", child], {"ä": [1]}, env=private_home(home))
+    assert got == [{"ä": [1]}, str(home)]
+    assert sorted(p.name for p in home.iterdir()) == ["cache", "config", "data", "tmp"]

@@ -1,10 +1,16 @@
 """The load harness's pool (benchmarks/service/harness.py): the turns of either driver add up
 to one load's figures, requests/s and CPU per request over every turn, p50 and p99 of every
-request the Python clients sent or the median of wrk's turns'."""
+request the Python clients sent or the median of wrk's turns'; and the load told in words
+(benchmarks/service/matrix.py)."""
+
+import argparse
+import json
 
 import pytest
 
+from benchmarks.common import RESULTS
 from benchmarks.service.harness import Load
+from benchmarks.service.matrix import loads
 
 
 def wrk_turn(seconds: float, answered: int, p99_ms: float, cpu: float | None) -> dict:
@@ -39,3 +45,17 @@ def test_the_python_clients_turns_pool_every_latency_and_an_unknown_cpu_stays_un
     assert figures["p50_ms"] == pytest.approx(20.0)
     assert (figures["failed"], figures["unlike"]) == (1, 1)
     assert "server_cpu_ms_per_request" not in figures and "counts" not in figures
+
+
+@pytest.mark.parametrize(
+    ("stem", "rounds", "processes", "seconds"),
+    [("serve_latency", 5, 1, 2), ("pairs", 1, 4, 10), ("pairs_numbers_python", 1, 4, 10)],
+)
+def test_each_targets_load_is_told_as_its_committed_run_tells_it(stem, rounds, processes, seconds):
+    """matrix.loads, bench-serve's and bench-pairs' one account of a cell's load (wrk's seconds
+    or the Python clients' requests), words their tables as their committed runs do."""
+    committed = json.loads((RESULTS / f"{stem}.json").read_text("utf-8"))
+    args = argparse.Namespace(harness=committed["harness"], quick=False, seconds=seconds,
+                              requests=1000)  # fmt: skip
+    assert loads(args, rounds, processes, quick=(1, 100)) == committed["load"]
+    assert (args.rounds, args.processes) == (rounds, processes)
