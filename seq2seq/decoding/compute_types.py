@@ -76,7 +76,8 @@ def checkpoint_type(
     folder: Path, config: Config, decoding: DecodeConfig, device: str
 ) -> ComputeType:
     """The compute type of a checkpoint's export in `folder` (its config `config`, decoding
-    with `decoding`, on `device`): auto's measured choice, kept in the export."""
+    with `decoding`, on `device`): the one decode.compute_type names, or auto's choice,
+    measured the first time and kept in the export."""
     if decoding.compute_type != "auto":
         return ComputeType(decoding.compute_type, AS_SET)
     pairs = validation(config)
@@ -100,8 +101,8 @@ def checkpoint_type(
 def chosen(figures: dict[str, Figures], bleu_loss: float) -> str:
     """The fastest type of `figures` whose BLEU is at most `bleu_loss` below float32's (BLEU
     compared to two decimals, as sacreBLEU prints it)."""
-    floor = figures["float32"].bleu
-    near = [kind for kind, f in figures.items() if round(floor - f.bleu, 2) <= bleu_loss]
+    reference = figures["float32"].bleu
+    near = [kind for kind, f in figures.items() if round(reference - f.bleu, 2) <= bleu_loss]
     return max(near, key=lambda kind: figures[kind].sentences_per_second)
 
 

@@ -267,6 +267,9 @@ def test_a_bpe_package_translates_as_argos_translate(bpe_folder, bpe_package, tm
     theirs = run_argos(package, ("de", "en"), sentences, tmp_path / "home", (1, 4), 1)
     engine = load_engine(model=package, decode={"compute_type": "float32"})
     assert engine.languages == (Language("de", "German"), Language("en", "English"))
+    assert engine.facts()["compute_type"] == "float32 (as set)"
+    own = load_engine(model=package).facts()["compute_type"]  # auto: the package's, as saved
+    assert own == "float32 (auto: a model given with --model keeps its own, as saved)"
     for beam in (1, 4):
         decoding = dataclasses.replace(engine.config.decode, beam_size=beam)
         ours = [engine.translate([sentence], decoding).outputs[0] for sentence in sentences]

@@ -18,7 +18,7 @@ from seq2seq.service.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_COMPUTE_TYPE
 
-from helpers import ENV, HANG, command
+from helpers import ENV, HANG, call, command, running
 
 pytest.importorskip(
     "ctranslate2", reason='CTranslate2 is an optional extra: pip install ".[export]"'
@@ -88,8 +88,9 @@ def test_an_explicit_type_is_used_as_it_is_measuring_nothing(trained_here):
     engine = load_engine(checkpoint=trained_here, decode=int8)
     assert engine.facts()["compute_type"] == "int8_float32 (as set)"
     assert not (export_folder(trained_here) / EXPORT_COMPUTE_TYPE).exists()
-    (loader,) = load_models([str(trained_here)], Config(), "auto", "cpu", int8)
-    assert loader.load().facts()["compute_type"] == "int8_float32 (as set)"  # serve's /info
+    (loader,) = load_models([str(trained_here)], Config(), "auto", "cpu", int8)  # serve's
+    with running(loader.load()) as server:
+        assert call(server.url, "GET", "/info")[1]["compute_type"] == "int8_float32 (as set)"
     done = subprocess.run(
         command("seq2seq.translate", "--checkpoint", str(trained_here), "--compute-type",
                 "float32", "five is five"),
