@@ -45,6 +45,7 @@ from typing import TypeVar
 
 import torch
 
+from seq2seq.support.device import cpu_name
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
 
@@ -66,16 +67,6 @@ def machine() -> dict:
         "platform": platform.platform(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def machine_speed(device) -> dict:

@@ -38,6 +38,7 @@ from pathlib import Path
 from seq2seq.model.config import ModelConfig
 from seq2seq.options import (
     DEFAULT_CONFIG,
+    ComputeTypeName,
     Config,
     CorpusConfig,
     DecodeConfig,
@@ -52,8 +53,8 @@ from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_
 # The config's whole interface, the options' dataclasses included: `from seq2seq.config import
 # Config, TrainConfig` wherever the layers allow (seq2seq/text/ imports seq2seq/options.py).
 __all__ = [
-    "DEFAULT_CONFIG", "Config", "ConfigError", "CorpusConfig", "DecodeConfig", "Language",
-    "ModelConfig", "ServeConfig", "SplitFiles", "TrainConfig", "VocabConfig",
+    "DEFAULT_CONFIG", "ComputeTypeName", "Config", "ConfigError", "CorpusConfig", "DecodeConfig",
+    "Language", "ModelConfig", "ServeConfig", "SplitFiles", "TrainConfig", "VocabConfig",
     "add_config_arguments", "config_from_dict", "decode_overrides", "is_override", "load_config",
     "translation_pair",
 ]  # fmt: skip

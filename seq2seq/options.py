@@ -27,6 +27,20 @@ from seq2seq.support import paths
 
 DEFAULT_CONFIG = "config.yaml"
 
+# decode.compute_type: ours (auto) and CTranslate2's names (its own "auto" is not ours)
+ComputeTypeName = Literal[
+    "auto",
+    "default",
+    "float32",
+    "int8",
+    "int8_float32",
+    "int8_float16",
+    "int8_bfloat16",
+    "int16",
+    "float16",
+    "bfloat16",
+]
+
 
 @dataclass
 class SplitFiles:
@@ -291,6 +305,13 @@ class DecodeConfig:
     # the model and put back in its output, each exactly once (seq2seq/text/placeholders.py);
     # a text without any goes to the model as it is | off: translated as text
     placeholders: Literal["protect", "off"] = "protect"
+    # CTranslate2's type for the weights (its names; default: the model's own, as saved) |
+    # auto: for a checkpoint decoded from its export, the fastest type whose BLEU on the
+    # first validation sentences is within compute_type_bleu_loss of float32's, measured once
+    # per machine and kept in the export (seq2seq/decoding/compute_types.py); for an export
+    # or a package given with --model, its own. --compute-type (translate, serve) sets it
+    compute_type: ComputeTypeName = "auto"
+    compute_type_bleu_loss: Annotated[float, ">= 0"] = 0.3  # BLEU that auto may give up
 
 
 @dataclass

@@ -54,7 +54,12 @@ from typing import NamedTuple
 import torch
 
 from seq2seq.config import Config, add_config_arguments, decode_overrides, load_config
-from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
+from seq2seq.decoding.engine_choice import (
+    add_engine_arguments,
+    compute_type_set,
+    described,
+    load_engine,
+)
 from seq2seq.service.loaders import Loader, load_models
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
@@ -133,12 +138,12 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     overrides set (decode.beam_size=1: greedy); with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
-    decode = decode_overrides(args.overrides)
-    choice, device, compute_type = args.engine, args.device, args.compute_type
+    decode = {**decode_overrides(args.overrides), **compute_type_set(args)}
+    choice, device = args.engine, args.device
     if args.model:  # --checkpoint too: the first
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
-        return load_models(paths, config, choice, device, compute_type, decode)
-    engine = load_engine(config, args.checkpoint, choice, None, device, compute_type, decode)
+        return load_models(paths, config, choice, device, decode)
+    engine = load_engine(config, args.checkpoint, choice, None, device, decode)
     return [Loader.of(engine, str(args.checkpoint or config.checkpoint_path))]
 
 

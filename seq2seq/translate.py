@@ -33,15 +33,17 @@ The model is runs/<experiment>/best.pt of the config (config.yaml by default), o
 given with --checkpoint, which carries its own vocabularies and settings. Where CTranslate2 is
 installed (the `export` extra; `make test` and `make package` install it), translations,
 greedy and beam search, run in it, on an export of the checkpoint cached beside it
-(runs/<experiment>/best.ct2/, made the first time): the same outputs, sooner
-(seq2seq/decoding/engine_choice.py; `--engine torch`: our code alone). The engine is named on
-stderr at start ("decoding with ctranslate2 (translations), torch (attention) on cpu").
+(runs/<experiment>/best.ct2/, made the first time): in float32 the same outputs, sooner
+(seq2seq/decoding/engine_choice.py; `--engine torch`: our code alone), in the type
+decode.compute_type names (auto: measured, seq2seq/decoding/compute_types.py). The engine and
+its type are named on stderr at start ("decoding with ctranslate2 (translations), torch
+(attention) on cpu in float32 (...)").
 With --file report.docx, a document (.txt .html .srt .docx .pptx .odt .odp .epub:
 seq2seq/documents/reading.py) is translated, its formatting kept, into report.<target>.docx
 beside it (the target language's code; written whole or not at all), with a progress bar.
 
 With `--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export`
-decodes in CTranslate2 (`--compute-type int8` quantizes it as it loads).
+decodes in CTranslate2, in its own type (`--compute-type int8` quantizes it as it loads).
 """
 
 import itertools
@@ -54,7 +56,12 @@ from tqdm import tqdm
 
 from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.engine_choice import add_engine_arguments, described, load_engine
+from seq2seq.decoding.engine_choice import (
+    add_engine_arguments,
+    compute_type_set,
+    described,
+    load_engine,
+)
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
 from seq2seq.documents import reading
@@ -111,8 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
     config = None if args.checkpoint or args.model else load_config(args.config)
     engine = load_engine(
-        config, args.checkpoint, args.engine, args.model, args.device, args.compute_type,
-        decode_flags(args),
+        config, args.checkpoint, args.engine, args.model, args.device, decode_flags(args),
     )  # fmt: skip
     print(f"decoding with {described(engine)}", file=sys.stderr, flush=True)
     if args.nbest is not None:
@@ -222,8 +228,8 @@ def utf8_argument(number: int, text: str) -> str:
 
 
 def decode_flags(args) -> dict:
-    """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram and
-    --placeholders set, checked: in place of the model's own, whatever the model
+    """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram,
+    --placeholders and --compute-type set, checked: in place of the model's own, whatever the model
     (engine_choice.py's decoding_in_force; a setting it has no use for is refused)."""
     if args.beam_size is not None and args.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
@@ -232,7 +238,8 @@ def decode_flags(args) -> dict:
     if args.nbest is not None and args.nbest < 1:
         raise UserError("--nbest must be at least 1")
     flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders")
-    return {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
+    given = {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
+    return {**given, **compute_type_set(args)}
 
 
 if __name__ == "__main__":

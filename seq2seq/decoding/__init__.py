@@ -14,6 +14,8 @@
                        bpe.model with Moses's tokenization, as Argos Translate uses them
     exported.py        a checkpoint's translations by CTranslate2 on its export, kept beside
                        it, its attention pictures by ours
+    compute_types.py   the type CTranslate2 decodes the weights in: auto measures which
+                       is fastest at float32's score, kept in the export
     engine_choice.py   which engine decodes (--engine): by default the checkpoint's export
                        where CTranslate2 runs, else ours
 

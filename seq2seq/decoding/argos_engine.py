@@ -2,7 +2,7 @@
 (`python -m seq2seq.export argos`) or a published one, decoded by CTranslate2 as Argos
 Translate decodes it.
 
-    ArgosEngine.load(path, device, compute_type)   an .argosmodel file, or a package's folder
+    ArgosEngine.load(path, device, compute_type, why)   an .argosmodel file, or a package's folder
 
 What a package holds: seq2seq/exports/argos_package.py (its pair and target_prefix in
 metadata.json, the CTranslate2 model in model/, its tokenizer: argos_tokenizers.py).
@@ -34,7 +34,7 @@ from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.argos_tokenizers import package_tokenizer
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.ctranslate2_engine import load_translator, texts_of
+from seq2seq.decoding.ctranslate2_engine import compute_type_fact, load_translator, texts_of
 from seq2seq.decoding.engines import Translations, warned
 from seq2seq.exports.argos_package import (
     BEAM_SIZE,
@@ -62,23 +62,31 @@ class ArgosEngine:
     target_prefix: str
     translator: object  # ctranslate2.Translator
     origin: str
+    why: str = ""  # how its compute type was chosen (compute_types.py)
     shows_attention = False
     longest_source = LONGEST_INPUT  # CTranslate2 cuts a source there
     unused: ClassVar[dict[str, str]] = {
         "cache": "a package is decoded by CTranslate2, which keeps keys and values always",
-        "precision": "a package is decoded by CTranslate2, in the precision of --compute-type",
+        "precision": "a package is decoded by CTranslate2, in decode.compute_type",
         "max_len_a": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
         "max_len_b": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
     }
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "auto", compute_type: str = "default"):
+    def load(
+        cls, path: str | Path, device: str = "auto", compute_type: str = "default",
+        why: str = "",
+    ):  # fmt: skip
+        """`compute_type`: CTranslate2's (default: the package's own, as saved), chosen as
+        `why` says."""
         path = Path(path)
         with unpacked(path) as folder:
-            return cls.from_folder(folder, device, compute_type, origin=str(path))
+            return cls.from_folder(folder, device, compute_type, why, origin=str(path))
 
     @classmethod
-    def from_folder(cls, folder: Path, device: str, compute_type: str, origin: str = ""):
+    def from_folder(
+        cls, folder: Path, device: str, compute_type: str, why: str = "", origin: str = ""
+    ):
         """The package in `folder`, loaded into memory (the folder may go afterwards)."""
         metadata = package_metadata(folder)
         source, target = package_languages(metadata)
@@ -86,7 +94,8 @@ class ArgosEngine:
         translator = load_translator(folder / MODEL, device, compute_type)
         config = config_from_dict({"decode": OWN_DECODE}, source=str(folder / METADATA))
         prefix = metadata.get("target_prefix", "")
-        return cls(config, (source, target), tokenizer, prefix, translator, origin or str(folder))
+        origin = origin or str(folder)
+        return cls(config, (source, target), tokenizer, prefix, translator, origin, why)
 
     @property
     def src_vocab(self):
@@ -103,7 +112,9 @@ class ArgosEngine:
         settings = dataclasses.asdict(self.config.decode).items()
         decode = {key: value for key, value in settings if key not in self.unused}
         return {"engine": "argos package", "package": self.origin, "checkpoint": {},
-                "device": self.translator.device, "config": {"decode": decode}}  # fmt: skip
+                "device": self.translator.device,
+                "compute_type": compute_type_fact(self.translator, self.why),
+                "config": {"decode": decode}}  # fmt: skip
 
     def encoded(self, sentences: list[str]) -> tuple[list[list[str]], list[list[str]]]:
         """Each sentence's tokens, as Argos Translate gives them to CTranslate2 (an unknown

@@ -2,7 +2,7 @@
 its format), decoded by CTranslate2's C++ (an optional extra), with the members of every
 engine (engines.py).
 
-    CTranslate2Engine.load(folder, device, compute_type)
+    CTranslate2Engine.load(folder, device, compute_type, why)   (compute_types.py: which type)
       -> translate(sentences, decoding): each sentence encoded once (engines.encoded), the
          non-empty ones searched in one call (greedy, or beam search), detokenized
 
@@ -79,6 +79,11 @@ def load_translator(directory: Path, device: str, compute_type: str, workers: in
         torch.set_num_threads(torch_threads)
 
 
+def compute_type_fact(translator, why: str) -> str:
+    """What a CTranslate2 engine's facts say of its compute type: "int8 (why it is)"."""
+    return f"{translator.compute_type} ({why})" if why else translator.compute_type
+
+
 class Found(NamedTuple):
     """CTranslate2's answer for one sentence: its hypotheses (pieces), best first."""
 
@@ -94,20 +99,23 @@ class CTranslate2Engine:
     src_vocab: Vocab
     tgt_vocab: Vocab
     translator: object  # ctranslate2.Translator
+    why: str = ""  # how its compute type was chosen (compute_types.py)
     shows_attention = False
     unused: ClassVar[dict[str, str]] = {
         "cache": "CTranslate2 decodes it, keeping keys and values always (--engine torch "
         "decodes a checkpoint with it)",
-        "precision": "CTranslate2 decodes it, in the precision of --compute-type (--engine torch "
+        "precision": "CTranslate2 decodes it, in decode.compute_type (--engine torch "
         "decodes a checkpoint with it)",
     }
 
     @classmethod
     def load(
-        cls, directory: str | Path, device: str = "auto", compute_type: str = "default", workers=1
-    ):
+        cls, directory: str | Path, device: str = "auto", compute_type: str = "default",
+        why: str = "", workers: int = 1,
+    ):  # fmt: skip
         """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
-        as saved, float32); `workers`: batches decoded at once (load_translator)."""
+        as saved, float32), chosen as `why` says; `workers`: batches decoded at once
+        (load_translator)."""
         import_ctranslate2()  # its one-line error first, if it is missing
         directory = Path(directory)
         if not (directory / EXPORT_CONFIG).exists():
@@ -121,7 +129,7 @@ class CTranslate2Engine:
         src_vocab = read_vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = read_vocab(tgt_path.read_bytes())
         translator = load_translator(directory, device, compute_type, workers)
-        return cls(config, src_vocab, tgt_vocab, translator)
+        return cls(config, src_vocab, tgt_vocab, translator, why)
 
     @property
     def longest_source(self) -> int:
@@ -130,6 +138,7 @@ class CTranslate2Engine:
 
     def facts(self) -> dict:
         return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device,
+                "compute_type": compute_type_fact(self.translator, self.why),
                 "config": published(self.config)}  # fmt: skip
 
     def search(

@@ -13,7 +13,9 @@
                             .argosmodel file or its folder: argos_engine.py), decoded by
                             CTranslate2; serve takes several (seq2seq/service/loaders.py)
 
-translate, serve and eval say which engine decodes at start (described).
+CTranslate2 decodes in decode.compute_type (--compute-type in its place): auto, the default,
+measures which type is fastest at float32's score, for a checkpoint (compute_types.py).
+translate, serve and eval say which engine decodes at start, and in which type (described).
 
 The decode settings it decodes with (engine.config.decode, what /info shows) are the model's
 own (its checkpoint's or export's decode section; Argos Translate's for a package: argos_engine.py),
@@ -23,11 +25,13 @@ engine has no use for (its `unused`) is a one-line error naming it and the model
 """
 
 import dataclasses
+import typing
 from pathlib import Path
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import Config, DecodeConfig
+from seq2seq.config import ComputeTypeName, Config, DecodeConfig
 from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.compute_types import checkpoint_type, given_type
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine
 from seq2seq.decoding.exported import Exported, export_beside
@@ -45,7 +49,6 @@ def load_engine(
     choice: str = "auto",
     model: str | Path | None = None,
     device: str = "auto",
-    compute_type: str = "default",
     decode: dict | None = None,
 ) -> Engine:
     """The engine these settings name (the table above): `checkpoint` (default: the best
@@ -53,22 +56,24 @@ def load_engine(
     decoding with the settings `decode` sets (decoding_in_force), else the model's own."""
     path = Path(model or checkpoint or config.checkpoint_path)
     refuse_unused(decode, choice, path)  # before the model loads
-    engine = engine_of(config, checkpoint, choice, model, device, compute_type)
+    engine = engine_of(config, checkpoint, choice, model, device, decode or {})
     engine.config.decode = decoding_in_force(engine.config.decode, decode, choice, path)
     return engine
 
 
 def engine_of(
     config: Config | None, checkpoint: str | Path | None, choice: str,
-    model: str | Path | None, device: str, compute_type: str,
+    model: str | Path | None, device: str, decode: dict,
 ) -> Engine:  # fmt: skip
-    """load_engine's engine, decoding with its model's own settings."""
+    """load_engine's engine, decoding with its model's own settings, in the compute type of
+    the decode settings in force (compute_types.py)."""
     if model:
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
+        kind = given_type(decode.get("compute_type", "auto"))
         if is_package(Path(model)):
-            return ArgosEngine.load(model, device, compute_type)
-        return CTranslate2Engine.load(model, device, compute_type)
+            return ArgosEngine.load(model, device, *kind)
+        return CTranslate2Engine.load(model, device, *kind)
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
     ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
@@ -81,7 +86,9 @@ def engine_of(
             raise
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
-    fast = CTranslate2Engine.load(folder, ours.device, compute_type)
+    decoding = decoding_in_force(ours.config.decode, decode, choice, path)
+    kind = checkpoint_type(folder, ours.config, decoding, ours.device)
+    fast = CTranslate2Engine.load(folder, ours.device, *kind)
     return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
 
 
@@ -115,9 +122,11 @@ def decoder(choice: str, path: Path) -> type:
 
 
 def described(engine: Engine) -> str:
-    """Which engine decodes, on which device: what translate, serve and eval say at start."""
+    """Which engine decodes, on which device, in which compute type (CTranslate2's): what
+    translate, serve and eval say at start."""
     facts = engine.facts()
-    return f"{facts['engine']} on {facts['device']}"
+    said = f"{facts['engine']} on {facts['device']}"
+    return f"{said} in {facts['compute_type']}" if "compute_type" in facts else said
 
 
 def ctranslate2_runs_on(device: str) -> bool:
@@ -152,5 +161,11 @@ def add_engine_arguments(parser, several: bool = False) -> None:
             "--model", help="an export's folder, or an Argos package (.argosmodel or its folder)"
         )
     parser.add_argument(
-        "--compute-type", default="default", help="CTranslate2's: float32, int8, ..."
-    )
+        "--compute-type", choices=typing.get_args(ComputeTypeName),
+        help="CTranslate2's type for the weights (default: decode.compute_type, auto)",
+    )  # fmt: skip
+
+
+def compute_type_set(args) -> dict:
+    """--compute-type as a decode setting the command line sets (decode.compute_type's place)."""
+    return {"compute_type": args.compute_type} if args.compute_type else {}

@@ -95,7 +95,10 @@ class TorchEngine:
 
     checkpoint: Checkpoint
     shows_attention = True
-    unused: ClassVar[dict[str, str]] = {}  # every decode setting is ours
+    unused: ClassVar[dict[str, str]] = {
+        "compute_type": "our torch code decodes it, in decode.precision (compute_type is "
+        "CTranslate2's: --engine auto or ctranslate2)",
+    }
 
     @property
     def config(self) -> Config:

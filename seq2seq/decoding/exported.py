@@ -9,8 +9,10 @@ what CTranslate2 cannot give (engine_choice.py picks it by default where CTransl
 
 The export is CTranslate2's copy of our weights (exports/ctranslate2.py), and beam.py's
 search is CTranslate2's: a translation, greedy or beam search, is the same tokens in both
-(tested), several times sooner on a CPU (benchmarks/results/bench.md, serve_latency.md): every
-output stays what `--engine torch` gives.
+(tested), several times sooner on a CPU (benchmarks/results/bench.md, serve_latency.md): in
+float32 every output stays what `--engine torch` gives. decode.compute_type auto may have it
+decoded in int8 instead, where that costs at most decode.compute_type_bleu_loss BLEU on the
+validation split (compute_types.py: measured once, kept in the export's folder).
 
 The export is known by the checkpoint's checksum, which the export keeps in checkpoint.sha256:
 a new best.pt (training went on, another run) gets a new export, made in a folder beside it
@@ -38,7 +40,12 @@ class Exported(TorchEngine):
     unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
     def facts(self) -> dict:
-        return {**super().facts(), "engine": "ctranslate2 (translations), torch (attention)"}
+        engine = "ctranslate2 (translations), torch (attention)"
+        return {
+            **super().facts(),
+            "engine": engine,
+            "compute_type": self.fast.facts()["compute_type"],
+        }
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         return self.fast.translate(sentences, decoding)

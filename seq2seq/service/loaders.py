@@ -81,14 +81,13 @@ NAMED = re.compile(r"([\w.-]+)=(.+)")
 
 
 def load_models(
-    arguments: list[str], config: Config, choice: str, device: str, compute_type: str,
-    decode: dict | None = None,
+    arguments: list[str], config: Config, choice: str, device: str, decode: dict | None = None,
 ) -> list[Loader]:  # fmt: skip
     """The models `arguments` name, in order (serve --model [NAME=]PATH, several times); each
     named NAME, else by its file (models_at); each decoding with the settings `decode` sets,
     else its own."""
     loaders: list[Loader] = []
-    engines = partial(load_engine, device=device, compute_type=compute_type, decode=decode)
+    engines = partial(load_engine, device=device, decode=decode)
     in_force = partial(decoding_in_force, overrides=decode)
     for argument in arguments:
         match = NAMED.fullmatch(argument)
@@ -108,7 +107,7 @@ def models_at(
     export (seq2seq.json in it), an Argos package (.argosmodel, or its folder) or a folder of
     installed packages (each); each known from its config or metadata alone, its weights left
     on disk until it is loaded. Named by its experiment, a package by its file's name.
-    `engines`: load_engine with the device, compute type and decode settings; `in_force`:
+    `engines`: load_engine with the device and decode settings; `in_force`:
     decoding_in_force with those settings. A package is decoded as Argos Translate decodes
     it, whatever --engine (`choice`)."""
     ours, settled = partial(engines, choice=choice), partial(in_force, choice=choice)

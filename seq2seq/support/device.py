@@ -25,6 +25,7 @@ import ctypes
 import ctypes.util
 import importlib.metadata
 import os
+import platform
 import sys
 from pathlib import Path
 
@@ -86,6 +87,18 @@ def cpu_flags() -> set[str]:
     except OSError:
         pass
     return set()
+
+
+def cpu_name() -> str:
+    """This CPU's model, as Linux names it ("AMD EPYC 9R14 96-Core Processor")."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def cpu_computes_bf16(flags: set[str] | None = None) -> bool:

@@ -38,6 +38,7 @@ EVAL = "eval.json"
 
 EXPORT_CONFIG = "seq2seq.json"
 EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
+EXPORT_COMPUTE_TYPE = "compute_type.json"  # decode.compute_type auto's measures (compute_types.py)
 
 
 def text_files(data_dir: Path, split: str) -> tuple[Path, Path]:

@@ -265,8 +265,11 @@ def test_a_bpe_package_translates_as_argos_translate(bpe_folder, bpe_package, tm
     unknown word is warned of. CTranslate2 on one thread in both: the same bits."""
     sentences, package = bpe_folder[2], bpe_package[0]
     theirs = run_argos(package, ("de", "en"), sentences, tmp_path / "home", (1, 4), 1)
-    engine = load_engine(model=package, compute_type="float32")
+    engine = load_engine(model=package, decode={"compute_type": "float32"})
     assert engine.languages == (Language("de", "German"), Language("en", "English"))
+    assert engine.facts()["compute_type"] == "float32 (as set)"
+    own = load_engine(model=package).facts()["compute_type"]  # auto: the package's, as saved
+    assert own == "float32 (auto: a model given with --model keeps its own, as saved)"
     for beam in (1, 4):
         decoding = dataclasses.replace(engine.config.decode, beam_size=beam)
         ours = [engine.translate([sentence], decoding).outputs[0] for sentence in sentences]
@@ -311,12 +314,14 @@ def test_an_imported_bpe_package_translates_as_ctranslate2(bpe_folder, bpe_packa
         assert imported.tgt_vocab.detokenize(ours) == [t[1:] if t[:1] == " " else t for t in texts]
         assert len(set(texts)) > 100, "the outputs should vary"
     torch_engine = load_engine(checkpoint=out, choice="torch")
-    exported = load_engine(checkpoint=out, choice="ctranslate2", compute_type="float32")
+    exported = load_engine(checkpoint=out, choice="ctranslate2", decode={"compute_type": "float32"})
     greedy = dataclasses.replace(torch_engine.config.decode, beam_size=1)
     assert exported.translate(sentences, greedy) == torch_engine.translate(sentences, greedy)
     back = tmp_path / "back.argosmodel"
     export_argos(imported, back)
-    original, again = (load_engine(model=p, compute_type="float32") for p in (package, back))
+    original, again = (
+        load_engine(model=p, decode={"compute_type": "float32"}) for p in (package, back)
+    )
     assert again.translate(sentences, greedy) == original.translate(sentences, greedy)
     with pytest.raises(UserError, match="MarianTokenizer needs sentencepiece models"):
         export_huggingface(imported, tmp_path / "hf")

@@ -25,6 +25,7 @@ pytest.importorskip(
 )
 
 SENTENCES = ["one is one", "seven is seven", "three is three", ""]
+FLOAT32 = {"compute_type": "float32"}  # CTranslate2's weights as torch's: like for like
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def checkpoint(seed_run, tmp_path):
 
 @pytest.mark.same_outputs
 def test_auto_caches_the_export_and_translates_as_the_torch_engine(checkpoint):
-    engine = load_engine(checkpoint=checkpoint)
+    engine = load_engine(checkpoint=checkpoint, decode=FLOAT32)  # fp32: torch's on the CPU
     assert isinstance(engine, Exported)
     folder = export_folder(checkpoint)
     assert engine.folder == folder and folder.name == "best.ct2"
@@ -89,7 +90,7 @@ def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(chec
     """CTranslate2 takes one limit per call: greedy outputs are cut to their own limit, as
     greedy.py does, and beam search runs once per limit, whatever else is in the batch."""
     ours = load_engine(checkpoint=checkpoint, choice="torch")
-    fast = load_engine(checkpoint=checkpoint, choice="ctranslate2")
+    fast = load_engine(checkpoint=checkpoint, choice="ctranslate2", decode=FLOAT32)
     short = dataclasses.replace(
         ours.config.decode, beam_size=beam_size, max_len_a=0.5, max_len_b=0, no_repeat_ngram=0
     )
@@ -102,9 +103,12 @@ def test_each_sentence_of_a_ctranslate2_batch_stops_at_its_own_length_limit(chec
 def test_translate_by_default_writes_the_cache_and_says_which_engine_decodes(checkpoint):
     done = subprocess.run(
         command("seq2seq.translate", "--checkpoint", str(checkpoint), "five is five"),
-        capture_output=True, text=True, env=ENV, timeout=HANG,
+        capture_output=True, text=True, env=ENV, timeout=HANG, cwd=checkpoint.parent,
     )  # fmt: skip
-    said = "decoding with ctranslate2 (translations), torch (attention) on cpu\n"
+    said = (
+        "decoding with ctranslate2 (translations), torch (attention) on cpu in float32 (auto: "
+        "no validation split in data/seed/ to measure on, as saved)\n"
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said)
     assert (export_folder(checkpoint) / "model.bin").exists()
 
@@ -112,15 +116,15 @@ def test_translate_by_default_writes_the_cache_and_says_which_engine_decodes(che
 def test_a_model_to_serve_is_known_by_its_kind_or_refused_in_one_line(tmp_path, seed_run):
     """serve --model: a checkpoint is known by its config alone (its pair, its size), loaded
     later; a path of no known kind, or a missing checkpoint, is one line."""
-    (loader,) = load_models([str(seed_run / "best.pt")], Config(), "torch", "cpu", "default")
+    (loader,) = load_models([str(seed_run / "best.pt")], Config(), "torch", "cpu")
     assert [language.code for language in loader.languages(None)] == ["en", "digits"]
     assert loader.weights_bytes == (seed_run / "best.pt").stat().st_size
     assert loader.load().config.experiment == "seed"
     assert loader.beam_size == loader.load().config.decode.beam_size  # what a queue counts
     with pytest.raises(UserError, match=r"--model .*: not a config \(.yaml\), a checkpoint"):
-        load_models([str(tmp_path)], Config(), "auto", "cpu", "default")
+        load_models([str(tmp_path)], Config(), "auto", "cpu")
     with pytest.raises(UserError, match="no trained model at .*missing.pt"):
-        load_models([str(tmp_path / "missing.pt")], Config(), "auto", "cpu", "default")
+        load_models([str(tmp_path / "missing.pt")], Config(), "auto", "cpu")
 
 
 def test_a_model_to_serve_is_named_by_name_equals_path_else_by_its_experiment(tmp_path, seed_run):
@@ -128,11 +132,11 @@ def test_a_model_to_serve_is_named_by_name_equals_path_else_by_its_experiment(tm
     exists as written is a path, "=" and all."""
     odd = shutil.copy(seed_run / "best.pt", tmp_path / "a=b.pt")
     arguments = [f"tuned={seed_run / 'best.pt'}", str(seed_run / "best.pt"), str(odd)]
-    loaders = load_models(arguments, Config(), "torch", "cpu", "default")
+    loaders = load_models(arguments, Config(), "torch", "cpu")
     assert [(loader.name, loader.path) for loader in loaders] == [
         ("tuned", str(seed_run / "best.pt")), ("seed", str(seed_run / "best.pt")),
         ("seed", str(odd)),
     ]  # fmt: skip
     missing = tmp_path / "missing.pt"
     with pytest.raises(UserError, match=f"^no trained model at {re.escape(str(missing))}$"):
-        load_models([f"tuned={missing}"], Config(), "auto", "cpu", "default")
+        load_models([f"tuned={missing}"], Config(), "auto", "cpu")

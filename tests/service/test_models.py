@@ -308,7 +308,7 @@ def numbers_package(trained_joint_numbers_checkpoint, tmp_path_factory):
     """The joint numbers model as an Argos package, its loader as serve --model makes it."""
     package = tmp_path_factory.mktemp("argos") / "numbers.argosmodel"
     export_argos(trained_joint_numbers_checkpoint[0], package)
-    return load_models([str(package)], Config(), "auto", "cpu", "default")[0]
+    return load_models([str(package)], Config(), "auto", "cpu")[0]
 
 
 def test_an_argos_package_tells_its_own_decoding_and_no_made_up_model(numbers_package):
@@ -329,7 +329,7 @@ def served(*overrides: str, model: tuple[str, ...] = (), checkpoint=None, engine
     overrides = ("serve.threads=0", *overrides)  # torch's threads left as they are
     args = argparse.Namespace(
         model=list(model), checkpoint=checkpoint, engine=engine, device="cpu",
-        compute_type="default", overrides=list(overrides),
+        compute_type=None, overrides=list(overrides),
     )  # fmt: skip
     return serve.load(load_config(ROOT / "config.yaml", overrides), args)
 
