@@ -589,6 +589,8 @@ def test_versions_of_one_pair_load_lazily_each_at_its_first_request(trained_numb
         body = {"text": SENTENCES, "model": "tuned"}
         assert call(server.url, "POST", "/translate", body)[0] == 200
         assert loaded() == [True, True, False]
+        tuned = server.models.all[1].batcher  # idle once its thread is past the batch it answered
+        wait_until(lambda: not tuned.busy, "the tuned model's decoder to be idle")
         body = {"text": SENTENCES, "source": "de", "target": "fr"}
         assert call(server.url, "POST", "/translate", body)[0] == 200
         assert loaded() == [True, False, True] and [c.loads for c in loads] == [1, 1, 1]
