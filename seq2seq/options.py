@@ -305,11 +305,10 @@ class DecodeConfig:
     # the model and put back in its output, each exactly once (seq2seq/text/placeholders.py);
     # a text without any goes to the model as it is | off: translated as text
     placeholders: Literal["protect", "off"] = "protect"
-    # CTranslate2's type for the weights (its names; default: the model's own, as saved) |
-    # auto: for a checkpoint decoded from its export, the fastest type whose BLEU on the
-    # first validation sentences is within compute_type_bleu_loss of float32's, measured once
-    # per machine and kept in the export (seq2seq/decoding/compute_types.py); for an export
-    # or a package given with --model, its own. --compute-type (translate, serve) sets it
+    # CTranslate2's type for the weights (default: the model's own, as saved) | auto: for a
+    # checkpoint decoded from its export, the fastest type whose BLEU on the first validation
+    # sentences is within compute_type_bleu_loss of float32's, measured once per machine and
+    # kept in the export (decoding/compute_types.py); a model given with --model: its own
     compute_type: ComputeTypeName = "auto"
     compute_type_bleu_loss: Annotated[float, ">= 0"] = 0.3  # BLEU that auto may give up
 
