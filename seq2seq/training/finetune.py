@@ -24,6 +24,7 @@ import torch
 
 from seq2seq.checkpoint import read_state
 from seq2seq.config import Config
+from seq2seq.exports.argos_package import SUFFIX
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.text.special import PAD
@@ -35,7 +36,7 @@ def read_source(config: Config) -> dict:
     """The raw state of the checkpoint train.init_from names, checked: a readable checkpoint
     of the model and vocabulary settings the config has (its config's, key by key)."""
     path = Path(config.train.init_from)
-    if path.is_dir() or path.suffix == ".argosmodel":
+    if path.is_dir() or path.suffix == SUFFIX:
         raise UserError(
             f"train.init_from: {path} is a package, not a checkpoint: import it first "
             f"(python -m seq2seq.import_model {path}), which writes the checkpoint and the "
