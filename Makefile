@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -73,8 +73,8 @@ eval: $(CORE)
 # A language pair's config to its Argos Translate package, for LibreTranslate (docs/package.md):
 # data, train (which averages its last checkpoints: train.average_last), eval, then the package
 # runs/<experiment>/<from>_<to>.argosmodel with the test scores in its card. Nothing is redone
-# that is done: a finished run is not trained again. PACKAGE_ARGS="--quantization int8": int8
-# matrices, a quarter of their size, in <from>_<to>.int8.argosmodel.
+# that is done: a finished run is not trained again. int8 weights where they lose at most
+# decode.compute_type_bleu_loss BLEU, in <from>_<to>.int8.argosmodel (PACKAGE_ARGS="--quantization float32": never).
 PACKAGE_ARGS ?=
 package: data train eval $(STAMP)-export
 	$(PYTHON) -m seq2seq.export argos --config $(CONFIG) $(PACKAGE_ARGS) $(ARGS)
@@ -122,6 +122,12 @@ bench-train: $(DEV)
 # (docs/training-speed.md). ARGS="--config ... --checkpoint ...": another.
 bench-validation: $(DEV)
 	$(PYTHON) -m benchmarks.speed.validation $(ARGS)
+
+# Each model (the stand-in and its student, where trained) in each of CTranslate2's compute types:
+# test BLEU against sentences per CPU second, greedy and beam 4 -> benchmarks/results/
+# speed_quality.{json,md} (a table per CPU) and docs/benchmarks/speed_quality.png.
+bench-speed-quality: $(DEV)
+	$(PYTHON) -m benchmarks.speed.speed_quality $(ARGS)
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/results/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).

@@ -6,17 +6,22 @@
 
 Without --checkpoint, the best.pt of the run of --config (with its overrides); without OUT,
 beside that checkpoint: <from>_<to>.argosmodel (<from>_<to>.int8.argosmodel with int8),
-ctranslate2/ or huggingface/. The CTranslate2 weights (ctranslate2, argos) are float32, or
-int8 with --quantization int8: the matrices a quarter of their size, faster on a CPU, the
-outputs slightly different. A model imported from an int8 package (or fine-tuned from one)
-is exported int8 unless --quantization says otherwise. Each format's module says what it
-holds and what differs from our own decoding.
+ctranslate2/ or huggingface/. The CTranslate2 weights (ctranslate2, argos) are int8 or float32:
+int8's matrices are a quarter of the size, several times faster on a CPU, the outputs slightly
+different. --quantization auto (the default) measures both on this CPU, on the checkpoint's
+validation split (decoding/compute_types.py, kept in the export beside the checkpoint), and
+saves int8 where it loses at most decode.compute_type_bleu_loss BLEU; float32 where it loses
+more or there is no validation split to measure on. A model imported from an int8 package (or
+fine-tuned from one) is exported int8 unless --quantization says otherwise. Each format's
+module says what it holds and what differs from our own decoding.
 """
 
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint, load_checkpoint
-from seq2seq.config import DEFAULT_CONFIG, load_config, translation_pair
+from seq2seq.config import DEFAULT_CONFIG, Config, load_config, translation_pair
+from seq2seq.decoding.compute_types import AS_SET, ComputeType, weights_type
+from seq2seq.decoding.exported import export_beside
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.argos_package import SUFFIX
 from seq2seq.exports.ctranslate2 import QUANTIZATIONS, export_ctranslate2
@@ -37,9 +42,9 @@ def parse_arguments(argv: list[str] | None):
     parser.add_argument("--checkpoint", help="the model file (default: best.pt of --config's run)")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
     parser.add_argument(
-        "--quantization", choices=QUANTIZATIONS,
-        help="the CTranslate2 weights' type (ctranslate2, argos; default float32, or an "
-        "imported package's)",
+        "--quantization", choices=("auto", *QUANTIZATIONS),
+        help="the CTranslate2 weights' type (ctranslate2, argos; default: an imported "
+        "package's, else auto: int8 where it loses at most decode.compute_type_bleu_loss BLEU)",
     )  # fmt: skip
     args = parser.parse_intermixed_args(argv)
     outs = [word for word in args.words if "=" not in word]
@@ -48,7 +53,7 @@ def parse_arguments(argv: list[str] | None):
         parser.error(f"one OUT at most, not {len(outs)}: {' '.join(outs)}")
     if args.checkpoint and args.overrides:
         parser.error("config overrides choose a run's checkpoint: not with --checkpoint")
-    if args.format == "huggingface" and args.quantization not in (None, "float32"):
+    if args.format == "huggingface" and args.quantization not in (None, "auto", "float32"):
         parser.error("--quantization: the huggingface export is float32")
     args.out = Path(outs[0]) if outs else None
     return args
@@ -66,23 +71,34 @@ def default_out(checkpoint: Checkpoint, path: Path, format: str, quantization: s
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
-    path = Path(args.checkpoint or load_config(args.config, args.overrides).checkpoint_path)
+    config = None if args.checkpoint else load_config(args.config, args.overrides)
+    path = Path(args.checkpoint or config.checkpoint_path)
     checkpoint = load_checkpoint(path)
-    origin = checkpoint.info.get("origin", {})
-    args.quantization = args.quantization or origin.get("quantization", "float32")
-    out = args.out or default_out(checkpoint, path, args.format, args.quantization)
+    weights = saved_type(args, checkpoint, path, config or checkpoint.config)
+    out = args.out or default_out(checkpoint, path, args.format, weights.name)
     if args.format == "argos":
-        if not export_argos(checkpoint, out, path, args.quantization):
+        if not export_argos(checkpoint, out, path, weights.name):
             print(f"{out} is up to date (made from {path}, with the same card)")
             return
-        what = f"an Argos Translate package, {args.quantization}"
+        what = f"an Argos Translate package, {weights.name}"
     elif args.format == "huggingface":
         export_huggingface(checkpoint, out, path)
         what = "Hugging Face transformers, float32"
     else:
-        export_ctranslate2(checkpoint, out, args.quantization)
-        what = f"CTranslate2, {args.quantization}"
-    print(f"exported {path} to {out} ({what})")
+        export_ctranslate2(checkpoint, out, weights.name)
+        what = f"CTranslate2, {weights.name}"
+    print(f"exported {path} to {out} ({what}{'' if weights.why == AS_SET else ': ' + weights.why})")
+
+
+def saved_type(args, checkpoint: Checkpoint, path: Path, config: Config) -> ComputeType:
+    """The type of the weights the export saves: --quantization's, an imported package's, or
+    auto's measured choice (float32 for the huggingface export)."""
+    given = args.quantization or checkpoint.info.get("origin", {}).get("quantization", "auto")
+    if args.format == "huggingface":
+        return ComputeType("float32", AS_SET)
+    if given != "auto":
+        return ComputeType(given, AS_SET)
+    return weights_type(export_beside(checkpoint, path), config)
 
 
 if __name__ == "__main__":

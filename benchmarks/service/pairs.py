@@ -1,16 +1,17 @@
-"""`make bench-pairs`: two language pairs and a pivot served from one address, ours against
-LibreTranslate 1.9.6 serving the same two Argos packages, like for like: a selection of the
-matrix (matrix.py), two servers x each its own API x two pairs x greedy and beam 4 x 1 and 16
-clients.
+"""`make bench-pairs`: two language pairs and a pivot served from one address (or one pair),
+ours against LibreTranslate 1.9.6 serving the same Argos packages, like for like: a selection
+of the matrix (matrix.py), two servers x each its own API x the pairs x greedy and beam 4 x 1
+and 16 clients.
 
-    python -m benchmarks.service.pairs --package A.argosmodel --package B.argosmodel
+    python -m benchmarks.service.pairs --package A.argosmodel [--package B.argosmodel]
         [--sentences data/multi30k_de_en/test.src] [--harness wrk|python] [--seconds 10]
         [--requests 1000] [--quick] [--out DIR] [--name pairs]
         [--ours KEY=VALUE ...]
 
     A and B: B translates from A's target, so that A's source to B's target goes through a
       pivot, which both servers find by themselves (LibreTranslate as Argos Translate does,
-      ours as seq2seq/service/models.py does)
+      ours as seq2seq/service/models.py does); A alone: its pair, direct (e.g. one package
+      int8, then its float32 export: the weights' types like for like)
     each server started alone at each beam, like for like (contenders.py): greedy
       (decode.beam_size=1; LibreTranslate's ARGOS_BEAM_SIZE=1) and beam 4 (the packages' own),
       one decoding thread each (and ours with the settings of --ours, e.g. serve.workers=2)
@@ -40,7 +41,10 @@ CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
 
 
 def pairs_of(packages: list[Path]) -> dict[str, tuple[str, str]]:
-    """The direct pair (the first package's) and the pivoted one, from their metadata."""
+    """The direct pair (the first package's) and the pivoted one (through the second, if
+    given), from their metadata."""
+    if len(packages) == 1:
+        return {"direct": codes(packages[0])}
     (a_from, a_to), (b_from, b_to) = (codes(package) for package in packages)
     if b_from != a_to:
         sys.exit(f"the second package must translate from {a_to}, the first one's target")
@@ -75,12 +79,12 @@ HEADER = ["setting", "route", "clients", "requests/s, ours", "LibreTranslate", "
 
 
 def markdown(results: dict) -> str:
-    pairs = results["pairs"]
+    routes = ", ".join(f"{route} {'-'.join(pair)}" for route, pair in results["pairs"].items())
+    settings = ", ".join(["serve.threads=1", *results.get("ours", [])])
     about = (
-        f"The packages {', '.join(Path(p).name for p in results['packages'])}; direct "
-        f"{'-'.join(pairs['direct'])}, pivoted {'-'.join(pairs['pivoted'])}; one-sentence "
-        f"requests, {results['load']} a row; LibreTranslate 1.9.6 at ARGOS_INTRA_THREADS=1, "
-        f"ours at {', '.join(['serve.threads=1', *results.get('ours', [])])}."
+        f"The packages {', '.join(Path(p).name for p in results['packages'])}; {routes}; "
+        f"one-sentence requests, {results['load']} a row; LibreTranslate 1.9.6 at "
+        f"ARGOS_INTRA_THREADS=1, ours at {settings}."
     )
     rows = []
     for setting, routes in results["figures"].items():
@@ -95,7 +99,8 @@ def markdown(results: dict) -> str:
                              f"{theirs['server_cpu_ms_per_request']:.1f}", f"{cpu:.2f}",
                              f"{ours['p99_ms']:.0f}", f"{theirs['p99_ms']:.0f}",
                              results["unlike"][setting][route]])  # fmt: skip
-    title = "Two pairs and a pivot from one address, against LibreTranslate"
+    title = ("Two pairs and a pivot from one address" if len(results["pairs"]) > 1
+             else "One pair") + ", against LibreTranslate"  # fmt: skip
     return service_page(title, results, "pairs", about, markdown_table(HEADER, rows))
 
 
@@ -110,8 +115,8 @@ def main() -> None:
     )  # fmt: skip
     args = parser.parse_args()
     load = loads(args, 1, PROCESSES, quick=(3, 200))
-    if len(args.package) != 2:
-        parser.error("--package twice: a pair, then one from its target language")
+    if len(args.package) not in (1, 2):
+        parser.error("--package once or twice: a pair, then one from its target language")
     if not args.libretranslate_python.exists():
         sys.exit(f"no LibreTranslate at {args.libretranslate_python}: make bench-pairs installs it")
     sentences = args.sentences.read_text("utf-8").splitlines()[:SENTENCES]

@@ -5,5 +5,6 @@ training.py     our model against torch.nn.Transformer; training FLOP/s against 
 exports.py      our translate() against CTranslate2, transformers and Argos Translate
 train_speed.py  make bench-train: tokens/s under each CPU lever; --bleu-steps: their BLEU
 validation.py   make bench-validation: a validation's seconds with each engine
+speed_quality.py  make bench-speed-quality: each model and compute type, test BLEU against speed
 scale.py        make bench-scale: the data path from 20,000 to 5,000,000 pairs
 """

@@ -16,6 +16,9 @@
         and machine: a new checkpoint gets a new export, measured again
       no validation split to read (a checkpoint moved from where it was trained): as default
       an export or an Argos package given with --model: as default
+    the weights an export saves (`weights_type`: export ctranslate2 and argos, --quantization
+    auto, the default): the same measures on this CPU -> int8 where int8's BLEU is within
+    decode.compute_type_bleu_loss of float32's, else float32
 
 The type in force, and why, is in the engine's facts: translate's first line, /info.
 """
@@ -80,11 +83,45 @@ def checkpoint_type(
     measured the first time and kept in the export."""
     if decoding.compute_type != "auto":
         return ComputeType(decoding.compute_type, AS_SET)
+    bound = decoding.compute_type_bleu_loss
+    found = measures(folder, config, device, bound)
+    if found is None:
+        return ComputeType("default", f"auto: {no_validation(config)}, as saved")
+    within = f"within {bound} BLEU of float32 on {found.sentences} validation sentences"
+    return ComputeType(chosen(found.figures, bound), f"auto: the fastest {within}, {found.path}")
+
+
+def weights_type(folder: Path, config: Config) -> ComputeType:
+    """auto for the weights an export saves (export ctranslate2, export argos: the packages
+    LibreTranslate runs on CPUs): int8 where the measures on this CPU of the checkpoint's
+    export in `folder` put it within config.decode.compute_type_bleu_loss BLEU of float32,
+    else float32."""
+    bound = config.decode.compute_type_bleu_loss
+    found = measures(folder, config, "cpu", bound)
+    if found is None or "int8" not in found.figures:
+        return ComputeType("float32", f"auto: {no_validation(config)}")
+    loss = round(found.figures["float32"].bleu - found.figures["int8"].bleu, 2)
+    kind = "int8" if loss <= bound else "float32"
+    why = f"auto: int8 loses {loss} BLEU on {found.sentences} validation sentences, {bound} allowed"
+    return ComputeType(kind, f"{why}, {found.path}")
+
+
+class Measures(NamedTuple):
+    """auto's measures of an export: each type's figures, on how many sentences, kept where."""
+
+    figures: dict[str, Figures]
+    sentences: int
+    path: Path
+
+
+def measures(folder: Path, config: Config, device: str, bound: float) -> Measures | None:
+    """Every type CTranslate2 supports on `device`, measured on the export in `folder` (the
+    figures kept there if they were measured for this checkpoint on this machine; else
+    measured now and kept, with the choice at `bound`); None: no validation split to read."""
     pairs = validation(config)
     if not pairs:
-        why = f"auto: no validation split in {config.data_dir}/ to measure on, as saved"
-        return ComputeType("default", why)
-    path, bound = folder / EXPORT_COMPUTE_TYPE, decoding.compute_type_bleu_loss
+        return None
+    path = folder / EXPORT_COMPUTE_TYPE
     ct2 = import_ctranslate2()
     where, index = ctranslate2_device(device, ct2.get_cuda_device_count())
     here = {"checkpoint_sha256": made_from(folder), "machine": machine(where, index)}
@@ -94,8 +131,12 @@ def checkpoint_type(
         types = sorted(ct2.get_supported_compute_types(where))
         figures = measured(folder, config, device, pairs, types)
         keep(path, here, len(pairs), figures, bound)
-    why = f"auto: the fastest within {bound} BLEU of float32 on {len(pairs)} validation sentences"
-    return ComputeType(chosen(figures, bound), f"{why}, {path}")
+    return Measures(figures, len(pairs), path)
+
+
+def no_validation(config: Config) -> str:
+    """Why auto measured nothing."""
+    return f"no validation split in {config.data_dir}/ to measure on"
 
 
 def chosen(figures: dict[str, Figures], bleu_loss: float) -> str:

@@ -38,7 +38,7 @@ translate with decode.beam_size 4 and length_penalty 0.2 for its outputs: they d
 where an output is empty or reaches our length limit (tests/exports/test_argos.py).
 Argos Translate decodes with the device and compute type of its own settings
 (ARGOS_DEVICE_TYPE, ARGOS_COMPUTE_TYPE; LibreTranslate's fork does not pass on its default,
-"auto", so the weights are used as exported: float32 unless --quantization int8).
+"auto", so the weights are used as exported: int8 or float32, as export.py chose).
 """
 
 import json

@@ -8,12 +8,15 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 
+from seq2seq import export
 from seq2seq.config import Config, ConfigError, decode_overrides
 from seq2seq.decoding import compute_types
 from seq2seq.decoding.compute_types import Figures, chosen
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.exported import export_folder
+from seq2seq.exports.ctranslate2_reader import read_model_bin
 from seq2seq.service.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_COMPUTE_TYPE
@@ -98,6 +101,30 @@ def test_an_explicit_type_is_used_as_it_is_measuring_nothing(trained_here):
     )  # fmt: skip
     said = "decoding with ctranslate2 (translations), torch (attention) on cpu in float32 (as set)"
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said + "\n")
+
+
+@pytest.mark.parametrize(
+    ("int8_bleu", "saved"),
+    [(29.8, "int8"), (29.6, "float32")],  # 0.2 and 0.4 below float32
+)
+def test_an_export_saves_int8_where_it_loses_at_most_the_bound(
+    trained_here, monkeypatch, capsys, int8_bleu, saved
+):
+    """export --quantization auto (the default): the same measures as decode.compute_type
+    auto, kept beside the checkpoint; the line says the choice and why."""
+    figures = {"float32": Figures(30.0, 30.0), "int8": Figures(int8_bleu, 120.0)}
+    monkeypatch.setattr(compute_types, "measured", lambda *args: figures)
+    export.main(
+        ["ctranslate2", "--checkpoint", str(trained_here), str(trained_here.parent / "out")]
+    )
+    kept = export_folder(trained_here) / EXPORT_COMPUTE_TYPE
+    loss = round(30.0 - int8_bleu, 2)
+    assert capsys.readouterr().out.endswith(
+        f"(CTranslate2, {saved}: auto: int8 loses {loss} BLEU on 9 validation sentences, "
+        f"0.3 allowed, {kept})\n"
+    )
+    types = read_model_bin(trained_here.parent / "out/model.bin").types.values()
+    assert (torch.int8 in types) == (saved == "int8")
 
 
 def test_a_model_given_with_model_keeps_its_own_type(trained_here):

@@ -211,8 +211,12 @@ def test_export_defaults_to_the_runs_best_checkpoint_and_a_package_beside_it(
         f"{package} is up to date (made from runs/mine/best.pt, with the same card)\n"
     )
     assert package.stat().st_mtime_ns == written
-    export.main(["argos", "--config", config, "experiment=mine"])  # float32: its own file
-    assert zipfile.is_zipfile("runs/mine/en_digits.argosmodel")
+    export.main(["argos", "--config", config, "experiment=mine"])  # auto, nothing to measure on
+    assert capsys.readouterr().out.endswith(
+        "(an Argos Translate package, float32: auto: no "
+        "validation split in data/numbers/ to measure on)\n"
+    )
+    assert zipfile.is_zipfile("runs/mine/en_digits.argosmodel")  # float32: its own file
     with pytest.raises(SystemExit):
         export.main(["huggingface", "--checkpoint", "runs/mine/best.pt", "--quantization", "int8"])
     assert "the huggingface export is float32" in capsys.readouterr().err

@@ -1,0 +1,139 @@
+"""`make bench-speed-quality`: each model in each of CTranslate2's compute types, its speed
+against the quality it keeps -> benchmarks/results/speed_quality.{json,md} (a table for each
+CPU it ran on: a run adds its CPU's, or replaces it) and docs/benchmarks/speed_quality.png
+(beside --out's files when --out is given).
+
+    python -m benchmarks.speed.speed_quality [--config CONFIG ...] [--sentences N]
+
+    each config's best.pt -> its CTranslate2 export beside it (seq2seq/decoding/exported.py)
+      x each compute type CTranslate2 supports on this CPU
+      x greedy and beam 4 (the config's length penalty)
+      -> the first N sentences of the config's test split, BATCH a call, on one thread:
+         BLEU (sacreBLEU, against the references) and sentences per CPU second (the
+         process's CPU time: CTranslate2 decodes in this process)
+
+The figures of a CPU are comparable with each other; across CPUs, each is its own machine's.
+"""
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sacrebleu.metrics import BLEU
+
+from benchmarks import common
+from seq2seq.checkpoint import load_checkpoint
+from seq2seq.config import load_config
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
+from seq2seq.decoding.exported import export_beside
+from seq2seq.exports.ctranslate2 import import_ctranslate2
+from seq2seq.plot import pyplot
+from seq2seq.support.errors import UserError, run_cli
+from seq2seq.support.paths import text_files
+from seq2seq.text.parallel import iter_parallel
+
+OUT = common.RESULTS / "speed_quality"
+PICTURE = common.ROOT / "docs/benchmarks/speed_quality.png"
+CONFIGS = ["configs/standin_en_de.yaml", "configs/standin_en_de_student.yaml"]
+BEAMS = (1, 4)
+BATCH = 16  # sentences a call, as the service batches them
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = common.arguments(__doc__, out=OUT)
+    parser.add_argument("--config", nargs="+", default=CONFIGS, help="each model's config")
+    parser.add_argument("--sentences", type=int, default=1000, help="of each test split")
+    args = parser.parse_args(argv)
+    info = common.machine()
+    rows = [row for config in args.config for row in measured(config, args.sentences)]
+    if not rows:
+        raise UserError(f"no model to measure: none of {', '.join(args.config)} has a best.pt")
+    results = earlier(args.out)
+    results["machines"][info["device_name"]] = {"machine": info, "rows": rows}
+    common.save_results(args.out, results, table(results))
+    draw(results, PICTURE if args.out == OUT else args.out.with_suffix(".png"))
+
+
+def earlier(out: Path) -> dict:
+    """The results kept at `out` (every CPU's), or none yet."""
+    path = out.with_suffix(".json")
+    return json.loads(path.read_text("utf-8")) if path.is_file() else {"machines": {}}
+
+
+def measured(config_path: str, sentences: int) -> list[dict]:
+    """The rows of one model: each compute type at each beam (none if it is not trained)."""
+    config = load_config(config_path)
+    path = config.checkpoint_path
+    if not path.is_file():
+        print(f"{config_path}: no {path}, left out")
+        return []
+    folder = export_beside(load_checkpoint(path), path)
+    pairs = list(iter_parallel(*text_files(config.data_dir, "test")))[:sentences]
+    sources, references = [s for s, _ in pairs], [[t for _, t in pairs]]
+    types = sorted(import_ctranslate2().get_supported_compute_types("cpu"))
+    rows = []
+    for kind, beam in ((kind, beam) for kind in types for beam in BEAMS):
+        engine = CTranslate2Engine.load(folder, "cpu", kind)
+        decoding = replace(config.decode, beam_size=beam, batch_size=BATCH)
+        engine.translate(sources[: common.WARMUP_SENTENCES], decoding)
+        start = time.process_time()
+        outputs = engine.translate(sources, decoding).outputs
+        cpu = time.process_time() - start
+        bleu = BLEU().corpus_score(outputs, references).score
+        speed = round(len(sources) / cpu, 1)
+        rows.append({"model": config.experiment, "compute_type": kind, "beam": beam,
+                     "bleu": round(bleu, 2), "sentences": len(sources),
+                     "sentences_per_cpu_second": speed})  # fmt: skip
+        print(f"{config.experiment} {kind} beam {beam}: BLEU {bleu:.2f}, {speed} sentences "
+              "per CPU second", flush=True)  # fmt: skip
+    return rows
+
+
+def table(results: dict) -> str:
+    """One table a CPU: each model, type and beam, with its speed against the first model's
+    float32 at that beam."""
+    parts = []
+    for name, measure in results["machines"].items():
+        rows = measure["rows"]
+        first = rows[0]["model"]
+        base = {r["beam"]: r["sentences_per_cpu_second"] for r in rows
+                if (r["model"], r["compute_type"]) == (first, "float32")}  # fmt: skip
+        header = ["model", "compute type", "beam", "test BLEU", "sentences per CPU second",
+                  "x the first model's float32"]  # fmt: skip
+        lines = [[r["model"], r["compute_type"], r["beam"], f"{r['bleu']:.2f}",
+                  f"{r['sentences_per_cpu_second']:,.1f}",
+                  f"{r['sentences_per_cpu_second'] / base[r['beam']]:.2f}"]
+                 for r in rows]  # fmt: skip
+        command = "make bench-speed-quality"
+        about = (f"{rows[0]['sentences']:,} test sentences, {BATCH} a call, one thread; "
+                 f"{common.on_machine(measure['machine'], command)}")  # fmt: skip
+        parts.append(f"## {name}\n\n" + common.markdown_table(header, lines, about))
+    return common.page("Speed against quality, by compute type", *parts)
+
+
+def draw(results: dict, path: Path) -> None:
+    """Test BLEU against sentences per CPU second: a point for each model, type and beam, a
+    panel for each CPU."""
+    plt = pyplot()
+    machines = results["machines"]
+    figure, panels = plt.subplots(1, len(machines), figsize=(6.5 * len(machines), 4.5),
+                                  squeeze=False)  # fmt: skip
+    for axes, (name, measure) in zip(panels[0], machines.items(), strict=True):
+        for r in measure["rows"]:
+            marker = "o" if r["beam"] == 1 else "s"
+            axes.scatter(r["sentences_per_cpu_second"], r["bleu"], marker=marker)
+            label = f"{r['model']} {r['compute_type']} b{r['beam']}"
+            axes.annotate(label, (r["sentences_per_cpu_second"], r["bleu"]), fontsize=7)
+        axes.set_xscale("log")
+        axes.set_title(name, fontsize=9)
+        axes.set_xlabel("sentences per CPU second (log)")
+        axes.set_ylabel("test BLEU")
+        axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    run_cli(main)
