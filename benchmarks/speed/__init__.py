@@ -6,4 +6,5 @@ exports.py      our translate() against CTranslate2, transformers and Argos Tran
 train_speed.py  make bench-train: tokens/s under each CPU lever; --bleu-steps: their BLEU
 validation.py   make bench-validation: a validation's seconds with each engine
 scale.py        make bench-scale: the data path from 20,000 to 5,000,000 pairs
+student.py      make bench-student: a teacher and its student, BLEU and sentences a CPU second
 """
