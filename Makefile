@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -268,6 +268,15 @@ bench-adapt-import: $(DEV)
 # is redone.
 standin: $(CORE)
 	$(MAKE) package CONFIG=configs/standin_en_de.yaml PACKAGE_ARGS="--quantization int8"
+
+# A student of the stand-in (configs/standin_en_de_student.yaml, docs/distill.md): one decoder
+# layer, trained on the teacher's beam-4 translations of its training sources
+# (data/standin_en_de_distilled/, by seq2seq/distill.py: resumed where it stopped), then data,
+# train, eval and int8 package as `make standin` -> runs/standin_en_de_student/
+# en_de.int8.argosmodel. The teacher first: `make standin`.
+student: $(STAMP)-export
+	$(PYTHON) -m seq2seq.distill --config configs/standin_en_de.yaml
+	$(MAKE) package CONFIG=configs/standin_en_de_student.yaml PACKAGE_ARGS="--quantization int8"
 
 # The stand-in fine-tuned on the German catalogs of the `user` programs, each way measured
 # against itself and a model trained from scratch for the same time: chrF and BLEU on programs

@@ -16,7 +16,9 @@ modules and what it may import; tests/test_architecture.py holds them to it):
 
 and the commands, each `python -m seq2seq.<command>`: data, train, average, evaluate,
 translate, plot, serve, keys (the service's API keys), export, import_model (and config_docs,
-which writes config.yaml and the options' reference). No module imports a command.
+which writes config.yaml and the options' reference). No module imports a command, but
+distill (a teacher's translations of its training sources, for a student), which translates
+files a line at a time as translate does, with its functions.
 """
 
 __version__ = "0.1.0"

@@ -311,6 +311,10 @@ class DecodeConfig:
     # kept in the export (decoding/compute_types.py); a model given with --model: its own
     compute_type: ComputeTypeName = "auto"
     compute_type_bleu_loss: Annotated[float, ">= 0"] = 0.3  # BLEU that auto may give up
+    # CTranslate2 scores, for a batch, only the target pieces its source pieces' vocabulary map
+    # lists (the export's vmap.txt, from the training pairs: exports/vocab_map.py): a smaller
+    # output layer; false: every piece. An export without the map decodes without it
+    vmap: bool = False
 
 
 @dataclass

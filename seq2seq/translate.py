@@ -186,6 +186,11 @@ def parse_arguments(argv: list[str] | None):
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     parser.add_argument(
+        "--vmap", action="store_true", default=None,
+        help="CTranslate2 scores only the target pieces the export's vocabulary map lists for "
+        "the input's pieces (default: decode.vmap, false)",
+    )  # fmt: skip
+    parser.add_argument(
         "--placeholders",
         choices=("protect", "off"),
         help="%%s, {0}, <b>, [X7X] ...: kept from the model and put back, each exactly once "
@@ -229,15 +234,16 @@ def utf8_argument(number: int, text: str) -> str:
 
 def decode_flags(args) -> dict:
     """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram,
-    --placeholders and --compute-type set, checked: in place of the model's own, whatever the model
-    (engine_choice.py's decoding_in_force; a setting it has no use for is refused)."""
+    --placeholders, --vmap and --compute-type set, checked: in place of the model's own,
+    whatever the model (engine_choice.py's decoding_in_force; a setting it has no use for is
+    refused)."""
     if args.beam_size is not None and args.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
     if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:
         raise UserError("--no-repeat-ngram must be at least 0")
     if args.nbest is not None and args.nbest < 1:
         raise UserError("--nbest must be at least 1")
-    flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders")
+    flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders", "vmap")
     given = {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
     return {**given, **compute_type_set(args)}
 

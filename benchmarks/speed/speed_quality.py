@@ -5,9 +5,11 @@ CPU it ran on: a run adds its CPU's, or replaces it) and docs/benchmarks/speed_q
 
     python -m benchmarks.speed.speed_quality [--config CONFIG ...] [--sentences N]
 
-    each config's best.pt -> its CTranslate2 export beside it (seq2seq/decoding/exported.py)
+    each config's best.pt -> its CTranslate2 export, in a temporary folder
       x each compute type CTranslate2 supports on this CPU
       x greedy and beam 4 (the config's length penalty)
+      x without and with the export's vocabulary map (decode.vmap; where the export has one:
+        seq2seq/exports/vocab_map.py)
       -> the first N sentences of the config's test split, BATCH a call, on one thread:
          BLEU (sacreBLEU, against the references) and sentences per CPU second (the
          process's CPU time: CTranslate2 decodes in this process)
@@ -15,7 +17,9 @@ CPU it ran on: a run adds its CPU's, or replaces it) and docs/benchmarks/speed_q
 The figures of a CPU are comparable with each other; across CPUs, each is its own machine's.
 """
 
+import itertools
 import json
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -26,8 +30,8 @@ from benchmarks import common
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
-from seq2seq.decoding.exported import export_beside
-from seq2seq.exports.ctranslate2 import import_ctranslate2
+from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
+from seq2seq.exports.vocab_map import VMAP
 from seq2seq.plot import pyplot
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.support.paths import text_files
@@ -62,20 +66,28 @@ def earlier(out: Path) -> dict:
 
 
 def measured(config_path: str, sentences: int) -> list[dict]:
-    """The rows of one model: each compute type at each beam (none if it is not trained)."""
+    """The rows of one model: each compute type, beam and map (none if it is not trained)."""
     config = load_config(config_path)
     path = config.checkpoint_path
     if not path.is_file():
         print(f"{config_path}: no {path}, left out")
         return []
-    folder = export_beside(load_checkpoint(path), path)
     pairs = list(iter_parallel(*text_files(config.data_dir, "test")))[:sentences]
+    with tempfile.TemporaryDirectory() as folder:  # with its map, where its training data is
+        export_ctranslate2(load_checkpoint(path), Path(folder))
+        return each_setting(Path(folder), config, pairs)
+
+
+def each_setting(folder: Path, config, pairs: list[tuple[str, str]]) -> list[dict]:
+    """The export in `folder` translating the sources of `pairs` in each setting: BLEU and
+    sentences per CPU second."""
     sources, references = [s for s, _ in pairs], [[t for _, t in pairs]]
     types = sorted(import_ctranslate2().get_supported_compute_types("cpu"))
+    maps = (False, True) if (folder / VMAP).is_file() else (False,)
     rows = []
-    for kind, beam in ((kind, beam) for kind in types for beam in BEAMS):
+    for kind, beam, vmap in itertools.product(types, BEAMS, maps):
         engine = CTranslate2Engine.load(folder, "cpu", kind)
-        decoding = replace(config.decode, beam_size=beam, batch_size=BATCH)
+        decoding = replace(config.decode, beam_size=beam, batch_size=BATCH, vmap=vmap)
         engine.translate(sources[: common.WARMUP_SENTENCES], decoding)
         start = time.process_time()
         outputs = engine.translate(sources, decoding).outputs
@@ -83,10 +95,10 @@ def measured(config_path: str, sentences: int) -> list[dict]:
         bleu = BLEU().corpus_score(outputs, references).score
         speed = round(len(sources) / cpu, 1)
         rows.append({"model": config.experiment, "compute_type": kind, "beam": beam,
-                     "bleu": round(bleu, 2), "sentences": len(sources),
+                     "vmap": vmap, "bleu": round(bleu, 2), "sentences": len(sources),
                      "sentences_per_cpu_second": speed})  # fmt: skip
-        print(f"{config.experiment} {kind} beam {beam}: BLEU {bleu:.2f}, {speed} sentences "
-              "per CPU second", flush=True)  # fmt: skip
+        setting = f"{config.experiment} {kind} beam {beam}{' vmap' * vmap}"
+        print(f"{setting}: BLEU {bleu:.2f}, {speed} sentences per CPU second", flush=True)
     return rows
 
 
@@ -98,10 +110,12 @@ def table(results: dict) -> str:
         rows = measure["rows"]
         first = rows[0]["model"]
         base = {r["beam"]: r["sentences_per_cpu_second"] for r in rows
-                if (r["model"], r["compute_type"]) == (first, "float32")}  # fmt: skip
-        header = ["model", "compute type", "beam", "test BLEU", "sentences per CPU second",
-                  "x the first model's float32"]  # fmt: skip
-        lines = [[r["model"], r["compute_type"], r["beam"], f"{r['bleu']:.2f}",
+                if (r["model"], r["compute_type"], r["vmap"]) == (first, "float32", False)
+                }  # fmt: skip
+        header = ["model", "compute type", "beam", "vocabulary map", "test BLEU",
+                  "sentences per CPU second", "x the first model's float32"]  # fmt: skip
+        lines = [[r["model"], r["compute_type"], r["beam"], "yes" if r["vmap"] else "no",
+                  f"{r['bleu']:.2f}",
                   f"{r['sentences_per_cpu_second']:,.1f}",
                   f"{r['sentences_per_cpu_second'] / base[r['beam']]:.2f}"]
                  for r in rows]  # fmt: skip
@@ -123,7 +137,7 @@ def draw(results: dict, path: Path) -> None:
         for r in measure["rows"]:
             marker = "o" if r["beam"] == 1 else "s"
             axes.scatter(r["sentences_per_cpu_second"], r["bleu"], marker=marker)
-            label = f"{r['model']} {r['compute_type']} b{r['beam']}"
+            label = f"{r['model']} {r['compute_type']} b{r['beam']}{' vmap' * r['vmap']}"
             axes.annotate(label, (r["sentences_per_cpu_second"], r["bleu"]), fontsize=7)
         axes.set_xscale("log")
         axes.set_title(name, fontsize=9)

@@ -70,6 +70,7 @@ class ArgosEngine:
         "precision": "a package is decoded by CTranslate2, in decode.compute_type",
         "max_len_a": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
         "max_len_b": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
+        "vmap": "a package holds no vocabulary map: Argos Translate decodes over every piece",
     }
 
     @classmethod

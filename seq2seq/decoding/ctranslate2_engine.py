@@ -183,6 +183,7 @@ class CTranslate2Engine:
             min_decoding_length=0,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
             return_scores=nbest > 1,
+            use_vmap=decoding.vmap,  # the export's vmap.txt, if it has one (vocab_map.py)
         )
 
     @cached_property

@@ -98,6 +98,8 @@ class TorchEngine:
     unused: ClassVar[dict[str, str]] = {
         "compute_type": "our torch code decodes it, in decode.precision (compute_type is "
         "CTranslate2's: --engine auto or ctranslate2)",
+        "vmap": "our torch code decodes it, over every target piece (the vocabulary map is "
+        "CTranslate2's: --engine auto or ctranslate2)",
     }
 
     @property

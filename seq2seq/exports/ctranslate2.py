@@ -26,7 +26,9 @@ weight equal to another once, as an alias of it, so model.bin holds one matrix w
 OUT_DIR holds CTranslate2's files (model.bin, config.json, the vocabularies as piece lists)
 and ours: src.model and tgt.model (the sentencepiece models, which turn text into pieces and
 back) and seq2seq.json (the experiment config: source normalisation, length limits, batch
-size). Weights are saved in float32; `--compute-type int8` quantizes them when loading.
+size); and vmap.txt, the vocabulary map that decode.vmap has CTranslate2 use (vocab_map.py),
+where the checkpoint's training data is at hand (data/<corpus>/train.src, train.tgt). Weights
+are saved in float32; `--compute-type int8` quantizes them when loading.
 
 Decoded by CTranslate2 (seq2seq/decoding/ctranslate2_engine.py, the engine), an export gives our
 greedy and beam outputs, the same tokens (tested).
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
+from seq2seq.exports.vocab_map import VMAP, training_pairs, vocab_map
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
@@ -135,10 +138,13 @@ def save_spec(spec, directory: Path, quantization: str = "float32") -> None:
     spec.save(str(directory))
 
 
-def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path, quantization: str = "float32"):
+def export_ctranslate2(
+    checkpoint: Checkpoint, out_dir: Path, quantization: str = "float32", with_vmap: bool = True
+):
     """Write the CTranslate2 model (weights of type `quantization`) and our vocabularies and
-    config into out_dir. Built in a temporary folder beside it and renamed into place: an
-    earlier export there is replaced only by a complete one."""
+    config into out_dir, and (`with_vmap`) its vocabulary map, where the checkpoint's training
+    data is at hand (vocab_map.py). Built in a temporary folder beside it and renamed into
+    place: an earlier export there is replaced only by a complete one."""
     with replacing_folder(out_dir, EXPORT_CONFIG) as staging:
         save_spec(transformer_spec(checkpoint), staging, quantization)
         vocabs = (checkpoint.src_vocab, checkpoint.tgt_vocab)
@@ -146,3 +152,6 @@ def export_ctranslate2(checkpoint: Checkpoint, out_dir: Path, quantization: str 
             path.write_bytes(vocab.model_bytes)
         (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
         (staging / EXPORT_SOURCE).write_text(checkpoint.sha256)
+        if with_vmap and (pairs := training_pairs(checkpoint.config.data_dir, *vocabs)):
+            pieces = (vocab.all_pieces() for vocab in vocabs)
+            (staging / VMAP).write_text(vocab_map(pairs, *pieces), encoding="utf-8")

@@ -76,7 +76,8 @@ def valid_translations(
         return translate_sentences(model, *vocabs, sentences, decoding)
     with tempfile.TemporaryDirectory(prefix="valid-", dir=config.run_dir) as folder:
         export = Path(folder) / "model"
-        export_ctranslate2(Checkpoint(config, model, *vocabs, info={}), export)
+        checkpoint = Checkpoint(config, model, *vocabs, info={})
+        export_ctranslate2(checkpoint, export, with_vmap=False)  # validation decodes without
         # torch's threads are idle: as many batches at once, each on one thread
         engine = CTranslate2Engine.load(export, str(device), workers=torch.get_num_threads())
         return engine.translate(sentences, decoding).outputs

@@ -1,6 +1,8 @@
 """benchmarks/speed/speed_quality.py on the seed preset's run: every compute type at each
-beam, a table for each CPU (a second CPU's run added beside the first), the plot."""
+beam, without and with the vocabulary map, a table for each CPU (a second CPU's run added
+beside the first), the plot."""
 
+import itertools
 import json
 
 import pytest
@@ -22,7 +24,8 @@ def test_each_type_and_beam_is_measured_and_each_cpu_keeps_its_table(
     [(cpu, measure)] = json.loads(out.with_suffix(".json").read_text())["machines"].items()
     types = ctranslate2.get_supported_compute_types("cpu")
     rows = measure["rows"]
-    assert {(r["compute_type"], r["beam"]) for r in rows} == {(t, b) for t in types for b in (1, 4)}
+    settings = {(r["compute_type"], r["beam"], r["vmap"]) for r in rows}
+    assert settings == set(itertools.product(types, (1, 4), (False, True)))  # it has a map
     assert all(r["sentences"] == 9 and r["sentences_per_cpu_second"] > 0 for r in rows)
     monkeypatch.setattr(speed_quality.common, "machine", lambda: {**measure["machine"],
                         "device_name": "another CPU"})  # fmt: skip
