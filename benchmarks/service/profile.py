@@ -2,7 +2,7 @@
 under wrk's load, greedy and beam 4, at 1 and 16 clients, for each package given.
 
     python -m benchmarks.service.profile --package P --sentences S [--package P --sentences S]
-        [--seconds 10] [--quick] [--out DIR]
+        [--seconds 10] [--quick] [--out DIR] [--name profile]
 
     for each package (with its sentences), our server on it alone (contenders.py: serve.threads=1,
       one worker), greedy and beam 4 (a server each), at 1 and 16 clients, after a warm-up:
@@ -18,7 +18,7 @@ under wrk's load, greedy and beam 4, at 1 and 16 clients, for each package given
            runs on threads of its own), as one more step
         -> each step's share of the server's CPU, and its CPU ms per request
 
-Results: benchmarks/results/profile.{json,md} (--out DIR elsewhere).
+Results: benchmarks/results/profile.{json,md} (--out DIR elsewhere, --name another stem).
 """
 
 import shutil
@@ -185,7 +185,7 @@ def markdown(results: dict) -> str:
 
 
 def main() -> None:
-    parser = common.arguments(__doc__, out=common.RESULTS, quick="3 s a column")
+    parser = common.arguments(__doc__, out=common.RESULTS, quick="3 s a column", name="profile")
     parser.add_argument("--package", type=Path, action="append", required=True)
     parser.add_argument(
         "--sentences", type=Path, action="append", required=True,
@@ -202,7 +202,7 @@ def main() -> None:
     for package, source in zip(args.package, args.sentences, strict=True):
         sentences = source.read_text("utf-8").splitlines()[:200]
         results["packages"][package.name] = measure(package, sentences, seconds)
-    common.save_results(args.out / "profile", results, markdown(results))
+    common.save_results(args.out / args.name, results, markdown(results))
 
 
 if __name__ == "__main__":

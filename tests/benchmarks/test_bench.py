@@ -111,7 +111,10 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "pairs": pairs.markdown,
     "pairs_numbers": pairs.markdown,
     "pairs_numbers_python": pairs.markdown,
+    "pairs_standin_int8": pairs.markdown,
+    "pairs_standin_float32": pairs.markdown,
     "profile": profile.markdown,
+    "profile_standin_int8": profile.markdown,
 }
 
 
