@@ -127,20 +127,29 @@ def table(results: dict) -> str:
 
 
 def draw(results: dict, path: Path) -> None:
-    """Test BLEU against sentences per CPU second: a point for each model, type and beam, a
-    panel for each CPU."""
+    """Test BLEU against sentences per CPU second, a panel for each CPU: a colour for each
+    model, a marker for each compute type, hollow with the vocabulary map; beam 4's points
+    lie above greedy's."""
     plt = pyplot()
     machines = results["machines"]
-    figure, panels = plt.subplots(1, len(machines), figsize=(6.5 * len(machines), 4.5),
+    figure, panels = plt.subplots(1, len(machines), figsize=(8 * len(machines), 5),
                                   squeeze=False)  # fmt: skip
     for axes, (name, measure) in zip(panels[0], machines.items(), strict=True):
-        for r in measure["rows"]:
-            marker = "o" if r["beam"] == 1 else "s"
-            axes.scatter(r["sentences_per_cpu_second"], r["bleu"], marker=marker)
-            label = f"{r['model']} {r['compute_type']} b{r['beam']}{' vmap' * r['vmap']}"
-            axes.annotate(label, (r["sentences_per_cpu_second"], r["bleu"]), fontsize=7)
+        rows = measure["rows"]
+        colours = {m: f"C{i}" for i, m in enumerate(dict.fromkeys(r["model"] for r in rows))}
+        kinds = dict.fromkeys(r["compute_type"] for r in rows)
+        markers = dict(zip(kinds, "osD^v<>", strict=False))
+        for r in rows:
+            colour, marker = colours[r["model"]], markers[r["compute_type"]]
+            label = f"{r['model']}, {r['compute_type']}{', map' * r['vmap']}"
+            axes.scatter(r["sentences_per_cpu_second"], r["bleu"], marker=marker, label=label,
+                         edgecolors=colour, facecolors="none" if r["vmap"] else colour)  # fmt: skip
+        handles, labels = axes.get_legend_handles_labels()
+        unique = dict(zip(labels, handles, strict=True))
+        axes.legend(unique.values(), unique.keys(), fontsize=7, loc="center left",
+                    bbox_to_anchor=(1.01, 0.5))  # fmt: skip
         axes.set_xscale("log")
-        axes.set_title(name, fontsize=9)
+        axes.set_title(f"{name} (upper points: beam 4; lower: greedy)", fontsize=9)
         axes.set_xlabel("sentences per CPU second (log)")
         axes.set_ylabel("test BLEU")
         axes.grid(alpha=0.3)

@@ -14,7 +14,7 @@ from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
 from benchmarks.service import detection, documents, latency, model_memory, pairs, profile
-from benchmarks.speed import bench, scale, train_speed, validation
+from benchmarks.speed import bench, scale, speed_quality, train_speed, validation
 
 from helpers import ENV, HANG, ROOT, command
 
@@ -93,6 +93,7 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "bench": bench.markdown,
     "scale": scale.markdown,
     "validation": validation.table,
+    "speed_quality": speed_quality.table,
     "train_speed": train_speed.table,
     "train_bleu": train_speed.bleu_table,
     "gpu": gpu_check.markdown,
