@@ -262,7 +262,18 @@ def test_a_file_system_refusal_is_one_line_and_loses_nothing(seed_run, tmp_path)
     [
         (["seq2seq.data", "corpus.seed=2"], "data/seed/train.src"),
         (["seq2seq.evaluate"], "runs/seed/eval.json"),
-        (["seq2seq.export", "ctranslate2", "--checkpoint", "runs/seed/best.pt", "ct2"], "ct2"),
+        (
+            [
+                "seq2seq.export",
+                "ctranslate2",
+                "--checkpoint",
+                "runs/seed/best.pt",
+                "ct2",
+                "--quantization",
+                "float32",
+            ],
+            "ct2",
+        ),  # as chosen: auto would write best.ct2 first
         (["seq2seq.export", "huggingface", "--checkpoint", "runs/seed/best.pt", "hf"], "hf"),
     ],
 )
