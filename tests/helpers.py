@@ -276,12 +276,20 @@ def start_server(*args: str, **popen) -> subprocess.Popen:
 
 
 def read_address(process: subprocess.Popen) -> str:
-    """The URL of the `serving ... at URL` line a started server prints on stderr."""
+    """The URL of the `serving ... at URL` line a started server prints on stderr, the lines
+    before it (a first measure of the compute types, say) passed over."""
     lines = []
-    reader = threading.Thread(target=lambda: lines.append(process.stderr.readline()))
+
+    def read() -> None:
+        for line in process.stderr:
+            lines.append(line)
+            if address(line):
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     reader.join(timeout=HANG)
-    url = address(lines[0] if lines else "")
+    url = address(lines[-1] if lines else "")
     assert url, f"no address in {lines}"
     return url
 
