@@ -49,6 +49,7 @@ class Options:
     beam_size: int | None = None  # None: the model's own (its config's decode.beam_size)
     nbest: int | None = None  # None: the best translation only, as text
     placeholders: str | None = None  # protect | off; None: the model's decode.placeholders
+    terms: tuple[tuple[str, str], ...] = ()  # a glossary's (source, target) entries to follow
 
     def applied(self, decode: DecodeConfig, beams: int) -> DecodeConfig:
         """A model's `decode` settings with these options, decoding with `beams` beams."""
