@@ -17,6 +17,8 @@
     placeholders.py                      %s, {0}, <b>, [X7X] ...: kept from the model, put back
     suggestions.py                       the service's users' better translations, kept, and read
                                          back as a corpus source (sources.py)
+    glossary.py                          glossaries: TSV, CSV and TBX files read as a pair's
+                                         source -> target term entries, checked whole
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.
