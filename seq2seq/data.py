@@ -16,6 +16,7 @@ from seq2seq.text.cleaning import add_to_report
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.dataset import Limits, build_ids, dropped_pairs
 from seq2seq.text.parallel import iter_lines
+from seq2seq.text.term_pairs import Teaching
 from seq2seq.text.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
 from seq2seq.training.finetune import read_source
 
@@ -44,8 +45,14 @@ def main(argv: list[str] | None = None) -> None:
     if source:
         print(coverage_line(config, (src_vocab, tgt_vocab)))
     limits = Limits.of(config)
-    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), limits)
+    teaching = Teaching(config.data_dir, config.train.terms, config.train.seed)
+    encoded = build_ids(
+        config.data_dir, (src_vocab, tgt_vocab), limits, teaching if config.train.terms else None
+    )
     print(f"token ids: {', '.join(encoded)} encoded" if encoded else "token ids up to date")
+    if "train" in encoded and config.train.terms:
+        print(f"terms written into {teaching.annotated:,} training sources, from "
+              f"{len(teaching.pairs):,} term pairs drawn from them (train.terms)")  # fmt: skip
     dropped = dropped_pairs(config.data_dir)
     add_to_report(config.data_dir, "too_long_for_model", dropped)
     for split, left_out in dropped.items():

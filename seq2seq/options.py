@@ -217,6 +217,11 @@ class TrainConfig:
     # lr x this of the way back to its start value, an L2 pull toward the start decoupled as
     # AdamW's decay is (Thompson et al. 2019, with a uniform Fisher); costs a copy of the weights
     keep_weights: Annotated[float, ">= 0"] = 0.0
+    # Teach the model to follow glossaries (0: off): this share of the training pairs that
+    # hold a term get its target written into their source, "the layer [[ Ebene ]] is red",
+    # the term pairs drawn from the training pairs themselves (text/term_pairs.py), in the
+    # token ids `make data` writes; decode.terms auto then annotates (docs/terms.md)
+    terms: Annotated[float, "in [0, 1]"] = 0.0
     # padded source + target tokens per optimizer step, in all
     batch_tokens: Annotated[int, "positive"] = 1500
     # micro-batches per process and step: each step is split into processes x accumulate
@@ -315,6 +320,12 @@ class DecodeConfig:
     # lists (the export's vmap.txt, from the training pairs: exports/vocab_map.py): a smaller
     # output layer; false: every piece. An export without the map decodes without it
     vmap: bool = False
+    # How a glossary's terms are followed (text/terms.py): annotate: the target term written
+    # after the source term, for a model taught terms (train.terms), a sentence whose output
+    # lacks one translated again masked | mask: the term kept from the model as a placeholder
+    # and given back as the target, uninflected | auto: annotate for a model taught terms,
+    # else mask. Do-not-translate entries (target = source) come back verbatim either way
+    terms: Literal["auto", "annotate", "mask"] = "auto"
 
 
 @dataclass

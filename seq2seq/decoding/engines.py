@@ -41,6 +41,7 @@ Which one a command gets (`--engine auto`, the fastest whose outputs are ours, b
 chosen in engine_choice.py.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple, Protocol
 
@@ -49,8 +50,9 @@ from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translat
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
-from seq2seq.text.placeholders import Protected, has_placeables, mask_for, protect
+from seq2seq.text.placeholders import Protected, has_placeables, mask_for
 from seq2seq.text.sentences import Texts
+from seq2seq.text.terms import Term, found, shielded, used
 from seq2seq.text.vocab import Vocab
 
 
@@ -183,17 +185,24 @@ class Translated(NamedTuple):
 
 
 def translate_texts(
-    engine: Engine, texts: Texts, decoding: DecodeConfig, nbest: int | None = None
-) -> Translated:
+    engine: Engine, texts: Texts, decoding: DecodeConfig, nbest: int | None = None,
+    terms: Mapping[str, str] | None = None,
+) -> Translated:  # fmt: skip
     """Texts -> each one's translation (its sentences' joined in the white space that stood
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
-    sentences of all the texts are decoded together; no translated sentence spans two lines."""
-    shields = protected(engine, texts.sentences, decoding.placeholders)
+    sentences of all the texts are decoded together; no translated sentence spans two lines.
+    `terms` (a glossary's entries, source -> target) are followed (seq2seq/text/terms.py)."""
+    each = [found(sentence, terms) for sentence in texts.sentences] if terms else None
+    annotate = bool(each) and term_method(engine, decoding) == "annotate"
+    shields = protected(engine, texts.sentences, decoding.placeholders, each, annotate)
     sentences = [shield.source for shield in shields]
     if nbest is None:
         outputs, warnings = engine.translate(sentences, decoding)
         pairs = zip(shields, outputs, strict=True)
-        translations = texts.joined([shield.restore(one_line(text)) for shield, text in pairs])
+        lines = [shield.restore(one_line(text)) for shield, text in pairs]
+        if annotate:
+            lines = with_terms(engine, texts.sentences, decoding, each, lines)
+        translations = texts.joined(lines)
     else:
         ranked, warnings = engine.translate_nbest(sentences, decoding)
         lines = [
@@ -204,10 +213,48 @@ def translate_texts(
     return Translated(translations, texts.warnings(warnings))
 
 
-def protected(engine: Engine, sentences: list[str], placeholders: str) -> list[Protected]:
+def term_method(engine: Engine, decoding: DecodeConfig) -> str:
+    """decode.terms in force: auto is annotate for a model taught terms (train.terms), else
+    mask."""
+    if decoding.terms != "auto":
+        return decoding.terms
+    return "annotate" if engine.config.train.terms > 0 else "mask"
+
+
+def with_terms(
+    engine: Engine, sentences: list[str], decoding: DecodeConfig, each: list[list[Term]],
+    lines: list[str],
+) -> list[str]:  # fmt: skip
+    """`lines`, the annotated translations of `sentences`, each that lacks a term of its
+    sentence's (`each`) translated again with its terms masked, so that every term is there."""
+    missed = [
+        i for i, (line, terms) in enumerate(zip(lines, each, strict=True))
+        if not all(used(line, term.target) for term in terms if not term.verbatim)
+    ]  # fmt: skip
+    if not missed:
+        return lines
+    again = [sentences[i] for i in missed]
+    shields = protected(engine, again, decoding.placeholders, [each[i] for i in missed], False)
+    outputs = engine.translate([shield.source for shield in shields], decoding).outputs
+    lines = list(lines)
+    for i, shield, text in zip(missed, shields, outputs, strict=True):
+        lines[i] = shield.restore(one_line(text))
+    return lines
+
+
+def protected(
+    engine: Engine, sentences: list[str], placeholders: str,
+    terms: list[list[Term]] | None = None, annotate: bool = False,
+) -> list[Protected]:  # fmt: skip
     """Each sentence as the model gets it: its placeholders masked in a form both vocabularies
-    spell, else lifted out (decode.placeholders protect), or as it is (off)."""
-    if placeholders == "off" or not any(map(has_placeables, sentences)):
+    spell, else lifted out (decode.placeholders protect), or as it is (off); its `terms`
+    (found in it) annotated or masked as well (terms.py)."""
+    protecting = placeholders == "protect" and any(map(has_placeables, sentences))
+    if not protecting and not any(terms or []):
         return [Protected(sentence, sentence, [], None) for sentence in sentences]
     mask = mask_for(engine.src_vocab, engine.tgt_vocab)
-    return [protect(sentence, mask) for sentence in sentences]
+    each = terms or [[] for _ in sentences]
+    return [
+        shielded(sentence, theirs, mask, placeholders == "protect", annotate)
+        for sentence, theirs in zip(sentences, each, strict=True)
+    ]

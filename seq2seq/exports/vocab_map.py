@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from seq2seq.text.cooccurrence import dice_scores
 from seq2seq.text.special import EOS
 from seq2seq.text.vocab import Vocab
 
@@ -33,33 +34,15 @@ ALWAYS = 100  # target pieces that are candidates for every batch
 PER_SOURCE = 50  # target pieces each source piece adds
 
 
-def pair_counts(
-    pairs: Iterable[tuple[list[int], list[int]]], src_size: int, tgt_size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """-> c(s) (src_size,), c(t) (tgt_size,), and the (s, t) pairs that meet, as codes
-    s * tgt_size + t (sorted, unique), with their c(s, t): each piece counted once a pair."""
-    src_counts, tgt_counts = np.zeros(src_size, np.int64), np.zeros(tgt_size, np.int64)
-    codes = []
-    for src, tgt in pairs:
-        s, t = np.unique(np.asarray(src, np.int64)), np.unique(np.asarray(tgt, np.int64))
-        src_counts[s] += 1
-        tgt_counts[t] += 1
-        codes.append((s[:, None] * tgt_size + t[None, :]).ravel())
-    met, together = np.unique(np.concatenate(codes or [np.zeros(0, np.int64)]), return_counts=True)
-    return src_counts, tgt_counts, met, together
-
-
 def vocab_map(
     pairs: Iterable[tuple[list[int], list[int]]], src_pieces: list[str], tgt_pieces: list[str],
     always: int = ALWAYS, per_source: int = PER_SOURCE,
 ) -> str:  # fmt: skip
     """vmap.txt's text for `pairs` of piece ids, the pieces of each side's vocabulary in id
     order (Vocab.all_pieces) (the table above)."""
-    src_counts, tgt_counts, met, together = pair_counts(pairs, len(src_pieces), len(tgt_pieces))
-    s, t = np.divmod(met, len(tgt_pieces))
+    s, t, dice, tgt_counts = dice_scores(pairs, len(src_pieces), len(tgt_pieces))
     keep = t >= FIRST_PIECE  # no special piece is a candidate of ours
-    s, t, together = s[keep], t[keep], together[keep]
-    dice = 2 * together / (src_counts[s] + tgt_counts[t])
+    s, t, dice = s[keep], t[keep], dice[keep]
     order = np.lexsort((t, -dice, s))  # by source piece, then best first (ties: lower id)
     s, t = s[order], t[order]
     best = np.arange(len(s)) - np.searchsorted(s, s) < per_source  # searchsorted: run's start

@@ -15,6 +15,10 @@
     batching.py                          pairs -> padded (B, S) / (B, T) tensors of similar lengths
     sentences.py                         texts -> their sentences, translations joined back
     placeholders.py                      %s, {0}, <b>, [X7X] ...: kept from the model, put back
+    terms.py                             a glossary's terms: annotated for a taught model or
+                                         masked, do-not-translate kept; term use counted
+    term_pairs.py                        term pairs drawn from training pairs (train.terms)
+    cooccurrence.py                      how often items meet in pairs: Dice scores
     suggestions.py                       the service's users' better translations, kept, and read
                                          back as a corpus source (sources.py)
     glossary.py                          glossaries: TSV, CSV and TBX files read as a pair's

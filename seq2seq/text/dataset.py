@@ -40,6 +40,7 @@ from seq2seq.support.files import atomic_write, file_hash, write_json
 from seq2seq.support.paths import IDS_STAMP, SIDES, id_files, text_files, vocab_files
 from seq2seq.text.batching import pair_tensors
 from seq2seq.text.parallel import SPLITS, CorpusError, iter_lines
+from seq2seq.text.term_pairs import Teaching
 from seq2seq.text.vocab import Vocab
 
 CHUNK = 10_000  # pairs encoded at a time
@@ -90,10 +91,14 @@ class IdsWriter:
         return {"dtype": self.dtype.name, "sentences": self.sentences, "pieces": int(self.pieces)}
 
 
-def encode_split(data_dir: Path, split: str, vocabs: tuple[Vocab, Vocab], limits: Limits) -> dict:
+def encode_split(
+    data_dir: Path, split: str, vocabs: tuple[Vocab, Vocab], limits: Limits,
+    teaching: Teaching | None = None,
+) -> dict:  # fmt: skip
     """Encode a split's two text files in step, CHUNK pairs at a time, leaving out the pairs
-    longer than `limits`; returns its entry of the stamp: each side's dtype, sentences and
-    pieces, and the pairs left out (too_long_for_model: how many, the first lines)."""
+    longer than `limits`, the sources with terms written in by `teaching` (train.terms);
+    returns its entry of the stamp: each side's dtype, sentences and pieces, and the pairs
+    left out (too_long_for_model: how many, the first lines)."""
     texts = text_files(data_dir, split)
     pairs = zip(*map(iter_lines, texts), strict=True)  # write_pairs wrote them line for line
     dropped: list[int] = []
@@ -109,9 +114,9 @@ def encode_split(data_dir: Path, split: str, vocabs: tuple[Vocab, Vocab], limits
         for first in itertools.count(1, CHUNK):  # the chunk's first line
             if not (chunk := list(itertools.islice(pairs, CHUNK))):
                 break
-            src, tgt = (
-                vocab.encode([pair[side] for pair in chunk]) for side, vocab in enumerate(vocabs)
-            )
+            sources = teaching.sources(chunk) if teaching else [src for src, _ in chunk]
+            src, tgt = (vocab.encode(side) for side, vocab in zip(
+                (sources, [tgt for _, tgt in chunk]), vocabs, strict=True))  # fmt: skip
             fits = [limits.fits(len(s), len(t)) for s, t in zip(src, tgt, strict=True)]
             dropped += [first + i for i, fit in enumerate(fits) if not fit]
             for writer, ids in zip(writers, (src, tgt), strict=True):
@@ -127,9 +132,12 @@ def encode_split(data_dir: Path, split: str, vocabs: tuple[Vocab, Vocab], limits
     return entries | {"too_long_for_model": {"pairs": len(dropped), "lines": dropped[:SHOWN]}}
 
 
-def build_ids(data_dir: Path, vocabs: tuple[Vocab, Vocab], limits: Limits) -> dict[str, dict]:
-    """Encode every split that changed (its text, its vocabularies or the model's limits)
-    since the last time; returns the stamp's entry of each split encoded now."""
+def build_ids(
+    data_dir: Path, vocabs: tuple[Vocab, Vocab], limits: Limits, teaching: Teaching | None = None
+) -> dict[str, dict]:
+    """Encode every split that changed (its text, its vocabularies, the model's limits or, for
+    the training split, `teaching`: train.terms) since the last time; returns the stamp's
+    entry of each split encoded now."""
     stamp_path = data_dir / IDS_STAMP
     stamp = json.loads(stamp_path.read_text("utf-8")) if stamp_path.exists() else {}
     vocab_hashes = [file_hash(path) for path in vocab_files(data_dir)]
@@ -140,10 +148,15 @@ def build_ids(data_dir: Path, vocabs: tuple[Vocab, Vocab], limits: Limits) -> di
             side: {"text_sha256": file_hash(text), "vocab_sha256": vocab_hash}
             for side, text, vocab_hash in zip(SIDES, texts, vocab_hashes, strict=True)
         } | {"limits": asdict(limits)}
+        taught = teaching if split == "train" else None
+        if taught:
+            made_from["terms"] = taught.stamp
         on_disk = all(path.exists() for side in SIDES for path in id_files(data_dir, split, side))
         if on_disk and stamp.get(split, {}).get("made_from") == made_from:
             continue
-        entry = encode_split(data_dir, split, vocabs, limits)
+        if taught:
+            taught.start()
+        entry = encode_split(data_dir, split, vocabs, limits, taught)
         stamp[split] = encoded[split] = {**entry, "made_from": made_from}
         write_json(stamp_path, stamp)  # after each split: an interrupted run keeps the rest
     return encoded

@@ -107,10 +107,11 @@ class Run:
     marks_before: int  # punctuation marks between it and the word before it
 
 
-def runs(text: str) -> list[Run]:
-    """The runs of `text`'s placeables, in order."""
+def runs(text: str, placeables: list[Placeable]) -> list[Run]:
+    """The runs of `text`'s `placeables` (in order), each run giving back its placeables'
+    texts."""
     groups: list[list[Placeable]] = []
-    for one in find(text):
+    for one in placeables:
         if groups and groups[-1][-1].end == one.start:
             groups[-1].append(one)
         else:
@@ -136,8 +137,9 @@ def run_of(text: str, blanked: str, group: list[Placeable], words: list[re.Match
     previous = [word.end() for word in words if word.end() <= start]
     share = len(previous) / len(words) if words else 0.0
     between = blanked[previous[-1] if previous else 0 : start]
+    given = "".join(one.text for one in group)  # the text's own, or a term's target
     return Run(
-        text[start:end], start, end, any(one.ordered for one in group), share, glued,
+        given, start, end, any(one.ordered for one in group), share, glued,
         space_before=text[start - 1 : start].isspace(), space_after=text[end : end + 1].isspace(),
         glued_before=bool(WORD.fullmatch(text[start - 1 : start])),
         glued_after=bool(WORD.match(text, end)),
@@ -181,7 +183,7 @@ class Protected:
         if not self.runs:
             return output
         if not WORD.search(blank(self.text, [(run.start, run.end) for run in self.runs])):
-            return self.text  # nothing but placeables: nothing to translate
+            return apply(self.text, [(r.start, r.end, r.text) for r in self.runs])  # all kept
         edits, placed = self.found(output)
         spans = [(edit.start, edit.end) for edit in edits]
         words = [w for w in WORD.finditer(output) if not inside(w.start(), spans)]
@@ -302,10 +304,11 @@ def apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join([*parts, text[done:]])
 
 
-def protect(text: str, mask: str | None) -> Protected:
-    """`text` with its runs masked (`mask`, e.g. "[X{}X]") or lifted out (None: the white
-    space before a run that a mark follows goes with it)."""
-    found = runs(text)
+def protect(text: str, mask: str | None, placeables: list[Placeable] | None = None) -> Protected:
+    """`text` with the runs of its `placeables` (None: those `find` finds) masked (`mask`,
+    e.g. "[X{}X]") or lifted out (None: the white space before a run that a mark follows
+    goes with it)."""
+    found = runs(text, find(text) if placeables is None else placeables)
     if not found:
         return Protected(text, text, [], mask)
     if mask is not None:

@@ -53,3 +53,28 @@ def test_placeholders_come_back_and_plain_texts_translate_as_without_protection(
     ]
     ranked = translate_texts(engine, texts, dataclasses.replace(protect, beam_size=2), nbest=2)
     assert all(text.startswith(("<b>", "%1$s ")) for best in ranked[0] for _, text in best)
+
+
+def test_terms_come_back_verbatim_or_as_their_targets_and_no_glossary_changes_nothing(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])  # untaught: decode.terms auto, masked
+    decoding = engine.config.decode
+    texts = Texts(["seven is seven", "two is two", "five is five"], "en")
+    plain = translate_texts(engine, texts, decoding)
+    assert translate_texts(engine, texts, decoding, terms={}) == plain
+    assert translate_texts(engine, texts, decoding, terms={"zebra": "Z"}) == plain
+    kept = translate_texts(engine, texts, decoding, terms={"seven": "seven", "two": "ZWEI"})
+    seven, two, five = kept.translations
+    assert seven.split().count("seven") == 2 and "7" not in seven  # verbatim, each once
+    assert two.split().count("ZWEI") == 2
+    assert five == plain.translations[2]  # a sentence without terms: as it was
+
+
+def test_an_annotated_translation_that_lacks_its_term_is_translated_again_masked(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])  # never taught: it ignores the note
+    annotate = dataclasses.replace(engine.config.decode, terms="annotate")
+    (out,) = translate_texts(engine, Texts(["four is four"]), annotate, terms={"four": "VIER"})[0]
+    assert out.split().count("VIER") == 2

@@ -1,0 +1,116 @@
+"""Teaching a model to follow glossaries (train.terms): term pairs drawn from the training
+pairs themselves, written into a share of their sources as terms.py writes a glossary's.
+
+    train.src, train.tgt (data/<corpus>/: `make data`'s), their words casefolded
+      -> Dice of each source word and target word that meet in a pair (cooccurrence.py)
+      -> lexicon: a source word (in MIN_PAIRS pairs at least, in at most FREQUENT of them: not
+         "the") -> the target word it scores best with, where it is that word's best too and
+         scores MIN_DICE at least, in the target's commonest form: "layer" -> "Ebene"
+      -> Teaching.sources(chunk): each pair whose reference has the lexicon's target of one
+         of its source words (an inflected form counted: terms.used), with probability
+         train.terms, gets up to MOST of them written in: "the layers [[ Ebene ]] are red"
+         against the reference "die Ebenen sind rot": the model learns to put the term in
+         its sentence, inflected
+
+The annotations live in the token ids alone (dataset.py: the train split's ids are made from
+the annotated sources, and its stamp says with which settings); the text files stay as they
+are, so validation and the scores read plain sentences.
+"""
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seq2seq.support.paths import text_files
+from seq2seq.text.cooccurrence import dice_scores
+from seq2seq.text.parallel import iter_parallel
+from seq2seq.text.terms import Term, annotated, cased, used
+
+MIN_PAIRS = 5
+FREQUENT = 0.1  # of the pairs: a word in more is a function word ("the"), never a term
+MIN_DICE = 0.3
+MOST = 2  # terms written into one source
+WORD = re.compile(r"[^\W\d_]{3,}")  # a word that can be a term: 3 letters or more
+
+
+def words(text: str) -> list[str]:
+    return [word.casefold() for word in WORD.findall(text)]
+
+
+def lexicon(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """The term pairs of `pairs` (the module's rules): source word -> target word."""
+    ids = [{}, {}]  # word -> id, each side
+    forms: Counter = Counter()  # target words as written
+    coded = []
+    for src, tgt in pairs:
+        forms.update(WORD.findall(tgt))
+        coded.append(tuple([ids[side].setdefault(w, len(ids[side])) for w in words(text)]
+                           for side, text in enumerate((src, tgt))))  # fmt: skip
+    s, t, dice, tgt_counts = dice_scores(coded, len(ids[0]), len(ids[1]))
+    src_counts = Counter(i for src, _ in coded for i in set(src))
+    frequent = FREQUENT * len(pairs)
+    fit = [
+        MIN_PAIRS <= src_counts[a] <= frequent and MIN_PAIRS <= tgt_counts[b] <= frequent
+        for a, b in zip(s.tolist(), t.tolist(), strict=True)
+    ]
+    best_target, best_source = {}, {}
+    for a, b, score in zip(s[fit].tolist(), t[fit].tolist(), dice[fit].tolist(), strict=True):
+        if score >= best_target.get(a, (0.0, -1))[0]:
+            best_target[a] = (score, b)
+        if score >= best_source.get(b, (0.0, -1))[0]:
+            best_source[b] = (score, a)
+    src_words, tgt_words = (list(side) for side in ids)
+    written = {}
+    for form, _ in forms.most_common():
+        written.setdefault(form.casefold(), form)
+    return {
+        src_words[a]: written[tgt_words[b]]
+        for a, (score, b) in best_target.items()
+        if score >= MIN_DICE and best_source[b][1] == a
+    }
+
+
+def terms_in(src: str, tgt: str, pairs: dict[str, str]) -> list[Term]:
+    """The terms of `pairs` in the source `src` whose target its reference `tgt` has."""
+    found = []
+    for match in WORD.finditer(src):
+        target = pairs.get(match.group().casefold())
+        if target and used(tgt, target):
+            found.append(Term(match.group(), cased(target, match.group()), *match.span(), False))
+    return found
+
+
+@dataclass
+class Teaching:
+    """train.terms for the training split of `data_dir`: `sources` annotates chunks of its
+    pairs, in order, the same way each time (`seed`)."""
+
+    data_dir: Path
+    share: float
+    seed: int
+    annotated: int = 0  # pairs annotated so far
+    pairs: dict[str, str] = field(default_factory=dict)  # the lexicon, made at first use
+
+    @property
+    def stamp(self) -> dict:
+        """What the annotated ids were made with (dataset.py keeps it in ids.json)."""
+        return {"share": self.share, "seed": self.seed, "most": MOST, "min_dice": MIN_DICE}
+
+    def start(self) -> None:
+        """The lexicon of the training pairs, and a fresh random stream."""
+        self.pairs = lexicon(list(iter_parallel(*text_files(self.data_dir, "train"))))
+        self.random, self.annotated = random.Random(self.seed), 0
+
+    def sources(self, chunk: list[tuple[str, str]]) -> list[str]:
+        """The sources of `chunk`'s pairs, a share of those with terms annotated."""
+        result = []
+        for src, tgt in chunk:
+            terms = terms_in(src, tgt, self.pairs)
+            if terms and self.random.random() < self.share:
+                chosen = self.random.sample(terms, min(MOST, len(terms)))
+                src = annotated(src, sorted(chosen, key=lambda term: term.start))[0]
+                self.annotated += 1
+            result.append(src)
+        return result
