@@ -270,7 +270,7 @@ class Batcher:
             return [engine.attention(job.sentences[0]) for job in jobs]
         decoding = options.applied(engine.config.decode, self.beams(options))
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
-        translated = translate_texts(engine, together, decoding, options.nbest)
+        translated = translate_texts(engine, together, decoding, options.nbest, dict(options.terms))
         answers, start = [], 0
         for job in jobs:
             end = start + len(job.texts)

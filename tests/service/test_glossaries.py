@@ -132,6 +132,8 @@ def test_translate_follows_a_kept_glossary_or_one_inline_in_both_apis(numbers):
     glossary_id = create(url)[1]["glossary_id"]
     terms = (("three", "3"), ("five", "five"))
     bearer = {**JSON, "Authorization": "Bearer first"}
+    plain = call(url, "POST", "/translate", {"text": SENTENCES}, bearer)[1]["translations"]
+    assert "five" not in plain[1]
     asked = [
         {"text": SENTENCES, "glossary": glossary_id},
         {"text": SENTENCES, "glossary": {"three": "3", " five ": "five"}},
@@ -145,6 +147,8 @@ def test_translate_follows_a_kept_glossary_or_one_inline_in_both_apis(numbers):
         status, answer, _ = call(url, "POST", "/translate", body, bearer)
         assert status == 200, answer
         assert [options.terms for options in submitted] == [terms[: len(body["glossary"])]]
+        if len(terms[: len(body["glossary"])]) == 2:  # five: do-not-translate, kept verbatim
+            assert answer.get("translations", answer.get("translatedText"))[1].endswith("five")
     form = urlencode({"q": SENTENCES[0], "source": "en", "target": "digits",
                       "glossary": glossary_id, "api_key": "first"}).encode()  # fmt: skip
     submitted.clear()
