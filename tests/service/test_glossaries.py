@@ -1,7 +1,8 @@
 """Glossaries in the service (seq2seq/service/glossaries.py, glossary_store.py): DeepL's routes
 to keep them (as Weblate's DeepL machinery calls them: JSON, its DeepL-Auth-Key header), a
-form too; each key's own; a fault a 400 naming the line, nothing kept; and the `glossary` of
-both /translate's, a kept one's id or entries inline, reaching the decoder as its terms."""
+form too; each key's own; a fault a 400 naming the line, nothing kept; the `glossary` of both
+/translate's, a kept one's id or entries inline, reaching the decoder as its terms; and the
+page's glossary box, in a real browser."""
 
 import http.client
 from urllib.parse import urlencode, urlsplit
@@ -9,6 +10,7 @@ from urllib.parse import urlencode, urlsplit
 import pytest
 from test_serve import JSON, call, running
 
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service import batcher, glossary_store
 from seq2seq.service.glossary_store import GlossaryStore, StoreFailed
@@ -217,3 +219,28 @@ def test_a_glossaries_file_that_fails_is_the_servers_fault(trained_numbers_check
     with running(model, glossaries_file=str(tmp_path / "file" / "g.db")) as server:
         status, answer, _ = call(server.url, "GET", "/v2/glossaries")
     assert status == 500 and "cannot keep glossaries there" in answer["error"], answer
+
+
+def test_the_pages_glossary_box_is_followed_and_its_faults_shown(seed_run, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as seen
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
+    with running(model, glossaries_file=str(tmp_path / "g.db")) as server:
+        browser.get(server.url)
+        wait = WebDriverWait(browser, HANG)
+        translation = (By.ID, "translation")
+        box = browser.find_element(By.ID, "sentence")
+        box.clear()
+        box.send_keys("three is three")
+        wait.until(seen.text_to_be_present_in_element(translation, "3 la 3"))
+        browser.find_element(By.CSS_SELECTOR, "#glossary-box summary").click()
+        browser.find_element(By.ID, "glossary").send_keys("three")  # kept as it is
+        wait.until(lambda _: browser.find_element(*translation).text.split().count("three") == 2)
+        assert browser.find_element(By.CSS_SELECTOR, "#heatmap caption").text  # still drawn
+        browser.execute_script("document.getElementById('glossary').value = 'three\\t '")
+        browser.find_element(By.ID, "glossary").send_keys(" ")  # an input event
+        wait.until(seen.visibility_of_element_located((By.ID, "error")))
+        error = browser.find_element(By.ID, "error").text
+        assert error == "'glossary', entry 1: the target term is empty", error
