@@ -44,7 +44,7 @@ from seq2seq.service.api import (
     text_field,
 )
 from seq2seq.service.core import Core
-from seq2seq.service.glossary_store import GlossaryStore, Stored
+from seq2seq.service.glossary_store import GlossaryStore
 from seq2seq.service.models import Model
 from seq2seq.text.glossary import (
     FORMATS,
@@ -94,7 +94,8 @@ class Glossaries:
     def checked_owner(self, request: Request, fields: dict | None = None) -> str:
         """The key of a request to these routes checked (checks.py), and its owner."""
         scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        presented = key.strip() if scheme == "DeepL-Auth-Key" else key_given(request, fields)
+        deepl = scheme.lower() == "deepl-auth-key"
+        presented = key.strip() if deepl else key_given(request, fields)
         self.core.checks.key(presented)
         return self.owner(presented)
 
@@ -137,29 +138,28 @@ class Glossaries:
         kept = await asyncio.to_thread(self.store.listed, self.checked_owner(request))
         return json_response({"glossaries": [stored.glossary_info() for stored in kept]})
 
-    async def found(self, request: Request) -> tuple[str, str, Stored]:
-        """A route's glossary: its id, its owner and its facts; a 404 if there is none."""
+    async def kept(self, request: Request, look_up):
+        """look_up(id, owner) of the store for the glossary a route names (its path's id, the
+        request's key's): what it finds, else a 404."""
         owner, id_ = self.checked_owner(request), request.path_params["id"]
-        stored = await asyncio.to_thread(self.store.get, id_, owner)
-        if stored is None:
+        found = await asyncio.to_thread(look_up, id_, owner)
+        if not found:
             raise HTTPError(404, f"no glossary {id_} (GET /v2/glossaries lists them)")
-        return id_, owner, stored
+        return found
 
     @answers(STATUSES)
     async def get(self, request: Request) -> Response:
-        _, _, stored = await self.found(request)
+        stored = await self.kept(request, self.store.get)
         return json_response(stored.glossary_info())
 
     @answers(STATUSES)
     async def delete(self, request: Request) -> Response:
-        id_, owner, _ = await self.found(request)
-        await asyncio.to_thread(self.store.delete, id_, owner)
+        await self.kept(request, self.store.delete)
         return Response(status_code=204)
 
     @answers(STATUSES)
     async def entries(self, request: Request) -> Response:
-        id_, owner, _ = await self.found(request)
-        glossary = await asyncio.to_thread(self.store.glossary, id_, owner)
+        glossary = await self.kept(request, self.store.glossary)
         return Response(entries_tsv(glossary.entries), media_type=TSV)  # charset=utf-8 added
 
     @answers(STATUSES)
@@ -174,10 +174,9 @@ class Glossaries:
         if value is None:
             return ()
         if len(chain) != 1:
-            how = "through " + ", ".join(m.target.code for m in chain[:-1]) if chain else "none"
-            raise HTTPError(
-                400, f"a glossary needs a model from {pair[0]} to {pair[1]} itself, not {how}"
-            )
+            pivots = ", ".join(model.target.code for model in chain[:-1])
+            why = f"the pair goes through {pivots}" if chain else "the text is given back as it is"
+            raise HTTPError(400, f"a glossary needs a model from {pair[0]} to {pair[1]}: {why}")
         if isinstance(value, str):
             glossary = await asyncio.to_thread(self.store.glossary, value, self.owner(presented))
             if glossary is None:

@@ -89,6 +89,21 @@ def test_a_glossary_kept_listed_read_and_deleted_as_weblate_calls_deepl(numbers)
     assert call(url, "GET", "/v2/glossaries", headers=deepl())[:2] == (200, {"glossaries": []})
 
 
+def test_tbx_entries_too(numbers):
+    url, _ = numbers
+    tbx = (
+        '<martif type="TBX" xml:lang="en"><text><body><termEntry>'
+        '<langSet xml:lang="en"><tig><term>three</term></tig></langSet>'
+        '<langSet xml:lang="digits"><tig><term>3</term></tig></langSet>'
+        "</termEntry></body></text></martif>"
+    )
+    status, info = create(url, tbx, entries_format="tbx")
+    assert (status, info["entry_count"]) == (201, 1)
+    path = f"/v2/glossaries/{info['glossary_id']}"
+    assert raw(url, "GET", f"{path}/entries", deepl())[1] == "three\t3\n"
+    assert raw(url, "DELETE", path, deepl())[0] == 204
+
+
 def test_a_form_with_csv_and_each_keys_own_glossaries(numbers):
     url, _ = numbers
     form = {"name": "n", "source_lang": "en", "target_lang": "digits", "entries_format": "csv",
@@ -170,6 +185,8 @@ def test_translate_follows_a_kept_glossary_or_one_inline_in_both_apis(numbers):
         ({"text": SENTENCES, "glossary": {"three": 3}}, "'glossary' must be a glossary's id"),
         ({"q": "three", "source": "auto", "target": "digits", "glossary": {"three": "3"}},
          'a glossary needs the source language: not "auto"'),
+        ({"q": "three", "source": "en", "target": "en", "glossary": {"three": "3"}},
+         "a glossary needs a model from en to en: the text is given back as it is"),
     ],
 )  # fmt: skip
 def test_a_glossary_that_cannot_be_followed_is_a_400(numbers, body, fault):
