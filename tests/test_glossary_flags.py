@@ -24,6 +24,11 @@ def test_translate_follows_the_glossary(seed_run, tmp_path, capsys):
     translate.main([*flags, "--glossary", str(glossary), "three is three", "nine is nine"])
     kept, other = capsys.readouterr().out.splitlines()
     assert kept.split().count("three") == 2 and other == "9 la 9"  # each "three" verbatim
+    document = tmp_path / "notes.txt"
+    document.write_text("three is three\n\nnine is nine\n")
+    translate.main([*flags, "--glossary", str(glossary), "--file", str(document)])
+    kept, blank, other = (tmp_path / "notes.digits.txt").read_text().splitlines()
+    assert kept.split().count("three") == 2 and (blank, other) == ("", "9 la 9")
 
 
 def test_a_bad_glossary_is_one_line_and_nothing_is_translated(seed_run, tmp_path):
