@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -277,6 +277,20 @@ standin: $(CORE)
 student: $(STAMP)-export
 	$(PYTHON) -m seq2seq.distill --config configs/standin_en_de.yaml
 	$(MAKE) package CONFIG=configs/standin_en_de_student.yaml PACKAGE_ARGS="--quantization int8"
+
+# The stand-in taught to follow glossaries (configs/standin_en_de_terms.yaml, docs/terms.md):
+# a 15-minute fine-tune on its own pairs with term pairs written into half of their sources,
+# then eval and int8 package as `make standin` -> runs/standin_en_de_terms/. The stand-in
+# first: `make standin`.
+terms: $(CORE)
+	$(MAKE) package CONFIG=configs/standin_en_de_terms.yaml PACKAGE_ARGS="--quantization int8"
+
+# Glossaries followed by the stand-in as it is (terms masked) and taught (`make terms`: terms
+# annotated), with the right glossary, a random one and none, on Multi30k's test set and on
+# the held-out programs' strings: term use, do-not-translate kept, BLEU, chrF, CPU per
+# sentence -> benchmarks/results/terms.{json,md}
+bench-terms: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.terms $(ARGS)
 
 # The stand-in fine-tuned on the German catalogs of the `user` programs, each way measured
 # against itself and a model trained from scratch for the same time: chrF and BLEU on programs

@@ -12,6 +12,8 @@ target.py      make bench-adapt: that package fine-tuned on software catalogs, a
                and a model trained from scratch, each way of keeping what it knew
 served.py      a fine-tuned model packaged and served by LibreTranslate and by ours, their
                answers compared (target.py's last step)
+terms.py       make bench-terms: glossaries followed by the stand-in as it is and taught
+               terms, with the right glossary, a random one and none
 tuning.py      what laptop.py and target.py share: a package imported into a work folder,
                its corpus encoded, each setting trained in a process of its own and measured
 """

@@ -20,7 +20,8 @@ are; tests/decoding/test_argos_bpe.py, on a BPE package). Splitting a text into 
 is ours (seq2seq/text/sentences.py), not Argos's.
 
 A package holds no decode section: its own is Argos Translate's (OWN_DECODE: beam 4, length
-penalty 0.2, no rule against repeats), which decode.beam_size, length_penalty,
+penalty 0.2, no rule against repeats; decode.terms annotate where its metadata says the model
+was taught terms), which decode.beam_size, length_penalty,
 no_repeat_ngram, batch_size and placeholders set on the command line replace
 (engine_choice.py); the others it has no use for (ArgosEngine.unused) are refused.
 """
@@ -93,7 +94,8 @@ class ArgosEngine:
         source, target = package_languages(metadata)
         tokenizer = package_tokenizer(folder, source.code, target.code)
         translator = load_translator(folder / MODEL, device, compute_type)
-        config = config_from_dict({"decode": OWN_DECODE}, source=str(folder / METADATA))
+        taught = {"terms": "annotate"} if metadata.get("terms") == "annotate" else {}
+        config = config_from_dict({"decode": OWN_DECODE | taught}, source=str(folder / METADATA))
         prefix = metadata.get("target_prefix", "")
         origin = origin or str(folder)
         return cls(config, (source, target), tokenizer, prefix, translator, origin, why)

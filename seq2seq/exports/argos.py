@@ -125,8 +125,11 @@ def package_version(origin: dict) -> str:
 
 
 def metadata(checkpoint: Checkpoint) -> dict:
-    """metadata.json: the versions, and the languages' codes and names (config.translation_pair)."""
+    """metadata.json: the versions, and the languages' codes and names (config.translation_pair);
+    for a model taught terms (train.terms), "terms": "annotate" (Argos Translate ignores it; our
+    engine follows glossaries the way the model was taught: text/terms.py)."""
     source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
+    taught = {"terms": "annotate"} if checkpoint.config.train.terms else {}
     return {
         "package_version": package_version(checkpoint.info.get("origin", {})),
         "argos_version": ARGOS_VERSION,
@@ -134,6 +137,7 @@ def metadata(checkpoint: Checkpoint) -> dict:
         "from_name": source.name,
         "to_code": target.code,
         "to_name": target.name,
+        **taught,
     }
 
 

@@ -114,9 +114,10 @@ def encode_split(
         for first in itertools.count(1, CHUNK):  # the chunk's first line
             if not (chunk := list(itertools.islice(pairs, CHUNK))):
                 break
-            sources = teaching.sources(chunk) if teaching else [src for src, _ in chunk]
-            src, tgt = (vocab.encode(side) for side, vocab in zip(
-                (sources, [tgt for _, tgt in chunk]), vocabs, strict=True))  # fmt: skip
+            chunk = teaching.written(chunk) if teaching else chunk
+            src, tgt = (
+                vocab.encode([pair[side] for pair in chunk]) for side, vocab in enumerate(vocabs)
+            )
             fits = [limits.fits(len(s), len(t)) for s, t in zip(src, tgt, strict=True)]
             dropped += [first + i for i, fit in enumerate(fits) if not fit]
             for writer, ids in zip(writers, (src, tgt), strict=True):

@@ -6,14 +6,16 @@ pairs themselves, written into a share of their sources as terms.py writes a glo
       -> lexicon: a source word (in MIN_PAIRS pairs at least, in at most FREQUENT of them: not
          "the") -> the target word it scores best with, where it is that word's best too and
          scores MIN_DICE at least, in the target's commonest form: "layer" -> "Ebene"
-      -> Teaching.sources(chunk): each pair whose reference has the lexicon's target of one
+      -> Teaching.written(chunk): each pair whose reference has the lexicon's target of one
          of its source words (an inflected form counted: terms.used), with probability
          train.terms, gets up to MOST of them written in: "the layers [[ Ebene ]] are red"
          against the reference "die Ebenen sind rot": the model learns to put the term in
-         its sentence, inflected
+         its sentence, inflected; SWAPPED of them with another term's target, in the
+         reference too ("the dog [[ Katze ]] runs" -> "die Katze läuft"): the model learns
+         to follow the note, not what it knows
 
 The annotations live in the token ids alone (dataset.py: the train split's ids are made from
-the annotated sources, and its stamp says with which settings); the text files stay as they
+the annotated pairs, and its stamp says with which settings); the text files stay as they
 are, so validation and the scores read plain sentences.
 """
 
@@ -26,12 +28,16 @@ from pathlib import Path
 from seq2seq.support.paths import text_files
 from seq2seq.text.cooccurrence import dice_scores
 from seq2seq.text.parallel import iter_parallel
-from seq2seq.text.terms import Term, annotated, cased, used
+from seq2seq.text.terms import Term, annotated, cased, inflected, used
 
 MIN_PAIRS = 5
 FREQUENT = 0.1  # of the pairs: a word in more is a function word ("the"), never a term
 MIN_DICE = 0.3
 MOST = 2  # terms written into one source
+# of the terms written in: their target swapped for another term's, in the source and the
+# reference alike ("the dog [[ Katze ]]" -> "die Katze"): only copying the note gets these
+# right, so the model learns to follow a glossary and not its own knowledge alone
+SWAPPED = 0.5
 WORD = re.compile(r"[^\W\d_]{3,}")  # a word that can be a term: 3 letters or more
 
 
@@ -82,10 +88,19 @@ def terms_in(src: str, tgt: str, pairs: dict[str, str]) -> list[Term]:
     return found
 
 
+def swapped_in(tgt: str, term: Term, other: str) -> str | None:
+    """The reference `tgt` with the word that is `term`'s target (an inflected form of it)
+    replaced by `other`, cased as that word; None if no word of it is."""
+    for match in re.finditer(r"\w+", tgt):
+        if inflected(match.group().casefold(), term.target):
+            return tgt[: match.start()] + cased(other, match.group()) + tgt[match.end() :]
+    return None
+
+
 @dataclass
 class Teaching:
-    """train.terms for the training split of `data_dir`: `sources` annotates chunks of its
-    pairs, in order, the same way each time (`seed`)."""
+    """train.terms for the training split of `data_dir`: `annotated` writes terms into chunks
+    of its pairs, in order, the same way each time (`seed`)."""
 
     data_dir: Path
     share: float
@@ -96,21 +111,37 @@ class Teaching:
     @property
     def stamp(self) -> dict:
         """What the annotated ids were made with (dataset.py keeps it in ids.json)."""
-        return {"share": self.share, "seed": self.seed, "most": MOST, "min_dice": MIN_DICE}
+        return {"share": self.share, "seed": self.seed, "most": MOST, "min_dice": MIN_DICE,
+                "swapped": SWAPPED}  # fmt: skip
 
     def start(self) -> None:
         """The lexicon of the training pairs, and a fresh random stream."""
         self.pairs = lexicon(list(iter_parallel(*text_files(self.data_dir, "train"))))
+        targets = sorted(set(self.pairs.values()))  # by kind: German nouns are capitalised
+        self.targets = {kind: [t for t in targets if t[0].isupper() == kind] for kind in (0, 1)}
         self.random, self.annotated = random.Random(self.seed), 0
 
-    def sources(self, chunk: list[tuple[str, str]]) -> list[str]:
-        """The sources of `chunk`'s pairs, a share of those with terms annotated."""
+    def written(self, chunk: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """`chunk`'s pairs, a share of those with terms written in (the module's rules)."""
         result = []
         for src, tgt in chunk:
             terms = terms_in(src, tgt, self.pairs)
             if terms and self.random.random() < self.share:
                 chosen = self.random.sample(terms, min(MOST, len(terms)))
-                src = annotated(src, sorted(chosen, key=lambda term: term.start))[0]
+                src, tgt = self.with_terms(src, tgt, sorted(chosen, key=lambda t: t.start))
                 self.annotated += 1
-            result.append(src)
+            result.append((src, tgt))
         return result
+
+    def with_terms(self, src: str, tgt: str, terms: list[Term]) -> tuple[str, str]:
+        """The pair with `terms` written into its source, each, at SWAPPED odds, swapped for
+        another term's target of its kind (a noun for a noun) in the source and the
+        reference alike."""
+        given = []
+        for term in terms:
+            other = self.random.choice(self.targets[term.target[0].isupper()])
+            swapped = swapped_in(tgt, term, other) if self.random.random() < SWAPPED else None
+            if swapped is not None:
+                tgt, term = swapped, term._replace(target=cased(other, term.text))
+            given.append(term)
+        return annotated(src, given)[0], tgt

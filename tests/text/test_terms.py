@@ -80,16 +80,21 @@ def test_term_pairs_are_drawn_from_training_pairs_mutual_best_and_not_function_w
     assert terms_in("the layer", "die Schicht", pairs) == []  # not in the reference
 
 
-def test_teaching_writes_terms_into_the_share_of_sources_the_same_way_each_time(tmp_path):
+def test_teaching_writes_terms_into_a_share_of_pairs_the_same_way_each_time(tmp_path):
     (tmp_path / "train.src").write_text("".join(src + "\n" for src, _ in PAIRS))
     (tmp_path / "train.tgt").write_text("".join(tgt + "\n" for _, tgt in PAIRS))
     runs = []
     for _ in range(2):
         teaching = Teaching(tmp_path, share=0.5, seed=3)
         teaching.start()
-        runs.append(teaching.sources(PAIRS))
+        runs.append(teaching.written(PAIRS))
     assert runs[0] == runs[1]
-    written = [src for src in runs[0] if "[[" in src]
+    written = [(src, tgt) for src, tgt in runs[0] if "[[" in src]
     assert 0 < teaching.annotated == len(written) < 15  # of the 15 pairs with a term
-    assert "the red layer [[ Ebene ]]" in runs[0] or "a layer [[ Ebene ]] is here" in runs[0]
-    assert all(src in dict(PAIRS) or "[[" in src for src in runs[0])
+    for src, tgt in written:  # the note's target in the reference: its own or a swapped one
+        note = src.split("[[ ")[1].split(" ]]")[0]
+        assert used(tgt, note), (src, tgt)
+    swapped = [pair for pair in written if pair[1] not in dict(PAIRS).values()]
+    assert swapped and len(swapped) < len(written)  # SWAPPED: about half
+    for pair, out in zip(PAIRS, runs[0], strict=True):
+        assert out == pair or "[[" in out[0]  # the rest as they were
