@@ -1,6 +1,7 @@
 """`make eval`: decode the test split with the best checkpoint and score it.
 
     python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt] [--again]
+                               [--glossary terms.tsv]
 
 Greedy decoding always; beam search too when decode.beam_size > 1; always by our torch code
 (the engine eval.json names), whatever is installed. The decode settings are the
@@ -15,10 +16,14 @@ signatures beside its figures), and prints a few lines:
     beam 4     exact match 98.9%  BLEU 99.81  chrF 99.92  (1,000 sentences, 310/s)
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
 
+With --glossary FILE (.tsv, .csv or .tbx: seq2seq/text/glossary.py, for the model's pair),
+every decoding follows its terms (seq2seq/text/terms.py); a fault in it ends the command in
+one line naming the file and the line, before anything is decoded or written.
+
 eval.json keeps what its scores follow from (`inputs`: the checkpoint's and the test split's
-SHA-256, the decode settings set on the command line): run again with the same ones, the
-command prints the scores it has and decodes nothing (`--again` decodes anyway), so that
-`make package` twice does nothing the second time.
+SHA-256, the decode settings set on the command line, the glossary's SHA-256 if any): run
+again with the same ones, the command prints the scores it has and decodes nothing (`--again`
+decodes anyway), so that `make package` twice does nothing the second time.
 """
 
 import dataclasses
@@ -34,11 +39,12 @@ from seq2seq.config import (
     load_config,
 )
 from seq2seq.decoding.engine_choice import described, load_engine
-from seq2seq.decoding.engines import translate_texts
+from seq2seq.decoding.engines import languages_of, translate_texts
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
 from seq2seq.text.corpus_types import corpus_type
+from seq2seq.text.glossary import read_glossary
 from seq2seq.text.parallel import load_split
 from seq2seq.text.sentences import Texts
 from seq2seq.training.metrics import score
@@ -53,11 +59,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--again", action="store_true", help="decode even if eval.json has these inputs' scores"
     )
+    parser.add_argument(
+        "--glossary", metavar="FILE", help="follow a glossary's terms (.tsv, .csv or .tbx)"
+    )
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     decode = decode_overrides(args.overrides)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
-    inputs = inputs_of(config, checkpoint, decode)
+    glossary = Path(args.glossary) if args.glossary else None
+    inputs = inputs_of(config, checkpoint, decode, glossary)
     if not args.again and (done := scored_before(config, inputs)):
         print(f"{config.run_dir / EVAL} is up to date (--again to decode anyway):")
         print_summary(done)
@@ -67,14 +77,16 @@ def main(argv: list[str] | None = None) -> None:
         config, args.checkpoint, "torch", device=config.train.device, decode=decode
     )
     decoding = engine.config.decode  # the checkpoint's, with decode's
+    pair = [language.code for language in languages_of(engine)]
+    terms = read_glossary(glossary, *pair).entries if glossary else None
     sources, references = [s for s, _ in test], [t for _, t in test]
     print(f"decoding {len(sources):,} test sentences with {described(engine)}", flush=True)
     corpus_metrics = corpus_type(config.corpus).metrics
 
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
-        translate_texts(engine, Texts(sources[:WARM_UP]), decoding)  # untimed: GPU warm-up
+        translate_texts(engine, Texts(sources[:WARM_UP]), decoding, terms=terms)  # untimed
         start = time.perf_counter()
-        hypotheses = translate_texts(engine, Texts(sources), decoding).translations
+        hypotheses = translate_texts(engine, Texts(sources), decoding, terms=terms).translations
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
@@ -102,18 +114,24 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {', '.join(map(str, files))} and {config.run_dir / EVAL}")
 
 
-def inputs_of(config: Config, checkpoint: Path, decode: dict) -> dict | None:
+def inputs_of(
+    config: Config, checkpoint: Path, decode: dict, glossary: Path | None = None
+) -> dict | None:
     """What the scores follow from: the checkpoint's and the test split's bytes (the
-    checkpoint's holding its decode settings), and the decode settings the command line set
-    in their place (as JSON gives them back); None without them (the loading says so)."""
-    test = text_files(config.data_dir, "test")
-    if not all(path.is_file() for path in (checkpoint, *test)):
+    checkpoint's holding its decode settings), the decode settings the command line set in
+    their place (as JSON gives them back), and the glossary's bytes if one is followed; None
+    without them (the loading, or the glossary's reading, says so)."""
+    test, glossaries = text_files(config.data_dir, "test"), [glossary] if glossary else []
+    if not all(path.is_file() for path in (checkpoint, *test, *glossaries)):
         return None
-    return {
+    inputs = {
         "checkpoint_sha256": file_hash(checkpoint),
         "test_sha256": [file_hash(path) for path in test],
         "decode": json.loads(json.dumps(decode)),
     }
+    if glossary:
+        inputs["glossary_sha256"] = file_hash(glossary)
+    return inputs
 
 
 def scored_before(config: Config, inputs: dict | None) -> dict | None:

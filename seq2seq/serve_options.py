@@ -9,7 +9,7 @@ Python), each with its type, default, range and comment, as seq2seq/options.py's
     Keys                API keys, and the per-client rates
     ModelsServed        the models' languages, and which stay loaded
     Pages               our page, and what LibreTranslate's reads first
-    FilesAndSuggestions LibreTranslate's file translation and suggestions
+    FilesAndSuggestions LibreTranslate's file translation and suggestions; glossaries
     Monitoring          GET /metrics
 """
 
@@ -169,7 +169,7 @@ class Pages:
 @dataclass
 class FilesAndSuggestions:
     """LibreTranslate's file translation and its suggestions (seq2seq/service/
-    file_translation.py, suggest.py)."""
+    file_translation.py, suggest.py); the glossaries kept (glossaries.py)."""
 
     # POST /translate_file and GET /download_file, LibreTranslate's: a document (.txt .html
     # .srt .docx .pptx .odt .odp .epub: seq2seq/documents/reading.py) translated, its formatting
@@ -191,6 +191,9 @@ class FilesAndSuggestions:
     suggestions_file: str = "runs/suggestions.db"
     # Suggestions one client address may send per hour, repeats included; more get a 429.
     suggestions_per_hour: Annotated[int, "at least 1"] = 60
+    # The glossaries kept by DeepL's routes (POST /v2/glossaries; seq2seq/service/glossaries.py):
+    # SQLite, relative to the working directory, as runs/ is; made when the first one comes.
+    glossaries_file: str = "runs/glossaries.db"
 
 
 @dataclass

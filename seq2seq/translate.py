@@ -7,6 +7,7 @@
     python -m seq2seq.translate --nbest 3 "three is three"   # the 3 best of beam search
     python -m seq2seq.translate --config configs/multi30k_de_en.yaml "Ein Hund. Ein Mann."
                                           # two sentences, translated each, on one line
+    python -m seq2seq.translate --glossary terms.tsv "the layer"   # its terms followed
 
 Line N of the output always answers line N of the input, so it works in a pipeline: input is
 read and translated a chunk of `decode.batch_size` lines at a time, in bounded memory, and each
@@ -23,6 +24,11 @@ each line whole.
 Placeholders and markup (%s, %1$s, {0}, %1, &Open, <b>, a literal \\n, Weblate's [X7X]: see
 seq2seq/text/placeholders.py) are kept from the model and put back in the translation, each
 exactly once (--placeholders off: translated as text).
+
+With --glossary FILE (.tsv or .csv, DeepL's formats, or .tbx: seq2seq/text/glossary.py, for
+the model's pair), its terms are followed (seq2seq/text/terms.py; an entry whose target is its
+source comes back verbatim); a fault in it ends the command in one line naming the file and
+the line, before anything is translated.
 
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability; for a line of several
@@ -67,6 +73,7 @@ from seq2seq.decoding.warnings import numbered
 from seq2seq.documents import reading
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.support.files import atomic_write
+from seq2seq.text.glossary import read_glossary
 from seq2seq.text.parallel import utf8_lines
 from seq2seq.text.sentences import Texts
 
@@ -95,12 +102,13 @@ def translate_lines(
     nbest: int | None = None,
     first_line: int = 1,
     language: str | None = None,
+    terms: dict[str, str] | None = None,
 ) -> list[str]:
     """The output lines for the input `lines`: one translation each, or `nbest` lines each.
     Each line is split into its sentences by the rules of `language` (None: translated
-    whole), and the sentences of all lines are translated together."""
+    whole), and the sentences of all lines are translated together, following `terms`."""
     texts = Texts(lines, language)
-    translations, warnings = translate_texts(engine, texts, engine.config.decode, nbest)
+    translations, warnings = translate_texts(engine, texts, engine.config.decode, nbest, terms)
     if nbest is None:  # a line out for a line in, whatever white space joined its sentences
         translations = [one_line(text) for text in translations]
     else:
@@ -123,10 +131,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"decoding with {described(engine)}", file=sys.stderr, flush=True)
     if args.nbest is not None:
         engine.config.decode.beam_size = beams_for(engine.config.decode.beam_size, args.nbest)
-    language = None if args.no_split else languages_of(engine)[0].code
-    translated = partial(translate_lines, engine, nbest=args.nbest, language=language)
+    pair = [language.code for language in languages_of(engine)]
+    terms = read_glossary(Path(args.glossary), *pair).entries if args.glossary else None
+    language = None if args.no_split else pair[0]
+    translated = partial(translate_lines, engine, nbest=args.nbest, language=language, terms=terms)
     if args.file:
-        print(translate_file(engine, Path(args.file), language))
+        print(translate_file(engine, Path(args.file), language, terms))
     elif args.sentences:
         print("\n".join(translated(args.sentences)))
     elif sys.stdin.isatty():  # interactive: one sentence at a time, until Ctrl-D
@@ -147,19 +157,21 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.flush()
 
 
-def translate_file(engine: Engine, path: Path, language: str | None) -> Path:
+def translate_file(
+    engine: Engine, path: Path, language: str | None, terms: dict[str, str] | None = None
+) -> Path:
     """The document at `path` translated beside it (report.docx -> report.<target>.docx),
-    decode.batch_size texts at a time; the path written."""
+    decode.batch_size texts at a time, following `terms`; the path written."""
     try:
         data = path.read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}") from None
     document = reading.read(path.name, data, most_chars=sys.maxsize)
-    size, translations = engine.config.decode.batch_size, []
+    decode, translations = engine.config.decode, []
     with tqdm(total=document.chars, unit="char", unit_scale=True, desc=path.name) as bar:
-        for _, chunk in chunks(iter(document.texts), size):
+        for _, chunk in chunks(iter(document.texts), decode.batch_size):
             texts = Texts(chunk, language)
-            translations += translate_texts(engine, texts, engine.config.decode).translations
+            translations += translate_texts(engine, texts, decode, terms=terms).translations
             bar.update(sum(map(len, chunk)))
     target = languages_of(engine)[1].code
     out = path.with_name(reading.translated_name(path.name, target))
@@ -201,6 +213,12 @@ def parse_arguments(argv: list[str] | None):
         metavar="PATH",
         help="translate a document (.txt .html .srt .docx .pptx .odt .odp .epub) into "
         "PATH's name with the target language's code before its extension",
+    )
+    parser.add_argument(
+        "--glossary",
+        metavar="FILE",
+        help="follow the terms of a glossary for the model's pair: .tsv or .csv (source, "
+        "target: DeepL's formats) or .tbx; a target equal to its source is kept verbatim",
     )
     parser.add_argument(
         "--no-split",

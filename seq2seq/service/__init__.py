@@ -20,6 +20,9 @@ way through these modules, stop by stop, is docs/architecture.md's.
     suggest.py         LibreTranslate's /suggest
     file_translation.py  LibreTranslate's file translation: a document in, its translation
                        kept for a while to download
+    glossary_store.py  the glossaries kept, in SQLite (serve.glossaries_file), each key's own
+    glossaries.py      DeepL's /v2/glossaries routes, and a /translate's glossary as the
+                       terms its model follows
     openapi.py         the API described in OpenAPI 3.1
     access.py          before the routes: the Host and Origin guard, CORS, the per-client
                        rate limit

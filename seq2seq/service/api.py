@@ -42,6 +42,7 @@ from seq2seq.service.refusals import (
 )
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"  # the media types
+TSV = "text/tab-separated-values"  # DeepL's glossary entries (glossaries.py)
 FORMS = (FORM, "multipart/form-data")  # the two encodings of a form
 # A request's work on its text (splitting, HTML, detection) on fewer characters than this runs
 # on the event loop: under a millisecond (about 1 us a character on a 2-core Xeon), less than a

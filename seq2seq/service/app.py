@@ -11,6 +11,9 @@ a request -> Measure (prometheus.py, with serve.metrics: its route, status and t
     POST /detect                                     languages.py
     POST /suggest                                    suggest.py
     POST /translate_file, GET /download_file/NAME    file_translation.py
+    POST, GET /v2/glossaries, GET, DELETE /v2/glossaries/ID,
+    GET /v2/glossaries/ID/entries,
+    GET /v2/glossary-language-pairs                  glossaries.py (DeepL's)
     GET  /openapi.json                               openapi.py
     GET  /metrics     serve.metrics (else a 404)     prometheus.py
   any other path or method -> 404, 405
@@ -40,6 +43,7 @@ from seq2seq.service.api import Body, HTTPError, client_gone, error_response
 from seq2seq.service.checks import Checks
 from seq2seq.service.core import Core
 from seq2seq.service.file_translation import FileTranslation
+from seq2seq.service.glossaries import Glossaries
 from seq2seq.service.keystore import ApiKeys
 from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import LibreTranslate
@@ -57,7 +61,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     cache = TranslationCache(settings.translation_cache)
     core = Core(models, settings, Checks(settings, keys), cache)
     languages, suggest = Languages(core), Suggest(core)
-    ours, libretranslate = OurApi(core), LibreTranslate(core, languages)
+    glossaries = Glossaries(core)
+    ours, libretranslate = OurApi(core, glossaries), LibreTranslate(core, languages, glossaries)
     files = FileTranslation(core, languages)
 
     async def post_translate(request: Request) -> Response:
@@ -82,6 +87,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/suggest", suggest.suggest, methods=["POST"]),
         Route("/translate_file", files.translate_file, methods=["POST"]),
         Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
+        *glossaries.routes(),
         openapi.route(settings, choices, bool(keys)),
     ]
     # with serve.metrics, GET /metrics among the routes and Measure (else neither: no cost)

@@ -49,6 +49,7 @@ class Options:
     beam_size: int | None = None  # None: the model's own (its config's decode.beam_size)
     nbest: int | None = None  # None: the best translation only, as text
     placeholders: str | None = None  # protect | off; None: the model's decode.placeholders
+    terms: tuple[tuple[str, str], ...] = ()  # a glossary's (source, target) entries to follow
 
     def applied(self, decode: DecodeConfig, beams: int) -> DecodeConfig:
         """A model's `decode` settings with these options, decoding with `beams` beams."""
@@ -269,7 +270,7 @@ class Batcher:
             return [engine.attention(job.sentences[0]) for job in jobs]
         decoding = options.applied(engine.config.decode, self.beams(options))
         together = Texts.together([job.texts for job in jobs])  # one decoding for all
-        translated = translate_texts(engine, together, decoding, options.nbest)
+        translated = translate_texts(engine, together, decoding, options.nbest, dict(options.terms))
         answers, start = [], 0
         for job in jobs:
             end = start + len(job.texts)

@@ -7,7 +7,9 @@ routes beside it: languages.py (/languages, /frontend/settings, /detect), sugges
                       "format": "text" | "html", "alternatives": 2, "api_key": "...",
                       "placeholders": "protect" | "off" (ours: decode.placeholders),
                       "model": "tuned" (ours: one of the pair's models by name, else its
-                      first; LibreTranslate's clients send none)}
+                      first; LibreTranslate's clients send none),
+                      "glossary": "ID" | {"Layer": "Ebene"} (ours: a kept glossary's id, a
+                      form's only, or its entries inline; source not "auto": glossaries.py)}
                      as JSON, or as a form (application/x-www-form-urlencoded, q a string)
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...]}
@@ -46,19 +48,21 @@ from seq2seq.service.api import (
 from seq2seq.service.batcher import Options
 from seq2seq.service.checks import Checks
 from seq2seq.service.core import Core
+from seq2seq.service.glossaries import Glossaries, Terms
 from seq2seq.service.languages import Languages
 
 TRANSLATE_FIELDS = (
     "q", "source", "target", "format", "alternatives", "api_key", "apiKey", "placeholders",
-    "model",
+    "model", "glossary",
 )  # fmt: skip
 
 
 class LibreTranslate:
     """LibreTranslate's /translate, over the core (core.py) and its languages (languages.py)."""
 
-    def __init__(self, core: Core, languages: Languages):
+    def __init__(self, core: Core, languages: Languages, glossaries: Glossaries):
         self.core, self.languages, self.settings = core, languages, core.settings
+        self.glossaries = glossaries
 
     async def fields(self, body: Body) -> dict | None:
         """A /translate request's fields if it is LibreTranslate's (a form, or a JSON object
@@ -80,7 +84,8 @@ class LibreTranslate:
     @answers(LIBRETRANSLATE)
     async def post_translate(self, request: Request, fields: dict) -> Response:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
-        limits = self.core.checks.key(key_given(request, fields))
+        key = key_given(request, fields)
+        limits = self.core.checks.key(key)
         asked = asked_of(fields, self.core.checks)
         chars = sum(map(len, asked.texts))
         self.core.checks.chars(limits, chars)
@@ -88,14 +93,25 @@ class LibreTranslate:
         groups = by_source(parts)
         chain = self.core.models.chain  # each group's first: a pair lacking, before decoding
         chains = {s: chain(s, asked.target, asked.model, itself=True) for s in groups}
+        options = asked.options(await self.terms(key, asked, chains))
         translations: list = [None] * len(parts)
         for source, numbers in groups.items():
             texts = [parts[number].text for number in numbers]
-            translated = await self.core.translate(request, chains[source], texts, asked.options)
+            translated = await self.core.translate(request, chains[source], texts, options)
             for number, translation in zip(numbers, translated.translations, strict=True):
                 translations[number] = translation
         answer = await off_the_loop(chars, libretranslate_answer, translations, asked, detected)
         return json_response(answer)
+
+    async def terms(self, key: str | None, asked: "Asked", chains: dict) -> Terms:
+        """The entries of the request's glossary (none: ()); a glossary needs its source
+        language named (DeepL's rule too), so its texts have one chain."""
+        if asked.glossary is None:
+            return ()
+        if asked.source == "auto":
+            raise HTTPError(400, 'a glossary needs the source language: not "auto"')
+        pair = asked.source, asked.target
+        return await self.glossaries.terms(key, asked.glossary, chains[asked.source], pair)
 
     def parts(self, asked: "Asked") -> tuple[list["Part"], list[dict] | None]:
         """What the request translates: each text, or (format html) each of its text nodes,
@@ -138,6 +154,7 @@ class Asked(NamedTuple):
     alternatives: int  # how many translations beside the best
     model: str | None  # the name of one of the pair's models; None: its first
     placeholders: str | None  # protect | off; None: each model's decode.placeholders
+    glossary: str | dict | None  # a kept glossary's id or its entries (glossaries.py), or none
 
     @property
     def nbest(self) -> int | None:
@@ -148,9 +165,9 @@ class Asked(NamedTuple):
     def what(self) -> str:
         return "texts between tags (format html)" if self.html else "texts"
 
-    @property
-    def options(self) -> Options:
-        return Options(None, self.nbest, self.placeholders)
+    def options(self, terms: Terms) -> Options:
+        """How its texts are decoded, following `terms` (its glossary's entries)."""
+        return Options(None, self.nbest, self.placeholders, terms)
 
 
 def asked_of(fields: dict, checks: Checks) -> Asked:
@@ -173,7 +190,7 @@ def asked_of(fields: dict, checks: Checks) -> Asked:
     return Asked(
         texts, isinstance(q, str), text_format == "html", source, target,
         checks.beams(alternatives, "alternatives", spare=1), model_field(fields),
-        placeholders_field(fields),
+        placeholders_field(fields), fields.get("glossary"),
     )  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service.api import FORM, JSON, json_response
+from seq2seq.service.api import FORM, JSON, TSV, json_response
 
 
 class Choices(NamedTuple):
@@ -40,7 +40,7 @@ ERRORS = {
     "415": "a body neither JSON nor, where LibreTranslate's API takes one, a form",
     "429": "over serve.requests_per_minute for this client, or the API key's own limit: "
     "Retry-After says when to try again",
-    "500": "a failure while decoding",
+    "500": "a failure while decoding, or keeping glossaries",
     "503": "the decoder's queue is full (Retry-After), or the service is stopping",
 }
 
@@ -148,6 +148,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                     },
                 }
             },
+            **glossary_paths(header),
             **({"/metrics": metrics(settings)} if settings.metrics else {}),
         },  # fmt: skip
         "components": {
@@ -182,13 +183,15 @@ def metrics(settings: ServeConfig) -> dict:
     return {"get": operation}
 
 
-def post(summary: str, content: dict, schema: dict, security: list | None, extra=None) -> dict:
-    """`security`: None without keys; else how a key is given."""
+def post(
+    summary: str, content: dict, schema: dict, security: list | None, extra=None, ok="200"
+) -> dict:
+    """`security`: None without keys; else how a key is given. `ok`: the status of an answer."""
     errors = {**ERRORS, **(extra or {})}
     operation = {
         "summary": summary,
         "requestBody": {"required": True, "content": content},
-        "responses": {"200": answer(schema)}
+        "responses": {ok: answer(schema)}
         | {status: error(description) for status, description in errors.items()},
     }
     if security is not None:
@@ -226,6 +229,11 @@ def beams(settings: ServeConfig) -> dict:
 
 
 PLACEHOLDERS = {"enum": ["protect", "off", None]}  # decode.placeholders; null: the model's
+# a kept glossary's id, or its entries inline (glossaries.py); null: none
+GLOSSARY = {"oneOf": [
+    {"type": "string"}, {"type": "object", "additionalProperties": {"type": "string"}},
+    {"type": "null"},
+]}  # fmt: skip
 
 
 def model(choices: Choices) -> dict:
@@ -237,8 +245,8 @@ def ours(settings: ServeConfig, choices: Choices) -> dict:
     text = {"type": "array", "items": sentence(settings), "maxItems": settings.max_sentences}
     properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
     properties |= {"source": {"enum": choices.sources}, "target": {"enum": choices.targets}}
-    properties |= {"placeholders": PLACEHOLDERS, "model": model(choices)}
-    optional = ("beam_size", "nbest", "source", "target", "placeholders", "model")
+    properties |= {"placeholders": PLACEHOLDERS, "model": model(choices), "glossary": GLOSSARY}
+    optional = ("beam_size", "nbest", "source", "target", "placeholders", "model", "glossary")
     return strict(properties, optional=optional)
 
 
@@ -260,9 +268,52 @@ def libretranslate_request(settings: ServeConfig, choices: Choices, list_q=False
         "apiKey": {"type": "string"},  # api_key, as LibreTranslate's npm client names it
         "placeholders": PLACEHOLDERS,
         "model": model(choices),
+        "glossary": GLOSSARY if list_q else STRING,  # a form's: an id
     }
     optional = ("format", "alternatives", "api_key", "apiKey", "placeholders", "model")
-    return strict(properties, optional=optional)
+    return strict(properties, optional=(*optional, "glossary"))
+
+
+def glossary_paths(security: list | None) -> dict:
+    """DeepL's glossary routes (glossaries.py); `security`: how a key is given, or None."""
+    create = strict(
+        {"name": STRING, "source_lang": STRING, "target_lang": STRING, "entries": STRING,
+         "entries_format": {"enum": ["tsv", "csv", "tbx"]}, "api_key": STRING},
+        optional=("entries_format", "api_key"),
+    )  # fmt: skip
+    created = post(
+        "DeepL's: a glossary kept, its entries (TSV, CSV; ours: TBX) checked whole first",
+        {media_type: {"schema": create} for media_type in (JSON, FORM)},
+        GLOSSARY_INFO,
+        security,
+        ok="201",
+    )
+    listed = strict({"glossaries": {"type": "array", "items": GLOSSARY_INFO}})
+    pair = strict({"source_lang": STRING, "target_lang": STRING})
+    pairs = strict({"supported_languages": {"type": "array", "items": pair}})
+    tsv = {"description": "the entries", "content": {TSV: {"schema": STRING}}}
+    return {
+        "/v2/glossaries": {**created, **kept("the glossaries kept", answer(listed), security)},
+        "/v2/glossaries/{id}": {
+            **kept("a glossary's facts", answer(GLOSSARY_INFO), security, by_id=True),
+            **kept("a glossary deleted", {"description": "deleted"}, security, True, "delete"),
+        },
+        "/v2/glossaries/{id}/entries": kept("a glossary's entries", tsv, security, by_id=True),
+        "/v2/glossary-language-pairs": kept("the pairs of glossaries", answer(pairs), security),
+    }
+
+
+def kept(summary: str, ok: dict, security, by_id=False, method="get") -> dict:
+    """A DeepL glossary route of `method` other than POST; `by_id`: of a glossary, by its id."""
+    statuses = {"200" if method == "get" else "204": ok}
+    statuses |= {status: error(ERRORS[status]) for status in ("403", "429", "500")}
+    operation = {"summary": f"DeepL's: {summary}", "responses": statuses}
+    if by_id:
+        operation["parameters"] = [{"name": "id", "in": "path", "required": True, "schema": STRING}]
+        statuses["404"] = error("no glossary of that id (of this API key's)")
+    if security is not None:
+        operation["security"] = security
+    return {method: operation}
 
 
 def detect_request(settings: ServeConfig) -> dict:
@@ -293,6 +344,10 @@ HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": 
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
 TRANSLATIONS = strict({"translations": EACH, "warnings": STRINGS})
 DETECTION = strict({"confidence": NUMBER, "language": STRING})
+GLOSSARY_INFO = strict(
+    {"glossary_id": STRING, "name": STRING, "ready": {"type": "boolean"}, "source_lang": STRING,
+     "target_lang": STRING, "creation_time": STRING, "entry_count": {"type": "integer"}}
+)  # fmt: skip
 DETECTIONS = {"type": "array", "items": DETECTION}
 LIBRETRANSLATE_ANSWER = strict(
     {

@@ -1,10 +1,12 @@
 """Our API, and the page that uses it.
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2,
-                      "placeholders": "off", "source": "en", "target": "de", "model": "tuned"}
+                      "placeholders": "off", "source": "en", "target": "de", "model": "tuned",
+                      "glossary": "ID" | {"Layer": "Ebene"}}
                      (all but text optional; placeholders: decode.placeholders; source and
                      target: the first model's pair; model: the name of one of the pair's
-                     models, else its first: models.py)
+                     models, else its first: models.py; glossary: a kept glossary's id, or
+                     its entries, the terms to follow: glossaries.py)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
                      (a text of several sentences: each translated, in the text's spacing)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
@@ -42,6 +44,7 @@ from seq2seq.service.api import (
 from seq2seq.service.batcher import Job, Options
 from seq2seq.service.checks import Checks
 from seq2seq.service.core import Core
+from seq2seq.service.glossaries import Glossaries
 from seq2seq.service.models import Models
 from seq2seq.text.sentences import Texts
 
@@ -52,8 +55,9 @@ CONTENT_TYPES = {"html": "text/html", "css": "text/css", "js": "text/javascript"
 class OurApi:
     """Our routes and the page's, over the core (core.py)."""
 
-    def __init__(self, core: Core):
+    def __init__(self, core: Core, glossaries: Glossaries):
         self.core, self.settings, self.checks = core, core.settings, core.checks
+        self.glossaries = glossaries
         self.facts = model_info(core.models.default.engine)  # the first: always loaded
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
@@ -89,17 +93,18 @@ class OurApi:
     @answers(STATUSES)
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
-        limits = self.checks.key(bearer(request))
-        fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model")
+        key = bearer(request)
+        limits = self.checks.key(key)
+        fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model",
+                  "glossary")  # fmt: skip
         data = await read_json(body, fields)
         texts = text_list(data, self.checks)
         self.checks.chars(limits, sum(map(len, texts)))
-        options = Options(
-            beam_field(data, "beam_size", self.checks),
-            beam_field(data, "nbest", self.checks),
-            placeholders_field(data),
-        )
-        chain = self.core.models.chain(*self.pair(data), model_field(data))
+        beam_size, nbest = (beam_field(data, name, self.checks) for name in ("beam_size", "nbest"))
+        placeholders, pair = placeholders_field(data), self.pair(data)
+        chain = self.core.models.chain(*pair, model_field(data))
+        terms = await self.glossaries.terms(key, data.get("glossary"), chain, pair)
+        options = Options(beam_size, nbest, placeholders, terms)
         translated = await self.core.translate(request, chain, texts, options)
         return json_response(translate_answer(translated, ranked=options.nbest is not None))
 

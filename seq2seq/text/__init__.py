@@ -21,6 +21,8 @@
     cooccurrence.py                      how often items meet in pairs: Dice scores
     suggestions.py                       the service's users' better translations, kept, and read
                                          back as a corpus source (sources.py)
+    glossary.py                          glossaries: TSV, CSV and TBX files read as a pair's
+                                         source -> target term entries, checked whole
 
 May import: the config's options (seq2seq/options.py) and seq2seq.support. Never the model,
 training, decoding or serving.

@@ -34,8 +34,10 @@ SCHEMA.config.checks.update(excluded_check_names=["positive_data_acceptance"])
 
 @pytest.fixture(scope="module")
 def served(trained_numbers_checkpoint, tmp_path_factory):
-    kept = str(tmp_path_factory.mktemp("files"))  # the translated files
-    with running(TorchEngine(trained_numbers_checkpoint[0]), files_dir=kept, **LIMITS) as server:
+    kept = tmp_path_factory.mktemp("files")  # the translated files, the glossaries
+    glossaries = str(kept / "glossaries.db")
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    with running(model, files_dir=str(kept), glossaries_file=glossaries, **LIMITS) as server:
         yield server
 
 

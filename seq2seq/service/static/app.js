@@ -5,6 +5,9 @@
 //     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
 //        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
 //   (an engine without attention, as /info says: POST /translate, and no attention to draw)
+//   with terms in the glossary box, the translation is POST /translate's
+//     {"text": [sentence], "glossary": {source: target}}: one line each, "source<TAB>target",
+//     or a term alone, kept as it is (the attention stays the model's own)
 //   on opening: /info's example sentence in the box, translated as if typed
 //   with serve.suggestions on (/info): under the translation, a box to correct it ->
 //     POST /suggest {"q": sentence, "s": the correction, "source", "target"}, kept
@@ -80,17 +83,22 @@ async function update() {
   const controller = (pending = new AbortController());
   $("translation").setAttribute("aria-busy", "true");
   try {
+    const terms = glossary();
+    let translation, warnings;
     if (showsAttention) {
       attention = await post("attention", { text: sentence }, controller.signal);
-      $("translation").textContent = attention.translation;
-      showWarnings(attention.warnings);
+      ({ translation, warnings } = attention);
       chooseOptions();
       draw();
-    } else {
-      const answer = await post("translate", { text: [sentence] }, controller.signal);
-      $("translation").textContent = answer.translations[0];
-      showWarnings(answer.warnings);
     }
+    if (!showsAttention || terms) {
+      const asked = terms ? { text: [sentence], glossary: terms } : { text: [sentence] };
+      const answer = await post("translate", asked, controller.signal);
+      [translation] = answer.translations;
+      warnings = answer.warnings;
+    }
+    $("translation").textContent = translation;
+    showWarnings(warnings);
     offerSuggestion($("translation").textContent);
     showError("");
   } catch (error) {
@@ -98,6 +106,19 @@ async function update() {
   } finally {
     if (pending === controller) $("translation").removeAttribute("aria-busy");
   }
+}
+
+// The glossary box's entries, {source: target} (null: none): each line "source<TAB>target",
+// or a term alone, its own target; the service checks them and says what is wrong.
+function glossary() {
+  const lines = $("glossary").value.split("\n").filter((line) => line.trim());
+  if (!lines.length) return null;
+  return Object.fromEntries(
+    lines.map((line) => {
+      const [source, ...target] = line.split("\t");
+      return [source, target.length ? target.join("\t") : source];
+    }),
+  );
 }
 
 // The translation in a box of its own, to correct and send as a suggestion (if the service
@@ -217,10 +238,13 @@ function showExample(example) {
   update();
 }
 
-$("sentence").addEventListener("input", () => {
+function updateSoon() {
   clearTimeout(timer);
   timer = setTimeout(update, DEBOUNCE_MS);
-});
+}
+
+$("sentence").addEventListener("input", updateSoon);
+$("glossary").addEventListener("input", updateSoon);
 $("kind").addEventListener("change", () => {
   if (attention) chooseOptions();
   draw();
