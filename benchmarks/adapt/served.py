@@ -40,6 +40,12 @@ BEAM = 4  # Argos's, LibreTranslate's default
 def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
     """`checkpoint` packaged, served by LibreTranslate and by ours: the strings answered
     differently."""
+    return compared(*answers(checkpoint, strings, python), strings)
+
+
+def answers(checkpoint: Path, strings: list[str], python: Path) -> tuple[dict, list, list]:
+    """`checkpoint` packaged, served by LibreTranslate and by ours: the package's facts, and
+    each server's answers to `strings` (LibreTranslate's None where it did not answer)."""
     with tempfile.TemporaryDirectory(prefix="served-") as tmp:
         package = Path(tmp) / "tuned.argosmodel"
         export = ["seq2seq.export", "argos", "--checkpoint", str(checkpoint), str(package)]
@@ -51,6 +57,12 @@ def compare(checkpoint: Path, strings: list[str], python: Path) -> dict:
             theirs = [ask(server.url, shape, s)[1] for s in strings]  # None: not answered
         with contender("ours", [package], BEAM, config=str(ROOT / "config.yaml")) as ours:
             mine = [answer(ours.url, shape, s) for s in strings]
+    return facts, theirs, mine
+
+
+def compared(facts: dict, theirs: list, mine: list, strings: list[str]) -> dict:
+    """How many of `strings` the two servers answered differently, and how many of those
+    our splitter cuts into several sentences."""
     differ = [i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b]
     source = facts["from_code"]
     several = {i for i, text in enumerate(strings) if len(split(text, source).sentences) > 1}

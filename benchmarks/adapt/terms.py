@@ -25,6 +25,9 @@ with the right glossary, a random one and none -> benchmarks/results/terms.{json
       -> term use (terms.term_use: every target term of a source's glossary terms, an
          inflected form counted), do-not-translate entries verbatim, BLEU and chrF against
          the references, CPU ms per sentence (the process's CPU time)
+    where LibreTranslate's venv is installed: the taught model packaged, served by
+    LibreTranslate 1.9.6 and by ours, both sent 200 multi30k sources annotated
+      (served.py) -> the answers that differ, LibreTranslate's term use
 """
 
 import json
@@ -38,6 +41,7 @@ import sacrebleu
 import torch
 
 from benchmarks import common
+from benchmarks.adapt.served import LIBRETRANSLATE_PYTHON, answers, compared
 from benchmarks.adapt.tuning import MULTI30K
 from seq2seq.config import Config, load_config
 from seq2seq.decoding.engine_choice import described, load_engine
@@ -151,10 +155,35 @@ def run(models: dict[str, Path], tests: dict[str, dict]) -> dict:
     return {"rows": rows}
 
 
+def through_libretranslate(taught: Path, test: dict, count: int) -> dict:
+    """The taught model packaged and served by LibreTranslate 1.9.6 and by ours (served.py),
+    both sent the first `count` sources annotated with the test's glossary: the answers
+    that differ, and the term use of LibreTranslate's."""
+    sources = test["sources"][:count]
+    each = [found(source, test["glossary"]) for source in sources]
+    texts = [annotated(source, terms)[0] for source, terms in zip(sources, each, strict=True)]
+    facts, theirs, mine = answers(taught, texts, LIBRETRANSLATE_PYTHON)
+    use = term_use([text or "" for text in theirs], each)._asdict()
+    return {**compared(facts, theirs, mine, texts), "term_use": use}
+
+
 def share(counts: dict | None) -> str:
     if not counts or not counts["terms"]:
         return "-"
     return f"{100 * counts['used'] / counts['terms']:.1f}% of {counts['terms']:,}"
+
+
+def served(compared: dict | None) -> list[str]:
+    """The line on the taught model's package in LibreTranslate, if it was measured."""
+    if compared is None:
+        return ["LibreTranslate was not measured (its venv is not installed)."]
+    return [
+        f"The taught model's package (version {compared['package_version']}) in LibreTranslate "
+        f"1.9.6, sent {compared['strings']} multi30k sources annotated (the right glossary): "
+        f"term use {share(compared['term_use'])}; {compared['differ']} answers differ from our "
+        f"service's to the same texts ({compared['differ_several']} of them split into "
+        "several sentences by one server and not the other: served.py)."
+    ]
 
 
 def table(results: dict) -> str:
@@ -174,6 +203,7 @@ def table(results: dict) -> str:
         f"{t['catalogs']['entries']:,} one-word entries ({t['catalogs']['verbatim']:,} "
         "do-not-translate). Each model decodes as its config says (the stand-in's: beam 5), "
         "one thread; term use counts inflected forms (docs/terms.md).",
+        *served(results.get("libretranslate")),
         common.on_machine(results["machine"], "make bench-terms"),
     ]
     return common.page("Glossaries followed", common.markdown_table(header, rows, *notes))
@@ -201,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
                "verbatim": sum(s == t for s, t in test["glossary"].items())}
         for name, test in tests.items()
     }  # fmt: skip
+    if LIBRETRANSLATE_PYTHON.exists():  # make benchmarks/.venv-libretranslate/.installed
+        results["libretranslate"] = through_libretranslate(args.taught, tests["multi30k"], 200)
     results["machine"] = common.machine()
     common.save_results(args.out, results, table(results))
 

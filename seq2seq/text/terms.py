@@ -146,10 +146,6 @@ class TermUse(NamedTuple):
     used: int
     terms: int
 
-    @property
-    def share(self) -> float | None:
-        return self.used / self.terms if self.terms else None
-
 
 def term_use(outputs: Iterable[str], sentence_terms: Iterable[list[Term]]) -> TermUse:
     """Over outputs and each one's source's terms: how many target terms are used (`used`;
