@@ -221,6 +221,13 @@ def parse_arguments(argv: list[str] | None):
         "target: DeepL's formats) or .tbx; a target equal to its source is kept verbatim",
     )
     parser.add_argument(
+        "--terms",
+        choices=("auto", "annotate", "mask"),
+        help="how the glossary's terms are followed: written into the source for a model "
+        "taught terms (annotate) or kept from the model and given back (mask); default: "
+        "decode.terms, auto (annotate for a model taught terms)",
+    )
+    parser.add_argument(
         "--no-split",
         action="store_true",
         help="translate each input whole (default: split it into its sentences)",
@@ -252,7 +259,7 @@ def utf8_argument(number: int, text: str) -> str:
 
 def decode_flags(args) -> dict:
     """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram,
-    --placeholders, --vmap and --compute-type set, checked: in place of the model's own,
+    --placeholders, --vmap, --terms and --compute-type set, checked: in place of the model's own,
     whatever the model (engine_choice.py's decoding_in_force; a setting it has no use for is
     refused)."""
     if args.beam_size is not None and args.beam_size < 1:
@@ -261,7 +268,7 @@ def decode_flags(args) -> dict:
         raise UserError("--no-repeat-ngram must be at least 0")
     if args.nbest is not None and args.nbest < 1:
         raise UserError("--nbest must be at least 1")
-    flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders", "vmap")
+    flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders", "vmap", "terms")
     given = {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
     return {**given, **compute_type_set(args)}
 

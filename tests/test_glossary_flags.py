@@ -24,6 +24,11 @@ def test_translate_follows_the_glossary(seed_run, tmp_path, capsys):
     translate.main([*flags, "--glossary", str(glossary), "three is three", "nine is nine"])
     kept, other = capsys.readouterr().out.splitlines()
     assert kept.split().count("three") == 2 and other == "9 la 9"  # each "three" verbatim
+    glossary.write_text("three,DREI,en,digits\n")
+    for way in ("mask", "annotate"):  # annotate on an untaught model: retried masked
+        translate.main([*flags, "--glossary", str(glossary), "--terms", way, "three is three"])
+        assert capsys.readouterr().out.split().count("DREI") == 2
+    glossary.write_text("three,three,en,digits\n")
     document = tmp_path / "notes.txt"
     document.write_text("three is three\n\nnine is nine\n")
     translate.main([*flags, "--glossary", str(glossary), "--file", str(document)])
