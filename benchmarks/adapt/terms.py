@@ -167,6 +167,12 @@ def through_libretranslate(taught: Path, test: dict, count: int) -> dict:
     return {**compared(facts, theirs, mine, texts), "term_use": use}
 
 
+def shown(path: Path) -> str:
+    """A path as the table names it: from the checkout's root where it is inside it."""
+    path = path.resolve()
+    return str(path.relative_to(common.ROOT) if path.is_relative_to(common.ROOT) else path)
+
+
 def share(counts: dict | None) -> str:
     if not counts or not counts["terms"]:
         return "-"
@@ -201,8 +207,8 @@ def table(results: dict) -> str:
         f"of test_2016_flickr, a glossary of {t['multi30k']['entries']:,} term pairs; catalogs, "
         f"{t['catalogs']['sentences']:,} strings of the held-out programs, a glossary of "
         f"{t['catalogs']['entries']:,} one-word entries ({t['catalogs']['verbatim']:,} "
-        "do-not-translate). Each model decodes as its config says (the stand-in's: beam 5), "
-        "one thread; term use counts inflected forms (docs/terms.md).",
+        "do-not-translate). Each model decodes as its config says (the stand-in's: beam "
+        f"{results['beam_size']}), one thread; term use counts inflected forms (docs/terms.md).",
         *served(results.get("libretranslate")),
         common.on_machine(results["machine"], "make bench-terms"),
     ]
@@ -225,7 +231,8 @@ def main(argv: list[str] | None = None) -> None:
     tests = {"multi30k": multi30k_test(config, args.sentences),
              "catalogs": catalogs_test(args.catalogs, args.sentences)}  # fmt: skip
     results = run(models, tests)
-    results["models"] = {name: str(path) for name, path in models.items()}
+    results["models"] = {name: shown(path) for name, path in models.items()}
+    results["beam_size"] = config.decode.beam_size
     results["tests"] = {
         name: {"sentences": len(test["sources"]), "entries": len(test["glossary"]),
                "verbatim": sum(s == t for s, t in test["glossary"].items())}
