@@ -30,6 +30,7 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -54,6 +55,20 @@ from seq2seq.service.models import Models
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures
 
 
+class SizedFiles(multiprocess.MultiProcessCollector):
+    """prometheus_client's collector of the workers' files, less those a worker has created
+    and not yet sized: an empty file would fail the whole scrape (a 500), and holds no figure
+    yet (prometheus/client_python issue #1199)."""
+
+    def collect(self):
+        files = []
+        for path in Path(self._path).glob("*.db"):
+            with contextlib.suppress(OSError):  # gone since the listing: a worker replaced
+                if path.stat().st_size:
+                    files.append(str(path))
+        return self.merge(files, accumulate=True)
+
+
 class Metrics:
     """The service's metrics: the requests' (request_done), the decoders' (batch_done,
     refresh), and the answer to GET /metrics."""
@@ -62,7 +77,7 @@ class Metrics:
         self.models, self.token = models, settings.metrics_auth_token
         self.registry = CollectorRegistry()
         if SHARED in os.environ:  # several workers: each one's figures are read from the folder
-            multiprocess.MultiProcessCollector(self.registry)
+            SizedFiles(self.registry)
         self.declare(None if SHARED in os.environ else self.registry, settings.max_batch_sentences)
         self.engines: dict[Batcher, str] = {}  # each model's engine, once it has been loaded
         self.answered: dict[tuple, tuple] = {}  # (route, pair, status) -> its series
