@@ -22,7 +22,8 @@ is ours (seq2seq/text/sentences.py), not Argos's.
 A package holds no decode section: its own is Argos Translate's (OWN_DECODE: beam 4, length
 penalty 0.2, no rule against repeats; decode.terms annotate where its metadata says the model
 was taught terms), which decode.beam_size, length_penalty, no_repeat_ngram, batch_size,
-placeholders and terms set on the command line replace (engine_choice.py); the others it has no use for (ArgosEngine.unused) are refused.
+placeholders and terms set on the command line replace (engine_choice.py); the others it has
+no use for (ArgosEngine.unused) are refused.
 """
 
 import dataclasses
