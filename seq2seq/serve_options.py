@@ -191,6 +191,12 @@ class FilesAndSuggestions:
     suggestions_file: str = "runs/suggestions.db"
     # Suggestions one client address may send per hour, repeats included; more get a 429.
     suggestions_per_hour: Annotated[int, "at least 1"] = 60
+    # The translation memory: a text a suggestion was sent for (the whole text, its white space
+    # collapsed and stripped) is answered with the latest such suggestion instead of the
+    # model's translation, on every route that translates text, the answer saying so (ours:
+    # "memory", LibreTranslate's: "fromMemory"). It reads suggestions_file, made if need be,
+    # whether or not suggestions takes new ones.
+    memory: bool = False
     # The glossaries kept by DeepL's routes (POST /v2/glossaries; seq2seq/service/glossaries.py):
     # SQLite, relative to the working directory, as runs/ is; made when the first one comes.
     glossaries_file: str = "runs/glossaries.db"

@@ -184,9 +184,11 @@ HOPS = {
         "await self.core.translate(request, chains[source])",
     ),
     ("Core.translate", "Core.run_job"): (
-        "calls, with the texts split in a worker thread if large (api.off_the_loop)",
-        "service/core.py Core.translate: split = await off_the_loop(..., self.split)",
-        "service/core.py Core.translate: await self.run_job(request, model, Job(split))",
+        "calls, through decode (the texts serve.memory does not answer), with the texts split "
+        "in a worker thread if large (api.off_the_loop)",
+        "service/core.py Core.translate: decoded = await self.decode(request, chain, texts)",
+        "service/core.py Core.decode: split = await off_the_loop(..., self.split)",
+        "service/core.py Core.decode: await self.run_job(request, model, Job(split))",
     ),
     ("Core.run_job", "Batcher.run_batch"): (
         "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "

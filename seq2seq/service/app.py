@@ -29,6 +29,8 @@ an error -> {"error": "..."}: an HTTPError, its status (a route's refusal, refus
 A request's way from here to its answer, stop by stop, is docs/architecture.md's.
 """
 
+from pathlib import Path
+
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -52,6 +54,7 @@ from seq2seq.service.ours import OurApi
 from seq2seq.service.suggest import Suggest
 from seq2seq.service.translation_cache import TranslationCache
 from seq2seq.support.errors import UserError
+from seq2seq.text.suggestions import Suggestions
 
 
 def build_app(models: Models, settings: ServeConfig) -> Starlette:
@@ -59,8 +62,11 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     keys = ApiKeys.load(settings.api_keys, settings.keys_required, settings.api_key_link)
     warn_if_open(settings, keys)
     cache = TranslationCache(settings.translation_cache)
-    core = Core(models, settings, Checks(settings, keys), cache)
-    languages, suggest = Languages(core), Suggest(core)
+    kept = settings.suggestions or settings.memory  # what /suggest writes, the memory reads
+    suggestions = Suggestions(Path(settings.suggestions_file)) if kept else None
+    memory = suggestions if settings.memory else None
+    core = Core(models, settings, Checks(settings, keys), cache, memory)
+    languages, suggest = Languages(core), Suggest(core, suggestions)
     glossaries = Glossaries(core)
     ours, libretranslate = OurApi(core, glossaries), LibreTranslate(core, languages, glossaries)
     files = FileTranslation(core, languages)

@@ -1,7 +1,9 @@
 """What both APIs stand on, as equals: the models (each with its engine and its batcher), the
-settings in force, the per-request checks (checks.py) and the translations kept
-(translation_cache.py); and a request's texts from its route to the decoder threads and back:
-Core.translate, through the models of its chain (models.py), each text split into its
+settings in force, the per-request checks (checks.py), the translations kept
+(translation_cache.py) and the translation memory (serve.memory: text/suggestions.py); and a
+request's texts from its route to the decoder threads and back: Core.translate, each text the
+memory knows answered from it, the others through the models of its chain (models.py), each
+text split into its
 sentences (in a worker thread past api.INLINE_CHARS characters), a Job for each model on its
 batcher (batcher.py), the client's hang-up cancelling it. A request's whole way, from its
 route to its answer, is docs/architecture.md's.
@@ -9,6 +11,7 @@ route to its answer, is docs/architecture.md's.
 
 import asyncio
 import dataclasses
+from typing import NamedTuple
 
 from starlette.requests import ClientDisconnect, Request
 
@@ -20,20 +23,31 @@ from seq2seq.service.checks import Checks
 from seq2seq.service.models import Model, Models
 from seq2seq.service.translation_cache import TranslationCache
 from seq2seq.text.sentences import Texts
+from seq2seq.text.suggestions import Suggestions
 
 PAIR = "seq2seq.pair"  # the request's pair, in its ASGI scope, once known (prometheus.py's label)
+
+
+class Answer(NamedTuple):
+    """Core.translate's answer, for each text in order: decoding's (a Translated), and with
+    serve.memory whether it came from the memory (else None)."""
+
+    translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
+    warnings: list[list[str]]  # each text's, unnumbered
+    remembered: list[bool] | None
 
 
 @dataclasses.dataclass(frozen=True)
 class Core:
     """The models (each with its engine and its batcher: models.py), the settings in force,
     each request's checks (checks.py: its key among them) and the translations kept
-    (serve.translation_cache)."""
+    (serve.translation_cache); the suggestions file its memory reads (None: serve.memory off)."""
 
     models: Models
     settings: ServeConfig
     checks: Checks
     cache: TranslationCache
+    memory: Suggestions | None
 
     def split(self, texts: list[str], counted: bool, language: str, more: int = 0) -> Texts:
         """A request's texts, each split into its sentences by `language`'s rules
@@ -48,6 +62,33 @@ class Core:
     async def translate(
         self, request: Request, chain: list[Model], texts: list[str], options: Options,
         counted: bool = True,
+    ) -> Answer:  # fmt: skip
+        """`texts` translated by `chain` (models.py): with serve.memory, a text whose
+        normalised form has a suggestion for the chain's pair is answered with it (with
+        nbest, as the one hypothesis, scored 0), whatever the options, and neither decoded
+        nor counted against serve.max_sentences; the others decoded (decode)."""
+        if chain:
+            request.scope[PAIR] = f"{chain[0].source.code}-{chain[-1].target.code}"
+        if self.memory is None or not chain:
+            decoded = await self.decode(request, chain, texts, options, counted)
+            return Answer(*decoded, None if self.memory is None else [False] * len(texts))
+        pair = chain[0].source.code, chain[-1].target.code
+        recalled = [self.memory.recall(text, *pair) for text in texts]  # each: s or None
+        missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
+        decoded = Translated([], [])
+        if missing or not texts:
+            decoded = await self.decode(request, chain, missing, options, counted)
+        found = iter(zip(*decoded, strict=True))
+        translations, warnings = [], []
+        for s in recalled:
+            translation, said = next(found) if s is None else (remembered(s, options), [])
+            translations.append(translation)
+            warnings.append(said)
+        return Answer(translations, warnings, [s is not None for s in recalled])
+
+    async def decode(
+        self, request: Request, chain: list[Model], texts: list[str], options: Options,
+        counted: bool,
     ) -> Translated:  # fmt: skip
         """`texts` through each model of `chain` (models.py) in turn, each hop's translations
         the next one's texts; no model: each text itself, as Argos Translate translates a
@@ -59,7 +100,6 @@ class Core:
         if not chain:
             itself = [[(0.0, text)] for text in texts] if options.nbest else list(texts)
             return Translated(itself, [[] for _ in texts])
-        request.scope[PAIR] = f"{chain[0].source.code}-{chain[-1].target.code}"
         cached = self.cache.lookup(chain, options, texts)  # cached.missing: those to decode
         if cached.complete:  # refused as it would be without the cache, if too large
             self.split([], counted, chain[0].source.code, cached.sentences)
@@ -111,6 +151,11 @@ class Core:
         finally:
             gone.cancel()
         return result
+
+
+def remembered(s: str, options: Options) -> str | list[tuple[float, str]]:
+    """A suggestion as a translation: itself, or with nbest its one hypothesis, scored 0."""
+    return [(0.0, s)] if options.nbest else s
 
 
 async def hang_up(request: Request) -> None:

@@ -12,7 +12,9 @@ routes beside it: languages.py (/languages, /frontend/settings, /detect), sugges
                       form's only, or its entries inline; source not "auto": glossaries.py)}
                      as JSON, or as a form (application/x-www-form-urlencoded, q a string)
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
-                         "detectedLanguage": {"confidence", "language"} | [...]}
+                         "detectedLanguage": {"confidence", "language"} | [...],
+                         "fromMemory": bool | [bool] (ours, with serve.memory: each text's
+                         answered from the memory, all its text nodes with format html)}
 
 What it translates: each text or (format html) each of its text nodes (markup.py), in a
 worker thread past api.INLINE_CHARS characters, as is the answer's shaping; source "auto":
@@ -95,12 +97,21 @@ class LibreTranslate:
         chains = {s: chain(s, asked.target, asked.model, itself=True) for s in groups}
         options = asked.options(await self.terms(key, asked, chains))
         translations: list = [None] * len(parts)
+        remembered = [False] * len(parts)  # each part's from the memory (serve.memory)
         for source, numbers in groups.items():
             texts = [parts[number].text for number in numbers]
             translated = await self.core.translate(request, chains[source], texts, options)
             for number, translation in zip(numbers, translated.translations, strict=True):
                 translations[number] = translation
-        answer = await off_the_loop(chars, libretranslate_answer, translations, asked, detected)
+            flags = translated.remembered or [False] * len(numbers)
+            for number, flag in zip(numbers, flags, strict=True):
+                remembered[number] = flag
+        memory = None  # each text's from the memory, all its parts (serve.memory; else None)
+        if self.core.memory is not None:
+            memory = [bool(f) and all(f) for f in by_text(parts, remembered, asked.texts)]
+        answer = await off_the_loop(
+            chars, libretranslate_answer, translations, asked, detected, memory
+        )
         return json_response(answer)
 
     async def terms(self, key: str | None, asked: "Asked", chains: dict) -> Terms:
@@ -124,15 +135,29 @@ class LibreTranslate:
         if asked.source == "auto":
             detected = [self.languages.detected(text) for text in asked.texts]
             sources = [language["language"] for language in detected]
-        parts = [Part(n, s) for ns, s in zip(nodes, sources, strict=True) for n in ns]
+        parts = [
+            Part(n, s, of)
+            for of, (ns, s) in enumerate(zip(nodes, sources, strict=True))
+            for n in ns
+        ]
         return parts, detected
 
 
 class Part(NamedTuple):
-    """A text to translate (a text of q, or one of its text nodes) and its source language."""
+    """A text to translate (a text of q, or one of its text nodes), its source language, and
+    the number of q's text it is (of)."""
 
     text: str
     source: str
+    of: int
+
+
+def by_text(parts: list[Part], each: list, texts: list[str]) -> list[list]:
+    """`each` (a value per part) as a list per text of q, its parts' in order."""
+    grouped: list[list] = [[] for _ in texts]
+    for part, value in zip(parts, each, strict=True):
+        grouped[part.of].append(value)
+    return grouped
 
 
 def by_source(parts: list[Part]) -> dict[str, list[int]]:
@@ -194,11 +219,14 @@ def asked_of(fields: dict, checks: Checks) -> Asked:
     )  # fmt: skip
 
 
-def libretranslate_answer(translations: list, asked: Asked, detected: list | None) -> dict:
+def libretranslate_answer(
+    translations: list, asked: Asked, detected: list | None, memory: list[bool] | None
+) -> dict:
     """The translations of the request's parts (Asked.nbest: each its n best (score, text),
     best first) as LibreTranslate's answer: format html, each text's markup with its text
     nodes' translations (no alternatives); else each text's, formatted as LibreTranslate
-    formats it, and its alternatives; `detected`: source auto's language of each text."""
+    formats it (but one from the memory: as it was sent), and its alternatives; `detected`:
+    source auto's language of each text; `memory` (serve.memory): each text's from it."""
     others = [[] for _ in translations]
     if asked.nbest:
         others = [[text for _, text in best[1:]] for best in translations]
@@ -209,7 +237,10 @@ def libretranslate_answer(translations: list, asked: Asked, detected: list | Non
         translations = [markup.put_back(text, pieces) for text in texts]
         others = [[] for _ in texts]
     else:
-        translations = [formatted(s, t) for s, t in zip(texts, translations, strict=True)]
+        kept = memory or [False] * len(texts)
+        translations = [
+            t if k else formatted(s, t) for s, t, k in zip(texts, translations, kept, strict=True)
+        ]
         others = [
             [t for t in dict.fromkeys(formatted(s, t) for t in alts) if t not in (main, "")]
             for s, alts, main in zip(texts, others, translations, strict=True)
@@ -219,6 +250,8 @@ def libretranslate_answer(translations: list, asked: Asked, detected: list | Non
         shaped["alternatives"] = others
     if detected is not None:
         shaped["detectedLanguage"] = detected
+    if memory is not None:
+        shaped["fromMemory"] = memory
     return {key: value[0] for key, value in shaped.items()} if asked.one else shaped
 
 

@@ -342,7 +342,11 @@ STRINGS = {"type": "array", "items": STRING}
 ERROR = strict({"error": STRING})
 HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": NUMBER})}
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
-TRANSLATIONS = strict({"translations": EACH, "warnings": STRINGS})
+BOOLEAN = {"type": "boolean"}
+BOOLEANS = {"type": "array", "items": BOOLEAN}
+TRANSLATIONS = strict(  # memory: with serve.memory, each text's from it or not
+    {"translations": EACH, "warnings": STRINGS, "memory": BOOLEANS}, optional=("memory",)
+)
 DETECTION = strict({"confidence": NUMBER, "language": STRING})
 GLOSSARY_INFO = strict(
     {"glossary_id": STRING, "name": STRING, "ready": {"type": "boolean"}, "source_lang": STRING,
@@ -354,8 +358,9 @@ LIBRETRANSLATE_ANSWER = strict(
         "translatedText": {"oneOf": [STRING, STRINGS]},
         "alternatives": {"anyOf": [STRINGS, {"type": "array", "items": STRINGS}]},
         "detectedLanguage": {"anyOf": [DETECTION, DETECTIONS]},
+        "fromMemory": {"oneOf": [BOOLEAN, BOOLEANS]},  # ours, with serve.memory
     },
-    optional=("alternatives", "detectedLanguage"),
+    optional=("alternatives", "detectedLanguage", "fromMemory"),
 )
 LANGUAGES = {"type": "array", "items": strict({"code": STRING, "name": STRING, "targets": STRINGS})}
 NAMED = strict({"code": STRING, "name": STRING})

@@ -8,7 +8,9 @@
                      models, else its first: models.py; glossary: a kept glossary's id, or
                      its entries, the terms to follow: glossaries.py)
                      -> {"translations": [...], "warnings": [...]}, what translate prints
-                     (a text of several sentences: each translated, in the text's spacing)
+                     (a text of several sentences: each translated, in the text's spacing);
+                     with serve.memory, "memory": [true | false, ...], each text's answered
+                     from the memory or not (core.py)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, static/)
@@ -27,7 +29,7 @@ from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
-from seq2seq.decoding.engines import Engine, Translated
+from seq2seq.decoding.engines import Engine
 from seq2seq.decoding.warnings import numbered
 from seq2seq.service.api import (
     JSON,
@@ -43,7 +45,7 @@ from seq2seq.service.api import (
 )
 from seq2seq.service.batcher import Job, Options
 from seq2seq.service.checks import Checks
-from seq2seq.service.core import Core
+from seq2seq.service.core import Answer, Core
 from seq2seq.service.glossaries import Glossaries
 from seq2seq.service.models import Models
 from seq2seq.text.sentences import Texts
@@ -134,13 +136,17 @@ class OurApi:
 # The answers: what the decoder thread gave, as our JSON.
 
 
-def translate_answer(translated: Translated, ranked: bool) -> dict:
+def translate_answer(translated: Answer, ranked: bool) -> dict:
     """/translate's answer: each text's translation (or, `ranked`, its n best, each with its
-    score), and the warnings of all, "line N" naming the Nth text."""
+    score), and the warnings of all, "line N" naming the Nth text; with serve.memory, whether
+    each came from the memory."""
     translations = translated.translations
     if ranked:
         translations = [[{"translation": t, "score": s} for s, t in best] for best in translations]
-    return {"translations": translations, "warnings": numbered(translated.warnings)}
+    answer = {"translations": translations, "warnings": numbered(translated.warnings)}
+    if translated.remembered is not None:
+        answer["memory"] = translated.remembered
+    return answer
 
 
 def attention_answer(attention: Attention) -> dict:

@@ -1,5 +1,6 @@
 """LibreTranslate's POST /suggest: a user's better translation of a text, kept to fine-tune the
-model on (serve.suggestions; a corpus source {suggestions: FILE}).
+model on (serve.suggestions; a corpus source {suggestions: FILE}) and, with serve.memory, to
+answer the same text with from then on (core.py).
 
     POST /suggest  {"q": text, "s": its better translation, "source", "target", "api_key"}
                    (JSON or a form) -> {"success": true}, kept (text/suggestions.py) before
@@ -8,7 +9,6 @@ model on (serve.suggestions; a corpus source {suggestions: FILE}).
 """
 
 import asyncio
-from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -32,10 +32,11 @@ SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
 class Suggest:
     """The route of suggestions, over the core (core.py), with a rate of its own."""
 
-    def __init__(self, core: Core):
+    def __init__(self, core: Core, suggestions: Suggestions | None):
+        """`suggestions`: serve.suggestions_file, open (None: neither suggestions nor memory)."""
         self.core, self.settings = core, core.settings
         on, most = self.settings.suggestions, self.settings.suggestions_per_hour
-        self.suggestions = Suggestions(Path(self.settings.suggestions_file)) if on else None
+        self.suggestions = suggestions if on else None
         rate = f"{most} suggestions an hour at most (serve.suggestions_per_hour)"
         self.suggesters = Buckets(most, 3600, rate)  # by client address
 

@@ -7,8 +7,14 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
                  not kept twice
     make data    a corpus source {suggestions: FILE} (text/sources.py): read_suggestions, the
                  file's (q, s) pairs for corpus.src_lang -> tgt_lang, each once, oldest first
+    serve.memory Suggestions(path).recall(q, source, target): the latest suggestion `s` for
+                 q's normalised form (normalised: its white space collapsed and stripped), or
+                 None; one look-up in the memory table's primary key, not a scan
 
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
+    memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
+                                         add() keeps it in the same transaction (a file from
+                                         before the table: its earlier suggestions not in it)
 """
 
 import datetime
@@ -28,14 +34,26 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS suggestions (
     last_at TEXT NOT NULL,
     PRIMARY KEY (source, target, q, s)
 )"""
+MEMORY = """CREATE TABLE IF NOT EXISTS memory (
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    key TEXT NOT NULL,
+    s TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (source, target, key)
+)"""
 ADD = """INSERT INTO suggestions (q, s, source, target, first_at, last_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (source, target, q, s) DO UPDATE SET count = count + 1, last_at = excluded.last_at"""
+REMEMBER = """INSERT INTO memory (source, target, key, s, at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (source, target, key) DO UPDATE SET s = excluded.s, at = excluded.at"""
+RECALL = "SELECT s FROM memory WHERE source = ? AND target = ? AND key = ?"
 BUSY_S = 30  # seconds a writer waits for another (serve.workers share the file)
 
 
 class Suggestions:
-    """The suggestions file, opened for writing (its folder and table made if need be); add()
-    may be called from any thread, one at a time."""
+    """The suggestions file, opened for writing (its folder and tables made if need be); add()
+    may be called from any thread, one at a time; recall() from one thread (the service's
+    event loop), on a connection of its own: the file in WAL mode, it never waits for add()."""
 
     def __init__(self, path: Path):
         try:
@@ -44,18 +62,33 @@ class Suggestions:
             self.connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             self.connection.execute("PRAGMA synchronous=FULL")  # each commit synced to disk
             self.connection.execute(SCHEMA)
+            self.connection.execute(MEMORY)
+            self.reader = sqlite3.connect(path, timeout=BUSY_S, check_same_thread=False)
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"{path}: cannot keep suggestions there: {error}") from None
         self.lock = threading.Lock()
 
     def add(self, q: str, s: str, source: str, target: str) -> None:
-        """Keeps one suggestion, committed when this returns."""
+        """Keeps one suggestion, and makes it the memory's for q's normalised form, committed
+        when this returns."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with self.lock, self.connection:  # one transaction, committed at the end
             self.connection.execute(ADD, (q, s, source, target, now, now))
+            self.connection.execute(REMEMBER, (source, target, normalised(q), s, now))
+
+    def recall(self, q: str, source: str, target: str) -> str | None:
+        """The latest suggestion for q's normalised form from `source` to `target`, or None."""
+        row = self.reader.execute(RECALL, (source, target, normalised(q))).fetchone()
+        return None if row is None else row[0]
 
     def close(self) -> None:
         self.connection.close()
+        self.reader.close()
+
+
+def normalised(text: str) -> str:
+    """A text as the memory knows it: each run of white space one space, none at either end."""
+    return " ".join(text.split())
 
 
 def read_suggestions(path: Path, source: str, target: str) -> list[tuple[str, str]]:
