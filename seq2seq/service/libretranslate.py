@@ -108,7 +108,7 @@ class LibreTranslate:
                 remembered[number] = flag
         memory = None  # each text's from the memory, all its parts (serve.memory; else None)
         if self.core.memory is not None:
-            memory = [bool(f) and all(f) for f in by_text(parts, remembered, asked.texts)]
+            memory = [bool(f) and all(f) for f in by_text(parts, remembered, len(asked.texts))]
         answer = await off_the_loop(
             chars, libretranslate_answer, translations, asked, detected, memory
         )
@@ -152,9 +152,9 @@ class Part(NamedTuple):
     of: int
 
 
-def by_text(parts: list[Part], each: list, texts: list[str]) -> list[list]:
-    """`each` (a value per part) as a list per text of q, its parts' in order."""
-    grouped: list[list] = [[] for _ in texts]
+def by_text(parts: list[Part], each: list, count: int) -> list[list]:
+    """`each` (a value per part) as a list per text of q (`count` of them), its parts'."""
+    grouped: list[list] = [[] for _ in range(count)]
     for part, value in zip(parts, each, strict=True):
         grouped[part.of].append(value)
     return grouped

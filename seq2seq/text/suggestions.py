@@ -14,7 +14,7 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
     memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
                                          add() keeps it in the same transaction (a file from
-                                         before the table: its earlier suggestions not in it)
+                                         before the table: made from its suggestions)
 """
 
 import datetime
@@ -46,6 +46,8 @@ ADD = """INSERT INTO suggestions (q, s, source, target, first_at, last_at) VALUE
 ON CONFLICT (source, target, q, s) DO UPDATE SET count = count + 1, last_at = excluded.last_at"""
 REMEMBER = """INSERT INTO memory (source, target, key, s, at) VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (source, target, key) DO UPDATE SET s = excluded.s, at = excluded.at"""
+REMEMBER_ALL = """INSERT OR REPLACE INTO memory (source, target, key, s, at)
+SELECT source, target, normalised(q), s, last_at FROM suggestions ORDER BY last_at, rowid"""
 RECALL = "SELECT s FROM memory WHERE source = ? AND target = ? AND key = ?"
 BUSY_S = 30  # seconds a writer waits for another (serve.workers share the file)
 
@@ -62,11 +64,23 @@ class Suggestions:
             self.connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             self.connection.execute("PRAGMA synchronous=FULL")  # each commit synced to disk
             self.connection.execute(SCHEMA)
-            self.connection.execute(MEMORY)
+            self.make_memory()
             self.reader = sqlite3.connect(path, timeout=BUSY_S, check_same_thread=False)
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"{path}: cannot keep suggestions there: {error}") from None
         self.lock = threading.Lock()
+
+    def make_memory(self) -> None:
+        """The memory table, made if need be, with the suggestions of a file from before it
+        (oldest first, so that the latest wins), in one transaction: of several workers
+        opening the file at once, one makes it."""
+        self.connection.create_function("normalised", 1, normalised, deterministic=True)
+        self.connection.execute("BEGIN IMMEDIATE")  # the others wait here
+        made = self.connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory'")
+        if not made.fetchall():
+            self.connection.execute(MEMORY)
+            self.connection.execute(REMEMBER_ALL)
+        self.connection.commit()
 
     def add(self, q: str, s: str, source: str, target: str) -> None:
         """Keeps one suggestion, and makes it the memory's for q's normalised form, committed
@@ -78,8 +92,8 @@ class Suggestions:
 
     def recall(self, q: str, source: str, target: str) -> str | None:
         """The latest suggestion for q's normalised form from `source` to `target`, or None."""
-        row = self.reader.execute(RECALL, (source, target, normalised(q))).fetchone()
-        return None if row is None else row[0]
+        rows = self.reader.execute(RECALL, (source, target, normalised(q))).fetchall()
+        return rows[0][0] if rows else None  # fetched to the end: no read left open
 
     def close(self) -> None:
         self.connection.close()

@@ -5,7 +5,7 @@ other texts, and every text with the memory off, the model's; the look-up an ind
 import sqlite3
 
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.text.suggestions import Suggestions
+from seq2seq.text.suggestions import SCHEMA, Suggestions
 
 from helpers import call, running
 
@@ -53,14 +53,34 @@ def test_a_suggested_text_is_answered_from_the_memory_on_both_apis(
         ours, theirs, one = translations(server.url)
         ranked = {"text": ["three is three"], "nbest": 2, **PAIR}
         nbest = call(server.url, "POST", "/translate", ranked)[1]
+        html = {"q": ["<p>three is three</p>", "<p>three is three</p><p>one</p>"], **PAIR}
+        marked = call(server.url, "POST", "/translate", {**html, "format": "html"})[1]
     assert before["memory"] == [False] and before["translations"] != [BETTER]
     model_says = ours["translations"][1]
     assert ours == {"translations": [BETTER, model_says], "warnings": [], "memory": [True, False]}
     assert theirs["translatedText"][0] == BETTER and theirs["fromMemory"] == [True, False]
     assert one == {"translatedText": BETTER, "fromMemory": True}
     assert nbest["translations"] == [[{"translation": BETTER, "score": 0.0}]]
+    assert marked["translatedText"][0] == f"<p>{BETTER}</p>"  # a text node, remembered
+    assert marked["fromMemory"] == [True, False]  # a text: all its nodes, or not
     with running(model, **kept) as server:  # the memory off: the same file, the model's
         ours_off, theirs_off, one_off = translations(server.url)
     assert ours_off["translations"] == [before["translations"][0], model_says]
     assert "memory" not in ours_off and "fromMemory" not in theirs_off
     assert one_off["translatedText"] != BETTER and "fromMemory" not in one_off
+
+
+def test_a_file_from_before_the_memory_has_it_made_from_its_suggestions(tmp_path):
+    path = tmp_path / "suggestions.db"
+    with sqlite3.connect(path) as connection:  # as Suggestions made it before the memory
+        connection.execute(SCHEMA)
+        connection.executemany(
+            "INSERT INTO suggestions (q, s, source, target, first_at, last_at) "
+            "VALUES (?, ?, 'en', 'digits', ?, ?)",
+            [("three is three", BETTER, "2026-02", "2026-02"),
+             ("three  is three", "3 la 3", "2026-01", "2026-01")],
+        )  # fmt: skip
+    connection.close()
+    store = Suggestions(path)
+    assert store.recall("three is three", "en", "digits") == BETTER  # the latest
+    store.close()
