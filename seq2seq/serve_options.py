@@ -9,7 +9,8 @@ Python), each with its type, default, range and comment, as seq2seq/options.py's
     Keys                API keys, and the per-client rates
     ModelsServed        the models' languages, and which stay loaded
     Pages               our page, and what LibreTranslate's reads first
-    FilesAndSuggestions LibreTranslate's file translation and suggestions; glossaries
+    FilesAndSuggestions LibreTranslate's file translation and suggestions (and the memory
+                        they make); glossaries
     Monitoring          GET /metrics
 """
 
