@@ -45,12 +45,11 @@ def main(argv: list[str] | None = None) -> None:
     if source:
         print(coverage_line(config, (src_vocab, tgt_vocab)))
     limits = Limits.of(config)
-    teaching = Teaching(config.data_dir, config.train.terms, config.train.seed)
-    encoded = build_ids(
-        config.data_dir, (src_vocab, tgt_vocab), limits, teaching if config.train.terms else None
-    )
+    terms = config.train.terms
+    teaching = Teaching(config.data_dir, terms, config.train.seed) if terms else None
+    encoded = build_ids(config.data_dir, (src_vocab, tgt_vocab), limits, teaching)
     print(f"token ids: {', '.join(encoded)} encoded" if encoded else "token ids up to date")
-    if "train" in encoded and config.train.terms:
+    if "train" in encoded and teaching:
         print(f"terms written into {teaching.annotated:,} training sources, from "
               f"{len(teaching.pairs):,} term pairs drawn from them (train.terms)")  # fmt: skip
     dropped = dropped_pairs(config.data_dir)

@@ -52,7 +52,7 @@ from seq2seq.text import catalogs
 from seq2seq.text.parallel import iter_parallel, read_lines
 from seq2seq.text.sentences import Texts
 from seq2seq.text.term_pairs import lexicon, terms_in
-from seq2seq.text.terms import annotated, found, term_use
+from seq2seq.text.terms import annotated, found_in, term_use
 
 OUT = common.RESULTS / "terms"
 PLAIN = common.ROOT / "runs/standin_en_de/best.pt"  # make standin's
@@ -95,7 +95,8 @@ def catalogs_test(folder: Path, count: int) -> dict:
     entries = {source: targets.most_common(1)[0][0] for source, targets in words.items()}
     named = [(s, t) for s, t in entries.items() if s != t or s != s.lower()]  # not "keep"
     glossary = dict(sorted(random.Random(SEED).sample(named, min(ENTRIES, len(named)))))
-    held = [(s, t) for s, t in pairs if " " in s.strip() and found(s, glossary)]
+    each = found_in([source for source, _ in pairs], glossary)
+    held = [(s, t) for (s, t), terms in zip(pairs, each, strict=True) if " " in s.strip() and terms]
     chosen = random.Random(SEED).sample(held, min(count, len(held)))
     return {"sources": [s for s, _ in chosen], "references": [t for _, t in chosen],
             "glossary": glossary}  # fmt: skip
@@ -117,7 +118,8 @@ def measured(engine, decoding, way: str, test: dict, glossary: dict | None) -> d
     sources, references = test["sources"], test["references"]
     given, terms = sources, glossary
     if way == TEXT:
-        given, terms = [annotated(s, found(s, glossary))[0] for s in sources], None
+        each = zip(sources, found_in(sources, glossary), strict=True)
+        given, terms = [annotated(source, found)[0] for source, found in each], None
     start = time.process_time()
     outputs = translate_texts(engine, Texts(given), decoding, terms=terms).translations
     cpu = (time.process_time() - start) / len(sources)
@@ -125,7 +127,7 @@ def measured(engine, decoding, way: str, test: dict, glossary: dict | None) -> d
            "chrf": round(sacrebleu.corpus_chrf(outputs, [references]).score, 2),
            "cpu_ms": round(1000 * cpu, 2)}  # fmt: skip
     if glossary:
-        each = [found(source, glossary) for source in sources]
+        each = found_in(sources, glossary)
         translated = [[t for t in terms if not t.verbatim] for terms in each]
         verbatim = [[t for t in terms if t.verbatim] for terms in each]
         row["term_use"] = term_use(outputs, translated)._asdict()
@@ -160,7 +162,7 @@ def through_libretranslate(taught: Path, test: dict, count: int) -> dict:
     both sent the first `count` sources annotated with the test's glossary: the answers
     that differ, and the term use of LibreTranslate's."""
     sources = test["sources"][:count]
-    each = [found(source, test["glossary"]) for source in sources]
+    each = found_in(sources, test["glossary"])
     texts = [annotated(source, terms)[0] for source, terms in zip(sources, each, strict=True)]
     facts, theirs, mine = answers(taught, texts, LIBRETRANSLATE_PYTHON)
     use = term_use([text or "" for text in theirs], each)._asdict()

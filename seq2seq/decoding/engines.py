@@ -52,7 +52,7 @@ from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
 from seq2seq.text.placeholders import Protected, has_placeables, mask_for
 from seq2seq.text.sentences import Texts
-from seq2seq.text.terms import Term, found, shielded, used
+from seq2seq.text.terms import Term, found_in, shielded, used
 from seq2seq.text.vocab import Vocab
 
 
@@ -192,7 +192,7 @@ def translate_texts(
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
     sentences of all the texts are decoded together; no translated sentence spans two lines.
     `terms` (a glossary's entries, source -> target) are followed (seq2seq/text/terms.py)."""
-    each = [found(sentence, terms) for sentence in texts.sentences] if terms else None
+    each = found_in(texts.sentences, terms) if terms else None
     annotate = bool(each) and term_method(engine, decoding) == "annotate"
     shields = protected(engine, texts.sentences, decoding.placeholders, each, annotate)
     sentences = [shield.source for shield in shields]

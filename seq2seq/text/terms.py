@@ -65,13 +65,23 @@ def compiled(entries: tuple[tuple[str, str], ...]) -> Compiled:
 
 def found(sentence: str, terms: Mapping[str, str]) -> list[Term]:
     """The entries of `terms` in `sentence`, in order, none overlapping (the module's rules)."""
+    return found_in([sentence], terms)[0]
+
+
+def found_in(sentences: list[str], terms: Mapping[str, str]) -> list[list[Term]]:
+    """`found` for each of `sentences`, the glossary's regex looked up once."""
     if not terms:
-        return []
-    pattern, by_key = compiled(tuple(terms.items()))
+        return [[] for _ in sentences]
+    glossary = compiled(tuple(terms.items()))
+    return [terms_of(sentence, glossary) for sentence in sentences]
+
+
+def terms_of(sentence: str, glossary: Compiled) -> list[Term]:
     result = []
-    for match in pattern.finditer(sentence):
+    for match in glossary.pattern.finditer(sentence):
         written = match.group("term")
-        entry = next((e for e in by_key[written.casefold()] if matches(written, e[0])), None)
+        candidates = glossary.by_key[written.casefold()]
+        entry = next((e for e in candidates if matches(written, e[0])), None)
         if entry is None:
             continue
         source, target = entry
