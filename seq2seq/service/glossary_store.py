@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from seq2seq.support.files import shared_database
 from seq2seq.text.glossary import Glossary, GlossaryError
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS glossaries (
@@ -41,7 +42,6 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS glossaries (
 )"""
 FACTS = "id, name, source_lang, target_lang, created_at, entry_count"
 MAX_GLOSSARIES = 1000  # an owner's, at most (DeepL's, an account's)
-BUSY_S = 30  # seconds a writer waits for another (serve.workers share the file)
 
 
 class StoreFailed(Exception):
@@ -85,12 +85,7 @@ class GlossaryStore:
 
     def connected(self) -> sqlite3.Connection:
         if self.connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=BUSY_S, check_same_thread=False)
-            connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-            connection.execute("PRAGMA synchronous=FULL")  # each commit synced to disk
-            connection.execute(SCHEMA)
-            self.connection = connection
+            self.connection = shared_database(self.path, SCHEMA)
         return self.connection
 
     def create(self, glossary: Glossary, owner: str) -> Stored:

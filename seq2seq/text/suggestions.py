@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from seq2seq.support.errors import UserError
+from seq2seq.support.files import shared_database
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS suggestions (
     q TEXT NOT NULL,
@@ -49,7 +50,6 @@ ON CONFLICT (source, target, key) DO UPDATE SET s = excluded.s, at = excluded.at
 REMEMBER_ALL = """INSERT OR REPLACE INTO memory (source, target, key, s, at)
 SELECT source, target, normalised(q), s, last_at FROM suggestions ORDER BY last_at, rowid"""
 RECALL = "SELECT s FROM memory WHERE source = ? AND target = ? AND key = ?"
-BUSY_S = 30  # seconds a writer waits for another (serve.workers share the file)
 
 
 class Suggestions:
@@ -59,13 +59,9 @@ class Suggestions:
 
     def __init__(self, path: Path):
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.connection = sqlite3.connect(path, timeout=BUSY_S, check_same_thread=False)
-            self.connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-            self.connection.execute("PRAGMA synchronous=FULL")  # each commit synced to disk
-            self.connection.execute(SCHEMA)
+            self.connection = shared_database(path, SCHEMA)
             self.make_memory()
-            self.reader = sqlite3.connect(path, timeout=BUSY_S, check_same_thread=False)
+            self.reader = shared_database(path, SCHEMA)
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"{path}: cannot keep suggestions there: {error}") from None
         self.lock = threading.Lock()
