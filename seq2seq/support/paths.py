@@ -16,6 +16,10 @@ runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Co
     test.hyp  test.beam.hyp          translations of the test split (greedy, beam search)
     eval.json                        their scores
     attention.png  curves.png        pictures
+    versions/                        `python -m seq2seq.improve`: the model made better on its
+        <NNNN>/best.pt version.json  service's corrections, each try numbered from 0001, served
+        current                      or kept aside; `current` names the one served (one line:
+                                     its folder's name); none: the experiment's own best.pt
 an exported folder (seq2seq/exports/ctranslate2.py, huggingface.py)
     seq2seq.json                     the experiment config, beside the other program's files
 """
@@ -35,6 +39,10 @@ METRICS = "metrics.jsonl"
 HYPOTHESES = "test.hyp"
 BEAM_HYPOTHESES = "test.beam.hyp"
 EVAL = "eval.json"
+
+VERSIONS = "versions"
+VERSION_ABOUT = "version.json"  # what a version was trained on, its scores, its verdict
+CURRENT = "current"
 
 EXPORT_CONFIG = "seq2seq.json"
 EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
@@ -74,3 +82,12 @@ def kept_checkpoints(run_dir: Path) -> dict[int, Path]:
 def picture(run_dir: Path, what: str) -> Path:
     """attention.png or curves.png."""
     return run_dir / f"{what}.png"
+
+
+def served_checkpoint(run_dir: Path) -> Path:
+    """The checkpoint a service serves for an experiment: the version `versions/current`
+    names, else the experiment's own best.pt."""
+    current = run_dir / VERSIONS / CURRENT
+    if current.is_file() and (name := current.read_text().strip()):
+        return run_dir / VERSIONS / name / BEST
+    return run_dir / BEST
