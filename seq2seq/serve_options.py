@@ -198,6 +198,11 @@ class FilesAndSuggestions:
     # "memory", LibreTranslate's: "fromMemory"). It reads suggestions_file, made if need be,
     # whether or not suggestions takes new ones.
     memory: bool = False
+    # With memory, a text without its own suggestion but like one the memory holds (at least
+    # this share of its words the same: text/fuzzy.py; 0: off) has the model's translation
+    # repaired by that suggestion: the user's edits merged into it where they touch other
+    # words than the new text changed (ours: "fuzzy", each text's match's similarity).
+    memory_fuzzy: Annotated[float, "in [0, 1)"] = 0.0
     # The glossaries kept by DeepL's routes (POST /v2/glossaries; seq2seq/service/glossaries.py):
     # SQLite, relative to the working directory, as runs/ is; made when the first one comes.
     glossaries_file: str = "runs/glossaries.db"

@@ -22,6 +22,7 @@ from seq2seq.service.batcher import Job, Options
 from seq2seq.service.checks import Checks
 from seq2seq.service.models import Model, Models
 from seq2seq.service.translation_cache import TranslationCache
+from seq2seq.text.fuzzy import repaired
 from seq2seq.text.sentences import Texts
 from seq2seq.text.suggestions import Suggestions
 
@@ -35,6 +36,7 @@ class Answer(NamedTuple):
     translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
     warnings: list[list[str]]  # each text's, unnumbered
     remembered: list[bool] | None
+    fuzzy: list[float | None] | None  # serve.memory: each repaired by a fuzzy match's similarity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,25 +68,56 @@ class Core:
         """`texts` translated by `chain` (models.py): with serve.memory, a text whose
         normalised form has a suggestion for the chain's pair is answered with it (with
         nbest, as the one hypothesis, scored 0), whatever the options, and neither decoded
-        nor counted against serve.max_sentences; the others decoded (decode)."""
+        nor counted against serve.max_sentences; the others decoded (decode), and with
+        serve.memory_fuzzy each that has a fuzzy match repaired by it (repair)."""
         if chain:
             request.scope[PAIR] = f"{chain[0].source.code}-{chain[-1].target.code}"
         if self.memory is None or not chain:
             decoded = await self.decode(request, chain, texts, options, counted)
-            return Answer(*decoded, None if self.memory is None else [False] * len(texts))
+            off = None if self.memory is None else [False] * len(texts)
+            return Answer(*decoded, off, None if self.memory is None else [None] * len(texts))
         pair = chain[0].source.code, chain[-1].target.code
         recalled = [self.memory.recall(text, *pair) for text in texts]  # each: s or None
         missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
         decoded = Translated([], [])
         if missing or not texts:
             decoded = await self.decode(request, chain, missing, options, counted)
-        found = iter(zip(*decoded, strict=True))
-        translations, warnings = [], []
+        scores = await self.repair(request, chain, missing, options, decoded)
+        found = iter(zip(*decoded, scores, strict=True))
+        translations, warnings, fuzzy = [], [], []
         for s in recalled:
-            translation, said = next(found) if s is None else (remembered(s, options), [])
+            translation, said, score = (
+                next(found) if s is None else (remembered(s, options), [], None)
+            )
             translations.append(translation)
             warnings.append(said)
-        return Answer(translations, warnings, [s is not None for s in recalled])
+            fuzzy.append(score)
+        return Answer(translations, warnings, [s is not None for s in recalled], fuzzy)
+
+    async def repair(
+        self, request: Request, chain: list[Model], texts: list[str], options: Options,
+        decoded: Translated,
+    ) -> list[float | None]:  # fmt: skip
+        """Each text with a fuzzy match in the memory (serve.memory_fuzzy: its similarity at
+        least that; text/suggestions.py) has its translation repaired by the match's
+        correction (text/fuzzy.py: the user's edits of the model's translation of the match,
+        merged with what the new text changed of it), in place; -> each text's match's
+        similarity where it was repaired, else None. The matches' texts are translated
+        too (not counted against serve.max_sentences; the translation cache keeps them)."""
+        least, pair = self.settings.memory_fuzzy, (chain[0].source.code, chain[-1].target.code)
+        if not least or options.nbest or not texts:
+            return [None] * len(texts)
+        matches = await asyncio.to_thread(self.memory.similar, texts, *pair, least)
+        theirs = list(dict.fromkeys(match.text for match in matches if match))
+        translated = (await self.decode(request, chain, theirs, options, False)).translations
+        before = dict(zip(theirs, translated, strict=True))
+        scores: list[float | None] = []
+        for number, match in enumerate(matches):
+            merged = match and repaired(before[match.text], match.s, decoded.translations[number])
+            if merged:
+                decoded.translations[number] = merged
+            scores.append(match.score if merged else None)
+        return scores
 
     async def decode(
         self, request: Request, chain: list[Model], texts: list[str], options: Options,

@@ -344,8 +344,10 @@ HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": 
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
 BOOLEAN = {"type": "boolean"}
 BOOLEANS = {"type": "array", "items": BOOLEAN}
-TRANSLATIONS = strict(  # memory: with serve.memory, each text's from it or not
-    {"translations": EACH, "warnings": STRINGS, "memory": BOOLEANS}, optional=("memory",)
+SIMILARITIES = {"type": "array", "items": {"oneOf": [NUMBER, {"type": "null"}]}}
+TRANSLATIONS = strict(  # memory: each text's from it or not; fuzzy: each repaired by a match's
+    {"translations": EACH, "warnings": STRINGS, "memory": BOOLEANS, "fuzzy": SIMILARITIES},
+    optional=("memory", "fuzzy"),
 )
 DETECTION = strict({"confidence": NUMBER, "language": STRING})
 GLOSSARY_INFO = strict(

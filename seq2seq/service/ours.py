@@ -146,6 +146,8 @@ def translate_answer(translated: Answer, ranked: bool) -> dict:
     answer = {"translations": translations, "warnings": numbered(translated.warnings)}
     if translated.remembered is not None:
         answer["memory"] = translated.remembered
+    if translated.fuzzy is not None and any(score is not None for score in translated.fuzzy):
+        answer["fuzzy"] = translated.fuzzy
     return answer
 
 

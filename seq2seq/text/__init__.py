@@ -20,7 +20,10 @@
     term_pairs.py                        term pairs drawn from training pairs (train.terms)
     cooccurrence.py                      how often items meet in pairs: Dice scores
     suggestions.py                       the service's users' better translations, kept, and read
-                                         back as a corpus source (sources.py)
+                                         back as a corpus source (sources.py), and the
+                                         translation memory made of them
+    fuzzy.py                             fuzzy matches: word similarity, a correction carried
+                                         over to a like text by a three-way merge
     glossary.py                          glossaries: TSV, CSV and TBX files read as a pair's
                                          source -> target term entries, checked whole
 

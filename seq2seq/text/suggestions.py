@@ -10,6 +10,10 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
     serve.memory Suggestions(path).recall(q, source, target): the latest suggestion `s` for
                  q's normalised form (normalised: its white space collapsed and stripped), or
                  None; one look-up in the memory table's primary key, not a scan
+    serve.memory_fuzzy  Suggestions(path).similar(texts, source, target, least): each text's
+                 fuzzy match (Match: the memory's text most like it, its suggestion, how
+                 alike: text/fuzzy.py), or None; through a word index (memory_words), the
+                 texts holding the text's rarest words, not a scan
 
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
     memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
@@ -17,13 +21,17 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
                                          before the table: made from its suggestions)
 """
 
+import collections
 import datetime
+import functools
 import sqlite3
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import shared_database
+from seq2seq.text import fuzzy
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS suggestions (
     q TEXT NOT NULL,
@@ -50,6 +58,35 @@ ON CONFLICT (source, target, key) DO UPDATE SET s = excluded.s, at = excluded.at
 REMEMBER_ALL = """INSERT OR REPLACE INTO memory (source, target, key, s, at)
 SELECT source, target, normalised(q), s, last_at FROM suggestions ORDER BY last_at, rowid"""
 RECALL = "SELECT s FROM memory WHERE source = ? AND target = ? AND key = ?"
+# The memory's words, indexed for fuzzy matches (text/fuzzy.py), kept by triggers; and how many
+# texts hold each word, to ask the index for the rarest.
+INDEX = (
+    "CREATE VIRTUAL TABLE memory_words USING fts5(key, content='memory', content_rowid='rowid')",
+    "CREATE VIRTUAL TABLE memory_vocab USING fts5vocab(memory_words, 'row')",
+    """CREATE TRIGGER memory_added AFTER INSERT ON memory BEGIN
+    INSERT INTO memory_words (rowid, key) VALUES (new.rowid, new.key); END""",
+    """CREATE TRIGGER memory_removed AFTER DELETE ON memory BEGIN
+    INSERT INTO memory_words (memory_words, rowid, key) VALUES ('delete', old.rowid, old.key);
+    END""",
+    """CREATE TRIGGER memory_changed AFTER UPDATE OF key ON memory BEGIN
+    INSERT INTO memory_words (memory_words, rowid, key) VALUES ('delete', old.rowid, old.key);
+    INSERT INTO memory_words (rowid, key) VALUES (new.rowid, new.key); END""",
+    "INSERT INTO memory_words (memory_words) VALUES ('rebuild')",
+)
+COUNTS = "SELECT term, doc FROM memory_vocab"  # one scan of the index (a term alone: no faster)
+CANDIDATES = 50  # the texts a fuzzy look-up scores, those holding most of the rarest words
+READ_MOST = 20_000  # the index entries it reads at most (a few ms a thousand)
+HOLDING = "SELECT rowid FROM memory_words WHERE memory_words MATCH ?"
+# by rowid: "+" keeps the pair's columns from choosing the primary key's index, a scan
+ENTRIES = "SELECT key, s FROM memory WHERE rowid IN ({}) AND +source = ? AND +target = ?"
+
+
+class Match(NamedTuple):
+    """A fuzzy match: the memory's text, its suggestion, and how alike (text/fuzzy.py)."""
+
+    text: str
+    s: str
+    score: float
 
 
 class Suggestions:
@@ -62,9 +99,10 @@ class Suggestions:
             self.connection = shared_database(path, SCHEMA)
             self.make_memory()
             self.reader = shared_database(path, SCHEMA)
+            self.finder = shared_database(path, SCHEMA)  # similar()'s, under self.finding
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"{path}: cannot keep suggestions there: {error}") from None
-        self.lock = threading.Lock()
+        self.lock, self.finding = threading.Lock(), threading.Lock()
 
     def make_memory(self) -> None:
         """The memory table, made if need be, with the suggestions of a file from before it
@@ -76,6 +114,10 @@ class Suggestions:
         if not made.fetchall():
             self.connection.execute(MEMORY)
             self.connection.execute(REMEMBER_ALL)
+        indexed = self.connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'memory_words'")
+        if not indexed.fetchall():
+            for statement in INDEX:
+                self.connection.execute(statement)
         self.connection.commit()
 
     def add(self, q: str, s: str, source: str, target: str) -> None:
@@ -84,16 +126,55 @@ class Suggestions:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with self.lock, self.connection:  # one transaction, committed at the end
             self.connection.execute(ADD, (q, s, source, target, now, now))
+            new = not self.connection.execute(RECALL, (source, target, normalised(q))).fetchall()
             self.connection.execute(REMEMBER, (source, target, normalised(q), s, now))
+        if new and "counts" in self.__dict__:  # read already: kept
+            self.counts.update(set(fuzzy.words(q)))
 
     def recall(self, q: str, source: str, target: str) -> str | None:
         """The latest suggestion for q's normalised form from `source` to `target`, or None."""
         rows = self.reader.execute(RECALL, (source, target, normalised(q))).fetchall()
         return rows[0][0] if rows else None  # fetched to the end: no read left open
 
+    def similar(self, texts: list[str], source: str, target: str, least: float) -> list:
+        """Each text's fuzzy match (Match, or None): match(), one look-up at a time, from
+        any thread (the service's: a worker thread, tens of milliseconds a text at most)."""
+        with self.finding:
+            return [self.match(text, source, target, least) for text in texts]
+
+    def match(self, q: str, source: str, target: str, least: float) -> Match | None:
+        """The memory's text most like q (text/fuzzy.py's similarity, at least `least`; not
+        q's normalised form itself, which recall finds) from `source` to `target`, with its
+        suggestion; else None. The candidates: the CANDIDATES texts that hold most of q's
+        rarest words, as many of them as a match may have changed and one more, so that every
+        match holds one; each word's texts read from the index, READ_MOST in all (beyond, the
+        words are too common to tell a match: fewer are read)."""
+        mine = fuzzy.words(q)
+        counts = {word: self.counts.get(word, 0) for word in set(mine)}
+        wanted, read = int((1 - least) * len(mine) / least) + 1, 0
+        held: collections.Counter = collections.Counter()
+        for word in sorted(counts, key=lambda word: (counts[word], word))[:wanted]:
+            if read + counts[word] > READ_MOST:
+                break
+            read += counts[word]  # (a word no text holds: one of those a match changed)
+            held.update(row for (row,) in self.finder.execute(HOLDING, (fuzzy.query([word]),)))
+        rows = [row for row, _ in held.most_common(CANDIDATES)]
+        found = self.finder.execute(
+            ENTRIES.format(", ".join("?" * len(rows))), (*rows, source, target)
+        ).fetchall()
+        scored = [Match(key, s, fuzzy.similarity(mine, fuzzy.words(key))) for key, s in found]
+        best = max(scored, key=lambda match: match.score, default=None)
+        return best if best and best.score >= least and best.text != normalised(q) else None
+
+    @functools.cached_property
+    def counts(self) -> collections.Counter:
+        """How many of the memory's texts hold each word (any pair's): read once, then kept
+        by add() (another worker's adds are not counted: the counts only order q's words)."""
+        return collections.Counter(dict(self.finder.execute(COUNTS).fetchall()))
+
     def close(self) -> None:
-        self.connection.close()
-        self.reader.close()
+        for connection in (self.connection, self.reader, self.finder):
+            connection.close()
 
 
 def normalised(text: str) -> str:

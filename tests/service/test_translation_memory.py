@@ -4,7 +4,10 @@ other texts, and every text with the memory off, the model's; the look-up an ind
 
 import sqlite3
 
+import pytest
+
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.text.fuzzy import repaired
 from seq2seq.text.suggestions import SCHEMA, Suggestions
 
 from helpers import call, running
@@ -84,3 +87,24 @@ def test_a_file_from_before_the_memory_has_it_made_from_its_suggestions(tmp_path
     store = Suggestions(path)
     assert store.recall("three is three", "en", "digits") == BETTER  # the latest
     store.close()
+
+
+def test_a_text_like_a_corrected_one_has_its_translation_repaired_by_the_correction(
+    trained_numbers_checkpoint, tmp_path
+):
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    kept = {"suggestions": True, "suggestions_file": str(tmp_path / "suggestions.db")}
+    corrected, new = "three is three", "three is four"
+    with running(model, memory=True, memory_fuzzy=0.6, **kept) as server:
+        asked = {"text": [corrected, new, "one"], **PAIR}
+        first = call(server.url, "POST", "/translate", asked)[1]
+        before, now, one = first["translations"]
+        better = f"{before} (corrected)"
+        call(server.url, "POST", "/suggest", {"q": corrected, "s": better, **PAIR})
+        ours = call(server.url, "POST", "/translate", {"text": [new, "one"], **PAIR})[1]
+        theirs = call(server.url, "POST", "/translate", {"q": new, **PAIR})[1]
+    assert "fuzzy" not in first  # nothing in the memory yet
+    assert ours["translations"] == [repaired(before, better, now), one]
+    assert ours["translations"][0].endswith("(corrected)")
+    assert ours["fuzzy"] == [pytest.approx(2 / 3), None] and ours["memory"] == [False, False]
+    assert theirs["translatedText"] == ours["translations"][0] and not theirs["fromMemory"]
