@@ -182,9 +182,8 @@ class SuggestionChecks:
         if len(s) > 3 * len(q) + 20:
             most = f"3 x {len(q):,} (those of 'q') + 20"
             raise Unwanted(f"'s' has {len(s):,} characters, more than {most}", "too_long")
-        words = [w for w in PLACEABLE.sub(" ", q).split() if any(c.isalpha() for c in w)]
-        if len(words) >= COPY_WORDS and normalised(s) == normalised(q):
-            raise Unwanted(f"'s' is a copy of 'q', a text of {len(words)} words", "copy")
+        if normalised(s) == normalised(q) and (words := len(lettered(q))) >= COPY_WORDS:
+            raise Unwanted(f"'s' is a copy of 'q', a text of {words} words", "copy")
         detector = self.detector(source, target)
         if isinstance(detector, Detector) and len(s.split()) >= TELLING_WORDS:
             language, sure = detector.detect(s)[0]
@@ -200,6 +199,11 @@ class SuggestionChecks:
             if (source, target) not in self.detectors:
                 self.detectors[source, target] = pair_detector(source, target)
             return self.detectors[source, target]
+
+
+def lettered(text: str) -> list[str]:
+    """A text's words that hold a letter, its placeables (text/placeholders.py) aside."""
+    return [word for word in PLACEABLE.sub(" ", text).split() if any(c.isalpha() for c in word)]
 
 
 def pair_detector(source: str, target: str) -> Detector | str:
