@@ -1,6 +1,7 @@
-"""The suggestions file a service keeps (serve.suggestions_file: its users' better translations,
-and the translation memory they make), looked at, cleaned and filled from outside the service,
-while it runs.
+"""A service's suggestions file (serve.suggestions_file) listed, cleaned and filled, as it runs.
+
+The file holds the service's users' better translations and the translation memory they make
+(seq2seq/text/suggestions.py); these commands work on it from outside the service.
 
     python -m seq2seq.suggestions list FILE [--pair en-de] [--grep TEXT] [--since DATE]
         each suggestion, a line: its id, pair, count, when last sent, q and s (tab-separated,
@@ -21,6 +22,7 @@ while it runs.
     then one line: kept, refused by why, skipped by why
 """
 
+import argparse
 import datetime
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -37,24 +39,31 @@ from seq2seq.text.catalogs import catalog_reader, one_line
 from seq2seq.text.suggestions import Suggestions
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = command_parser("seq2seq.suggestions", __doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="each suggestion with its id")
     listing.add_argument("file", type=Path, help="the suggestions file (serve.suggestions_file)")
     listing.add_argument("--pair", help="one pair's only: SOURCE-TARGET, e.g. en-de")
-    listing.add_argument("--grep", help="those holding TEXT in q or s (case aside)")
+    listing.add_argument("--grep", help="those holding TEXT in q or s (ASCII case aside)")
     listing.add_argument("--since", type=date, help="those last sent on DATE (YYYY-MM-DD) or later")
     removing = commands.add_parser("remove", help="remove suggestions by id, and from the memory")
     removing.add_argument("file", type=Path, help="the suggestions file")
     removing.add_argument("ids", type=int, nargs="+", metavar="ID", help="as list shows them")
     importing = commands.add_parser("import", help="a TMX, PO, MO or XLIFF file's pairs, checked")
     importing.add_argument("file", type=Path, help="the suggestions file (made if need be)")
-    importing.add_argument("--from", dest="catalog", type=Path, required=True, metavar="CATALOG")
+    importing.add_argument(
+        "--from", dest="catalog", type=Path, required=True, metavar="CATALOG",
+        help="a .tmx .po .mo .xlf or .xliff file",
+    )  # fmt: skip
     importing.add_argument("--source", default="en", help="the source language (default: en)")
     importing.add_argument("--target", required=True, help="the target language, e.g. de")
     importing.add_argument("--config", default=DEFAULT_CONFIG, help="for serve.suggestion_chars")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments().parse_args(argv)
     if args.command != "import" and not args.file.is_file():
         raise UserError(f"{args.file}: no such suggestions file")
     read = catalog(args.catalog) if args.command == "import" else None  # before the file is made
