@@ -190,8 +190,12 @@ class FilesAndSuggestions:
     suggestions: bool = False
     # SQLite (seq2seq/text/suggestions.py), relative to the working directory, as runs/ is
     suggestions_file: str = "runs/suggestions.db"
-    # Suggestions one client address may send per hour, repeats included; more get a 429.
+    # Suggestions one client address, and one API key, may send per hour, repeats and refused
+    # ones included; more get a 429 (counted as flooding in /metrics).
     suggestions_per_hour: Annotated[int, "at least 1"] = 60
+    # Characters of a suggestion's text and of its translation, each, at most (a longer one is
+    # refused, as is a translation longer than 3 times its text + 20: docs/serve.md's checks)
+    suggestion_chars: Annotated[int, "at least 1"] = 3000
     # The translation memory: a text a suggestion was sent for (the whole text, its white space
     # collapsed and stripped) is answered with the latest such suggestion instead of the
     # model's translation, on every route that translates text, the answer saying so (ours:

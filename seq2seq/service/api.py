@@ -39,6 +39,7 @@ from seq2seq.service.refusals import (
     Refused,
     Slowdown,
     Stopping,
+    Unwanted,
 )
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"  # the media types
@@ -62,8 +63,8 @@ class HTTPError(Exception):
 # Each refusal's status (refusals.py), in our API; LibreTranslate's answers every limit passed
 # with a 400, as LibreTranslate does.
 STATUSES = {
-    Invalid: 400, Forbidden: 403, OverLimit: 413, Slowdown: 429, Busy: 503, Stopping: 503,
-    NoRoom: 507,
+    Invalid: 400, Unwanted: 400, Forbidden: 403, OverLimit: 413, Slowdown: 429, Busy: 503,
+    Stopping: 503, NoRoom: 507,
 }  # fmt: skip
 LIBRETRANSLATE = {**STATUSES, OverLimit: 400}
 

@@ -1,8 +1,9 @@
 """The checks of each request, in one place, whichever API and route it came by: its API key
 and the key's own rate, its texts (how many, how long, valid Unicode), their sentences once
-split, its beams; and the one token bucket behind every rate limit (the key's, the client's:
-access.py's RateLimit, suggestions: suggest.py). Each raises what is wrong in the service's
-own terms (refusals.py), which the route answers with its API's status (api.py).
+split, its beams; a suggestion's, before it is kept; and the one token bucket behind every
+rate limit (the key's, the client's: access.py's RateLimit, suggestions: suggest.py). Each
+raises what is wrong in the service's own terms (refusals.py), which the route answers with its
+API's status (api.py).
 
     a route -> Checks.key(the key it was given: api.py's key_given) -> its KeyLimits, or
                  Forbidden (none where one is needed, or not a key), Slowdown (past the
@@ -14,17 +15,45 @@ own terms (refusals.py), which the route answers with its API's status (api.py).
             -> Checks.beams(value, name): beam_size, nbest, alternatives within
                  serve.max_beam_size (Invalid)
     core.py, once the texts are split -> Checks.sentences: serve.max_sentences (OverLimit)
+
+    POST /suggest (suggest.py), python -m seq2seq.suggestions import, each suggestion
+      -> SuggestionChecks.check(q, s, source, target): Unwanted, its reason one of REASONS
+         empty           q or s white space only
+         too_long        q or s past serve.suggestion_chars, or s past 3 len(q) + 20 (a page)
+         copy            s is q (normalised: text/suggestions.py), q of COPY_WORDS words or more
+                         (shorter ones pass: names and terms that many languages share,
+                         "Abidjan", "Status"; placeables, digits and codes are no words)
+         wrong_language  s of TELLING_WORDS words or more that the service's detector
+                         (documents/detection.py), among the pair's two languages, finds in
+                         the source language SURE % sure or more
+      (suggest.py: flooding, past serve.suggestions_per_hour from one address or one key)
 """
 
 import json
 import math
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
 from seq2seq.config import ServeConfig
+from seq2seq.documents.detection import Detector
 from seq2seq.service.keystore import ApiKeys, KeyLimits
-from seq2seq.service.refusals import Invalid, OverLimit, Slowdown
+from seq2seq.service.refusals import Invalid, OverLimit, Slowdown, Unwanted
+from seq2seq.support.errors import UserError
+from seq2seq.text.cleaning import primary
+from seq2seq.text.placeholders import PLACEABLE
+from seq2seq.text.suggestions import normalised
+
+# Why a suggestion is refused (prometheus.py's seq2seq_suggestions_refused_total): Unwanted's
+# reasons, and flooding, suggest.py's rates.
+REASONS = ("empty", "too_long", "copy", "wrong_language", "flooding")
+COPY_WORDS = 3  # a copy of q of this many words (with a letter, placeables aside) is refused
+# A suggestion this many words long, or longer, is one whose language the detector tells, and
+# SURE its confidence (0 to 100) that refuses it: under 1% of the German entries of a
+# desktop's catalogs are refused (tests/service/test_suggestion_checks.py measures it).
+TELLING_WORDS = 3
+SURE = 90.0
 
 
 class Buckets:
@@ -89,6 +118,11 @@ class Checks:
             raise OverLimit(
                 f"{name} has {len(text):,} characters; the limit is {most:,} (serve.max_chars)"
             )
+        self.unicode(text, name)
+
+    @staticmethod
+    def unicode(text: str, name: str) -> None:
+        """A text that is valid Unicode (one SQLite and UTF-8 can hold)."""
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:  # JSON's "\ud800": half of a UTF-16 pair
@@ -125,3 +159,57 @@ class Checks:
                 f"got {json.dumps(value)}"
             )
         return value
+
+
+class SuggestionChecks:
+    """What a suggestion must be to be kept (the module's docstring), in one place: POST
+    /suggest's (suggest.py) and the import's (python -m seq2seq.suggestions). `most`:
+    serve.suggestion_chars. Callable from any thread."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self.detectors: dict[tuple[str, str], Detector | str] = {}  # a pair's, or why none
+        self.lock = threading.Lock()
+
+    def check(self, q: str, s: str, source: str, target: str) -> None:
+        """Raises Unwanted, its reason one of REASONS, unless q -> s may be kept."""
+        for text, name in ((q, "q"), (s, "s")):
+            if not text.strip():
+                raise Unwanted(f"'{name}' is empty", "empty")
+            if len(text) > self.most:
+                limit = f"the limit is {self.most:,} (serve.suggestion_chars)"
+                raise Unwanted(f"'{name}' has {len(text):,} characters; {limit}", "too_long")
+        if len(s) > 3 * len(q) + 20:
+            most = f"3 x {len(q):,} (those of 'q') + 20"
+            raise Unwanted(f"'s' has {len(s):,} characters, more than {most}", "too_long")
+        if normalised(s) == normalised(q) and (words := len(lettered(q))) >= COPY_WORDS:
+            raise Unwanted(f"'s' is a copy of 'q', a text of {words} words", "copy")
+        detector = self.detector(source, target)
+        if isinstance(detector, Detector) and len(s.split()) >= TELLING_WORDS:
+            language, sure = detector.detect(s)[0]
+            if language != target and sure >= SURE:
+                said = f"'s' is in {language}, not {target} (language detection, {sure:g}% sure)"
+                raise Unwanted(said, "wrong_language")
+
+    def detector(self, source: str, target: str) -> Detector | str:
+        """The detector among the pair's two languages, made once (about a second), or why
+        there is none (the extra missing, a language it does not know, one language twice):
+        the wrong-language check is off for the pair."""
+        with self.lock:
+            if (source, target) not in self.detectors:
+                self.detectors[source, target] = pair_detector(source, target)
+            return self.detectors[source, target]
+
+
+def lettered(text: str) -> list[str]:
+    """A text's words that hold a letter, its placeables (text/placeholders.py) aside."""
+    return [word for word in PLACEABLE.sub(" ", text).split() if any(c.isalpha() for c in word)]
+
+
+def pair_detector(source: str, target: str) -> Detector | str:
+    if primary(source) == primary(target):
+        return f"{source} and {target} are one language to the detector"
+    try:
+        return Detector([source, target])
+    except UserError as error:
+        return str(error)

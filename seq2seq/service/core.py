@@ -2,10 +2,10 @@
 settings in force, the per-request checks (checks.py), the translations kept
 (translation_cache.py) and the translation memory (serve.memory: text/suggestions.py); and a
 request's texts from its route to the decoder threads and back: Core.translate, each text the
-memory knows answered from it, the others through the models of its chain (models.py), each
-text split into its
-sentences (in a worker thread past api.INLINE_CHARS characters), a Job for each model on its
-batcher (batcher.py), the client's hang-up cancelling it. A request's whole way, from its
+memory knows answered from it (counted in the request's scope: REMEMBERED), the others through
+the models of its chain (models.py), each text split into its sentences (in a worker thread
+past api.INLINE_CHARS characters), a Job for each model on its batcher (batcher.py), the
+client's hang-up cancelling it. A request's whole way, from its
 route to its answer, is docs/architecture.md's.
 """
 
@@ -27,6 +27,7 @@ from seq2seq.text.sentences import Texts
 from seq2seq.text.suggestions import Suggestions
 
 PAIR = "seq2seq.pair"  # the request's pair, in its ASGI scope, once known (prometheus.py's label)
+REMEMBERED = "seq2seq.remembered"  # its texts answered from the memory, counted (prometheus.py)
 
 
 class Answer(NamedTuple):
@@ -78,6 +79,8 @@ class Core:
             return Answer(*decoded, off, None if self.memory is None else [None] * len(texts))
         pair = chain[0].source.code, chain[-1].target.code
         recalled = [self.memory.recall(text, *pair) for text in texts]  # each: s or None
+        answered = sum(s is not None for s in recalled)
+        request.scope[REMEMBERED] = request.scope.get(REMEMBERED, 0) + answered
         missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
         decoded = Translated([], [])
         if missing or not texts:

@@ -116,7 +116,13 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                 },
                 strict({"success": {"const": True}}),
                 header_or_field,
-                extra={"403": "suggestions are off (serve.suggestions), or a key is needed"},
+                extra={
+                    "400": "a mistake in the request, or a suggestion refused, saying why: "
+                    "empty, too long, a copy of q, in the wrong language",
+                    "403": "suggestions are off (serve.suggestions), or a key is needed",
+                    "429": "past serve.suggestions_per_hour from one address or one API key, "
+                    "or a rate of every request's (Retry-After says when to try again)",
+                },
             ),
             "/translate_file": post(
                 "LibreTranslate's: a document translated (.docx, .odt, .epub, ...), kept to "
@@ -322,7 +328,7 @@ def detect_request(settings: ServeConfig) -> dict:
 
 
 def suggest_request(settings: ServeConfig, choices: Choices) -> dict:
-    text = {**sentence(settings), "minLength": 1}
+    text = {"type": "string", "minLength": 1, "maxLength": settings.suggestion_chars}
     properties = {"q": text, "s": text, "source": {"enum": choices.sources}}
     properties |= {"target": {"enum": choices.targets}, "api_key": {"type": "string"}}
     return strict(properties, optional=("api_key",))

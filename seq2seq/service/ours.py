@@ -219,7 +219,7 @@ def static_file(name: str) -> tuple[str, bytes]:
 # are, nor how the service is deployed.
 CLIENT_SETTINGS = (
     "max_sentences", "max_chars", "max_body_bytes", "max_beam_size", "timeout_s",
-    "requests_per_minute", "suggestions", "suggestions_per_hour",
+    "requests_per_minute", "suggestions", "suggestions_per_hour", "suggestion_chars",
 )  # fmt: skip
 
 

@@ -9,6 +9,11 @@ route, a 404, and nothing below is installed), through the official client, prom
          {route}, seq2seq_http_errors_total {route, status} (4xx and 5xx); a path that is not
          a route's counts as "other"; the route as the app names it, without serve.url_prefix
          (/translate-api/health counts as /health, and /health outside the prefix as "other")
+      -> Metrics.request_said: what the route left in the request's scope: the texts core.py
+         answered from the memory (REMEMBERED) -> seq2seq_memory_answers_total {pair}; why
+         suggest.py refused a suggestion (REFUSED) -> seq2seq_suggestions_refused_total
+         {reason} (checks.py's REASONS, each there from the start, at 0, with
+         serve.suggestions)
     each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
       -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
          seq2seq_decoder_busy_seconds_total {pair, model}, then refresh()
@@ -49,8 +54,10 @@ from starlette.routing import BaseRoute, Route
 from seq2seq.config import ServeConfig
 from seq2seq.service.api import HTTPError, bearer
 from seq2seq.service.batcher import Batcher, Job
-from seq2seq.service.core import PAIR
+from seq2seq.service.checks import REASONS
+from seq2seq.service.core import PAIR, REMEMBERED
 from seq2seq.service.models import Models
+from seq2seq.service.suggest import REFUSED
 
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures
 
@@ -79,6 +86,10 @@ class Metrics:
         if SHARED in os.environ:  # several workers: each one's figures are read from the folder
             SizedFiles(self.registry)
         self.declare(None if SHARED in os.environ else self.registry, settings.max_batch_sentences)
+        for reason in REASONS if settings.suggestions else ():
+            self.refused.labels(reason)
+        for model in models.all if settings.memory else ():
+            self.remembered.labels(model.pair)
         self.engines: dict[Batcher, str] = {}  # each model's engine, once it has been loaded
         self.answered: dict[tuple, tuple] = {}  # (route, pair, status) -> its series
         self.owners = {model.batcher: model for model in models.all}
@@ -121,6 +132,19 @@ class Metrics:
             by_model,
             registry=into,
         )
+        self.refused = Counter(
+            "seq2seq_suggestions_refused",
+            "Suggestions refused (POST /suggest), by why: empty, too_long, copy, wrong_language, "
+            "flooding",
+            ["reason"],
+            registry=into,
+        )
+        self.remembered = Counter(
+            "seq2seq_memory_answers",
+            "Texts answered from the translation memory (serve.memory), by language pair",
+            ["pair"],
+            registry=into,
+        )
         self.queued = Gauge(
             "seq2seq_queue_sentences",
             "Sentences waiting for a decoder",
@@ -148,6 +172,14 @@ class Metrics:
         latency.observe(seconds)
         if error is not None:
             error.inc()
+
+    def request_said(self, scope: dict) -> None:
+        """(The event loop.) What the request's route left in its scope to count: the texts
+        answered from the memory, a suggestion's refusal."""
+        if scope.get(REMEMBERED):
+            self.remembered.labels(scope.get(PAIR, "")).inc(scope[REMEMBERED])
+        if REFUSED in scope:
+            self.refused.labels(scope[REFUSED]).inc()
 
     def batch_done(self, batcher: Batcher, batch: list[Job], seconds: float) -> None:
         """(A decoder thread, after each batch.) Its size and time, and the gauges."""
@@ -186,7 +218,8 @@ class Metrics:
 class Measure:
     """Middleware: each request's route (its path past `prefix` if one of `routes`, else
     "other"), pair, status and time, to Metrics.request_done once it is answered (no answer
-    sent, an exception: 500, the status app.py's on_failure gives it)."""
+    sent, an exception: 500, the status app.py's on_failure gives it), and its scope to
+    Metrics.request_said."""
 
     def __init__(self, app, metrics: Metrics, routes: set[str], prefix: str = ""):
         self.app, self.metrics, self.routes, self.prefix = app, metrics, routes, prefix
@@ -211,6 +244,7 @@ class Measure:
             route = path if path in self.routes else "other"
             seconds = time.perf_counter() - start
             self.metrics.request_done(route, scope.get(PAIR, ""), status, seconds)
+            self.metrics.request_said(scope)
 
 
 def install(routes: list[BaseRoute], models: Models, settings: ServeConfig) -> list[Middleware]:

@@ -3,6 +3,8 @@ answers a refusal with a status of its API's (api.py's STATUSES: ours, LibreTran
 
     Invalid     the request names what the service lacks (a pair, a model), or a text that
                 is not valid Unicode
+    Unwanted    a suggestion not kept (checks.py's SuggestionChecks): `reason` says why (one of
+                checks.py's REASONS)
     OverLimit   past one of the service's limits (serve.max_sentences, max_chars, the
                 beams; the API key's max_chars)
     Forbidden   no API key where one is needed, or not one of the keys
@@ -19,6 +21,12 @@ class Refused(Exception):
 
 class Invalid(Refused):
     pass
+
+
+class Unwanted(Refused):
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class OverLimit(Refused):

@@ -3,9 +3,15 @@ model on (serve.suggestions; a corpus source {suggestions: FILE}) and, with serv
 answer the same text with from then on (core.py).
 
     POST /suggest  {"q": text, "s": its better translation, "source", "target", "api_key"}
-                   (JSON or a form) -> {"success": true}, kept (text/suggestions.py) before
-                   the answer; 403 unless serve.suggestions; 429 past
-                   serve.suggestions_per_hour from one client (checks.py's Buckets)
+                   (JSON or a form)
+      -> 403 unless serve.suggestions; the key's checks (checks.py), a pair the service has
+      -> flooding: past serve.suggestions_per_hour from one client address, or one API key
+         (checks.py's Buckets, one bucket each) -> 429
+      -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
+         the field and why
+      -> kept (text/suggestions.py) -> {"success": true}
+    a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
+      seq2seq_suggestions_refused_total {reason}
 """
 
 import asyncio
@@ -22,15 +28,18 @@ from seq2seq.service.api import (
     key_given,
     text_field,
 )
-from seq2seq.service.checks import Buckets
+from seq2seq.service.checks import Buckets, SuggestionChecks
 from seq2seq.service.core import Core
+from seq2seq.service.keystore import digest
+from seq2seq.service.refusals import Slowdown, Unwanted
 from seq2seq.text.suggestions import Suggestions
 
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
+REFUSED = "seq2seq.refused"  # why a suggestion was refused, in its ASGI scope (prometheus.py)
 
 
 class Suggest:
-    """The route of suggestions, over the core (core.py), with a rate of its own."""
+    """The route of suggestions, over the core (core.py), with checks and a rate of its own."""
 
     def __init__(self, core: Core, suggestions: Suggestions | None):
         """`suggestions`: serve.suggestions_file, open (None: neither suggestions nor memory)."""
@@ -38,21 +47,46 @@ class Suggest:
         on, most = self.settings.suggestions, self.settings.suggestions_per_hour
         self.suggestions = suggestions if on else None
         rate = f"{most} suggestions an hour at most (serve.suggestions_per_hour)"
-        self.suggesters = Buckets(most, 3600, rate)  # by client address
+        self.suggesters = Buckets(most, 3600, rate)  # by client address, and by key
+        self.wanted = SuggestionChecks(self.settings.suggestion_chars)
 
     @answers(LIBRETRANSLATE)
     async def suggest(self, request: Request) -> Response:
-        """`s`, a better translation of `q` from `source` to `target`, kept in
+        """`s`, a better translation of `q` from `source` to `target`, checked, then kept in
         serve.suggestions_file (text/suggestions.py) before the answer."""
         if self.suggestions is None:
             raise HTTPError(403, "Suggestions are disabled on this server.")
         fields = await Body(request, self.settings).fields(SUGGEST_FIELDS)
-        self.core.checks.key(key_given(request, fields))
-        q, s = text_field(fields, "q"), text_field(fields, "s")
+        key = key_given(request, fields)
+        self.core.checks.key(key)
+        q, s = suggested(fields, "q"), suggested(fields, "s")
         for text, name in ((q, "'q'"), (s, "'s'")):
-            self.core.checks.text(text, name)
+            self.core.checks.unicode(text, name)
         source, target = text_field(fields, "source"), text_field(fields, "target")
         self.core.models.chain(source, target)  # a pair the service lacks: Invalid
-        self.suggesters.check(request.client.host if request.client else "")
-        await asyncio.to_thread(self.suggestions.add, q, s, source, target)  # synced to disk
+        try:
+            self.flooding(request.client.host if request.client else "", key)
+            await asyncio.to_thread(self.keep, q, s, source, target)  # synced to disk
+        except (Unwanted, Slowdown) as refused:
+            reason = refused.reason if isinstance(refused, Unwanted) else "flooding"
+            request.scope[REFUSED] = reason
+            raise
         return json_response({"success": True})
+
+    def flooding(self, address: str, key: str | None) -> None:
+        """Takes a token of the client address's bucket, and of its key's if it gave one, or
+        raises Slowdown."""
+        self.suggesters.check(address)
+        if key:
+            self.suggesters.check(f"key {digest(key)}")  # an address is never "key ..."
+
+    def keep(self, q: str, s: str, source: str, target: str) -> None:
+        """(A worker thread: the detector's first use loads it.) The suggestion checked
+        (SuggestionChecks: Unwanted), then kept."""
+        self.wanted.check(q, s, source, target)
+        self.suggestions.add(q, s, source, target)
+
+
+def suggested(fields: dict, name: str) -> str:
+    """q or s: a string; "" where it is missing (the checks refuse it as empty)."""
+    return "" if fields.get(name) in (None, "") else text_field(fields, name)

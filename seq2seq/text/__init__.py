@@ -19,8 +19,9 @@
                                          masked, do-not-translate kept; term use counted
     term_pairs.py                        term pairs drawn from training pairs (train.terms)
     cooccurrence.py                      how often items meet in pairs: Dice scores
-    suggestions.py                       the service's users' better translations, kept, and read
-                                         back as a corpus source (sources.py), and the
+    suggestions.py                       the service's users' better translations, kept (and
+                                         imported, listed, removed: python -m seq2seq.suggestions),
+                                         read back as a corpus source (sources.py), and the
                                          translation memory made of them
     fuzzy.py                             fuzzy matches: word similarity, a correction carried
                                          over to a like text by a three-way merge

@@ -323,7 +323,8 @@ def variant_text(unit: Element, language: str) -> str:
     return inline(child(chosen, "seg"), lambda element, inner: inner) if chosen is not None else ""
 
 
-FORMATS: dict[str, Callable[[Path, tuple[str, str], Skipped], Iterable[Pair]]] = {
+Reader = Callable[[Path, tuple[str, str], Skipped], Iterable[Pair]]
+FORMATS: dict[str, Reader] = {
     ".po": read_po,
     ".mo": read_mo,
     ".xlf": read_xliff,

@@ -30,7 +30,7 @@ seed: a program is in the same group in every language's folder, every config an
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from seq2seq.text.catalog_formats import FORMATS, SUFFIXES, Pair, Skipped
+from seq2seq.text.catalog_formats import FORMATS, SUFFIXES, Pair, Reader, Skipped
 from seq2seq.text.cleaning import keyed_hash
 from seq2seq.text.parallel import SPLITS, CorpusError
 
@@ -78,9 +78,16 @@ def read_catalogs(
     """The pairs of these catalogs, one after another; the entries skipped counted in
     `skipped`. languages: corpus.src_lang, tgt_lang."""
     for path in paths:
-        read = FORMATS[next(s for s in SUFFIXES if path.name.lower().endswith(s))]
-        for source, target in read(path, languages, skipped):
+        for source, target in catalog_reader(path)(path, languages, skipped):
             yield one_line(source), one_line(target)
+
+
+def catalog_reader(path: Path) -> Reader:
+    """The reader of a catalog's format (FORMATS), by its name's suffix."""
+    suffix = next((s for s in SUFFIXES if path.name.lower().endswith(s)), None)
+    if suffix is None:
+        raise CorpusError(f"{path}: not a catalog: its name ends in none of {', '.join(SUFFIXES)}")
+    return FORMATS[suffix]
 
 
 def one_line(text: str) -> str:

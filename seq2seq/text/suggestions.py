@@ -15,6 +15,14 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
                  alike: text/fuzzy.py), or None; through a word index (memory_words), the
                  texts holding the text's rarest words, not a scan
 
+    python -m seq2seq.suggestions (seq2seq/suggestions.py), on the same file, as the service runs:
+      list   Suggestions.listed(pair, grep, since): each one with its id (its rowid)
+      remove Suggestions.remove(ids): gone from the suggestions, hence from read_suggestions (the
+             next improvement's corpus), and from the memory: each text's entry falls back to
+             its latest suggestion left, or goes; one transaction
+      import Suggestions.add_all(pairs, source, target): a catalog's pairs, checked, as add()
+             keeps them, in one transaction
+
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
     memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
                                          add() keeps it in the same transaction (a file from
@@ -24,8 +32,10 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
 import collections
 import datetime
 import functools
+import itertools
 import sqlite3
 import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -89,12 +99,35 @@ class Match(NamedTuple):
     score: float
 
 
+LIST = "SELECT rowid, source, target, count, last_at, q, s FROM suggestions"
+REMOVE = "DELETE FROM suggestions WHERE rowid = ?"
+FORGET = "DELETE FROM memory WHERE source = ? AND target = ? AND key = ?"
+FALL_BACK = """INSERT INTO memory (source, target, key, s, at)
+SELECT source, target, normalised(q), s, last_at FROM suggestions
+WHERE source = ?1 AND target = ?2 AND normalised(q) = ?3
+ORDER BY last_at DESC, rowid DESC LIMIT 1"""
+CHUNK = 10_000  # suggestions an import gives SQLite at once
+
+
+class Row(NamedTuple):
+    """A suggestion as listed."""
+
+    id: int  # its rowid
+    source: str
+    target: str
+    count: int
+    last_at: str
+    q: str
+    s: str
+
+
 class Suggestions:
     """The suggestions file, opened for writing (its folder and tables made if need be); add()
     may be called from any thread, one at a time; recall() from one thread (the service's
     event loop), on a connection of its own: the file in WAL mode, it never waits for add()."""
 
     def __init__(self, path: Path):
+        self.path = path
         try:
             self.connection = shared_database(path, SCHEMA)
             self.make_memory()
@@ -171,6 +204,43 @@ class Suggestions:
         """How many of the memory's texts hold each word (any pair's): read once, then kept
         by add() (another worker's adds are not counted: the counts only order q's words)."""
         return collections.Counter(dict(self.finder.execute(COUNTS).fetchall()))
+
+    def add_all(self, pairs: Iterable[tuple[str, str]], source: str, target: str) -> None:
+        """Keeps each (q, s) as add() does, all in one transaction (executemany, a chunk at a
+        time): a million in seconds; the service's add() waits meanwhile (or times out)."""
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        pairs = iter(pairs)
+        with self.lock, self.connection:
+            while chunk := list(itertools.islice(pairs, CHUNK)):
+                kept = [(q, s, source, target, now, now) for q, s in chunk]
+                self.connection.executemany(ADD, kept)
+                remembered = [(source, target, normalised(q), s, now) for q, s in chunk]
+                self.connection.executemany(REMEMBER, remembered)
+
+    def listed(self, pair: str | None, grep: str | None, since: str | None) -> Iterator[Row]:
+        """Each suggestion, oldest first: of `pair` ("en-de"), holding `grep` in q or s
+        (ASCII case aside), last sent on `since` (an ISO date) or later; None: any."""
+        query = LIST + " WHERE (? IS NULL OR source || '-' || target = ?)"
+        query += " AND (? IS NULL OR instr(lower(q), lower(?)) OR instr(lower(s), lower(?)))"
+        query += " AND (? IS NULL OR last_at >= ?) ORDER BY rowid"
+        values = (pair, pair, grep, grep, grep, since, since)
+        return (Row(*row) for row in self.reader.execute(query, values))
+
+    def remove(self, ids: list[int]) -> None:
+        """Removes these suggestions, by id; the memory's entry of each one's text falls back
+        to the latest suggestion left for it (the text normalised), or goes. One transaction:
+        an id that is no suggestion's removes none (a UserError naming it)."""
+        with self.lock, self.connection:
+            by_id = LIST + " WHERE rowid = ?"
+            rows = [Row(*r) for i in set(ids) for r in self.connection.execute(by_id, (i,))]
+            missing = sorted(set(ids) - {row.id for row in rows})
+            if missing:
+                named = ", ".join(map(str, missing))
+                raise UserError(f"{self.path}: no suggestion {named}: list shows the ids")
+            self.connection.executemany(REMOVE, [(row.id,) for row in rows])
+            texts = {(row.source, row.target, normalised(row.q)) for row in rows}
+            self.connection.executemany(FORGET, texts)
+            self.connection.executemany(FALL_BACK, texts)  # each: its latest left, if any
 
     def close(self) -> None:
         for connection in (self.connection, self.reader, self.finder):

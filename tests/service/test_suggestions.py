@@ -69,11 +69,14 @@ def test_suggest_answers_and_refuses_as_libretranslate_does(trained_numbers_chec
             403,
             {"error": "Suggestions are disabled on this server."},
         )
-    with running(model, suggestions=True, suggestions_file=str(path), max_chars=40) as server:
+    on = {"suggestions": True, "suggestions_file": str(path), "suggestion_chars": 40}
+    with running(model, **on) as server:
         assert suggest(server.url, ONE) == (200, {"success": True})
         assert suggest(server.url, ONE, form=True) == (200, {"success": True})  # a form too
         status, answer = suggest(server.url, {**ONE, "s": ""})
-        assert status == 400 and answer["error"] == "Invalid request: missing s parameter"
+        assert status == 400 and answer["error"] == "'s' is empty"
+        status, answer = suggest(server.url, {**ONE, "source": ""})
+        assert status == 400 and answer["error"] == "Invalid request: missing source parameter"
         status, answer = suggest(server.url, {**ONE, "q": "one " * 20})
         assert status == 400 and "'q'" in answer["error"] and "40" in answer["error"]
         status, answer = suggest(server.url, {**ONE, "target": "fr"})
