@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -291,6 +291,14 @@ terms: $(CORE)
 # sentence -> benchmarks/results/terms.{json,md}
 bench-terms: $(DEV)
 	$(PYTHON) -m benchmarks.adapt.terms $(ARGS)
+
+# The service learning from its users' corrections, replayed offline on a held-out program's
+# catalog (git's, 400 strings): each string translated, then its human translation sent;
+# the model alone, the memory (exact and fuzzy), and the memory with an improvement after the
+# first half: chrF and BLEU of the later half, repeat errors, the improvement's time and
+# verdict -> benchmarks/results/learn.{json,md}. The stand-in first: `make standin`.
+bench-learn: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.learn $(ARGS)
 
 # The stand-in fine-tuned on the German catalogs of the `user` programs, each way measured
 # against itself and a model trained from scratch for the same time: chrF and BLEU on programs

@@ -14,6 +14,8 @@ served.py      a fine-tuned model packaged and served by LibreTranslate and by o
                answers compared (target.py's last step)
 terms.py       make bench-terms: glossaries followed by the stand-in as it is and taught
                terms, with the right glossary, a random one and none
+learn.py       make bench-learn: the service learning from corrections, replayed on a
+               held-out program's catalog (memory, fuzzy matches, an improvement)
 tuning.py      what laptop.py and target.py share: a package imported into a work folder,
                its corpus encoded, each setting trained in a process of its own and measured
 """

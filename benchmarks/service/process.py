@@ -132,6 +132,18 @@ def get_json(url: str, path: str) -> tuple[int, dict | list | None]:
         return response.status, None
 
 
+def post_json(url: str, path: str, body: dict) -> tuple[int, dict | list | None]:
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
+    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = response.read()
+    connection.close()
+    try:
+        return response.status, json.loads(answer)
+    except ValueError:
+        return response.status, None
+
+
 @contextlib.contextmanager
 def spending(service: Service, batches: bool) -> Iterator[dict]:
     """What the server spends during the block, in the dict it gives, filled at the end: "cpu"
