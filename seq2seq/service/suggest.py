@@ -5,7 +5,8 @@ answer the same text with from then on (core.py).
     POST /suggest  {"q": text, "s": its better translation, "source", "target", "api_key"}
                    (JSON or a form) -> {"success": true}, kept (text/suggestions.py) before
                    the answer; 403 unless serve.suggestions; 429 past
-                   serve.suggestions_per_hour from one client (checks.py's Buckets)
+                   serve.suggestions_per_hour from one client (checks.py's Buckets); with
+                   serve.improve_after, the pair's improvement started when due (improving.py)
 """
 
 import asyncio
@@ -55,4 +56,6 @@ class Suggest:
         self.core.models.chain(source, target)  # a pair the service lacks: Invalid
         self.suggesters.check(request.client.host if request.client else "")
         await asyncio.to_thread(self.suggestions.add, q, s, source, target)  # synced to disk
+        if self.core.improvements:  # serve.improve_after: one due starts
+            await asyncio.to_thread(self.core.improvements.noticed, source, target)
         return json_response({"success": True})

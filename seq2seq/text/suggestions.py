@@ -10,6 +10,8 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
     serve.memory Suggestions(path).recall(q, source, target): the latest suggestion `s` for
                  q's normalised form (normalised: its white space collapsed and stripped), or
                  None; one look-up in the memory table's primary key, not a scan
+    serve.improve_after  Suggestions(path).count(source, target): the pair's, to start an
+                 improvement every N new ones (seq2seq/service/improving.py)
 
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
     memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
@@ -50,6 +52,7 @@ ON CONFLICT (source, target, key) DO UPDATE SET s = excluded.s, at = excluded.at
 REMEMBER_ALL = """INSERT OR REPLACE INTO memory (source, target, key, s, at)
 SELECT source, target, normalised(q), s, last_at FROM suggestions ORDER BY last_at, rowid"""
 RECALL = "SELECT s FROM memory WHERE source = ? AND target = ? AND key = ?"
+COUNT = "SELECT COUNT(*) FROM suggestions WHERE source = ? AND target = ?"
 
 
 class Suggestions:
@@ -90,6 +93,11 @@ class Suggestions:
         """The latest suggestion for q's normalised form from `source` to `target`, or None."""
         rows = self.reader.execute(RECALL, (source, target, normalised(q))).fetchall()
         return rows[0][0] if rows else None  # fetched to the end: no read left open
+
+    def count(self, source: str, target: str) -> int:
+        """How many different suggestions the file holds from `source` to `target`."""
+        with self.lock:
+            return self.connection.execute(COUNT, (source, target)).fetchone()[0]
 
     def close(self) -> None:
         self.connection.close()
