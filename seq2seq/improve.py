@@ -97,12 +97,13 @@ def improve(
         raise UserError(f"no {original} to improve: run {config.make_command('train')} first")
     with one_at_a_time(run_dir):
         served = served_checkpoint(run_dir)
+        found = improvement.corrections(suggestions, config)
+        taken = improvement.gathered(config, found)  # its faults said before a folder is made
+        weight = improvement.weight_of(taken)
         folder = version_folder(run_dir, versions.next_number(run_dir))
         folder.mkdir(parents=True)
-        found = improvement.corrections(suggestions, config)
-        counts = improvement.write_data(config, found, folder)
-        weight = improvement.weight_of(found, counts["replay"])
-        print(f"{folder}: {described(found, counts, weight)}", file=sys.stderr, flush=True)
+        improvement.write_data(config, taken, folder)
+        print(f"{folder}: {described(found, taken, weight)}", file=sys.stderr, flush=True)
         tuning_file = improvement.write_config(config, folder, weight, minutes)
         best, model = fine_tune(tuning_file, overrides, folder)
         scores = gate_scores(config, folder, served, model)
@@ -115,7 +116,7 @@ def improve(
             "trained_on": {
                 "suggestions": str(suggestions), "corrections": found.read,
                 "corrections_sha256": found.sha256, "training": len(found.train),
-                "held_out": len(found.held_out), "weight": weight, "replay": counts["replay"],
+                "held_out": len(found.held_out), "weight": weight, "replay": len(taken["replay"]),
                 "overrides": overrides,
             },
             "minutes": round(best["elapsed_s"] / 60, 2),
@@ -149,7 +150,7 @@ def one_at_a_time(run_dir: Path) -> Iterator[None]:
         yield
 
 
-def described(found: improvement.Corrections, counts: dict[str, int], weight: int) -> str:
+def described(found: improvement.Corrections, taken: dict[str, list], weight: int) -> str:
     held = (
         f"{len(found.held_out)} held out for the gate"
         if found.held_out
@@ -157,7 +158,7 @@ def described(found: improvement.Corrections, counts: dict[str, int], weight: in
     )
     return (
         f"{found.read} corrections for the pair, {len(found.train)} to train on (x{weight}), "
-        f"{held}; {counts['replay']:,} original pairs replayed"
+        f"{held}; {len(taken['replay']):,} original pairs replayed"
     )
 
 

@@ -87,20 +87,22 @@ def held_out(text: str, seed: int) -> bool:
     return keyed_hash(normalised(text), seed) % HOLD_OUT == 0
 
 
-def write_data(config: Config, found: Corrections, folder: Path) -> dict[str, int]:
-    """The files the version's run reads and its gate scores on, in `folder`; the pairs of
-    each."""
-    taken = {
+def gathered(config: Config, found: Corrections) -> dict[str, list[Pair]]:
+    """What the version's run reads and its gate scores on, by the name of its files."""
+    return {
         "corrections": found.train,
         "held_out": found.held_out,
         "replay": original(config, "train", REPLAY),
         "valid": original(config, "valid", VALID),
         "test": original(config, "test", GATE_TEST),
     }
+
+
+def write_data(config: Config, taken: dict[str, list[Pair]], folder: Path) -> None:
+    """gathered's pairs, as a Moses pair of files each, in `folder`."""
     for name, pairs in taken.items():
         for side, path in zip((0, 1), pair_files(config, folder, name), strict=True):
             write_lines(path, [pair[side] for pair in pairs])
-    return {name: len(pairs) for name, pairs in taken.items()}
 
 
 def original(config: Config, split: str, size: int) -> list[Pair]:
@@ -153,6 +155,6 @@ def write_config(config: Config, folder: Path, weight: int, minutes: float) -> P
     return path
 
 
-def weight_of(found: Corrections, replayed: int) -> int:
+def weight_of(taken: dict[str, list[Pair]]) -> int:
     """Copies of each training correction: as many pairs as the replay, in all."""
-    return max(1, round(replayed / len(found.train)))
+    return max(1, round(len(taken["replay"]) / len(taken["corrections"])))

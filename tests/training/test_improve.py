@@ -196,3 +196,14 @@ def test_the_gate_scores_held_out_corrections_by_the_model_served_and_the_new_on
     assert held["sentences"] == 2
     assert all(0 <= held[key] <= 100 for key in ("chrf_old", "chrf_new", "bleu_old", "bleu_new"))
     assert scores["test"] == about("0002")["scores"]["test"]  # the same models, the same sample
+
+
+@pytest.mark.slow
+def test_a_fault_is_said_before_a_version_is_made(trained, tmp_path, monkeypatch):
+    copy_of(trained, tmp_path, monkeypatch)
+    with pytest.raises(UserError, match="none.db: no such suggestions file"):
+        improve.main(["--config", "small.yaml", "--suggestions", "none.db"])
+    shutil.rmtree("data/small")
+    with pytest.raises(UserError, match="data/small/train.src is not found"):
+        improve_with()
+    assert list((RUN / VERSIONS).iterdir()) == [RUN / VERSIONS / IMPROVING]
