@@ -2,6 +2,7 @@
 starts the improvement (here a stand-in command: the real one is tests/training/test_improve.py's)
 as a child process, its output and end in the log, its state in /info; a failure is the log's."""
 
+import argparse
 import json
 import shutil
 import sys
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from seq2seq.config import load_config
+from seq2seq import serve
+from seq2seq.config import add_config_arguments, load_config
+from seq2seq.decoding.engine_choice import add_engine_arguments
 from seq2seq.service import improving
-from seq2seq.service.loaders import load_models
 
 from helpers import call, running, wait_until
 
@@ -33,18 +35,27 @@ def ended(times: int):
 
 
 @pytest.fixture
-def served_from_config(seed_run, tmp_path, monkeypatch) -> list:
-    """The seed model, served from its config (as serve --model config.yaml), in a copy of its
-    folder: the test's working directory."""
+def served(seed_run, tmp_path, monkeypatch):
+    """A factory: served(*ARGS) -> the models `python -m seq2seq.serve ARGS` serves, in a copy
+    of the seed model's folder (its config.yaml, runs/seed/best.pt): the test's working
+    directory."""
     shutil.copytree(seed_run.parent.parent, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
-    return load_models(["config.yaml"], load_config("config.yaml"), "torch", "cpu")
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    add_engine_arguments(parser, several=True)
+
+    def load(*argv: str) -> list:
+        args = parser.parse_args([*argv, "--engine", "torch", "--device", "cpu"])
+        return serve.load(load_config(args.config), args)
+
+    return load
 
 
-def test_every_n_suggestions_start_an_improvement_of_the_pair(served_from_config, monkeypatch):
+def test_every_n_suggestions_start_an_improvement_of_the_pair(served, monkeypatch):
     monkeypatch.setattr(improving, "COMMAND", [sys.executable, "-c", SAID.format(code=0)])
     settings = {"suggestions": True, "suggestions_file": "s.db", "improve_after": 2}
-    with running(served_from_config, **settings) as server:
+    with running(served("--config", "config.yaml"), **settings) as server:  # serve's own
         assert suggest(server.url, "one is one") == 200
         assert not LOG.exists()  # one new: not yet
         assert suggest(server.url, "two is two") == 200
@@ -64,7 +75,7 @@ def test_every_n_suggestions_start_an_improvement_of_the_pair(served_from_config
         assert LOG.read_text().count("starting") == 2
 
 
-def test_a_failed_improvement_is_logged_and_the_service_goes_on(served_from_config, monkeypatch):
+def test_a_failed_improvement_is_logged_and_the_service_goes_on(served, monkeypatch):
     monkeypatch.setattr(improving, "COMMAND", [sys.executable, "-c", SAID.format(code=3)])
     version = Path("runs/seed/versions/0001")
     version.mkdir(parents=True)
@@ -72,7 +83,7 @@ def test_a_failed_improvement_is_logged_and_the_service_goes_on(served_from_conf
         {"made": "then", "verdict": "kept aside", "reason": "worse", "scores": {}}
     ))  # fmt: skip
     settings = {"suggestions": True, "suggestions_file": "s.db", "improve_after": 1}
-    with running(served_from_config, **settings) as server:
+    with running(served("--model", "config.yaml"), **settings) as server:
         assert suggest(server.url, "one is one") == 200
         wait_until(ended(1), "the improvement to end")
         assert "ended: failed, exit code 3" in LOG.read_text()
@@ -83,17 +94,11 @@ def test_a_failed_improvement_is_logged_and_the_service_goes_on(served_from_conf
         assert call(server.url, "POST", "/translate", {"text": ["one is one"]})[0] == 200
 
 
-def test_a_model_not_served_from_a_config_is_not_improved(seed_run, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def test_a_model_not_served_from_a_config_is_not_improved(served, tmp_path, monkeypatch):
     monkeypatch.setattr(improving, "COMMAND", [sys.executable, "-c", "raise SystemExit(9)"])
-    checkpoint = load_models(
-        [str(seed_run / "best.pt")],
-        load_config(seed_run.parent.parent / "config.yaml"),
-        "torch",
-        "cpu",
-    )
     settings = {"suggestions": True, "suggestions_file": "s.db", "improve_after": 1}
-    with running(checkpoint, **settings) as server:
-        assert suggest(server.url, "one is one") == 200
-        assert improvement(server.url) == {}
+    for argv in (["--checkpoint", "runs/seed/best.pt"], ["--model", "runs/seed/best.pt"]):
+        with running(served(*argv), **settings) as server:
+            assert suggest(server.url, "one is one") == 200
+            assert improvement(server.url) == {}
     assert not list(tmp_path.rglob("improve.log"))
