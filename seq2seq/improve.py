@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import shutil
 import sys
 import time
@@ -106,12 +107,13 @@ def improve(
         print(f"{folder}: {described(found, taken, weight)}", file=sys.stderr, flush=True)
         tuning_file = improvement.write_config(config, folder, weight, minutes)
         best, model = fine_tune(tuning_file, overrides, folder)
-        scores = gate_scores(config, folder, served, model)
+        start = file_hash(original)
+        scores = gate_scores(config, folder, served, model, start)
         passed, reason = gate.verdict(scores["held_out"], scores["test"], max_test_loss)
         about = {
             "number": int(folder.name),
             "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "started_from": {"path": str(original), "sha256": file_hash(original)},
+            "started_from": {"path": str(original), "sha256": start},
             "compared_with": {"path": str(served), "sha256": file_hash(served)},
             "trained_on": {
                 "suggestions": str(suggestions), "corrections": found.read,
@@ -177,9 +179,9 @@ def fine_tune(tuning_file: Path, overrides: list[str], folder: Path) -> tuple[di
     return best, model
 
 
-def gate_scores(config: Config, folder: Path, served: Path, model: Path) -> dict:
+def gate_scores(config: Config, folder: Path, served: Path, model: Path, start: str) -> dict:
     """The gate's scores: the held-out corrections by the model served and the new one (None
-    without any), the test sample by the original and the new one."""
+    without any), the test sample by the original (whose SHA-256 is `start`) and the new one."""
     device = config.train.device
     held, test = (read_parallel(*improvement.pair_files(config, folder, name))
                   for name in ("held_out", "test"))  # fmt: skip
@@ -192,7 +194,12 @@ def gate_scores(config: Config, folder: Path, served: Path, model: Path) -> dict
             **{f"{metric}_new": new[metric] for metric in ("chrf", "bleu")},
             "sentences": len(held),
         }
-    before = gate.scored(config.run_dir / BEST, test, device, "test sample, the original")
+    sample = hashlib.sha256(
+        "".join(map(file_hash, improvement.pair_files(config, folder, "test"))).encode()
+    ).hexdigest()
+    before = scored_before(config.run_dir, start, sample)
+    if before is None:
+        before = gate.scored(config.run_dir / BEST, test, device, "test sample, the original")
     after = gate.scored(model, test, device, "test sample, the new model")
     return {
         "held_out": held_scores,
@@ -200,8 +207,24 @@ def gate_scores(config: Config, folder: Path, served: Path, model: Path) -> dict
             "bleu_original": before["bleu"],
             "bleu_new": after["bleu"],
             "sentences": len(test),
+            "sample_sha256": sample,
         },
     }
+
+
+def scored_before(run_dir: Path, start: str, sample: str) -> dict | None:
+    """The original's BLEU on the test sample from the gate of an earlier version that started
+    from the same original (SHA-256 `start`) and was gated on the same sample (`sample`):
+    the original is decoded once, not at every improvement."""
+    for name, about in reversed(versions.versions(run_dir).items()):
+        test = about["scores"]["test"]
+        if about["started_from"]["sha256"] == start and test.get("sample_sha256") == sample:
+            print(
+                f"gate: test sample, the original: BLEU {test['bleu_original']:.2f} "
+                f"(version {name}'s gate)", file=sys.stderr, flush=True,
+            )  # fmt: skip
+            return {"bleu": test["bleu_original"]}
+    return None
 
 
 if __name__ == "__main__":

@@ -190,12 +190,27 @@ def test_the_gate_scores_held_out_corrections_by_the_model_served_and_the_new_on
     for path, text in zip(improvement.pair_files(config, folder, "held_out"),
                           ["one is one\nsix is six", "1 la 1\n6 la 6"], strict=True):  # fmt: skip
         path.write_text(text + "\n")
-    served = RUN / VERSIONS / "0001/best.pt"
-    scores = improve.gate_scores(config, folder, served, folder / "best.pt")
+    served, start = RUN / VERSIONS / "0001/best.pt", about("0001")["started_from"]["sha256"]
+    scores = improve.gate_scores(config, folder, served, folder / "best.pt", start)
     held = scores["held_out"]
     assert held["sentences"] == 2
     assert all(0 <= held[key] <= 100 for key in ("chrf_old", "chrf_new", "bleu_old", "bleu_new"))
     assert scores["test"] == about("0002")["scores"]["test"]  # the same models, the same sample
+
+
+@pytest.mark.slow
+def test_the_original_is_scored_on_the_test_sample_once(improved, monkeypatch, capsys):
+    monkeypatch.chdir(improved)
+    first, second = (about(name)["scores"]["test"] for name in ("0001", "0002"))
+    assert first["sample_sha256"] == second["sample_sha256"]
+    assert first["bleu_original"] == second["bleu_original"]
+    start = about("0001")["started_from"]["sha256"]
+    assert improve.scored_before(RUN, start, first["sample_sha256"]) == {
+        "bleu": first["bleu_original"]
+    }
+    assert "(version 0002's gate)" in capsys.readouterr().err
+    assert improve.scored_before(RUN, "another original", first["sample_sha256"]) is None
+    assert improve.scored_before(RUN, start, "another sample") is None
 
 
 @pytest.mark.slow
