@@ -7,7 +7,8 @@ the service serves (the files: seq2seq/support/paths.py).
                                                      name); absent: the experiment's best.pt
 
     improve        next_number -> the try -> serve(run_dir, name) if it passed the gate
-    --list         listed(run_dir): a line each, the one served marked
+    --list         listed(run_dir): a line each (its verdict's reason names its scores), the
+                   one served marked
     --rollback N   roll_back(run_dir, "0003" | "original", force): `current` rewritten
                    (atomically: support/files.py) or removed
 
@@ -82,21 +83,11 @@ def roll_back(run_dir: Path, target: str, force: bool = False) -> str:
 
 
 def listed(run_dir: Path) -> list[str]:
-    """A line each version: number, made, scores, verdict; the one served marked with *."""
+    """A line each version: number, made, verdict and reason (its scores); the one served
+    marked with *."""
     served = current(run_dir)
     lines = [f"{'*' if served is None else ' '} original  {run_dir / BEST}"]
     for name, about in versions(run_dir).items():
-        scores = about["scores"]
-        held = scores["held_out"]
-        corrections = (
-            "held-out chrF -"
-            if held is None
-            else (f"held-out chrF {held['chrf_old']:.1f} -> {held['chrf_new']:.1f}")
-        )
-        test = scores["test"]
-        lines.append(
-            f"{'*' if name == served else ' '} {name}      {about['made']}  {corrections}  "
-            f"test BLEU {test['bleu_original']:.2f} -> {test['bleu_new']:.2f}  "
-            f"{about['verdict']}: {about['reason']}"
-        )
+        mark = "*" if name == served else " "
+        lines.append(f"{mark} {name}      {about['made']}  {about['verdict']}: {about['reason']}")
     return lines
