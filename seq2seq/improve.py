@@ -97,7 +97,7 @@ def improve(
     if not original.is_file():
         raise UserError(f"no {original} to improve: run {config.make_command('train')} first")
     with one_at_a_time(run_dir):
-        served = served_checkpoint(run_dir)
+        served, start = served_checkpoint(run_dir), file_hash(original)
         found = improvement.corrections(suggestions, config)
         taken = improvement.gathered(config, found)  # its faults said before a folder is made
         weight = improvement.weight_of(taken)
@@ -107,7 +107,6 @@ def improve(
         print(f"{folder}: {described(found, taken, weight)}", file=sys.stderr, flush=True)
         tuning_file = improvement.write_config(config, folder, weight, minutes)
         best, model = fine_tune(tuning_file, overrides, folder)
-        start = file_hash(original)
         scores = gate_scores(config, folder, served, model, start)
         passed, reason = gate.verdict(scores["held_out"], scores["test"], max_test_loss)
         about = {
