@@ -282,6 +282,8 @@ def train_problems(config: Config) -> Iterator[str]:
 def serve_problems(settings: ServeConfig) -> Iterator[str]:
     if not settings.host.strip():
         yield "'serve.host' must not be empty"
+    if settings.improve_after and not settings.suggestions:
+        yield "'serve.improve_after' learns from suggestions: it needs 'serve.suggestions: true'"
     if settings.url_prefix and not re.fullmatch(r"(/[\w.~-]+)+", settings.url_prefix, re.ASCII):
         yield (
             "'serve.url_prefix' must be empty or a path such as /translate-api (no / at its "

@@ -49,6 +49,7 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import replace
 from typing import NamedTuple
 
 import torch
@@ -144,7 +145,8 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader]:
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
         return load_models(paths, config, choice, device, decode)
     engine = load_engine(config, args.checkpoint, choice, None, device, decode)
-    return [Loader.of(engine, str(args.checkpoint or config.checkpoint_path))]
+    loader = Loader.of(engine, str(args.checkpoint or config.checkpoint_path))
+    return [loader if args.checkpoint else replace(loader, config=args.config)]
 
 
 # A worker that dies this many times in a row before it serves stops the service

@@ -207,6 +207,13 @@ class FilesAndSuggestions:
     # repaired by that suggestion: the user's edits merged into it where they touch other
     # words than the new text changed (ours: "fuzzy", each text's match's similarity).
     memory_fuzzy: Annotated[float, "in [0, 1)"] = 0.0
+    # Learning from the suggestions: after every this many new ones for a pair whose model is
+    # served from a config (serve --model CONFIG.yaml, or serve's own --config), the service
+    # starts `python -m seq2seq.improve` on them in the background (one at a time; its output
+    # in runs/<experiment>/versions/improve.log): a version that passes its gate becomes the
+    # one the config serves (versions/current; docs/improve.md). /info says the last one's
+    # state. Needs suggestions. 0: off.
+    improve_after: Annotated[int, ">= 0"] = 0
     # The glossaries kept by DeepL's routes (POST /v2/glossaries; seq2seq/service/glossaries.py):
     # SQLite, relative to the working directory, as runs/ is; made when the first one comes.
     glossaries_file: str = "runs/glossaries.db"

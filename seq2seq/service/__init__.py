@@ -18,6 +18,8 @@ way through these modules, stop by stop, is docs/architecture.md's.
     languages.py       LibreTranslate's /languages, /frontend/settings and /detect
     libretranslate.py  LibreTranslate's /translate, its equal over the same core
     suggest.py         LibreTranslate's /suggest
+    improving.py       serve.improve_after: python -m seq2seq.improve started every N new
+                       suggestions of a pair, in the background; its state for /info
     file_translation.py  LibreTranslate's file translation: a document in, its translation
                        kept for a while to download
     glossary_store.py  the glossaries kept, in SQLite (serve.glossaries_file), each key's own
@@ -35,5 +37,6 @@ way through these modules, stop by stop, is docs/architecture.md's.
                        at shutdown (the command, seq2seq/serve.py, runs it)
     static/            the page
 
-May import: decoding, the model, text, the config, support.
+May import: decoding, the model, text, the config, support; training's versions
+(improving.py: the versions an improvement keeps).
 """

@@ -46,6 +46,7 @@ from seq2seq.service.checks import Checks
 from seq2seq.service.core import Core
 from seq2seq.service.file_translation import FileTranslation
 from seq2seq.service.glossaries import Glossaries
+from seq2seq.service.improving import Improvements
 from seq2seq.service.keystore import ApiKeys
 from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import LibreTranslate
@@ -65,7 +66,9 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     kept = settings.suggestions or settings.memory  # what /suggest writes, the memory reads
     suggestions = Suggestions(Path(settings.suggestions_file)) if kept else None
     memory = suggestions if settings.memory else None
-    core = Core(models, settings, Checks(settings, keys), cache, memory)
+    learning = bool(settings.improve_after and settings.suggestions)
+    improvements = Improvements(models, settings, suggestions) if learning else None
+    core = Core(models, settings, Checks(settings, keys), cache, memory, improvements)
     languages, suggest = Languages(core), Suggest(core, suggestions)
     glossaries = Glossaries(core)
     ours, libretranslate = OurApi(core, glossaries), LibreTranslate(core, languages, glossaries)

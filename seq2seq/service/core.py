@@ -20,6 +20,7 @@ from seq2seq.decoding.engines import Translated
 from seq2seq.service.api import off_the_loop
 from seq2seq.service.batcher import Job, Options
 from seq2seq.service.checks import Checks
+from seq2seq.service.improving import Improvements
 from seq2seq.service.models import Model, Models
 from seq2seq.service.translation_cache import TranslationCache
 from seq2seq.text.fuzzy import repaired
@@ -44,13 +45,15 @@ class Answer(NamedTuple):
 class Core:
     """The models (each with its engine and its batcher: models.py), the settings in force,
     each request's checks (checks.py: its key among them) and the translations kept
-    (serve.translation_cache); the suggestions file its memory reads (None: serve.memory off)."""
+    (serve.translation_cache); the suggestions file its memory reads (None: serve.memory off);
+    the improvements the suggestions start (improving.py; None: serve.improve_after off)."""
 
     models: Models
     settings: ServeConfig
     checks: Checks
     cache: TranslationCache
     memory: Suggestions | None
+    improvements: Improvements | None = None
 
     def split(self, texts: list[str], counted: bool, language: str, more: int = 0) -> Texts:
         """A request's texts, each split into its sentences by `language`'s rules

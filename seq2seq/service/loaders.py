@@ -53,8 +53,9 @@ class Loader:
     models), what it is (`path`; `about`: an imported model's origin, a package's version),
     what it translates (`languages(settings)`: with these serve settings; None: its config's
     own), the bytes of its weights on disk, the beam size it decodes with (its config's
-    decode.beam_size, Argos Translate's for a package, unless the command line set one), and
-    `load()`, its engine."""
+    decode.beam_size, Argos Translate's for a package, unless the command line set one),
+    `load()`, its engine, and the config it is served from (`config`: a --model CONFIG.yaml,
+    or serve's own --config; "": none), which serve.improve_after improves."""
 
     name: str
     path: str
@@ -63,6 +64,7 @@ class Loader:
     beam_size: int
     load: Callable[[], Engine]
     about: dict = field(default_factory=dict)
+    config: str = ""
 
     @classmethod
     def of(cls, engine: Engine, path: str = "") -> "Loader":
@@ -113,7 +115,8 @@ def models_at(
     ours, settled = partial(engines, choice=choice), partial(in_force, choice=choice)
     if path.suffix in (".yaml", ".yml"):
         named = load_config(path)
-        return [checkpoint_loader(named.checkpoint_path, partial(ours, named), settled)]
+        loader = checkpoint_loader(named.checkpoint_path, partial(ours, named), settled)
+        return [replace(loader, config=str(path))]
     if path.suffix == ".pt":
         return [checkpoint_loader(path, partial(ours, config, path), settled)]
     if is_package(path):

@@ -41,8 +41,9 @@ PIVOTS = ("en",)  # tried first, in this order, before any other shared language
 @dataclasses.dataclass(frozen=True)
 class Model:
     """One model of the service: the pair it translates, its name among the pair's models,
-    what it is (the Loader's path and about), the bytes of its weights, and its batcher, which
-    holds its engine (None: not loaded, serve.lazy)."""
+    what it is (the Loader's path and about), the bytes of its weights, its batcher, which
+    holds its engine (None: not loaded, serve.lazy), and the config it is served from (the
+    Loader's: serve.improve_after's)."""
 
     source: Language
     target: Language
@@ -51,6 +52,7 @@ class Model:
     about: dict
     weights_bytes: int
     batcher: Batcher
+    config: str = ""
 
     @property
     def pair(self) -> str:
@@ -105,7 +107,7 @@ class Models:
             )
             models.append(
                 Model(source, target, loader.name, loader.path, loader.about,
-                      loader.weights_bytes, batcher)
+                      loader.weights_bytes, batcher, loader.config)
             )  # fmt: skip
         served = cls(models, settings)
         served.fit()

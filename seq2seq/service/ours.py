@@ -90,7 +90,10 @@ class OurApi:
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
-        return json_response(service_info(self.facts, self.core.models, self.settings))
+        info = service_info(self.facts, self.core.models, self.settings)
+        if self.core.improvements:
+            info["improvement"] = self.core.improvements.state()
+        return json_response(info)
 
     @answers(STATUSES)
     async def post_translate(self, request: Request, body: Body) -> Response:

@@ -9,7 +9,8 @@ answer the same text with from then on (core.py).
          (checks.py's Buckets, one bucket each) -> 429
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
          the field and why
-      -> kept (text/suggestions.py) -> {"success": true}
+      -> kept (text/suggestions.py) -> {"success": true}; with serve.improve_after, the
+         pair's improvement started when due (improving.py)
     a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
       seq2seq_suggestions_refused_total {reason}
 """
@@ -71,6 +72,8 @@ class Suggest:
             reason = refused.reason if isinstance(refused, Unwanted) else "flooding"
             request.scope[REFUSED] = reason
             raise
+        if self.core.improvements:  # serve.improve_after: one due starts
+            await asyncio.to_thread(self.core.improvements.noticed, source, target)
         return json_response({"success": True})
 
     def flooding(self, address: str, key: str | None) -> None:

@@ -20,6 +20,11 @@ runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Co
         <NNNN>/best.pt version.json  service's corrections, each try numbered from 0001, served
         current                      or kept aside; `current` names the one served (one line:
                                      its folder's name); none: the experiment's own best.pt
+        <NNNN>/config.yaml           the try's fine-tuning config (base: the experiment's) and
+        <NNNN>/*.<lang>              what it read: corrections, held_out, replay, valid, test
+        improving.lock  improve.log  held by the try under way; the service's tries' output
+runs/<experiment>.improve/           the try under way's run (data/<experiment>.improve/ its
+                                     corpus), removed once its best.pt is in its version
 an exported folder (seq2seq/exports/ctranslate2.py, huggingface.py)
     seq2seq.json                     the experiment config, beside the other program's files
 """
@@ -42,7 +47,11 @@ EVAL = "eval.json"
 
 VERSIONS = "versions"
 VERSION_ABOUT = "version.json"  # what a version was trained on, its scores, its verdict
+VERSION_CONFIG = "config.yaml"  # a version's fine-tuning config
 CURRENT = "current"
+IMPROVING = "improving.lock"  # held (flock) by the improvement under way
+IMPROVE_LOG = "improve.log"  # the output of the improvements the service starts
+IMPROVE_RUN = ".improve"  # runs/<experiment>.improve/, data/<experiment>.improve/: a try's own
 
 EXPORT_CONFIG = "seq2seq.json"
 EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
@@ -91,3 +100,8 @@ def served_checkpoint(run_dir: Path) -> Path:
     if current.is_file() and (name := current.read_text().strip()):
         return run_dir / VERSIONS / name / BEST
     return run_dir / BEST
+
+
+def version_folder(run_dir: Path, number: int) -> Path:
+    """runs/<experiment>/versions/<NNNN>/: the version numbered `number`."""
+    return run_dir / VERSIONS / f"{number:04d}"

@@ -22,11 +22,15 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
              its latest suggestion left, or goes; one transaction
       import Suggestions.add_all(pairs, source, target): a catalog's pairs, checked, as add()
              keeps them, in one transaction
+    serve.improve_after  Suggestions(path).count(source, target): the pair's, to start an
+                 improvement every N new ones (seq2seq/service/improving.py)
 
     suggestions(q, s, source, target, count, first_at, last_at)   one row per different one
     memory(source, target, key, s, at)   per pair, each normalised text's latest suggestion:
                                          add() keeps it in the same transaction (a file from
                                          before the table: made from its suggestions)
+    memory_words, memory_vocab           FTS5's index of the memory's texts' words, kept by
+                                         triggers, and its count of the texts holding each
 """
 
 import collections
@@ -83,7 +87,7 @@ INDEX = (
     INSERT INTO memory_words (rowid, key) VALUES (new.rowid, new.key); END""",
     "INSERT INTO memory_words (memory_words) VALUES ('rebuild')",
 )
-COUNTS = "SELECT term, doc FROM memory_vocab"  # one scan of the index (a term alone: no faster)
+WORD_COUNTS = "SELECT term, doc FROM memory_vocab"  # a scan of the index (one term: no faster)
 CANDIDATES = 50  # the texts a fuzzy look-up scores, those holding most of the rarest words
 READ_MOST = 20_000  # the index entries it reads at most (a few ms a thousand)
 HOLDING = "SELECT rowid FROM memory_words WHERE memory_words MATCH ?"
@@ -119,6 +123,9 @@ class Row(NamedTuple):
     last_at: str
     q: str
     s: str
+
+
+COUNT = "SELECT COUNT(*) FROM suggestions WHERE source = ? AND target = ?"
 
 
 class Suggestions:
@@ -161,8 +168,8 @@ class Suggestions:
             self.connection.execute(ADD, (q, s, source, target, now, now))
             new = not self.connection.execute(RECALL, (source, target, normalised(q))).fetchall()
             self.connection.execute(REMEMBER, (source, target, normalised(q), s, now))
-        if new and "counts" in self.__dict__:  # read already: kept
-            self.counts.update(set(fuzzy.words(q)))
+        if new and "word_counts" in self.__dict__:  # read already: kept
+            self.word_counts.update(set(fuzzy.words(q)))
 
     def recall(self, q: str, source: str, target: str) -> str | None:
         """The latest suggestion for q's normalised form from `source` to `target`, or None."""
@@ -183,7 +190,7 @@ class Suggestions:
         match holds one; each word's texts read from the index, READ_MOST in all (beyond, the
         words are too common to tell a match: fewer are read)."""
         mine = fuzzy.words(q)
-        counts = {word: self.counts.get(word, 0) for word in set(mine)}
+        counts = {word: self.word_counts.get(word, 0) for word in set(mine)}
         wanted, read = int((1 - least) * len(mine) / least) + 1, 0
         held: collections.Counter = collections.Counter()
         for word in sorted(counts, key=lambda word: (counts[word], word))[:wanted]:
@@ -200,10 +207,10 @@ class Suggestions:
         return best if best and best.score >= least and best.text != normalised(q) else None
 
     @functools.cached_property
-    def counts(self) -> collections.Counter:
+    def word_counts(self) -> collections.Counter:
         """How many of the memory's texts hold each word (any pair's): read once, then kept
         by add() (another worker's adds are not counted: the counts only order q's words)."""
-        return collections.Counter(dict(self.finder.execute(COUNTS).fetchall()))
+        return collections.Counter(dict(self.finder.execute(WORD_COUNTS).fetchall()))
 
     def add_all(self, pairs: Iterable[tuple[str, str]], source: str, target: str) -> None:
         """Keeps each (q, s) as add() does, all in one transaction (executemany, a chunk at a
@@ -241,6 +248,11 @@ class Suggestions:
             texts = {(row.source, row.target, normalised(row.q)) for row in rows}
             self.connection.executemany(FORGET, texts)
             self.connection.executemany(FALL_BACK, texts)  # each: its latest left, if any
+
+    def count(self, source: str, target: str) -> int:
+        """How many different suggestions the file holds from `source` to `target`."""
+        with self.lock:
+            return self.connection.execute(COUNT, (source, target)).fetchone()[0]
 
     def close(self) -> None:
         for connection in (self.connection, self.reader, self.finder):

@@ -12,7 +12,11 @@
     distributed.py  data-parallel training under torchrun
     report.py       the progress bar and the loss / tokens-per-second lines
     metrics.py      exact match, token accuracy, BLEU and chrF of translations
+    improvement.py  python -m seq2seq.improve's data: the corrections, held out and replayed,
+                    and the fine-tuning config of a version
+    gate.py         whether a version is served: its scores against the served and original
+    versions.py     the versions kept, the one served (versions/current), rollback
 
-May import: the model, text, decoding (validation translates), exports (validation by
-CTranslate2), the config, support.
+May import: the model, text, decoding (validation and the gate translate), exports
+(validation by CTranslate2; the import's fine-tuning schedule), the config, support.
 """
