@@ -20,7 +20,7 @@
       -> on_batch(batcher, batch, seconds), if set: prometheus.py's figures (serve.metrics)
     swap(engine, version, load), from any thread (versions.py): the engine of the model's
              next batch on; the batch decoding now ends on the one it began with (a batch
-             reads the engine once), which is then dropped
+             reads the engine once), which is then dropped (swap gives it back, to watch)
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
@@ -199,17 +199,17 @@ class Batcher:
                 self.on_load(self)
         return self.engine
 
-    def swap(self, engine: Engine, version: str | None, load) -> bool:
+    def swap(self, engine: Engine, version: str | None, load) -> Engine | None:
         """`engine` (of `version`; `load` loads it again after an unload) decodes from the
-        next batch on, if the model is loaded (else False: nothing changed). The engine is
-        set before the version: a translation cached under the new version (translation_cache.py)
-        is the new engine's."""
+        next batch on, if the model is loaded (else None: nothing changed); -> the engine it
+        replaced. The engine is set before the version: a translation cached under the new
+        version (translation_cache.py) is the new engine's."""
         with self.changed:
-            if self.engine is None:
-                return False
-            self.engine = engine
-            self.version, self.load = version, load
-            return True
+            replaced = self.engine
+            if replaced is not None:
+                self.engine = engine
+                self.version, self.load = version, load
+            return replaced
 
     def unload(self) -> bool:
         """Drop the engine if it can be loaded again and nothing waits for it or runs on it."""

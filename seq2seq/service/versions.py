@@ -17,6 +17,9 @@ request dropped, none answered by a model half loaded.
               it took to load
         -> a version that fails to load: one line saying why, the old one kept; tried again
            once versions/current changes again
+      at the end of a turn, once an engine swapped out is gone: the memory the allocator kept
+        of it given back to the kernel (glibc's malloc_trim; else the process would keep up to
+        a model's worth more than one model)
     watcher.stop()                    no more turns (its thread is a daemon)
 
 Each model's translations cached (translation_cache.py) are keyed by its version: none of the
@@ -27,10 +30,12 @@ import os
 import sys
 import threading
 import time
+import weakref
 from functools import partial
 from pathlib import Path
 
 from seq2seq.service.models import Model
+from seq2seq.support.device import release_freed_memory
 from seq2seq.support.paths import CURRENT, VERSIONS, served_version, version_checkpoint
 
 Stamp = tuple[int, int, int] | None  # versions/current's inode, change time, size; None: absent
@@ -59,6 +64,7 @@ class Watcher:
         self.followed = [model for model in models if model.versions is not None]
         self.every_s = every_s
         self.seen: list[Stamp | bool] = [False] * len(self.followed)  # False: not looked yet
+        self.swapped_out: list[weakref.ref] = []  # the engines swapped out, until they are gone
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self.run, name="versions", daemon=True)
 
@@ -74,6 +80,14 @@ class Watcher:
         while not self.stopped.wait(self.every_s):
             for number, model in enumerate(self.followed):
                 self.seen[number] = self.follow(model, self.seen[number])
+            self.release()
+
+    def release(self) -> None:
+        """The memory of the engines swapped out that are gone given back to the kernel."""
+        there = [engine for engine in self.swapped_out if engine() is not None]
+        if len(there) < len(self.swapped_out):
+            release_freed_memory()
+        self.swapped_out = there
 
     def follow(self, model: Model, seen: Stamp | bool) -> Stamp | bool:
         """One turn for `model`: swapped if its versions/current changed since `seen` and
@@ -101,8 +115,11 @@ class Watcher:
                 f"served ({error}); {named(was)} still is")  # fmt: skip
             return True
         seconds = time.monotonic() - start
-        if not model.batcher.swap(engine, version, partial(model.versions.load, checkpoint)):
+        old = model.batcher.swap(engine, version, partial(model.versions.load, checkpoint))
+        if old is None:
             return False
+        self.swapped_out.append(weakref.ref(old))  # gone once its last batch is done
+        del old  # nothing here holds it
         say(f"{model.name} ({model.pair}): version {named(was)} -> {named(version)} (loaded "
             f"in {seconds:.2f} s beside it, swapped in between two batches)")  # fmt: skip
         return True

@@ -157,7 +157,7 @@ def test_a_swap_takes_effect_between_two_batches_never_within_one():
     greedy = running.submit(Job(Texts(["a"]), GREEDY))
     beam = running.submit(Job(Texts(["b"]), Options(beam_size=2)))  # a group of its own
     wait_until(lambda: old.calls, "the batch decoding")
-    assert running.swap(new, "0001", None)
+    assert running.swap(new, "0001", None) is old
     old.gate.set()
     assert [greedy.result(HANG).translations, beam.result(HANG).translations] == [["A"], ["B"]]
     after = running.submit(Job(Texts(["c", "d"]), GREEDY)).result(HANG)

@@ -3,9 +3,11 @@ serves is swapped in under load, with one worker or two, no request failed, none
 by one of the two models, only the new one after the swap; the old engine freed; a damaged
 version said and kept out, the old one serving."""
 
+import re
 import shutil
 import threading
 import time
+import urllib.request
 import weakref
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from seq2seq.text.sentences import Texts
 from helpers import HANG, call, damage, read_address, running, start_server, wait_until
 
 TEXTS = ["one is one", "two is two", "three is three"]
-CLIENTS, REQUESTS = 6, 300  # concurrent clients; requests in all, about a third before the swap
+CLIENTS, REQUESTS = 6, 100  # concurrent clients; requests at least before the swap, and after
 
 
 def other_model(checkpoint: Path, to: Path) -> None:
@@ -65,6 +67,13 @@ def serve(version: str | None, run_dir: Path) -> None:
     written.replace(current)
 
 
+def loaded_in(url: str) -> int:
+    """How many workers have built their service, the model loaded (GET /metrics): a worker
+    that starts after versions/current changed loads that version, and has nothing to swap."""
+    metrics = urllib.request.urlopen(url + "metrics", timeout=HANG).read().decode()
+    return int(float(re.search(r"^seq2seq_models_loaded\{.*\} (\S+)$", metrics, re.M).group(1)))
+
+
 def load(url: str, until: threading.Event, answered: list) -> None:
     """A client: TEXTS again and again until `until`, each (sent at, status, translations)."""
     while not until.is_set():
@@ -75,10 +84,11 @@ def load(url: str, until: threading.Event, answered: list) -> None:
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_version_is_swapped_in_under_load_nothing_failed(experiment, workers):
-    """Clients ask all along; versions/0001 becomes current after about a third of the
-    requests: every answer a 200 with one of the two models' translations, the old one's
-    before the swap, only the new one's after every worker said it swapped (the translations
-    cached too: serve.translation_cache), and /info says the version."""
+    """Clients ask all along; versions/0001 becomes current after REQUESTS answers, and they
+    go on for REQUESTS more after the swap: every answer a 200 with one of the two models'
+    translations, only the new one's after every worker said it swapped (the translations
+    cached too: serve.translation_cache), and /info says the version. The version is written
+    once every worker has started (a worker that starts later loads it, and says nothing)."""
     old, new = (
         translations(experiment / "best.pt"),
         translations(experiment / VERSIONS / "0001/best.pt"),
@@ -87,7 +97,7 @@ def test_a_version_is_swapped_in_under_load_nothing_failed(experiment, workers):
     process = start_server(
         "--checkpoint", str(experiment / "best.pt"), "--engine", "torch",
         f"serve.workers={workers}", "serve.watch_versions_s=0.05",
-        "serve.translation_cache=100",
+        "serve.translation_cache=100", "serve.metrics=true",
     )  # fmt: skip
     lines, until, answered = [], threading.Event(), []
     clients: list[threading.Thread] = []
@@ -100,17 +110,22 @@ def test_a_version_is_swapped_in_under_load_nothing_failed(experiment, workers):
         ]
         for client in clients:
             client.start()
-        wait_until(lambda: len(answered) >= REQUESTS // 3, "a third of the requests", process)
+        wait_until(lambda: len(answered) >= REQUESTS, "requests before the swap", process)
+        wait_until(lambda: loaded_in(url) == workers, "every worker started", process)
         serve("0001", experiment)
         wait_until(lambda: sum("-> 0001" in line for line in lines) == workers, "the swaps")
         swapped = time.monotonic()
-        wait_until(lambda: len(answered) >= REQUESTS, "the other requests", process)
+
+        def after() -> list:
+            return [said for sent, _, said in answered if sent > swapped]
+
+        wait_until(lambda: len(after()) >= REQUESTS, "requests after the swap", process)
         until.set()
         for client in clients:
             client.join()
         assert {status for _, status, _ in answered} == {200}
         assert {tuple(said) for _, _, said in answered} == {tuple(old), tuple(new)}
-        assert {tuple(said) for sent, _, said in answered if sent > swapped} == {tuple(new)}
+        assert {tuple(said) for said in after()} == {tuple(new)}
         models = call(url, "GET", "/info")[1]["models"]
         assert [(m["version"], Path(m["path"]).parent.name) for m in models] == [("0001", "0001")]
         swaps = [line for line in lines if "-> 0001" in line]
