@@ -3,17 +3,18 @@
 p50 and p99 while versions are swapped in against without, each version's load seconds, and
 the service's resident memory before and after.
 
-    python -m benchmarks.service.swap [--config FILE] [--checkpoint C] [--swaps 4]
-        [--seconds 10] [--rounds 3] [--clients 16] [--workers 1] [--quick] [--out DIR]
+    python -m benchmarks.service.swap [--config FILE] [--checkpoint C] [--engine auto]
+        [--swaps 4] [--seconds 10] [--rounds 3] [--clients 16] [--workers 1] [--quick]
+        [--out DIR]
 
     C (default: the stand-in's, runs/standin_en_de/best.pt; not there: the test suite's small
       model, the seed preset of configs/seed.yaml, trained here in seconds) copied into a
       folder of its own as an experiment: runs/<experiment>/best.pt, and versions/0001/best.pt,
       0002 ... (copies of it: each a file loaded afresh, as python -m seq2seq.improve's are)
     the service on it: python -m seq2seq.serve --config FILE (its serve settings) --checkpoint
-      runs/<experiment>/best.pt, its default engine (a version's export is made as it loads),
-      serve.watch_versions_s=0.25, --workers processes; warmed up by a turn of wrk; its
-      resident memory (VmRSS, its workers included)
+      runs/<experiment>/best.pt --engine (auto, its default: a version's CTranslate2 export
+      is made as it loads), serve.watch_versions_s=0.25, --workers processes; warmed up by a
+      turn of wrk; its resident memory (VmRSS, its workers included)
     then --rounds times, in turn (a change in the machine's load falls on both):
       a turn of wrk (wrk.py, one sentence of the experiment's test split a request, --clients
         connections, --seconds) with no swap
@@ -122,7 +123,8 @@ def measure(best: Path, sentences: list[str], args) -> dict:
     overrides = ["serve.watch_versions_s=0.25", f"serve.workers={args.workers}"]
     loads = {kind: Load(batches=args.workers == 1) for kind in KINDS}
     shape, run_dir, rounds, memory = Shape.ours(), best.parent, [], {}
-    with running_server(["--checkpoint", str(best)], args.config, overrides) as service:
+    served = ["--checkpoint", str(best), "--engine", args.engine]
+    with running_server(served, args.config, overrides) as service:
         run_wrk(service, shape, sentences, args.clients, 1)  # a warm-up
         memory["before_mib"] = resident_mib(service.pid)
         for number in range(args.rounds):
@@ -151,10 +153,10 @@ def markdown(results: dict) -> str:
     seed = "; no stand-in here: the seed preset, trained in seconds" if results["seed"] else ""
     about = (
         f"On `{results['checkpoint']}` ({results['checkpoint_mib']:.1f} MiB{seed}), served by "
-        f"{settings['workers']} worker(s) with its default engine, {settings['clients']} wrk "
-        f"connections, one sentence a request; {settings['rounds']} rounds of a "
-        f"{settings['seconds']} s turn without swaps, then one during which "
-        f"{settings['swaps']} versions are swapped in."
+        f"{settings['workers']} worker(s), --engine {settings['engine']}, "
+        f"{settings['clients']} wrk connections, one sentence a request; "
+        f"{settings['rounds']} rounds of a {settings['seconds']} s turn without swaps, then "
+        f"one during which {settings['swaps']} versions are swapped in."
     )
     turns = results["turns"]
     header = ["turns", "requests/s", "p50, ms", "p99, ms", "failed"]
@@ -179,6 +181,7 @@ def main() -> None:
         __doc__, out=common.RESULTS, config=DEFAULT_CONFIG, quick="1 round of 3 s, 2 swaps"
     )
     parser.add_argument("--checkpoint", type=Path, default=STANDIN)
+    parser.add_argument("--engine", default="auto", help="serve's --engine")
     parser.add_argument("--swaps", type=int, default=4, help="versions swapped in a turn")
     parser.add_argument("--seconds", type=int, default=10, help="wrk's load a turn")
     parser.add_argument("--rounds", type=int, default=3)
@@ -188,7 +191,8 @@ def main() -> None:
     if args.quick:
         args.rounds, args.seconds, args.swaps = 1, 3, 2
     settings = {
-        key: getattr(args, key) for key in ("swaps", "seconds", "rounds", "clients", "workers")
+        key: getattr(args, key)
+        for key in ("engine", "swaps", "seconds", "rounds", "clients", "workers")
     }
     with tempfile.TemporaryDirectory() as folder:
         best, sentences = experiment(args.checkpoint, Path(folder), args.rounds * args.swaps)
