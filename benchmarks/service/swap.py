@@ -165,8 +165,9 @@ def markdown(results: dict) -> str:
     seconds, rounds = results["load_seconds"], results["rounds"]
     memory = results["memory"]
     swaps = common.markdown_table(
-        ["swaps", "under load", "load s, median (max)", "resident MiB before", "after each round"],
-        [[len(seconds), sum(r["swaps_under_load"] for r in rounds),
+        ["swaps", "under load", "load s, median (max), each worker's", "resident MiB before",
+         "after each round"],
+        [[len(seconds) // settings["workers"], sum(r["swaps_under_load"] for r in rounds),
           f"{statistics.median(seconds):.2f} ({max(seconds):.2f})", f"{memory['before_mib']:.0f}",
           ", ".join(f"{r['resident_mib']:.0f}" for r in rounds)]],
     )  # fmt: skip
