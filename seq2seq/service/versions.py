@@ -38,7 +38,7 @@ from seq2seq.service.models import Model
 from seq2seq.support.device import release_freed_memory
 from seq2seq.support.paths import CURRENT, VERSIONS, served_version, version_checkpoint
 
-Stamp = tuple[int, int, int] | None  # versions/current's inode, change time, size; None: absent
+Stamp = tuple[int, int, int] | None  # versions/current's inode, modified time, size; None: absent
 
 
 def stamp(path: Path) -> Stamp:
