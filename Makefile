@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -243,6 +243,14 @@ bench-profile: $(DEV)
 # Multi30k recipe's checkpoint -> benchmarks/results/model_memory.{json,md} (seconds).
 bench-models: $(DEV)
 	$(PYTHON) -m benchmarks.service.model_memory
+
+# Versions of a model swapped in while the service serves under wrk's load (apt-get install
+# wrk): failed requests, p99 with and without swaps, load seconds, resident memory before and
+# after, on the stand-in (runs/standin_en_de/best.pt; not there: the seed preset, trained in
+# seconds) -> benchmarks/results/swap.{json,md} (a minute; SWAP_ARGS="--quick": seconds).
+SWAP_ARGS ?=
+bench-swap: $(DEV)
+	$(PYTHON) -m benchmarks.service.swap $(SWAP_ARGS)
 
 # Fine-tuning a Transformer-base Argos package (random weights, Locomotive's shape) on this
 # machine: tokens/s and peak memory under each way of keeping what it knew ->

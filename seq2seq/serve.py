@@ -50,6 +50,8 @@ import signal
 import socket
 import sys
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -61,7 +63,7 @@ from seq2seq.decoding.engine_choice import (
     described,
     load_engine,
 )
-from seq2seq.service.loaders import Loader, load_models
+from seq2seq.service.loaders import Loader, load_models, served
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
@@ -110,9 +112,10 @@ def main(argv: list[str] | None = None) -> None:
         overrides.append(f"serve.port={args.port}")
     config = load_config(args.config, overrides)
     engines = load(config, args)  # the same errors as one worker's, said once, before any
-    path = ", ".join(map(str, args.model)) or args.checkpoint or config.checkpoint_path
+    path = ", ".join(map(str, args.model)) or engines[0].path  # a version: its checkpoint
     if config.serve.workers == 1:
         server = Server(engines, config.serve)
+        del engines  # the server's: a version swapped in frees the engine loaded now
         engine = described(server.models.default.engine)  # the first: loaded at start
         page = Server.address(server.socket, config.serve.url_prefix)
         print(
@@ -134,9 +137,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     """The models of the command line: each --model's (loaded by the server: at once, or at
-    its first request with serve.lazy), else the config's best checkpoint (or --checkpoint),
-    loaded now; each decoding with its own decode settings but those the command line's
-    overrides set (decode.beam_size=1: greedy); with serve.threads torch threads."""
+    its first request with serve.lazy), else the config's best checkpoint (or --checkpoint)
+    as served (loaders.py's `served`: the version its versions/current names), loaded now;
+    each decoding with its own decode settings but those the command line's overrides set
+    (decode.beam_size=1: greedy); with serve.threads torch threads."""
     if config.serve.threads:
         torch.set_num_threads(config.serve.threads)
     decode = {**decode_overrides(args.overrides), **compute_type_set(args)}
@@ -144,8 +148,12 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     if args.model:  # --checkpoint too: the first
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
         return load_models(paths, config, choice, device, decode)
-    engine = load_engine(config, args.checkpoint, choice, None, device, decode)
-    loader = Loader.of(engine, str(args.checkpoint or config.checkpoint_path))
+    given = Path(args.checkpoint or config.checkpoint_path)
+    load = partial(load_engine, config, choice=choice, device=device, decode=decode)
+    path, versions = served(given, load)  # an experiment's best.pt: the version served
+    # no version served: as given (None: the config's own, named in a "make train" error)
+    engine = load(args.checkpoint if path == given else path)
+    loader = Loader.of(engine, str(path), versions)
     return [loader if args.checkpoint else replace(loader, config=args.config)]
 
 

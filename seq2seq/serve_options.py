@@ -149,6 +149,11 @@ class ModelsServed:
     # MiB of model weights (their files' sizes) loaded at most: past it, the least recently used
     # idle models but the first are dropped, and loaded again when asked. 0: no limit.
     models_mib: Annotated[int, ">= 0"] = 0
+    # Seconds between two looks (a stat) at runs/<experiment>/versions/current of each model
+    # served from a config or an experiment's best.pt: when it names another version (python
+    # -m seq2seq.improve, its --rollback), that one is loaded beside the one served and swapped
+    # in between two batches, nothing dropped (docs/serve.md, Versions). 0: never looked at.
+    watch_versions_s: Annotated[float, ">= 0"] = 2.0
 
 
 @dataclass

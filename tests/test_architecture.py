@@ -204,10 +204,11 @@ HOPS = {
         "service/batcher.py Batcher.take: job = line.popleft()",
     ),
     ("Batcher.run_batch", "translate_texts"): (
-        "calls, through settle and answers, a group of jobs (the same options) at a time",
-        "service/batcher.py Batcher.run_batch: self.settle(options, jobs)",
-        "service/batcher.py Batcher.settle: answers = self.answers(options, jobs)",
-        "service/batcher.py Batcher.answers: engine = self.loaded()",
+        "calls, through settle and answers, a group of jobs (the same options) at a time, on the "
+        "engine it read once for the whole batch (a version swapped in: the next batch's)",
+        "service/batcher.py Batcher.run_batch: self.settle(engine, options, jobs)",
+        "service/batcher.py Batcher.settle: answers = self.answers(engine, options, jobs)",
+        "service/batcher.py Batcher.run_batch: engine = self.loaded()",
         "service/batcher.py Batcher.answers: translate_texts(engine, together, decoding)",
     ),
     ("translate_texts", "Exported"): (

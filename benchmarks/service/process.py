@@ -5,6 +5,8 @@ asked for JSON, its CPU seconds, and stopped, all one way.
     with running_server(["--model", P], config, ["serve.threads=1"]) as service:   ours
         get_json(service.url, "/health")   # (200, {"status": "ok", ...})
         cpu_seconds(service.pid)           # its CPU so far, workers included (Linux)
+        resident_mib(service.pid)          # its resident memory now, workers included (Linux)
+        service.log.read_text()            # what it printed so far
         thread_cpu(service.pid)            # each of its threads' CPU so far (Linux)
         with spending(service, batches=True) as spent: ...   # its CPU (and batches) then
     address(line)         the URL of our server's "serving ... at URL" line (None: not that)
@@ -35,6 +37,7 @@ COUNTS = ("batches", "sentences")  # of our server's work, at GET /health
 class Service(NamedTuple):
     url: str
     pid: int
+    log: Path | None = None  # its output, stdout and stderr (started's)
 
 
 def stats(pattern: str) -> dict[int, list[str]]:
@@ -52,6 +55,13 @@ def family(pid: int) -> dict[int, list[str]]:
     service's workers), by pid."""
     return {p: fields for p, fields in stats("[0-9]*/stat").items()
             if p == pid or fields[1] == str(pid)}  # fmt: skip
+
+
+def resident_mib(pid: int) -> float | None:
+    """The resident memory (RSS) of a process and of its children still running (family), in
+    MiB; None where /proc is not."""
+    pages = sum(int(fields[21]) for fields in family(pid).values())  # stat's 24th field
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20 if pages else None
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -104,7 +114,7 @@ def started(command: list, url_of, what: str, **popen) -> Iterator[Service]:
                     why = "exited" if server.poll() is not None else f"hung for {HANG} s"
                     sys.exit(f"{what} {why}:\n{Path(log.name).read_text()[-3000:]}")
                 time.sleep(0.05)
-            yield Service(url, server.pid)
+            yield Service(url, server.pid, Path(log.name))
         finally:
             stop_server(server)
 

@@ -11,6 +11,8 @@ way through these modules, stop by stop, is docs/architecture.md's.
                        the one token bucket behind every rate limit
     loaders.py         the models a service is given (serve --model), known before they load
     models.py          the models served, by pair; a pair's chain, through pivots if need be
+    versions.py        serve.watch_versions_s: each model of an experiment swapped to the
+                       version its versions/current names, while serving, nothing dropped
     translation_cache.py  serve.translation_cache: texts' translations kept, answered undecoded
     core.py            what both APIs stand on (models, settings, checks); a request's texts
                        through its chain's models

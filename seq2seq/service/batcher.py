@@ -18,6 +18,9 @@
          translations, or n-best, and warnings; the Attention of an attention job), or its
          exception: each route makes its own JSON of it
       -> on_batch(batcher, batch, seconds), if set: prometheus.py's figures (serve.metrics)
+    swap(engine, version, load), from any thread (versions.py): the engine of the model's
+             next batch on; the batch decoding now ends on the one it began with (a batch
+             reads the engine once), which is then dropped (swap gives it back, to watch)
     drain(within_s): stop waiting for batch windows, refuse new jobs; past within_s seconds,
              the jobs still waiting get Stopping; the thread ends once the queue is empty
              (stop() waits for that)
@@ -80,13 +83,16 @@ class Batcher:
     """The one thread that runs the model, a batch at a time. With `load` and no `engine`,
     the model is loaded by that thread when its first batch comes (serve.lazy), and again
     after `unload`. `beam_size`: the model's own (default: the engine's config's), which a
-    job that names none is decoded with, and counted at in the queue."""
+    job that names none is decoded with, and counted at in the queue. `version`: the
+    version of its experiment the engine is (versions.py; None: its own best.pt, or a model
+    that follows none)."""
 
     def __init__(
         self, engine: Engine | None, settings: ServeConfig, load=None, on_load=None,
-        beam_size: int | None = None,
+        beam_size: int | None = None, version: str | None = None,
     ):  # fmt: skip
         self.engine, self.settings, self.load, self.on_load = engine, settings, load, on_load
+        self.version = version
         self.beam_size = beam_size or engine.config.decode.beam_size
         self.busy, self.last_used = False, time.monotonic()
         # client -> its waiting jobs, the client to serve next first
@@ -193,6 +199,18 @@ class Batcher:
                 self.on_load(self)
         return self.engine
 
+    def swap(self, engine: Engine, version: str | None, load) -> Engine | None:
+        """`engine` (of `version`; `load` loads it again after an unload) decodes from the
+        next batch on, if the model is loaded (else None: nothing changed); -> the engine it
+        replaced. The engine is set before the version: a translation cached under the new
+        version (translation_cache.py) is the new engine's."""
+        with self.changed:
+            replaced = self.engine
+            if replaced is not None:
+                self.engine = engine
+                self.version, self.load = version, load
+            return replaced
+
     def unload(self) -> bool:
         """Drop the engine if it can be loaded again and nothing waits for it or runs on it."""
         with self.changed:
@@ -245,27 +263,32 @@ class Batcher:
         groups: dict[Options | None, list[Job]] = {}
         for job in batch:
             groups.setdefault(job.options, []).append(job)
+        try:
+            engine = self.loaded()  # once: the whole batch on one engine, whatever swap does
+        except Exception as error:  # a model that fails to load (serve.lazy): each job says so
+            for job in batch:
+                job.future.set_exception(error)
+            return
         for options, jobs in groups.items():
-            self.settle(options, jobs)
+            self.settle(engine, options, jobs)
 
-    def settle(self, options: Options | None, jobs: list[Job]) -> None:
+    def settle(self, engine: Engine, options: Options | None, jobs: list[Job]) -> None:
         """Give each job its answer; if decoding them together fails, decode each alone."""
         try:
-            answers = self.answers(options, jobs)
+            answers = self.answers(engine, options, jobs)
         except Exception as error:
             if len(jobs) == 1:
                 jobs[0].future.set_exception(error)
             else:
                 for job in jobs:
-                    self.settle(options, [job])
+                    self.settle(engine, options, [job])
             return
         for job, answer in zip(jobs, answers, strict=True):
             job.future.set_result(answer)
 
-    def answers(self, options: Options | None, jobs: list[Job]) -> list:
+    def answers(self, engine: Engine, options: Options | None, jobs: list[Job]) -> list:
         """Each job's Translated (its texts' translations or n-best, and their warnings), or
         for an attention job (options None) its sentence's Attention."""
-        engine = self.loaded()
         if options is None:
             return [engine.attention(job.sentences[0]) for job in jobs]
         decoding = options.applied(engine.config.decode, self.beams(options))

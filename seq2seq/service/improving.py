@@ -24,7 +24,7 @@ from pathlib import Path
 
 from seq2seq.config import ServeConfig, load_config
 from seq2seq.service.models import Models
-from seq2seq.support.paths import IMPROVE_LOG, VERSIONS
+from seq2seq.support.paths import IMPROVE_LOG, VERSIONS, served_version
 from seq2seq.text.suggestions import Suggestions
 from seq2seq.training import versions
 
@@ -93,7 +93,7 @@ class Improvements:
             described["-".join(pair)] = {
                 "config": config, "after": self.every, "running": pair in self.running,
                 "exit_code": self.ended.get(pair), "last": last,
-                "served": versions.current(run_dir) or versions.ORIGINAL,
+                "served": served_version(run_dir) or versions.ORIGINAL,
                 "log": str(run_dir / VERSIONS / IMPROVE_LOG),
             }  # fmt: skip
         return described

@@ -6,10 +6,15 @@ start, or at its first request with serve.lazy: models.py).
       NAME=PATH, else named by its file (its experiment, a package's file name); each PATH:
         a config (.yaml)        its best checkpoint     }  decoded by the engine --engine
         a checkpoint (.pt)                              }  picks (engine_choice.py)
+          (an experiment's best.pt: as `served`)        }
         an export (a folder with seq2seq.json)          }
         an Argos package (.argosmodel, or its folder)      decoded as Argos Translate does
         a folder of installed packages                     each of them
     Loader.of(engine)   an engine loaded already (serve's one checkpoint; tests)
+    served(checkpoint)  -> the checkpoint served for it, and its experiment's Versions: an
+                        experiment's best.pt (a config's) is served as the version its
+                        versions/current names (seq2seq/support/paths.py), which the service
+                        follows while it serves (versions.py); any other checkpoint as it is
 
 Each decodes with its own decode settings, but those the command line set (`decode`: config.py's
 decode_overrides): engine_choice.py's decoding_in_force, applied when it loads and, for its
@@ -44,7 +49,34 @@ from seq2seq.exports.argos_package import (
     weights_bytes,
 )
 from seq2seq.support.errors import UserError
-from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.support.paths import (
+    EXPORT_CONFIG,
+    experiment_of,
+    served_version,
+    version_checkpoint,
+)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The versions of an experiment a model follows (serve.watch_versions_s: versions.py):
+    its run folder, the version served at start (None: the experiment's own best.pt), and
+    `load(checkpoint)`, a version's engine, decoded as the model's."""
+
+    run_dir: Path
+    first: str | None
+    load: Callable[[Path], Engine]
+
+
+def served(checkpoint: Path, load: Callable[[Path], Engine]) -> tuple[Path, Versions | None]:
+    """The checkpoint served for `checkpoint`: an experiment's own best.pt, the version its
+    versions/current names, with the experiment's Versions (`load`: a version's engine);
+    any other checkpoint itself, and None."""
+    run_dir = experiment_of(checkpoint)
+    if run_dir is None:
+        return checkpoint, None
+    version = served_version(run_dir)
+    return version_checkpoint(run_dir, version), Versions(run_dir, version, load)
 
 
 @dataclass(frozen=True)
@@ -54,8 +86,9 @@ class Loader:
     what it translates (`languages(settings)`: with these serve settings; None: its config's
     own), the bytes of its weights on disk, the beam size it decodes with (its config's
     decode.beam_size, Argos Translate's for a package, unless the command line set one),
-    `load()`, its engine, and the config it is served from (`config`: a --model CONFIG.yaml,
-    or serve's own --config; "": none), which serve.improve_after improves."""
+    `load()`, its engine, the config it is served from (`config`: a --model CONFIG.yaml, or
+    serve's own --config; "": none), which serve.improve_after improves, and the experiment's
+    Versions it follows (None: it follows none)."""
 
     name: str
     path: str
@@ -65,17 +98,20 @@ class Loader:
     load: Callable[[], Engine]
     about: dict = field(default_factory=dict)
     config: str = ""
+    versions: Versions | None = None
 
     @classmethod
-    def of(cls, engine: Engine, path: str = "") -> "Loader":
-        """An engine loaded already (from `path`): named as load_models names its file's."""
+    def of(cls, engine: Engine, path: str = "", versions: Versions | None = None) -> "Loader":
+        """An engine loaded already (from `path`, of `versions`): named as load_models names
+        its file's."""
         facts = engine.facts()
         name = package_name(Path(facts["package"])) if "package" in facts else None
         origin = facts["checkpoint"].get("origin")
         about = {"origin": origin} if origin else {}
         pair = partial(languages_of, engine)
         beams = engine.config.decode.beam_size
-        return cls(name or engine.config.experiment, path, pair, 0, beams, lambda: engine, about)
+        name = name or engine.config.experiment
+        return cls(name, path, pair, 0, beams, lambda: engine, about, versions=versions)
 
 
 # --model NAME=PATH: a name of letters, digits, "_", "-" and "."
@@ -105,7 +141,8 @@ def models_at(
     path: Path, argument: str, config: Config, choice: str, engines: Callable,
     in_force: Callable,
 ) -> list[Loader]:  # fmt: skip
-    """The models at `path`: a config (.yaml: its best checkpoint), a checkpoint (.pt), an
+    """The models at `path`: a config (.yaml: its experiment's served checkpoint), a
+    checkpoint (.pt: an experiment's best.pt, its served one: `served`), an
     export (seq2seq.json in it), an Argos package (.argosmodel, or its folder) or a folder of
     installed packages (each); each known from its config or metadata alone, its weights left
     on disk until it is loaded. Named by its experiment, a package by its file's name.
@@ -118,7 +155,7 @@ def models_at(
         loader = checkpoint_loader(named.checkpoint_path, partial(ours, named), settled)
         return [replace(loader, config=str(path))]
     if path.suffix == ".pt":
-        return [checkpoint_loader(path, partial(ours, config, path), settled)]
+        return [checkpoint_loader(path, partial(ours, config), settled)]
     if is_package(path):
         return [argos_loader(path, partial(engines, model=path), settled)]
     if (path / EXPORT_CONFIG).exists():
@@ -132,12 +169,15 @@ def models_at(
     )
 
 
-def checkpoint_loader(path: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:
+def checkpoint_loader(given: Path, load: Callable[[Path], Engine], in_force: Callable) -> Loader:
+    """The checkpoint served for `given` (`served`), `load(checkpoint)` its engine."""
+    path, versions = served(given, load)
     config, info = read_header(path)
     pair = partial(model_languages, config, None)
     about = {"origin": info["origin"]} if info.get("origin") else {}
     size, beams = path.stat().st_size, in_force(config.decode, path=path).beam_size
-    return Loader(config.experiment, str(path), pair, size, beams, load, about)
+    loader = partial(load, path)
+    return Loader(config.experiment, str(path), pair, size, beams, loader, about, versions=versions)
 
 
 def export_loader(folder: Path, load: Callable[[], Engine], in_force: Callable) -> Loader:

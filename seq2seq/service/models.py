@@ -31,9 +31,10 @@ import json
 from seq2seq.config import Language, ServeConfig
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.batcher import Batcher
-from seq2seq.service.loaders import Loader
+from seq2seq.service.loaders import Loader, Versions
 from seq2seq.service.refusals import Invalid
 from seq2seq.support.errors import UserError
+from seq2seq.support.paths import version_checkpoint
 
 PIVOTS = ("en",)  # tried first, in this order, before any other shared language
 
@@ -42,8 +43,9 @@ PIVOTS = ("en",)  # tried first, in this order, before any other shared language
 class Model:
     """One model of the service: the pair it translates, its name among the pair's models,
     what it is (the Loader's path and about), the bytes of its weights, its batcher, which
-    holds its engine (None: not loaded, serve.lazy), and the config it is served from (the
-    Loader's: serve.improve_after's)."""
+    holds its engine (None: not loaded, serve.lazy), the config it is served from (the
+    Loader's: serve.improve_after's), and the experiment's versions it follows (loaders.py's
+    Versions; None: none)."""
 
     source: Language
     target: Language
@@ -53,6 +55,7 @@ class Model:
     weights_bytes: int
     batcher: Batcher
     config: str = ""
+    versions: Versions | None = None
 
     @property
     def pair(self) -> str:
@@ -61,6 +64,18 @@ class Model:
     @property
     def engine(self) -> Engine | None:
         return self.batcher.engine
+
+    @property
+    def version(self) -> str | None:
+        """The version of its experiment served now (versions.py; None: its own best.pt)."""
+        return self.batcher.version
+
+    @property
+    def served(self) -> str:
+        """The file served now: the checkpoint of the version served, else `path`."""
+        if self.versions is None:
+            return self.path
+        return str(version_checkpoint(self.versions.run_dir, self.version))
 
 
 def refuse_twice_named(loaders: list[Loader], pairs: list[tuple[Language, Language]]) -> None:
@@ -102,12 +117,14 @@ class Models:
         models = []
         for number, (loader, (source, target)) in enumerate(zip(loaders, pairs, strict=True)):
             engine = loader.load() if number == 0 or not settings.lazy else None
+            version = loader.versions.first if loader.versions else None
             batcher = Batcher(
-                engine, settings, loader.load, lambda b: served.fit(keep=b), loader.beam_size
-            )
+                engine, settings, loader.load, lambda b: served.fit(keep=b), loader.beam_size,
+                version,
+            )  # fmt: skip
             models.append(
                 Model(source, target, loader.name, loader.path, loader.about,
-                      loader.weights_bytes, batcher, loader.config)
+                      loader.weights_bytes, batcher, loader.config, loader.versions)
             )  # fmt: skip
         served = cls(models, settings)
         served.fit()

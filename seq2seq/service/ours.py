@@ -60,7 +60,7 @@ class OurApi:
     def __init__(self, core: Core, glossaries: Glossaries):
         self.core, self.settings, self.checks = core, core.settings, core.checks
         self.glossaries = glossaries
-        self.facts = model_info(core.models.default.engine)  # the first: always loaded
+        self.facts, self.facts_of = self.first_facts()
         self.pages = {name: static_file(name) for name in STATIC.values()}
 
     def page_routes(self) -> list[Route]:
@@ -90,10 +90,17 @@ class OurApi:
         return json_response({"status": "ok", **counts})
 
     async def info(self, request: Request) -> Response:
+        if self.facts_of != self.core.models.default.version:  # swapped since: versions.py
+            self.facts, self.facts_of = self.first_facts()
         info = service_info(self.facts, self.core.models, self.settings)
         if self.core.improvements:
             info["improvement"] = self.core.improvements.state()
         return json_response(info)
+
+    def first_facts(self) -> tuple[dict, str | None]:
+        """model_info of the first model (always loaded), and the version they are of."""
+        default = self.core.models.default
+        return model_info(default.engine), default.version
 
     @answers(STATUSES)
     async def post_translate(self, request: Request, body: Body) -> Response:
@@ -228,11 +235,13 @@ CLIENT_SETTINGS = (
 
 def service_info(facts: dict, models: Models, settings: ServeConfig) -> dict:
     """/info: the first model's `facts` (the page's), the settings a client needs, every model
-    (its name, pair, file and origin; whether its pair's default; loaded now or not), and the
-    pairs the service reaches through pivots."""
+    (its name, pair, file served and origin; the version of its experiment, if it follows
+    them: versions.py; whether its pair's default; loaded now or not), and the pairs the
+    service reaches through pivots."""
     listed = [
-        {"name": m.name, "source": m.source.code, "target": m.target.code, "path": m.path,
-         **m.about, "default": models.by_pair[m.source.code, m.target.code] is m,
+        {"name": m.name, "source": m.source.code, "target": m.target.code, "path": m.served,
+         **m.about, **({"version": m.version} if m.versions else {}),
+         "default": models.by_pair[m.source.code, m.target.code] is m,
          "weights_mib": round(m.weights_bytes / 2**20, 1), "loaded": m.engine is not None}
         for m in models.all
     ]  # fmt: skip

@@ -1,12 +1,13 @@
 """The service's server: uvicorn serving the app (app.py) on a socket bound beforehand, with
-a decoder thread per model (models.py, batcher.py) beside it, and a shutdown that drains
-those threads first.
+a decoder thread per model (models.py, batcher.py) beside it, the thread that swaps in the
+versions they follow (versions.py), and a shutdown that drains those threads first.
 
     Server(engines, settings[, socket])  the socket (protocol.py's listen), the models, each
-                                          with its batcher, and the app; Connection's limits
-                                          on every connection
+                                          with its batcher, the versions' watcher, and the
+                                          app; Connection's limits on every connection
     server.serve_forever()               until should_exit, or SIGINT / SIGTERM
-    server.close()                       the batchers stopped, the socket closed
+    server.close()                       the watcher and the batchers stopped, the socket
+                                          closed
 
 seq2seq/serve.py (the command) runs one in this process, or one per worker process; the
 tests run one in a thread (tests/helpers.py's `running`).
@@ -23,6 +24,7 @@ from seq2seq.service.app import build_app
 from seq2seq.service.loaders import Loader
 from seq2seq.service.models import Models
 from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
+from seq2seq.service.versions import Watcher
 
 
 class Server(uvicorn.Server):
@@ -41,6 +43,8 @@ class Server(uvicorn.Server):
         self.socket = sock or listen(settings.host, settings.port)
         loaders = [m if isinstance(m, Loader) else Loader.of(m) for m in models]
         self.models = Models.load(loaders, settings)
+        self.watcher = Watcher(self.models.all, settings.watch_versions_s)
+        self.watcher.start()
         self.settings = settings
         app = build_app(self.models, settings)
         super().__init__(
@@ -87,6 +91,7 @@ class Server(uvicorn.Server):
         await super().shutdown(sockets)
 
     def close(self) -> None:
+        self.watcher.stop()
         for model in self.models.all:
             model.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
         self.socket.close()

@@ -9,7 +9,8 @@ decoded again (LibreTranslate's --translation-cache, but per text and for every 
                                              in order among those found: the request's
 
 A text's key is what changes its translation, and nothing else: its chain's models in order
-(pair and name: another model of the pair is another key), the text, and the request's
+(pair, name and version: another model of the pair, or the version swapped in for it while
+serving (versions.py), is another key), the text, and the request's
 decoding Options (batcher.py: beam_size, nbest, placeholders). Its entry is what
 decoding gave: the translation (or the n best with their scores, through every pivot), its
 warnings, and how many sentences it counts against serve.max_sentences, so that a request is
@@ -50,7 +51,7 @@ class TranslationCache:
 
     def lookup(self, chain: list[Model], options: Options, texts: list[str]) -> "Lookup":
         """Each text's entry, or None; those found become the most recently used."""
-        models = tuple((model.pair, model.name) for model in chain)
+        models = tuple((model.pair, model.name, model.version) for model in chain)
         keys = [(models, options, text) for text in texts]
         if not self.size:
             return Lookup(self, keys, [None] * len(texts), texts)

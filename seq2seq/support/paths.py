@@ -93,15 +93,34 @@ def picture(run_dir: Path, what: str) -> Path:
     return run_dir / f"{what}.png"
 
 
+def served_version(run_dir: Path) -> str | None:
+    """The name of the version `versions/current` names; None: none, the experiment's own
+    best.pt is served."""
+    current = run_dir / VERSIONS / CURRENT
+    if current.is_file() and (name := current.read_text().strip()):
+        return name
+    return None
+
+
+def version_checkpoint(run_dir: Path, version: str | None) -> Path:
+    """The checkpoint of a version of the experiment (None: the experiment's own best.pt)."""
+    return run_dir / VERSIONS / version / BEST if version else run_dir / BEST
+
+
 def served_checkpoint(run_dir: Path) -> Path:
     """The checkpoint a service serves for an experiment: the version `versions/current`
     names, else the experiment's own best.pt."""
-    current = run_dir / VERSIONS / CURRENT
-    if current.is_file() and (name := current.read_text().strip()):
-        return run_dir / VERSIONS / name / BEST
-    return run_dir / BEST
+    return version_checkpoint(run_dir, served_version(run_dir))
 
 
 def version_folder(run_dir: Path, number: int) -> Path:
     """runs/<experiment>/versions/<NNNN>/: the version numbered `number`."""
     return run_dir / VERSIONS / f"{number:04d}"
+
+
+def experiment_of(checkpoint: Path) -> Path | None:
+    """The experiment (its run folder) whose own best.pt `checkpoint` is; None for any other
+    checkpoint (a step's, a version's, one copied elsewhere under another name)."""
+    if checkpoint.name == BEST and checkpoint.parent.parent.name != VERSIONS:
+        return checkpoint.parent
+    return None

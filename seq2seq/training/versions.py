@@ -20,7 +20,7 @@ from pathlib import Path
 
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
-from seq2seq.support.paths import BEST, CURRENT, VERSION_ABOUT, VERSIONS
+from seq2seq.support.paths import BEST, CURRENT, VERSION_ABOUT, VERSIONS, served_version
 
 ORIGINAL = "original"  # --rollback original: the experiment's own best.pt
 SERVED = "served"  # a verdict: passed the gate, made current
@@ -43,12 +43,6 @@ def next_number(run_dir: Path) -> int:
     """The number of the next try: one past every folder in versions/, finished or not."""
     numbers = [int(p.name) for p in (run_dir / VERSIONS).glob("[0-9][0-9][0-9][0-9]")]
     return max(numbers, default=0) + 1
-
-
-def current(run_dir: Path) -> str | None:
-    """The name of the version served, or None: the experiment's own best.pt."""
-    path = run_dir / VERSIONS / CURRENT
-    return (path.read_text().strip() or None) if path.is_file() else None
 
 
 def serve(run_dir: Path, name: str | None) -> None:
@@ -85,7 +79,7 @@ def roll_back(run_dir: Path, target: str, force: bool = False) -> str:
 def listed(run_dir: Path) -> list[str]:
     """A line each version: number, made, verdict and reason (its scores); the one served
     marked with *."""
-    served = current(run_dir)
+    served = served_version(run_dir)
     lines = [f"{'*' if served is None else ' '} original  {run_dir / BEST}"]
     for name, about in versions(run_dir).items():
         mark = "*" if name == served else " "

@@ -13,7 +13,7 @@ from benchmarks.adapt import exactness, laptop, target, terms
 from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
-from benchmarks.service import detection, documents, latency, model_memory, pairs, profile
+from benchmarks.service import detection, documents, latency, model_memory, pairs, profile, swap
 from benchmarks.speed import bench, scale, speed_quality, train_speed, validation
 
 from helpers import ENV, HANG, ROOT, command
@@ -110,6 +110,7 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "detection": detection.markdown,
     "files": documents.markdown,
     "model_memory": model_memory.markdown,
+    "swap": swap.markdown,
     "pairs": pairs.markdown,
     "pairs_numbers": pairs.markdown,
     "pairs_numbers_python": pairs.markdown,

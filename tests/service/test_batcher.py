@@ -146,3 +146,21 @@ def test_drain_answers_what_waits_without_the_window_and_refuses_new_jobs():
         running.submit(Job(Texts(["b"]), GREEDY))
     running.stop()
     assert not running.thread.is_alive()
+
+
+def test_a_swap_takes_effect_between_two_batches_never_within_one():
+    """An engine swapped in while a batch decodes (swap: seq2seq/service/versions.py's): each
+    group of that batch is decoded by the old engine, the next batch by the new one."""
+    old, new = Shouting(), Shouting()
+    old.gate.clear()
+    running = batcher(old, max_batch_sentences=2)  # two sentences close a batch
+    greedy = running.submit(Job(Texts(["a"]), GREEDY))
+    beam = running.submit(Job(Texts(["b"]), Options(beam_size=2)))  # a group of its own
+    wait_until(lambda: old.calls, "the batch decoding")
+    assert running.swap(new, "0001", None) is old
+    old.gate.set()
+    assert [greedy.result(HANG).translations, beam.result(HANG).translations] == [["A"], ["B"]]
+    after = running.submit(Job(Texts(["c", "d"]), GREEDY)).result(HANG)
+    assert after.translations == ["C", "D"]
+    assert (old.calls, new.calls, running.version) == ([["a"], ["b"]], [["c", "d"]], "0001")
+    running.stop()
