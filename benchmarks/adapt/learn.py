@@ -112,10 +112,18 @@ def replay(config: str, pairs: list, fuzzy: float | None, improve_after: int) ->
     for stale in suggestions.parent.glob(suggestions.name + "*"):
         stale.unlink()
     learning = fuzzy is not None
-    overrides = [f"serve.suggestions_file={suggestions}", f"serve.suggestions={learning}",
-                 f"serve.memory={learning}", f"serve.memory_fuzzy={fuzzy or 0}",
-                 "serve.suggestions_per_hour=1000000", f"serve.improve_after={improve_after}",
-                 "serve.watch_versions_s=1"]  # fmt: skip
+    overrides = [
+        f"serve.suggestions_file={suggestions}",
+        f"serve.suggestions={learning}",
+        f"serve.memory={learning}",
+        f"serve.memory_fuzzy={fuzzy or 0}",
+        "serve.suggestions_per_hour=1000000",
+        f"serve.improve_after={improve_after}",
+        "serve.watch_versions_s=1",
+        "serve.max_chars=100000",
+        "serve.max_sentences=256",
+        "serve.max_queue_work=1000000000",
+    ]  # a catalog's strings: any length
     half, result = len(pairs) // 2, {}
     sources, references = [s for s, _ in pairs], [r for _, r in pairs]
     with running_server(["--model", config], config, overrides) as service:
@@ -129,11 +137,12 @@ def replay(config: str, pairs: list, fuzzy: float | None, improve_after: int) ->
                 later, kept_later = play(service.url, pairs[half:], pair)
                 answers, kept = answers + later, kept | kept_later
             again = translate(service.url, sources, pair)
-        result["resident_mib"] = resident_mib(service.pid)
+        result["resident_mib"] = round(resident_mib(service.pid) or 0)
     answered = zip(sources, references, again, strict=True)
     repeats = [a for s, r, a in answered if s in kept and a != r]
     result |= scores(answers[half:], references[half:])
-    result |= {"cpu_s": spent["cpu"], "kept": len(kept), "refused": len(pairs) - len(kept),
+    cpu = round(spent["cpu"] or 0, 1)
+    result |= {"cpu_s": cpu, "kept": len(kept), "refused": len(pairs) - len(kept),
                "repeat_errors": len(repeats)}  # fmt: skip
     return result
 
