@@ -131,20 +131,18 @@ def stop_server(process: subprocess.Popen) -> None:
 
 
 def get_json(url: str, path: str) -> tuple[int, dict | list | None]:
-    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    connection.request("GET", path)
-    response = connection.getresponse()
-    body = response.read()
-    connection.close()
-    try:
-        return response.status, json.loads(body)
-    except ValueError:
-        return response.status, None
+    return asked_json(url, "GET", path)
 
 
 def post_json(url: str, path: str, body: dict) -> tuple[int, dict | list | None]:
+    return asked_json(url, "POST", path, body)
+
+
+def asked_json(url: str, method: str, path: str, body: dict | None = None) -> tuple:
+    """(status, the answer's JSON; None if it is not JSON) of one request (`body` as JSON)."""
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    sent = None if body is None else json.dumps(body)
+    connection.request(method, path, sent, {"Content-Type": "application/json"} if sent else {})
     response = connection.getresponse()
     answer = response.read()
     connection.close()
