@@ -93,7 +93,8 @@ def improvement(url: str, pair: tuple[str, str]) -> dict:
         state = info["improvement"][name]
         if not state["running"] and state["exit_code"] is not None:
             served = state["served"]
-            versions = [m.get("version") for m in info["models"] if m["pair"] == name]
+            models = [m for m in info["models"] if (m["source"], m["target"]) == pair]
+            versions = [m.get("version") for m in models]
             if served == state["last"]["version"] and versions != [served]:
                 time.sleep(0.5)  # kept, not yet swapped in
                 continue
