@@ -196,8 +196,9 @@ class Suggestions:
         for word in sorted(counts, key=lambda word: (counts[word], word))[:wanted]:
             if read + counts[word] > READ_MOST:
                 break
-            read += counts[word]  # (a word no text holds: one of those a match changed)
-            held.update(row for (row,) in self.finder.execute(HOLDING, (fuzzy.query([word]),)))
+            if counts[word]:  # (a word no text holds: one of those a match changed)
+                read += counts[word]
+                held.update(row for (row,) in self.finder.execute(HOLDING, (fuzzy.query([word]),)))
         rows = [row for row, _ in held.most_common(CANDIDATES)]
         found = self.finder.execute(
             ENTRIES.format(", ".join("?" * len(rows))), (*rows, source, target)
