@@ -3,7 +3,7 @@ held-out program's catalog is played in order as a translator would: each string
 then its human translation sent as a correction -> benchmarks/results/learn.{json,md}.
 
     python -m benchmarks.adapt.learn [--config configs/standin_en_de.yaml] [--programs git]
-        [--strings 400] [--fuzzy 0.75] [--minutes 10] [--no-improve]
+        [--strings 400] [--fuzzy 0.75] [--no-improve]
 
     the strings  the first --strings translated entries of --programs' catalogs (of the
                  held-out group, never trained on: text/catalogs.py), in catalog order, each
@@ -12,9 +12,10 @@ then its human translation sent as a correction -> benchmarks/results/learn.{jso
     memory       a fresh service, serve.memory and memory_fuzzy: each string translated, then
                  its correction sent (POST /suggest, LibreTranslate's)
     learning     the same (unless --no-improve), with serve.improve_after the first half's
-                 corrections: the service runs python -m seq2seq.improve once the first half
-                 is played; the later half is played once its verdict is in (served: swapped
-                 in, serve.watch_versions_s), on a copy of the experiment (<experiment>_learn)
+                 corrections that its checks keep: the service runs python -m seq2seq.improve
+                 (its default budget, 10 minutes) once the first half is played; the later
+                 half is played once its verdict is in (served: swapped in,
+                 serve.watch_versions_s), on a copy of the experiment (<experiment>_learn)
     then         each run asks every string again: a repeat error is a string whose correction
                  was kept (alone: any string) answered otherwise
  -> chrF and BLEU (sacreBLEU) over the later half for each; repeat errors; the corrections
@@ -32,6 +33,8 @@ import yaml
 from benchmarks import common
 from benchmarks.service.process import get_json, post_json, resident_mib, running_server, spending
 from seq2seq.config import load_config
+from seq2seq.service.checks import SuggestionChecks
+from seq2seq.service.refusals import Unwanted
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.text import catalogs
 
@@ -75,6 +78,19 @@ def play(url: str, pairs: list, pair: tuple[str, str]) -> tuple[list[str], set[s
         if post_json(url, "/suggest", sent)[0] == 200:
             kept.add(source)
     return answers, kept
+
+
+def keepable(pairs: list, pair: tuple[str, str], most: int) -> int:
+    """How many of these (source, reference) pairs the service's checks keep as corrections
+    (service/checks.py; the flooding limit opened): the first half's is the improvement's N."""
+    checks, kept = SuggestionChecks(most), 0
+    for source, reference in pairs:
+        try:
+            checks.check(source, reference, *pair)
+            kept += 1
+        except Unwanted:
+            pass
+    return kept
 
 
 def scores(answers: list[str], references: list[str]) -> dict:
@@ -200,7 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     copy = learning_copy(args.config)
     runs = {"alone": replay(copy, pairs, None, 0), "memory": replay(copy, pairs, args.fuzzy, 0)}
     if not args.no_improve:
-        runs["learning"] = replay(copy, pairs, args.fuzzy, len(pairs) // 2)
+        first = keepable(pairs[: len(pairs) // 2], pair, named.serve.suggestion_chars)
+        runs["learning"] = replay(copy, pairs, args.fuzzy, first)
     results = {"programs": args.programs.split(","), "strings": len(pairs),
                "measured": len(pairs) - len(pairs) // 2, "model": str(named.checkpoint_path),
                "fuzzy": args.fuzzy, "runs": runs, "machine": common.machine()}  # fmt: skip

@@ -9,13 +9,15 @@ answer the same text with from then on (core.py).
          (checks.py's Buckets, one bucket each) -> 429
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
          the field and why
-      -> kept (text/suggestions.py) -> {"success": true}; with serve.improve_after, the
-         pair's improvement started when due (improving.py)
+      -> kept (text/suggestions.py) -> {"success": true} (503 while an import holds the
+         file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
+         serve.improve_after, the pair's improvement started when due (improving.py)
     a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
       seq2seq_suggestions_refused_total {reason}
 """
 
 import asyncio
+import sqlite3
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -32,7 +34,7 @@ from seq2seq.service.api import (
 from seq2seq.service.checks import Buckets, SuggestionChecks
 from seq2seq.service.core import Core
 from seq2seq.service.keystore import digest
-from seq2seq.service.refusals import Slowdown, Unwanted
+from seq2seq.service.refusals import Busy, Slowdown, Unwanted
 from seq2seq.text.suggestions import Suggestions
 
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
@@ -85,9 +87,16 @@ class Suggest:
 
     def keep(self, q: str, s: str, source: str, target: str) -> None:
         """(A worker thread: the detector's first use loads it.) The suggestion checked
-        (SuggestionChecks: Unwanted), then kept."""
+        (SuggestionChecks: Unwanted), then kept; Busy if another writer (an import) holds the
+        file past SQLite's wait."""
         self.wanted.check(q, s, source, target)
-        self.suggestions.add(q, s, source, target)
+        try:
+            self.suggestions.add(q, s, source, target)
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+            held = f"{self.suggestions.path} is held by another writer (an import?)"
+            raise Busy(f"{held}: try again in a moment") from None
 
 
 def suggested(fields: dict, name: str) -> str:

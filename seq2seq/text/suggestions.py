@@ -215,7 +215,8 @@ class Suggestions:
 
     def add_all(self, pairs: Iterable[tuple[str, str]], source: str, target: str) -> None:
         """Keeps each (q, s) as add() does, all in one transaction (executemany, a chunk at a
-        time): a million in seconds; the service's add() waits meanwhile (or times out)."""
+        time): a million in seconds; the service's add() waits meanwhile (past SQLite's wait, its
+        /suggest answers 503: service/suggest.py)."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         pairs = iter(pairs)
         with self.lock, self.connection:

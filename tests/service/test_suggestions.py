@@ -14,6 +14,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.options import CorpusConfig, Source
 from seq2seq.service import checks
+from seq2seq.support import files
 from seq2seq.support.errors import UserError
 from seq2seq.text.sources import fetch
 from seq2seq.text.suggestions import Suggestions, read_suggestions
@@ -155,3 +156,22 @@ def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(
         browser.find_element(By.CSS_SELECTOR, "#suggest button").click()
         wait.until(seen.text_to_be_present_in_element((By.ID, "suggested"), "Thank you"))
     assert rows(path) == [("three is three", "3 la 3 indeed", "en", "digits", 1)]
+
+
+def test_a_suggestion_while_an_import_holds_the_file_is_a_503_to_try_again(
+    trained_numbers_checkpoint, tmp_path, monkeypatch
+):
+    """Another writer (python -m seq2seq.suggestions import: one transaction) holds the file
+    past SQLite's wait: the client is told to try again, and the next try is kept."""
+    monkeypatch.setattr(files, "SHARED_DB_BUSY_S", 0.2)
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
+    with running(model, **on) as server:
+        importing = sqlite3.connect(tmp_path / "s.db")
+        importing.execute("BEGIN IMMEDIATE")
+        status, answer, headers = call(server.url, "POST", "/suggest", ONE)
+        importing.rollback()
+        again = call(server.url, "POST", "/suggest", ONE)[0]
+    assert status == 503 and headers["Retry-After"] == "1"
+    assert "held by another writer" in answer["error"]
+    assert again == 200 and rows(tmp_path / "s.db")[0][:2] == (ONE["q"], ONE["s"])
