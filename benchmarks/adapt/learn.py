@@ -20,10 +20,14 @@ then its human translation sent as a correction -> benchmarks/results/learn.{jso
                  was kept (alone: any string) answered otherwise
  -> chrF and BLEU (sacreBLEU) over the later half for each; repeat errors; the corrections
     refused (the service's checks); the improvement's seconds from the last correction to its
-    verdict (and swap), its scores; the service's CPU seconds and resident memory.
+    verdict (and swap), its CPU seconds and the service's peak resident memory meanwhile, its
+    scores; the service's CPU seconds and resident memory.
 """
 
+import contextlib
+import os
 import shutil
+import signal
 import time
 from pathlib import Path
 
@@ -31,7 +35,15 @@ import sacrebleu
 import yaml
 
 from benchmarks import common
-from benchmarks.service.process import get_json, post_json, resident_mib, running_server, spending
+from benchmarks.service.process import (
+    Service,
+    get_json,
+    post_json,
+    resident_mib,
+    running_server,
+    spending,
+    waited_cpu_seconds,
+)
 from seq2seq.config import load_config
 from seq2seq.service.checks import SuggestionChecks
 from seq2seq.service.refusals import Unwanted
@@ -100,12 +112,15 @@ def scores(answers: list[str], references: list[str]) -> dict:
     }
 
 
-def improvement(url: str, pair: tuple[str, str]) -> dict:
+def improvement(service: Service, pair: tuple[str, str]) -> dict:
     """The improvement the first half started, once its verdict is in (and, served, once the
-    service serves it): its state in /info, and the seconds waited."""
-    start, name = time.monotonic(), "-".join(pair)
+    service serves it): its state in /info, the seconds waited, its CPU seconds (the service's
+    waited child's) and the service's peak resident memory meanwhile, the child's included."""
+    start, name, peak = time.monotonic(), "-".join(pair), 0.0
+    cpu = waited_cpu_seconds(service.pid) or 0
     while time.monotonic() - start < WAIT_S:
-        info = get_json(url, "/info")[1]
+        peak = max(peak, resident_mib(service.pid) or 0)
+        info = get_json(service.url, "/info")[1]
         state = info["improvement"][name]
         if not state["running"] and state["exit_code"] is not None:
             served = state["served"]
@@ -114,9 +129,20 @@ def improvement(url: str, pair: tuple[str, str]) -> dict:
             if served == state["last"]["version"] and versions != [served]:
                 time.sleep(0.5)  # kept, not yet swapped in
                 continue
-            return {**state, "seconds": round(time.monotonic() - start, 1)}
+            spent = (waited_cpu_seconds(service.pid) or 0) - cpu
+            waited = round(time.monotonic() - start, 1)
+            return {**state, "seconds": waited, "cpu_s": round(spent), "peak_mib": round(peak)}
         time.sleep(2)
     raise UserError(f"no verdict from the improvement in {WAIT_S} s: see {state['log']}")
+
+
+def stop_improvements(config: str) -> None:
+    """An improvement the later half started (serve.improve_after reached again) outlives the
+    service (improving.py): stopped, as nothing measures it."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):  # it ended
+            if "seq2seq.improve" in (args := cmdline.read_text()) and config in args:
+                os.kill(int(cmdline.parent.name), signal.SIGTERM)
 
 
 def replay(config: str, pairs: list, fuzzy: float | None, improve_after: int) -> dict:
@@ -150,11 +176,12 @@ def replay(config: str, pairs: list, fuzzy: float | None, improve_after: int) ->
             else:
                 answers, kept = play(service.url, pairs[:half], pair)
                 if improve_after:
-                    result["improvement"] = improvement(service.url, pair)
+                    result["improvement"] = improvement(service, pair)
                 later, kept_later = play(service.url, pairs[half:], pair)
                 answers, kept = answers + later, kept | kept_later
             again = translate(service.url, sources, pair)
         result["resident_mib"] = round(resident_mib(service.pid) or 0)
+    stop_improvements(config)
     answered = zip(sources, references, again, strict=True)
     repeats = [a for s, r, a in answered if s in kept and a != r]
     result |= scores(answers[half:], references[half:])
@@ -195,8 +222,9 @@ def table(results: dict) -> str:
         last = found["last"] or {}
         about += (
             f" The improvement: {last.get('verdict')} ({last.get('reason') or 'gate passed'}), "
-            f"{found['seconds']} s from the first half's last correction; scores "
-            f"{last.get('scores')}."
+            f"{found['seconds']} s from the first half's last correction, {found['cpu_s']} s "
+            f"of CPU, the service's peak resident memory meanwhile {found['peak_mib']} MiB; "
+            f"scores {last.get('scores')}."
         )
     header = ["run", "chrF, later half", "BLEU", "repeat errors", "corrections refused",
               "service CPU s", "resident MiB"]  # fmt: skip

@@ -75,6 +75,13 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return {tid: stat_cpu(fields) for tid, fields in stats(f"{pid}/task/*/stat").items()}
 
 
+def waited_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of the process's children that ended and were waited for (stat's cutime
+    and cstime: a child process the service started, once done); None where /proc is not."""
+    fields = stats(f"{pid}/stat").get(pid)
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK") if fields else None
+
+
 def stat_cpu(fields: list[str]) -> float:
     """User + system CPU seconds of a /proc stat line's fields after the command's name."""
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

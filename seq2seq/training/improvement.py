@@ -8,8 +8,8 @@ reads them, `base:` the experiment's own, so that `make data` and `make train` d
       -> split by keyed_hash(normalised q) % HOLD_OUT: 1 in 5 held out, a text always on the
          same side (none held out from fewer than HOLD_OUT texts)
     runs/<experiment>/versions/<NNNN>/  (support/paths.py)
-      corrections.<src>, .<tgt>   the training share, as many copies (weight) as the replay
-                                  has pairs: half of what the run reads is corrections
+      corrections.<src>, .<tgt>   the training share, each copied (weight) so that they are
+                                  SHARE of what the run reads, the replay the rest
       replay.<src>, .<tgt>        REPLAY pairs of data/<corpus>/train.*    } a seeded sample
       valid.<src>, .<tgt>         VALID pairs of data/<corpus>/valid.*     } (cleaning.sample)
       test.<src>, .<tgt>          GATE_TEST pairs of data/<corpus>/test.*  } the gate's
@@ -17,7 +17,8 @@ reads them, `base:` the experiment's own, so that `make data` and `make train` d
       config.yaml                 experiment and corpus.name <experiment>.improve (a run and
                                   corpus of their own), those files as its sources, train:
                                   init_from the experiment's best.pt, the import's fine-tuning
-                                  schedule (exports/importing.py), max_minutes, one validation
+                                  schedule (exports/importing.py) at a fifth of its learning
+                                  rate (SCHEDULE), max_minutes, one validation
                                   at the end (its model is best.pt)
 """
 
@@ -39,6 +40,8 @@ from seq2seq.text.suggestions import normalised, read_suggestions
 
 HOLD_OUT = 5  # one text in this many is held out for the gate
 REPLAY = 5000  # original training pairs replayed, at most
+SHARE = 0.5  # of what the run reads, the corrections (their copies): the replay the rest
+SCHEDULE = {**FINE_TUNING, "lr": 1e-4, "min_lr": 1e-5}  # the import's, lower: less forgotten
 VALID = 100  # original validation pairs: the run's one validation
 GATE_TEST = 500  # original test pairs the gate scores on, at most
 STEPS = 100_000  # train.max_steps: out of reach, the budget (max_minutes) ends the run
@@ -143,7 +146,7 @@ def write_config(config: Config, folder: Path, weight: int, minutes: float) -> P
             "valid_source": files["valid"], "test_source": files["test"],
         },
         "train": {
-            **FINE_TUNING, "init_from": os.path.relpath(config.run_dir / BEST, folder),
+            **SCHEDULE, "init_from": os.path.relpath(config.run_dir / BEST, folder),
             "max_minutes": minutes, "max_steps": STEPS, "eval_every": STEPS,
             "average_last": 0, "patience": 0,
         },
@@ -156,5 +159,6 @@ def write_config(config: Config, folder: Path, weight: int, minutes: float) -> P
 
 
 def weight_of(taken: dict[str, list[Pair]]) -> int:
-    """Copies of each training correction: as many pairs as the replay, in all."""
-    return max(1, round(len(taken["replay"]) / len(taken["corrections"])))
+    """Copies of each training correction: SHARE of the pairs read, in all."""
+    copies = SHARE / (1 - SHARE) * len(taken["replay"]) / len(taken["corrections"])
+    return max(1, round(copies))

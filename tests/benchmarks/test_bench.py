@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchmarks.adapt import exactness, laptop, target, terms
+from benchmarks.adapt import exactness, laptop, learn, target, terms
 from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
@@ -106,6 +106,7 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "adapt_laptop": laptop.table,
     "adapt_import": exactness.table,
     "terms": terms.table,
+    "learn": learn.table,
     "serve_latency": latency.markdown,
     "detection": detection.markdown,
     "files": documents.markdown,
