@@ -113,7 +113,10 @@ def test_a_version_is_swapped_in_under_load_nothing_failed(experiment, workers):
         wait_until(lambda: len(answered) >= REQUESTS, "requests before the swap", process)
         wait_until(lambda: loaded_in(url) == workers, "every worker started", process)
         serve("0001", experiment)
-        wait_until(lambda: sum("-> 0001" in line for line in lines) == workers, "the swaps")
+        try:
+            wait_until(lambda: sum("-> 0001" in line for line in lines) == workers, "the swaps")
+        except AssertionError as hung:  # what each worker said, to tell why
+            raise AssertionError(f"{hung}; the service said: {''.join(lines)[-4000:]}") from None
         swapped = time.monotonic()
 
         def after() -> list:
