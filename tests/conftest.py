@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from seq2seq import data, train
+from benchmarks.service.swap import seed_preset
+from seq2seq import data
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.text import numbers
@@ -39,16 +40,7 @@ def pytest_collection_modifyitems(items) -> None:
 def seed_run(tmp_path_factory) -> Path:
     """runs/seed/ of the seed preset (nine pairs, memorised in about a second): best.pt,
     last.pt and metrics.jsonl."""
-    directory = tmp_path_factory.mktemp("seed")
-    (directory / "config.yaml").write_text((ROOT / "configs/seed.yaml").read_text())
-    before = Path.cwd()
-    os.chdir(directory)
-    try:
-        data.main([])
-        train.main([])
-    finally:
-        os.chdir(before)
-    return directory / "runs/seed"
+    return seed_preset(tmp_path_factory.mktemp("seed")).parent
 
 
 @pytest.fixture
