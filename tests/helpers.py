@@ -45,9 +45,14 @@ from seq2seq.training.run import Run, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the project's code, whatever the current directory; a subprocess of a test never needs more
-# than one thread, and with one it competes less with the test that waits for it
-ENV = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+# the project's code, whatever the current directory, before any PYTHONPATH given (packages
+# installed apart, as on a lent GPU machine); a subprocess of a test never needs more than one
+# thread, and with one it competes less with the test that waits for it
+ENV = dict(
+    os.environ,
+    PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    OMP_NUM_THREADS="1",
+)
 
 
 def command(module: str, *args: str) -> list[str]:

@@ -17,6 +17,8 @@ request dropped, none answered by a model half loaded.
               it took to load
         -> a version that fails to load: one line saying why, the old one kept; tried again
            once versions/current changes again
+      anything else that goes wrong in a turn (a file unreadable): one line, and the next
+        turn tries again (the thread never ends but with the service)
       at the end of a turn, once an engine swapped out is gone: the memory the allocator kept
         of it given back to the kernel (glibc's malloc_trim; else the process would keep up to
         a model's worth more than one model)
@@ -78,9 +80,15 @@ class Watcher:
 
     def run(self) -> None:
         while not self.stopped.wait(self.every_s):
-            for number, model in enumerate(self.followed):
-                self.seen[number] = self.follow(model, self.seen[number])
-            self.release()
+            try:
+                self.turn()
+            except Exception as error:  # said, and tried again next turn: the thread lives on
+                say(f"warning: the versions' watcher: {type(error).__name__}: {error}")
+
+    def turn(self) -> None:
+        for number, model in enumerate(self.followed):
+            self.seen[number] = self.follow(model, self.seen[number])
+        self.release()
 
     def release(self) -> None:
         """The memory of the engines swapped out that are gone given back to the kernel."""

@@ -18,8 +18,9 @@ from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
+from seq2seq.service import versions
 from seq2seq.service.loaders import load_models
-from seq2seq.support.paths import CURRENT, VERSIONS
+from seq2seq.support.paths import CURRENT, VERSIONS, served_version
 from seq2seq.text.sentences import Texts
 
 from helpers import HANG, call, damage, read_address, running, start_server, wait_until
@@ -168,3 +169,22 @@ def test_the_old_engine_is_freed_and_a_damaged_version_is_kept_out(experiment, c
         status, answer, _ = call(server.url, "POST", "/translate", {"text": TEXTS})
         assert (status, answer["translations"], model.version) == (200, new, "0001")
         assert call(server.url, "GET", "/info")[1]["models"][0]["version"] == "0001"
+
+
+def test_a_turn_that_fails_is_said_and_the_watcher_goes_on(experiment, monkeypatch, capsys):
+    """versions/current unreadable for a turn (an exception the watcher does not expect): one
+    line on stderr, and the next turns swap as ever (the thread did not end)."""
+    failures = [OSError("Input/output error")]
+
+    def unreadable_once(run_dir: Path) -> str | None:
+        if failures:
+            raise failures.pop()
+        return served_version(run_dir)
+
+    monkeypatch.setattr(versions, "served_version", unreadable_once)
+    [loader] = load_models([str(experiment / "best.pt")], Config(), "torch", "cpu")
+    with running(loader, watch_versions_s=0.01) as server:
+        serve("0001", experiment)
+        wait_until(lambda: server.models.default.version == "0001", "version 0001 served")
+    said = capsys.readouterr().err
+    assert "warning: the versions' watcher: OSError: Input/output error" in said
