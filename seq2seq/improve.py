@@ -13,8 +13,9 @@ background, safely: a fine-tune from the experiment's original best.pt, a gate, 
     -> `make data`, `make train` of that config, in data/ and runs/<experiment>.improve/ (the
        experiment's own files untouched); its best.pt -> versions/<NNNN>/best.pt, the run's
        folders removed
-    -> the gate (training/gate.py) -> versions/<NNNN>/version.json; passed: versions/current
-       names it (training/versions.py), which the service serves
+    -> the gate (training/gate.py) -> versions/<NNNN>/version.json; passed: what the
+       service's engine makes of a checkpoint made (its CTranslate2 export, beside it), then
+       versions/current names it (training/versions.py), which the service swaps in
 
 Always from the original best.pt, never from the version served: a correction removed from
 the file (python -m seq2seq.suggestions remove) is forgotten by the next improvement.
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from seq2seq import data
 from seq2seq.config import Config, add_config_arguments, load_config
+from seq2seq.decoding.engine_choice import prepare
 from seq2seq.support.errors import UserError, command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
@@ -129,6 +131,7 @@ def improve(
         }  # fmt: skip
         write_json(folder / VERSION_ABOUT, about)
         if passed:
+            prepare(model)  # the service's swap then only loads (a CPU's: its export)
             versions.serve(run_dir, folder.name)
     print(
         f"version {folder.name}: {about['verdict']} ({reason}); {about['seconds']} s in all",

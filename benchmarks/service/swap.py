@@ -10,17 +10,19 @@ the service's resident memory before and after.
     C (default: the stand-in's, runs/standin_en_de/best.pt; not there: the test suite's small
       model, the seed preset of configs/seed.yaml, trained here in seconds) copied into a
       folder of its own as an experiment: runs/<experiment>/best.pt, and versions/0001/best.pt,
-      0002 ... (copies of it: each a file loaded afresh, as python -m seq2seq.improve's are)
+      0002 ... (copies of it: each a file loaded afresh, and with --engine auto its
+      CTranslate2 export made beside it beforehand, as python -m seq2seq.improve's are)
     the service on it: python -m seq2seq.serve --config FILE (its serve settings) --checkpoint
-      runs/<experiment>/best.pt --engine (auto, its default: a version's CTranslate2 export
-      is made as it loads), serve.watch_versions_s=0.25, --workers processes; warmed up by a
-      turn of wrk; its resident memory (VmRSS, its workers included)
+      runs/<experiment>/best.pt --engine (auto, its default), serve.watch_versions_s=0.25,
+      --workers processes; warmed up by a turn of wrk; its resident memory (VmRSS, its
+      workers included)
     then --rounds times, in turn (a change in the machine's load falls on both):
       a turn of wrk (wrk.py, one sentence of the experiment's test split a request, --clients
         connections, --seconds) with no swap
       a turn of the same during which versions/current names the next version, --swaps times,
-        one every --seconds / (--swaps + 1) seconds, each once the previous was swapped in by
-        every worker (the service's log says so, with its load seconds)
+        the k-th --seconds / (--swaps + 1) x k seconds into the turn, or once the previous
+        was swapped in by every worker if later (the service's log says so, with its load
+        seconds)
       -> for each kind of turn, pooled (harness.py's Load): requests/s, p50, p99 (the median
          of the turns'), failed (not 2xx, or a socket error)
       -> each swap's load seconds; how many were swapped in while wrk's load ran; the resident
@@ -46,6 +48,7 @@ from benchmarks.service.wrk import run_wrk
 from seq2seq import data, train
 from seq2seq.checkpoint import read_header
 from seq2seq.config import DEFAULT_CONFIG
+from seq2seq.decoding.engine_choice import prepare
 from seq2seq.support.paths import CURRENT, VERSIONS, text_files
 
 STANDIN = Path("runs/standin_en_de/best.pt")
@@ -67,10 +70,13 @@ def seed_preset(folder: Path) -> Path:
     return folder / "runs/seed/best.pt"
 
 
-def experiment(checkpoint: Path, folder: Path, versions: int) -> tuple[Path, list[str]]:
+def experiment(
+    checkpoint: Path, folder: Path, versions: int, engine: str
+) -> tuple[Path, list[str]]:
     """`checkpoint` (missing: the seed preset, trained in `folder`) as an experiment of its
-    own under `folder` with `versions` versions, each a copy -> its best.pt, and the test
-    sentences of its corpus (up to 1,000: the test split in data/ beside its runs/)."""
+    own under `folder` with `versions` versions, each a copy (for `engine` auto, prepared as
+    python -m seq2seq.improve prepares its versions) -> its best.pt, and the test sentences
+    of its corpus (up to 1,000: the test split in data/ beside its runs/)."""
     if not checkpoint.exists():
         print(f"no {checkpoint}: the seed preset (configs/seed.yaml), trained here", flush=True)
         checkpoint = seed_preset(folder)
@@ -80,6 +86,8 @@ def experiment(checkpoint: Path, folder: Path, versions: int) -> tuple[Path, lis
         copy = best.parent / VERSIONS / f"{number:04d}" / best.name if number else best
         copy.parent.mkdir(parents=True)
         shutil.copy(checkpoint, copy)
+        if number and engine == "auto":
+            prepare(copy)
     workdir = checkpoint.parent.parent.parent  # that of runs/<experiment>/best.pt
     source = text_files(workdir / config.data_dir, "test")[0]
     sentences = source.read_text("utf-8").splitlines()
@@ -93,12 +101,14 @@ def swapped(service: Service) -> list[tuple[str, float]]:
 
 
 def swap_in(service: Service, run_dir: Path, numbers: range, every_s: float, workers: int):
-    """Each version of `numbers` named current in turn, one every `every_s` seconds at the
-    soonest, each once the previous was swapped in by every worker; -> a thread doing so."""
+    """Each version of `numbers` named current in turn, the k-th `every_s` x k seconds from
+    now at the soonest, each once the previous was swapped in by every worker; -> a thread
+    doing so."""
 
     def run() -> None:
-        for number in numbers:
-            time.sleep(every_s)
+        start = time.monotonic()
+        for k, number in enumerate(numbers, 1):
+            time.sleep(max(0.0, start + k * every_s - time.monotonic()))
             current = run_dir / VERSIONS / CURRENT
             current.with_suffix(".new").write_text(f"{number:04d}\n")
             current.with_suffix(".new").replace(current)
@@ -196,7 +206,9 @@ def main() -> None:
         for key in ("engine", "swaps", "seconds", "rounds", "clients", "workers")
     }
     with tempfile.TemporaryDirectory() as folder:
-        best, sentences = experiment(args.checkpoint, Path(folder), args.rounds * args.swaps)
+        best, sentences = experiment(
+            args.checkpoint, Path(folder), args.rounds * args.swaps, args.engine
+        )
         figures = measure(best, sentences, args)
         size = best.stat().st_size / 2**20
     seed = not args.checkpoint.exists()

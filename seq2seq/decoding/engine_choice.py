@@ -12,6 +12,8 @@
     --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
                             .argosmodel file or its folder: argos_engine.py), decoded by
                             CTranslate2; serve takes several (seq2seq/service/loaders.py)
+    prepare(checkpoint)     what auto makes of a checkpoint on its first load (the export,
+                            the compute types measured) made ahead: seq2seq.improve's versions
 
 CTranslate2 decodes in decode.compute_type (--compute-type in its place): auto, the default,
 measures which type is fastest at float32's score, for a checkpoint (compute_types.py).
@@ -59,6 +61,14 @@ def load_engine(
     engine = engine_of(config, checkpoint, choice, model, device, decode or {})
     engine.config.decode = decoding_in_force(engine.config.decode, decode, choice, path)
     return engine
+
+
+def prepare(checkpoint: Path) -> None:
+    """What the engine auto makes the first time it loads `checkpoint`, made now: its
+    CTranslate2 export beside it, and the compute types measured (nothing where CTranslate2
+    does not run). A service that swaps to it (python -m seq2seq.improve's versions) then
+    only loads it."""
+    load_engine(checkpoint=checkpoint)
 
 
 def engine_of(

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from seq2seq import data, improve
+from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Language, load_config
+from seq2seq.decoding.engine_choice import ctranslate2_runs_on
+from seq2seq.decoding.exported import export_folder, made_from
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import file_hash
 from seq2seq.support.paths import IMPROVING, VERSIONS, served_checkpoint
@@ -18,7 +21,7 @@ from seq2seq.text.suggestions import Suggestions
 from seq2seq.train import train
 from seq2seq.training import gate, improvement
 
-from helpers import ROOT
+from helpers import ROOT, TRAINING_DEVICE
 
 SMALL = """base: config.yaml
 experiment: small
@@ -98,6 +101,10 @@ def test_an_improvement_that_passes_the_gate_is_served(trained, improved, monkey
     assert version["scores"]["test"]["sentences"] == 40
     assert file_hash(RUN / "best.pt") == original  # the experiment's own files untouched
     assert not Path("runs/small.improve").exists() and not Path("data/small.improve").exists()
+    if ctranslate2_runs_on(TRAINING_DEVICE):  # made before current named it: a swap loads
+        served = RUN / VERSIONS / "0001/best.pt"
+        assert made_from(export_folder(served)) == load_checkpoint(served).sha256
+        assert not export_folder(RUN / VERSIONS / "0002/best.pt").exists()  # kept aside
 
 
 @pytest.mark.slow
