@@ -35,7 +35,7 @@ from pathlib import Path
 from seq2seq import data
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import prepare
-from seq2seq.support.errors import UserError, command_parser, run_cli
+from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
     BEST,
@@ -131,13 +131,22 @@ def improve(
         }  # fmt: skip
         write_json(folder / VERSION_ABOUT, about)
         if passed:
-            prepare(model)  # the service's swap then only loads (a CPU's: its export)
+            prepared(model)
             versions.serve(run_dir, folder.name)
     print(
         f"version {folder.name}: {about['verdict']} ({reason}); {about['seconds']} s in all",
         file=sys.stderr,
     )  # fmt: skip
     return about
+
+
+def prepared(model: Path) -> None:
+    """`model` prepared as the service's engine would on its first load (its CTranslate2
+    export), so that its swap only loads it; if that fails, said: the service makes it then."""
+    try:
+        prepare(model)
+    except (OSError, RuntimeError, UserError) as error:
+        warn(f"{model}: not prepared for the service ({error}); it will be as it swaps in")
 
 
 @contextlib.contextmanager

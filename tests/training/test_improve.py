@@ -229,3 +229,16 @@ def test_a_fault_is_said_before_a_version_is_made(trained, tmp_path, monkeypatch
     with pytest.raises(UserError, match="data/small/train.src is not found"):
         improve_with()
     assert list((RUN / VERSIONS).iterdir()) == [RUN / VERSIONS / IMPROVING]
+
+
+def test_a_version_that_cannot_be_prepared_is_served_all_the_same(monkeypatch, capsys):
+    """Its export not made ahead (a full disk, say): said; the service makes it as it swaps."""
+
+    def full_disk(checkpoint: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(improve, "prepare", full_disk)
+    improve.prepared(Path("runs/small/versions/0001/best.pt"))
+    said = capsys.readouterr().err
+    assert "runs/small/versions/0001/best.pt: not prepared for the service" in said
+    assert "No space left on device" in said
