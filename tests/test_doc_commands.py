@@ -192,7 +192,7 @@ def small_default_config(project: Path) -> None:
     config = yaml.safe_load((project / "config.yaml").read_text())
     config["corpus"].update(train_size=2000, valid_size=50, test_size=50)
     config["model"].update(d_model=32, d_ff=64)
-    config["train"].update(max_steps=60, eval_every=30, warmup_steps=20)
+    config["train"].update(max_steps=60, eval_every=60, warmup_steps=20, batch_tokens=500)
     (project / "config.yaml").write_text(yaml.safe_dump(config))
 
 
