@@ -79,12 +79,16 @@ def waited_cpu_seconds(pid: int) -> float | None:
     """CPU seconds of the process's children that ended and were waited for (stat's cutime
     and cstime: a child process the service started, once done); None where /proc is not."""
     fields = stats(f"{pid}/stat").get(pid)
-    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK") if fields else None
+    return stat_cpu(fields, CHILDREN) if fields else None
 
 
-def stat_cpu(fields: list[str]) -> float:
-    """User + system CPU seconds of a /proc stat line's fields after the command's name."""
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+OWN, CHILDREN = 11, 13  # where a stat line's user and system ticks are: its own, its children's
+
+
+def stat_cpu(fields: list[str], at: int = OWN) -> float:
+    """User + system CPU seconds of a /proc stat line's fields after the command's name (`at`:
+    the process's own, or its waited children's)."""
+    return (int(fields[at]) + int(fields[at + 1])) / os.sysconf("SC_CLK_TCK")
 
 
 def address(text: str) -> str | None:
