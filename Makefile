@@ -273,8 +273,8 @@ bench-adapt-import: $(DEV)
 # The stand-in base package every adaptation figure starts from (docs/adapt.md): this system's
 # German catalogs of the `base` programs and Multi30k (../shared/corpora/multi30k) trained for
 # an hour -> runs/standin_en_de/en_de.int8.argosmodel. Resumed where it stopped; nothing done
-# is redone.
-standin: $(CORE)
+# is redone. Its data reads catalogs: the catalogs extra.
+standin: $(STAMP)-catalogs
 	$(MAKE) package CONFIG=configs/standin_en_de.yaml PACKAGE_ARGS="--quantization int8"
 
 # A student of the stand-in (configs/standin_en_de_student.yaml, docs/distill.md): one decoder
@@ -282,7 +282,7 @@ standin: $(CORE)
 # (data/standin_en_de_distilled/, by seq2seq/distill.py: resumed where it stopped), then data,
 # train, eval and int8 package as `make standin` -> runs/standin_en_de_student/
 # en_de.int8.argosmodel. The teacher first: `make standin`.
-student: $(STAMP)-export
+student: $(STAMP)-export $(STAMP)-catalogs
 	$(PYTHON) -m seq2seq.distill --config configs/standin_en_de.yaml
 	$(MAKE) package CONFIG=configs/standin_en_de_student.yaml PACKAGE_ARGS="--quantization int8"
 
@@ -290,7 +290,7 @@ student: $(STAMP)-export
 # a 15-minute fine-tune on its own pairs with term pairs written into half of their sources,
 # then eval and int8 package as `make standin` -> runs/standin_en_de_terms/. The stand-in
 # first: `make standin`.
-terms: $(CORE)
+terms: $(STAMP)-catalogs
 	$(MAKE) package CONFIG=configs/standin_en_de_terms.yaml PACKAGE_ARGS="--quantization int8"
 
 # Glossaries followed by the stand-in as it is (terms masked) and taught (`make terms`: terms

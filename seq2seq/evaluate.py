@@ -46,6 +46,7 @@ from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
 from seq2seq.text.corpus_types import corpus_type
 from seq2seq.text.glossary import read_glossary
 from seq2seq.text.parallel import load_split
+from seq2seq.text.placeholders import bare
 from seq2seq.text.sentences import Texts
 from seq2seq.training.metrics import score
 
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
+        result["bare_outputs"] = sum(map(bare, sources, hypotheses))  # empty, or placeables
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
     result = evaluate(dataclasses.replace(decoding, beam_size=1), HYPOTHESES)
@@ -158,7 +160,7 @@ def summary_line(decoding: str, scores: dict) -> str:
     return (
         f"{decoding:<10} exact match {scores['exact_match']:.1%}  BLEU {scores['bleu']:.2f}  "
         f"chrF {scores['chrf']:.2f}  ({scores['n_sentences']:,} sentences, "
-        f"{scores['sentences_per_s']:,.0f}/s)"
+        f"{scores.get('bare_outputs', 0):,} empty or bare, {scores['sentences_per_s']:,.0f}/s)"
     )
 
 

@@ -114,6 +114,9 @@ def test_each_target_installs_what_it_runs(project):
     assert installs(project, "test") == installs(project, "lint") == [".[dev]"]
     assert installs(project, "serve") == [".[serve]"]
     assert installs(project, "docs") == [".[docs]"]
+    for target in ("standin", "terms", "student"):  # configs/standin_en_de.yaml reads catalogs
+        assert ".[catalogs]" in installs(project, target), target
+    assert ".[export]" in installs(project, "standin")  # its int8 package
 
 
 def test_each_set_is_installed_again_only_when_the_dependencies_change(project):

@@ -58,18 +58,19 @@ from seq2seq.support.errors import UserError, run_cli
 from seq2seq.text import catalogs
 from seq2seq.text.cleaning import Tally, clean, rules
 from seq2seq.text.parallel import SPLITS, read_lines
-from seq2seq.text.placeholders import find, share_kept
+from seq2seq.text.placeholders import accelerators, bare, find, share_kept, unaccelerated
 from seq2seq.text.sentences import Texts
 
 OUT = common.RESULTS / "adapt"
 STANDIN = common.ROOT / "runs/standin_en_de/en_de.int8.argosmodel"  # make standin's
-USER, REPLAY = "catalogs", "catalogs_replay"  # the corpora's names (data/<name>/)
+USER = "catalogs"  # the user's corpus's name (data/<name>/); a replay's: catalogs_<replay>
 
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
     train: dict  # the train section's overrides
-    replay: bool = False  # trained on the replay corpus
+    replay: str | None = None  # trained on this replay corpus (replay_corpus), or on USER's
+    model: dict = dataclasses.field(default_factory=dict)  # the model section's overrides
 
 
 FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100}
@@ -79,8 +80,8 @@ SETTINGS = {  # a setting's name -> how it trains (None: not trained)
     "fine-tuned, lr 1e-4": Setting({**FINE_TUNING, "lr": 1e-4, "min_lr": 1e-5}),
     "fine-tuned, lr 5e-4": Setting(FINE_TUNING),
     "fine-tuned, lr 5e-4, keep_teacher 0.5": Setting({**FINE_TUNING, "keep_teacher": 0.5}),
-    "fine-tuned, lr 5e-4, replay": Setting(FINE_TUNING, replay=True),
-    "fine-tuned, lr 1e-3, replay": Setting({**FINE_TUNING, "lr": 1e-3, "min_lr": 1e-4}, True),
+    "fine-tuned, lr 5e-4, replay": Setting(FINE_TUNING, replay="replay"),
+    "fine-tuned, lr 1e-3, replay": Setting({**FINE_TUNING, "lr": 1e-3, "min_lr": 1e-4}, "replay"),
 }
 
 
@@ -90,12 +91,13 @@ def user_corpus(folder: Path) -> dict:
             "train_sources": [{"file": str(folder), "programs": "user"}]}  # fmt: skip
 
 
-def replay_corpus(work: Path) -> dict:
-    """The user's splits as USER wrote them, the replay pairs added to train."""
+def replay_corpus(work: Path, replay: str = "replay") -> dict:
+    """The user's splits as USER wrote them, the replay pairs (<replay>.{lang}) added to
+    train."""
     split = {name: {"file": str(work / f"user_{name}.{{lang}}")} for name in SPLITS}
-    return {"type": "sources", "name": REPLAY, "valid_source": split["valid"],
-            "test_source": split["test"],
-            "train_sources": [split["train"], {"file": str(work / "replay.{lang}")}]}  # fmt: skip
+    pairs = {"file": str(work / f"{replay}.{{lang}}")}
+    return {"type": "sources", "name": f"{USER}_{replay}", "valid_source": split["valid"],
+            "test_source": split["test"], "train_sources": [split["train"], pairs]}  # fmt: skip
 
 
 def config_for(corpus: dict, minutes: float, overrides: dict) -> dict:
@@ -112,22 +114,27 @@ def write_pair(stem: Path, languages: tuple[str, str], sides: tuple[list[str], l
         )
 
 
-def make_replay(work: Path, config: Config, multi30k: Path, count: int) -> int:
-    """The replay corpus: `count` of Multi30k's English training captions (0: as many as the
-    user's training pairs) translated by the start, greedily, beside the user's splits."""
+def make_replay(work: Path, config: Config, english: list[str], replay: str = "replay") -> int:
+    """The replay corpus `replay` (replay_corpus): the `english` lines translated by the start,
+    greedily, beside the user's splits -> how many."""
     languages = (config.corpus.src_lang, config.corpus.tgt_lang)
     for split in SPLITS:
         sides = tuple(read_lines(work / f"data/{USER}/{split}.{side}") for side in ("src", "tgt"))
         write_pair(work / f"user_{split}", languages, sides)
-    english = read_lines(multi30k / "train.en.gz")
-    english = spread(english, count or len(read_lines(work / f"data/{USER}/train.src")))
     greedy = dataclasses.replace(config.decode, beam_size=1)
     engine = load_engine(checkpoint=work / IMPORTED, choice="auto", device="cpu")
     german = translate_texts(engine, Texts(english), greedy).translations
-    write_pair(work / "replay", languages, (english, german))
-    run_module(work, "seq2seq.data", "--config", str(write_config(work, "replay_data", config_for(
-        replay_corpus(work), 0, {}))))  # fmt: skip
+    write_pair(work / replay, languages, (english, german))
+    corpus = config_for(replay_corpus(work, replay), 0, {})
+    run_module(work, "seq2seq.data", "--config", str(write_config(work, f"{replay}_data", corpus)))
     return len(english)
+
+
+def captions(work: Path, multi30k: Path, count: int) -> list[str]:
+    """`count` of Multi30k's English training captions (0: as many as the user's training
+    pairs), spread over them."""
+    english = read_lines(multi30k / "train.en.gz")
+    return spread(english, count or len(read_lines(work / f"data/{USER}/train.src")))
 
 
 def never_seen(folder: Path, config: Config, count: int) -> dict:
@@ -157,26 +164,45 @@ def split_of(sources: Path, references: Path) -> dict:
 
 
 def scores(checkpoint: Path, decoding: DecodeConfig, tests: dict[str, dict]) -> dict:
-    """chrF and BLEU on each test, and placeholders kept on the two software tests."""
+    """chrF and BLEU on each test, empty or bare outputs (placeholders.bare) on all, chrF of
+    the software tests' strings with an accelerator and of the others, and placeholders kept
+    on the two software tests."""
     engine = load_engine(checkpoint=checkpoint, choice="auto", device="cpu")
 
     def translate(sources: list[str], placeholders: str = "protect") -> list[str]:
         settings = dataclasses.replace(decoding, placeholders=placeholders)
         return translate_texts(engine, Texts(sources), settings).translations
 
-    row, pairs = {}, []
+    row, pairs, references, bare_outputs = {}, [], [], 0
     for name, test in tests.items():
         outputs = translate(test["sources"])
         refs = [test["references"]]
         row[f"chrf_{name}"] = round(sacrebleu.corpus_chrf(outputs, refs).score, 1)
         row[f"bleu_{name}"] = round(sacrebleu.corpus_bleu(outputs, refs).score, 2)
+        bare_outputs += sum(map(bare, test["sources"], outputs))
         if name != "original":
             pairs += zip(test["sources"], outputs, strict=True)
-    marked = [source for source, _ in pairs if find(source)]
+            references += test["references"]
+    marked = [source for source, _ in pairs if find(source) or accelerators(source)]
     protected = share_kept(pairs)
     alone = share_kept(zip(marked, translate(marked, "off"), strict=True))
-    return {**row, "kept_protected": [protected.kept, protected.sources],
+    return {**row, "bare": bare_outputs, **accelerated_chrf(pairs, references),
+            "kept_protected": [protected.kept, protected.sources],
             "kept_unprotected": [alone.kept, alone.sources]}  # fmt: skip
+
+
+def accelerated_chrf(pairs: list[tuple[str, str]], references: list[str]) -> dict:
+    """chrF of the outputs whose source has an accelerator, and of the others, with how many."""
+    row = {}
+    for name, wanted in (("accelerated", True), ("plain", False)):
+        chosen = [(output, ref) for (source, output), ref in zip(pairs, references, strict=True)
+                  if bool(unaccelerated(source).accelerator) == wanted]  # fmt: skip
+        outputs, refs = [o for o, _ in chosen], [r for _, r in chosen]
+        row[f"chrf_{name}"] = (
+            round(sacrebleu.corpus_chrf(outputs, [refs]).score, 1) if chosen else None
+        )
+        row[f"strings_{name}"] = len(chosen)
+    return row
 
 
 def train_setting(work: Path, name: str, config: dict) -> tuple[Path, dict]:
@@ -272,13 +298,14 @@ def main(argv: list[str] | None = None) -> None:
     settings = {name: SETTINGS[name] for name in args.settings}
     replayed = 0
     if any(setting and setting.replay for setting in settings.values()):
-        replayed = make_replay(work, data_config, args.multi30k, args.replay)
+        english = captions(work, args.multi30k, args.replay)
+        replayed = make_replay(work, data_config, english)
     rows, checkpoints = [], {}
     for name, setting in settings.items():
         row, checkpoints[name] = {"setting": name}, work / IMPORTED
         if setting is not None:
-            corpus = replay_corpus(work) if setting.replay else user_corpus(folder)
-            config = config_for(corpus, args.minutes, setting.train)
+            corpus = replay_corpus(work, setting.replay) if setting.replay else user_corpus(folder)
+            config = {**config_for(corpus, args.minutes, setting.train), "model": setting.model}
             checkpoints[name], cost = train_setting(work, name, config)
             row.update(cost)
         row.update(scores(checkpoints[name], decoding, tests))

@@ -35,7 +35,7 @@ import torch
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.text.special import BOS, EOS, PAD, first_step, non_output_logits
 
 Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, output ids)
 NONE = float("-inf")  # the score of no beam, or of no hypothesis
@@ -86,6 +86,7 @@ def beam_search(
     scores = torch.full((batch, k), NONE, dtype=dtype, device=device)
     scores[:, 0] = 0.0
     forbidden = non_output_logits(scores, vocab)  # (V,)
+    first = first_step(forbidden)  # EOS too: no output is empty
     history = torch.full((batch, k, longest), PAD, dtype=torch.long, device=device)
     finished = torch.full((batch, k), NONE, dtype=dtype, device=device)
     outputs = history.clone()
@@ -100,6 +101,8 @@ def beam_search(
             outputs_so_far = history[:, :, :step].reshape(batch * k, step)  # (B*K, step)
             logits = logits.masked_fill(repeated_ngrams(outputs_so_far, no_repeat, vocab), NONE)
         log_probs = torch.log_softmax(logits + forbidden, dim=-1)
+        if step == 0:  # after the softmax, as CTranslate2's min_decoding_length
+            log_probs = log_probs + first
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
         # 2K candidates: at most K end (one EOS a beam), so at least K live on
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (B, 2K), best first

@@ -27,6 +27,7 @@ from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
+from seq2seq.text.special import MIN_OUTPUT_PIECES
 from seq2seq.text.vocab import Vocab, read_vocab
 
 
@@ -180,7 +181,7 @@ class CTranslate2Engine:
             length_penalty=decoding.length_penalty,
             no_repeat_ngram_size=decoding.no_repeat_ngram,  # the rule of repeats.py
             max_decoding_length=limit,
-            min_decoding_length=0,
+            min_decoding_length=MIN_OUTPUT_PIECES,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
             return_scores=nbest > 1,
             use_vmap=decoding.vmap,  # the export's vmap.txt, if it has one (vocab_map.py)

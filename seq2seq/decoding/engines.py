@@ -10,7 +10,10 @@ to translations that every command and the service take.
 Each sentence's placeholders (%s, {0}, <b>, [X7X] ...) are kept from the model and put back
 in its translation, each exactly once (decode.placeholders, seq2seq/text/placeholders.py):
 masked in a form both vocabularies spell, else lifted out; a sentence without any goes to
-the model as it is.
+the model as it is. Its accelerator ("_Save", "&Open") is taken out before and put back
+after. No sentence with words is answered with none: the search never ends an output at its
+first piece (special.MIN_OUTPUT_PIECES), and a translation of placeables alone is made again
+with them lifted out (unbared).
 
 Every engine has these members (a new engine is a class with them; nothing that holds one
 asks which one it has):
@@ -50,7 +53,15 @@ from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translat
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
-from seq2seq.text.placeholders import Protected, has_placeables, mask_for
+from seq2seq.text.placeholders import (
+    Accelerated,
+    Protected,
+    bare,
+    has_placeables,
+    mask_for,
+    protect,
+    unaccelerated,
+)
 from seq2seq.text.sentences import Texts
 from seq2seq.text.terms import Term, found_in, shielded, used
 from seq2seq.text.vocab import Vocab
@@ -192,22 +203,29 @@ def translate_texts(
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
     sentences of all the texts are decoded together; no translated sentence spans two lines.
     `terms` (a glossary's entries, source -> target) are followed (seq2seq/text/terms.py)."""
-    each = found_in(texts.sentences, terms) if terms else None
+    keys = [unaccelerated(sentence) for sentence in texts.sentences]
+    if decoding.placeholders != "protect":
+        keys = [Accelerated(sentence, None) for sentence in texts.sentences]
+    plain = [key.text for key in keys]  # without their accelerators
+    each = found_in(plain, terms) if terms else None
     annotate = bool(each) and term_method(engine, decoding) == "annotate"
-    shields = protected(engine, texts.sentences, decoding.placeholders, each, annotate)
+    shields = protected(engine, plain, decoding.placeholders, each, annotate)
     sentences = [shield.source for shield in shields]
     if nbest is None:
         outputs, warnings = engine.translate(sentences, decoding)
-        pairs = zip(shields, outputs, strict=True)
-        lines = [shield.restore(one_line(text)) for shield, text in pairs]
+        lines = [
+            shield.restore(one_line(text)) for shield, text in zip(shields, outputs, strict=True)
+        ]
         if annotate:
-            lines = with_terms(engine, texts.sentences, decoding, each, lines)
+            lines = with_terms(engine, plain, decoding, each, lines)
+        lines = unbared(engine, plain, decoding, lines)
+        lines = [key.restore(line) for key, line in zip(keys, lines, strict=True)]
         translations = texts.joined(lines)
     else:
         ranked, warnings = engine.translate_nbest(sentences, decoding)
         lines = [
-            [(score, shield.restore(one_line(text))) for score, text in best]
-            for shield, best in zip(shields, ranked, strict=True)
+            [(score, key.restore(shield.restore(one_line(text)))) for score, text in best]
+            for key, shield, best in zip(keys, shields, ranked, strict=True)
         ]
         translations = [best[:nbest] for best in texts.nbest(lines)]
     return Translated(translations, texts.warnings(warnings))
@@ -238,6 +256,23 @@ def with_terms(
     outputs = engine.translate([shield.source for shield in shields], decoding).outputs
     lines = list(lines)
     for i, shield, text in zip(missed, shields, outputs, strict=True):
+        lines[i] = shield.restore(one_line(text))
+    return lines
+
+
+def unbared(
+    engine: Engine, sentences: list[str], decoding: DecodeConfig, lines: list[str]
+) -> list[str]:
+    """`lines`, the translations of `sentences`, each that is bare (its placeables alone, where
+    its sentence has words: placeholders.py) translated again with its placeables lifted out:
+    words alone, of which the search answers one piece at least."""
+    again = [i for i, (s, line) in enumerate(zip(sentences, lines, strict=True)) if bare(s, line)]
+    if not again:
+        return lines
+    shields = [protect(sentences[i], None) for i in again]
+    outputs = engine.translate([shield.source for shield in shields], decoding).outputs
+    lines = list(lines)
+    for i, shield, text in zip(again, shields, outputs, strict=True):
         lines[i] = shield.restore(one_line(text))
     return lines
 

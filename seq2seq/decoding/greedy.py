@@ -5,7 +5,8 @@
     repeat: logits = decode(ys, memory)
             ys += argmax(logits[last step])
     until a sentence produces EOS or reaches its length limit,
-      max_len_a * its source length + max_len_b pieces.
+      max_len_a * its source length + max_len_b pieces; EOS is never the first piece (no
+      output is empty: special.first_step).
 
 With `decode.no_repeat_ngram` n > 0, each step's argmax skips the tokens that would repeat an
 n-gram the output already holds (repeats.py): no runaway "salad salad salad ..." loops.
@@ -32,7 +33,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.text.special import BOS, EOS, PAD, first_step, non_output_logits
 
 
 def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:
@@ -77,9 +78,10 @@ def greedy_decode_recompute(
     ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1 + steps)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
+    first = first_step(forbidden)
     for step in range(int(limits.max())):
         logits = model.decode(ys, memory, src_mask)[:, -1]  # the whole prefix, again
-        logits = allowed(logits, forbidden, ys[:, 1:], no_repeat)
+        logits = allowed(logits, forbidden if step else first, ys[:, 1:], no_repeat)
         token = logits.argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
         ys = torch.cat([ys, token[:, None]], dim=1)
         finished |= (token == EOS) | (step + 1 >= limits)
@@ -106,6 +108,7 @@ def greedy_decode_cached(
     batch, longest = src.size(0), int(limits.max())
     outputs = torch.full((batch, longest), PAD, dtype=torch.long, device=src.device)
     forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
+    first = first_step(forbidden)
     rows = torch.arange(batch, device=src.device)  # the batch row of each sentence in the loop
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (b,)
     cache = DecoderCache.empty(len(model.decoder))
@@ -113,7 +116,7 @@ def greedy_decode_cached(
     for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (b, V)
         history = outputs[rows, :step] if no_repeat else None  # (b, step)
-        new = allowed(logits, forbidden, history, no_repeat).argmax(dim=-1)
+        new = allowed(logits, forbidden if step else first, history, no_repeat).argmax(dim=-1)
         new = new.masked_fill(finished, PAD)  # (b,)
         outputs[rows, step] = new
         finished |= (new == EOS) | (step + 1 >= limits)

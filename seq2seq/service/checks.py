@@ -22,7 +22,10 @@ API's status (api.py).
          too_long        q or s past serve.suggestion_chars, or s past 3 len(q) + 20 (a page)
          copy            s is q (normalised: text/suggestions.py), q of COPY_WORDS words or more
                          (shorter ones pass: names and terms that many languages share,
-                         "Abidjan", "Status"; placeables, digits and codes are no words)
+                         "Abidjan", "Status"; placeables, digits and codes are no words), and
+                         the model's translation of q is q too (a copy of a formula, a name or
+                         a code the model translated otherwise is a correction: kept, whatever
+                         language the detector finds in it)
          wrong_language  s of TELLING_WORDS words or more that the service's detector
                          (documents/detection.py), among the pair's two languages, finds in
                          the source language SURE % sure or more
@@ -171,8 +174,11 @@ class SuggestionChecks:
         self.detectors: dict[tuple[str, str], Detector | str] = {}  # a pair's, or why none
         self.lock = threading.Lock()
 
-    def check(self, q: str, s: str, source: str, target: str) -> None:
-        """Raises Unwanted, its reason one of REASONS, unless q -> s may be kept."""
+    def check(
+        self, q: str, s: str, source: str, target: str, translated: str | None = None
+    ) -> None:
+        """Raises Unwanted, its reason one of REASONS, unless q -> s may be kept. `translated`:
+        the model's translation of q (None: not asked; a copy is refused)."""
         for text, name in ((q, "q"), (s, "s")):
             if not text.strip():
                 raise Unwanted(f"'{name}' is empty", "empty")
@@ -182,8 +188,11 @@ class SuggestionChecks:
         if len(s) > 3 * len(q) + 20:
             most = f"3 x {len(q):,} (those of 'q') + 20"
             raise Unwanted(f"'s' has {len(s):,} characters, more than {most}", "too_long")
-        if normalised(s) == normalised(q) and (words := len(lettered(q))) >= COPY_WORDS:
-            raise Unwanted(f"'s' is a copy of 'q', a text of {words} words", "copy")
+        same = normalised(s) == normalised(q)
+        if same and translated is not None and normalised(translated) != normalised(q):
+            return  # corrects the model: a formula, a name, a code, in either language
+        if is_copy(q, s):
+            raise Unwanted(f"'s' is a copy of 'q', a text of {len(lettered(q))} words", "copy")
         detector = self.detector(source, target)
         if isinstance(detector, Detector) and len(s.split()) >= TELLING_WORDS:
             language, sure = detector.detect(s)[0]
@@ -199,6 +208,12 @@ class SuggestionChecks:
             if (source, target) not in self.detectors:
                 self.detectors[source, target] = pair_detector(source, target)
             return self.detectors[source, target]
+
+
+def is_copy(q: str, s: str) -> bool:
+    """Whether `s` is `q` (normalised), a text of COPY_WORDS words or more: a copy, unless the
+    model translated `q` otherwise."""
+    return normalised(s) == normalised(q) and len(lettered(q)) >= COPY_WORDS
 
 
 def lettered(text: str) -> list[str]:

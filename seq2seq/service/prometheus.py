@@ -16,7 +16,8 @@ route, a 404, and nothing below is installed), through the official client, prom
          serve.suggestions)
     each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
       -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
-         seq2seq_decoder_busy_seconds_total {pair, model}, then refresh()
+         seq2seq_decoder_busy_seconds_total {pair, model}, seq2seq_bare_translations_total
+         {pair, model} (texts answered with none of their words: bare_answers), then refresh()
     refresh(), after each batch and at each scrape: the gauges seq2seq_queue_sentences
       {pair, model} (sentences waiting) and seq2seq_models_loaded {pair, model, engine}
     GET /metrics -> Metrics.answer: serve.metrics_auth_token set and not the request's
@@ -58,6 +59,7 @@ from seq2seq.service.checks import REASONS
 from seq2seq.service.core import PAIR, REMEMBERED
 from seq2seq.service.models import Models
 from seq2seq.service.suggest import REFUSED
+from seq2seq.text.placeholders import bare
 
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures
 
@@ -132,6 +134,13 @@ class Metrics:
             by_model,
             registry=into,
         )
+        self.bare = Counter(
+            "seq2seq_bare_translations",
+            "Texts translated to none of their words, empty or their placeables alone (the "
+            "engines' rule keeps it at 0)",
+            by_model,
+            registry=into,
+        )
         self.refused = Counter(
             "seq2seq_suggestions_refused",
             "Suggestions refused (POST /suggest), by why: empty, too_long, copy, wrong_language, "
@@ -186,6 +195,7 @@ class Metrics:
         model = self.owners[batcher]
         self.batches.labels(model.pair, model.name).observe(sum(len(j.sentences) for j in batch))
         self.busy.labels(model.pair, model.name).inc(seconds)
+        self.bare.labels(model.pair, model.name).inc(bare_answers(batch))
         self.refresh()
 
     def refresh(self) -> None:
@@ -245,6 +255,20 @@ class Measure:
             seconds = time.perf_counter() - start
             self.metrics.request_done(route, scope.get(PAIR, ""), status, seconds)
             self.metrics.request_said(scope)
+
+
+def bare_answers(batch: list[Job]) -> int:
+    """How many texts of a batch's answered jobs have a bare translation (text/placeholders.py:
+    none of their words), the best of an n-best."""
+    count = 0
+    for job in batch:
+        future = job.future
+        if job.options is None or not future.done() or future.cancelled() or future.exception():
+            continue
+        for one, answer in zip(job.texts.splits, future.result().translations, strict=True):
+            best = (answer[0][1] if answer else "") if job.options.nbest else answer
+            count += bare(one.join(one.sentences), best)
+    return count
 
 
 def install(routes: list[BaseRoute], models: Models, settings: ServeConfig) -> list[Middleware]:

@@ -8,7 +8,8 @@ answer the same text with from then on (core.py).
       -> flooding: past serve.suggestions_per_hour from one client address, or one API key
          (checks.py's Buckets, one bucket each) -> 429
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
-         the field and why
+         the field and why; s the same as q: the model's translation of q asked first (a
+         copy that corrects it is kept)
       -> kept (text/suggestions.py) -> {"success": true} (503 while an import holds the
          file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
          serve.improve_after, the pair's improvement started when due (improving.py)
@@ -31,7 +32,8 @@ from seq2seq.service.api import (
     key_given,
     text_field,
 )
-from seq2seq.service.checks import Buckets, SuggestionChecks
+from seq2seq.service.batcher import Options
+from seq2seq.service.checks import Buckets, SuggestionChecks, is_copy
 from seq2seq.service.core import Core
 from seq2seq.service.keystore import digest
 from seq2seq.service.refusals import Busy, Slowdown, Unwanted
@@ -66,10 +68,12 @@ class Suggest:
         for text, name in ((q, "'q'"), (s, "'s'")):
             self.core.checks.unicode(text, name)
         source, target = text_field(fields, "source"), text_field(fields, "target")
-        self.core.models.chain(source, target)  # a pair the service lacks: Invalid
+        chain = self.core.models.chain(source, target)  # a pair the service lacks: Invalid
         try:
             self.flooding(request.client.host if request.client else "", key)
-            await asyncio.to_thread(self.keep, q, s, source, target)  # synced to disk
+            copy = is_copy(q, s) and len(q) <= self.settings.suggestion_chars
+            translated = await self.translated(request, chain, q) if copy else None
+            await asyncio.to_thread(self.keep, q, s, source, target, translated)  # synced
         except (Unwanted, Slowdown) as refused:
             reason = refused.reason if isinstance(refused, Unwanted) else "flooding"
             request.scope[REFUSED] = reason
@@ -85,11 +89,16 @@ class Suggest:
         if key:
             self.suggesters.check(f"key {digest(key)}")  # an address is never "key ..."
 
-    def keep(self, q: str, s: str, source: str, target: str) -> None:
+    async def translated(self, request: Request, chain: list, q: str) -> str:
+        """The model's translation of `q` (core.py's decode, its cache first): whether a copy
+        corrects it."""
+        return (await self.core.decode(request, chain, [q], Options(), False)).translations[0]
+
+    def keep(self, q: str, s: str, source: str, target: str, translated: str | None) -> None:
         """(A worker thread: the detector's first use loads it.) The suggestion checked
-        (SuggestionChecks: Unwanted), then kept; Busy if another writer (an import) holds the
-        file past SQLite's wait."""
-        self.wanted.check(q, s, source, target)
+        (SuggestionChecks: Unwanted; `translated`: the model's translation of a copy), then
+        kept; Busy if another writer (an import) holds the file past SQLite's wait."""
+        self.wanted.check(q, s, source, target, translated)
         try:
             self.suggestions.add(q, s, source, target)
         except sqlite3.OperationalError as error:

@@ -15,7 +15,9 @@ Duplicates (one string in many catalogs, or in two contexts with one translation
 cleaning's, as for any source: its `duplicate` rule keeps the first, per split.
 
 A newline inside an entry is written as the two characters \\n (as a PO file writes it): the
-corpus files hold one pair a line.
+corpus files hold one pair a line. A pair's accelerator ("_Save" / "_Speichern") is taken out
+of both sides, as translation takes it out of a request (text/placeholders.py,
+accelerator_free): the model learns the words, and the mark goes back after translation.
 
 A folder source with hold_out (seq2seq/options.py, Source) gives its valid and test splits
 whole catalogs, chosen by a hash of their paths (`held_out`), so that the scores are on
@@ -33,6 +35,7 @@ from pathlib import Path
 from seq2seq.text.catalog_formats import FORMATS, SUFFIXES, Pair, Reader, Skipped
 from seq2seq.text.cleaning import keyed_hash
 from seq2seq.text.parallel import SPLITS, CorpusError
+from seq2seq.text.placeholders import accelerator_free
 
 
 def is_catalog(path: str | Path) -> bool:
@@ -79,7 +82,7 @@ def read_catalogs(
     `skipped`. languages: corpus.src_lang, tgt_lang."""
     for path in paths:
         for source, target in catalog_reader(path)(path, languages, skipped):
-            yield one_line(source), one_line(target)
+            yield accelerator_free(one_line(source), one_line(target))
 
 
 def catalog_reader(path: Path) -> Reader:

@@ -32,8 +32,26 @@ href="...">), entities (&amp; &#39;), escapes as catalogs write them (a literal 
 line breaks (in a text not split into its sentences), and Weblate's masks [X<n>X]. A lone
 "{", "50%", "a < b" and a tab are text.
 
+Accelerators are not placeables: the mark of a menu item's access key (GTK's "_Save", Qt's,
+KDE's and Windows' "&Open", LibreOffice's "~Open"; at a word's start, not R&D, snake_case nor
+an e-mail's _name@) is taken out of the text, so the model translates plain words, and put back
+in the translation, one in and one out (Accelerated):
+
+    "Save &As"  -> unaccelerated: "Save As", the mark & on "A" of word 2 of 2
+    ... "Speichern unter" ...
+    -> Accelerated.restore: marks the model wrote itself dropped, then & before the mark's
+       letter in the output's word at the same share of its words ("unter": no "a"), else
+       before that word's first letter, else before the output's first letter
+                                                 "Speichern &unter"
+
+Training reads catalogs the same way (text/catalogs.py: accelerator_free drops the mark from
+both sides of a pair, the target's wherever it stands, "Spei_chern" too), so the model never
+sees at translation a form it did not see in training.
+
 kept(source, output) says whether every placeable of the source is in the output as many times
-as in the source; share_kept() counts it over pairs (the metric of issue 53).
+as in the source (and its accelerator once); share_kept() counts it over pairs (the metric of
+issue 53); bare(source, output) whether an output holds none of its source's words, nothing but
+placeables or nothing at all (what no engine may answer: engines.py).
 """
 
 import math
@@ -55,12 +73,17 @@ PATTERNS = {  # kind -> regex; the first that matches at a place wins
     "qt": r"(?<!%)%L?[1-9]\d?(?!\d)",
     "tag": r"</?[A-Za-z][\w:.-]*(?:\s+[^<>]*?)?\s*/?>",
     "entity": r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#\d{1,7}|#x[0-9A-Fa-f]{1,6});",
-    "accelerator": r"(?<![\w&/.\\-])[&_](?=[^\W\d_])(?!\S*@)",  # not in an e-mail address
     "escape": r"\\[ntr]",
     "break": r"\r\n|[\n\r]",  # a tab is white space
 }
 PLACEABLE = re.compile("|".join(f"(?P<{kind}>{regex})" for kind, regex in PATTERNS.items()))
 WORD = re.compile(r"\w+")
+LETTERS = re.compile(r"[^\W\d_]+")
+ENTITY = re.compile(PATTERNS["entity"])
+# an accelerator: a mark at a word's start before a letter, not in an e-mail address nor an
+# entity's "&amp;"; ACCELERATOR_ANYWHERE: a translation's, which may stand inside its word
+ACCELERATOR = re.compile(r"(?<![\w&/.\\~-])[&_~](?=[^\W\d_])(?!\S*@)")
+ACCELERATOR_ANYWHERE = re.compile(r"\(\s*[&_~](\w)\s*\)|[&_~](?=[^\W_])")
 SPACES = re.compile(r"\s*")
 MARKS = re.compile(r"\s*[^\w\s]*")  # punctuation after a word
 MASKS = ("[X{}X]",)  # the forms tried, in order; the first the vocabularies spell is used
@@ -322,6 +345,104 @@ def protect(text: str, mask: str | None, placeables: list[Placeable] | None = No
     return Protected(text, " ".join(apply(text, edits).split()), found, None)
 
 
+class Accelerator(NamedTuple):
+    """A text's access key: its mark, the letter it marks, and where its word stands."""
+
+    mark: str  # & _ ~
+    letter: str
+    share: float  # of the text's words (placeables aside), those before the marked one
+
+
+def accelerators(text: str) -> list[re.Match]:
+    """The accelerator marks of `text` (an entity's & aside)."""
+    entities = {entity.start() for entity in ENTITY.finditer(text)}
+    return [m for m in ACCELERATOR.finditer(text) if m.start() not in entities]
+
+
+def words_of(text: str) -> list[re.Match]:
+    """The words of letters of `text` that no placeable holds ("b" of "<b>" is none)."""
+    spans = [(p.start, p.end) for p in find(text)]
+    return [word for word in LETTERS.finditer(text) if not inside(word.start(), spans)]
+
+
+class Accelerated(NamedTuple):
+    """A text without its accelerator, as the model gets it, and what puts the accelerator
+    back in the translation."""
+
+    text: str
+    accelerator: Accelerator | None  # None: the text had none, or several (then as it was)
+
+    def restore(self, output: str) -> str:
+        """`output` with the accelerator once: the marks the model wrote itself dropped, then
+        the mark before its letter in the output's word at the same share of the words, else
+        before that word's first letter, else before the output's first letter."""
+        if self.accelerator is None:
+            return output
+        mark, letter, share = self.accelerator
+        output = self.own_marks_dropped(output, mark)
+        words = words_of(output)
+        if not words:
+            return mark + output
+        word = words[min(math.floor(share * len(words) + 0.5), len(words) - 1)]
+        position = word.start() + max(word.group().lower().find(letter.lower()), 0)
+        return output[:position] + mark + output[position:]
+
+    def own_marks_dropped(self, output: str, mark: str) -> str:
+        """`output` without the marks `mark` the model wrote itself ("Lä_rm", a bare "_"), but
+        in a word the source has too (its snake_case names)."""
+        kept = set(self.text.split())
+        own = [m for m in marks(output, mark) if word_around(output, m.start()) not in kept]
+        own += re.finditer(rf"(?<!\S){re.escape(mark)}(?!\S)", output)
+        return " ".join(
+            apply(output, [(*m.span(), "") for m in sorted(own, key=re.Match.start)]).split()
+        )
+
+
+def word_around(text: str, position: int) -> str:
+    """The run of non-space characters of `text` that holds `position`."""
+    return re.search(r"\S*\Z", text[:position]).group() + re.match(r"\S*", text[position:]).group()
+
+
+def unaccelerated(text: str) -> Accelerated:
+    """`text` without its accelerator (one mark: several are not a label's access key, and
+    stay as they are), and the accelerator."""
+    found = accelerators(text)
+    if len(found) != 1:
+        return Accelerated(text, None)
+    at = found[0].start()
+    plain = text[:at] + text[at + 1 :]
+    words = words_of(plain)
+    index = next((i for i, word in enumerate(words) if word.end() > at), 0)
+    return Accelerated(plain, Accelerator(text[at], text[at + 1], index / max(len(words), 1)))
+
+
+def accelerator_free(source: str, target: str) -> tuple[str, str]:
+    """A catalog's pair as the model learns it: without the source's accelerator and the
+    target's (the first of the same mark, wherever it stands: "Spei_chern", "保存(_S)"); a
+    pair whose source has none, or several, as it is."""
+    plain = unaccelerated(source)
+    if plain.accelerator is None:
+        return source, target
+    for mark in marks(target, plain.accelerator.mark)[:1]:
+        start = len(target[: mark.start()].rstrip()) if mark.group(1) else mark.start()
+        return plain.text, target[:start] + target[mark.end() :]
+    return plain.text, target
+
+
+def marks(text: str, mark: str) -> list[re.Match]:
+    """The accelerator marks `mark` of a translation, wherever they stand (an entity's &
+    aside)."""
+    entities = {entity.start() for entity in ENTITY.finditer(text)}
+    found = ACCELERATOR_ANYWHERE.finditer(text)
+    return [m for m in found if mark in m.group() and m.start() not in entities]
+
+
+def bare(source: str, output: str) -> bool:
+    """Whether `output` holds no word (of letters, placeables aside) where `source` holds one:
+    empty, or its placeables alone."""
+    return bool(words_of(source)) and not words_of(output)
+
+
 class Kept(NamedTuple):
     """How many outputs kept every placeable of their source, of those whose source has one."""
 
@@ -334,13 +455,17 @@ class Kept(NamedTuple):
 
 
 def kept(source: str, output: str, kinds: Iterable[str] | None = None) -> bool | None:
-    """Whether `output` has each placeable of `source` (of `kinds`: all if None) exactly as
-    many times as `source` has it; None if `source` has none."""
+    """Whether `output` has each placeable of `source` (of `kinds`: all if None; "accelerator"
+    among them) exactly as many times as `source` has it; None if `source` has none."""
     wanted = Counter(p.text for p in find(source) if kinds is None or p.kind in kinds)
-    if not wanted:
+    accelerator = unaccelerated(source).accelerator
+    if kinds is not None and "accelerator" not in kinds:
+        accelerator = None
+    if not wanted and accelerator is None:
         return None
     got = Counter(p.text for p in find(output))
-    return all(got[text] == count for text, count in wanted.items())
+    once = accelerator is None or len(marks(output, accelerator.mark)) == 1
+    return once and all(got[text] == count for text, count in wanted.items())
 
 
 def share_kept(pairs: Iterable[tuple[str, str]], kinds: Iterable[str] | None = None) -> Kept:

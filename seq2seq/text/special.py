@@ -21,3 +21,15 @@ def non_output_logits(like, vocab_size: int):
     for banned in (PAD, BOS):  # fill_: on a GPU, `row[i] = x` would wait for a host copy
         row[banned].fill_(float("-inf"))
     return row
+
+
+# No output may be empty: EOS is no output's first piece (CTranslate2's min_decoding_length,
+# which its engines pass; greedy.py and beam.py forbid it at the first step alike).
+MIN_OUTPUT_PIECES = 1
+
+
+def first_step(row):
+    """The (V,) row of non_output_logits for an output's first piece: EOS at -inf too."""
+    row = row.clone()
+    row[EOS].fill_(float("-inf"))
+    return row

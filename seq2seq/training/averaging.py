@@ -36,17 +36,21 @@ from seq2seq.training.validation import quality, validate
 METRIC_NAMES = {"exact_match": "exact match", "bleu": "BLEU", "loss": "loss"}
 
 
-def average_weights(weights: Iterable[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+def average_weights(
+    weights: Iterable[dict[str, torch.Tensor]], shares: list[float] | None = None
+) -> dict[str, torch.Tensor]:
     """The mean of each floating weight over the state dicts `weights` (read one at a time,
-    so that only one is in memory besides the sums); the other entries of the last one."""
+    so that only one is in memory besides the sums), or with `shares` (one each, summing to
+    1) their weighted mean; the other entries of the last one."""
     sums: dict[str, torch.Tensor] = {}
     count, newest = 0, {}
     for newest in weights:
+        share = 1.0 if shares is None else shares[count] * len(shares)
         count += 1
         for name, weight in newest.items():
             if weight.is_floating_point():
                 total = sums.setdefault(name, torch.zeros_like(weight, dtype=torch.float64))
-                total += weight.double()
+                total += weight.double() * share
     return {
         name: (sums[name] / count).to(weight.dtype) if name in sums else weight
         for name, weight in newest.items()
@@ -54,11 +58,13 @@ def average_weights(weights: Iterable[dict[str, torch.Tensor]]) -> dict[str, tor
 
 
 def average_checkpoints(
-    paths: list[Path], config: Config, vocabs: tuple[Vocab, Vocab], like: str
-) -> tuple[dict[str, torch.Tensor], list[int | None]]:
-    """The averaged weights of the checkpoint files `paths` (oldest first) and the step of
-    each. Every one must hold the model of `config` on `vocabs`, those of `like` (a file):
-    else an error naming the first that does not."""
+    paths: list[Path], config: Config, vocabs: tuple[Vocab, Vocab], like: str,
+    shares: list[float] | None = None,
+) -> tuple[dict[str, torch.Tensor], list[int | None]]:  # fmt: skip
+    """The averaged weights of the checkpoint files `paths` (oldest first; with `shares`,
+    weighted: average_weights) and the step of each. Every one must hold the model of
+    `config` on `vocabs`, those of `like` (a file): else an error naming the first that does
+    not."""
     steps = []
 
     def each():
@@ -68,7 +74,7 @@ def average_checkpoints(
             steps.append(state["info"].get("step"))
             yield state["model"]
 
-    return average_weights(each()), steps
+    return average_weights(each(), shares), steps
 
 
 def check_same_model(

@@ -10,9 +10,11 @@ import torch
 
 from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG
+from seq2seq.text.special import EOS
 from seq2seq.training.metrics import exact_match, sacrebleu_scores
 
 from helpers import assert_same_or_tied, greedy_ids
@@ -199,3 +201,29 @@ def test_an_int8_export_leaves_the_models_weights_as_they_were(
     export_ctranslate2(checkpoint, tmp_path / "int8", "int8")
     after = checkpoint.model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
+def test_no_engine_answers_an_empty_output_and_both_score_it_alike(
+    trained_numbers_checkpoint, tmp_path
+):
+    """A model that puts EOS first at every step (its last norm gives one output, EOS's row
+    of the generator): no output is empty, greedy or beam, ours and CTranslate2's
+    (min_decoding_length), and their scores agree: EOS is forbidden after the softmax."""
+    checkpoint = copy.deepcopy(trained_numbers_checkpoint[0])
+    norm, generator = checkpoint.model.decoder_norm, checkpoint.model.generator
+    with torch.no_grad():
+        norm.weight.zero_()
+        norm.bias.copy_(generator.weight[EOS] * 10 / generator.weight[EOS].norm())
+    export_ctranslate2(checkpoint, tmp_path / "eos")
+    sources = ["one is one", "three hundred and five is seven"]
+    theirs = CTranslate2Engine.load(tmp_path / "eos", compute_type="float32")
+    decoding = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
+    greedy = TorchEngine(checkpoint).translate(sources, decoding).outputs
+    assert all(greedy) and greedy == theirs.translate(sources, decoding).outputs
+    beam = dataclasses.replace(decoding, beam_size=4)
+    ours = TorchEngine(checkpoint).translate_nbest(sources, beam).outputs
+    for our, their in zip(ours, theirs.translate_nbest(sources, beam).outputs, strict=True):
+        assert our[0][1] and our[0][1] == their[0][1]
+        assert our[0][0] == pytest.approx(their[0][0], abs=1e-3)

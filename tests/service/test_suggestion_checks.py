@@ -30,10 +30,12 @@ def suggestion_checks(most: int) -> SuggestionChecks:
     return SuggestionChecks(most)  # each pair's detector made once (a second)
 
 
-def refusal(q: str, s: str, pair=("en", "de"), most: int = 3000) -> tuple[str, str] | None:
+def refusal(
+    q: str, s: str, pair=("en", "de"), most: int = 3000, translated: str | None = None
+) -> tuple[str, str] | None:
     """(reason, message) of the checks' refusal, or None where q -> s is kept."""
     try:
-        suggestion_checks(most).check(q, s, *pair)
+        suggestion_checks(most).check(q, s, *pair, translated)
     except Unwanted as unwanted:
         return unwanted.reason, str(unwanted)
     return None
@@ -58,6 +60,13 @@ def test_a_copy_is_refused_unless_the_pair_leaves_such_a_text_as_it_is():
     for same in ("Abidjan", "San Salvador", "%s: %d", "10x15 cm", "<b>%s</b> 42 {0}"):
         assert refusal(same, same) is None, same  # names, terms, placeables, digits
     assert refusal("Open the file now", "Die Datei jetzt öffnen") is None
+    # a formula, a name or a code the model translated otherwise: a correction
+    formula = "sin x + cos y"
+    assert refusal(formula, formula, translated=formula) == (
+        "copy",
+        "'s' is a copy of 'q', a text of 4 words",
+    )
+    assert refusal(formula, formula, translated="Sünde x + cos y") is None
 
 
 def test_a_suggestion_the_detector_finds_in_the_source_language_is_refused():
@@ -127,6 +136,11 @@ def test_suggest_refuses_each_with_a_400_naming_why_and_counts_it(
     monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1000.0))
     model = TorchEngine(trained_numbers_checkpoint[0])
     kept = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db"), "metrics": True}
+
+    async def left_as_it_is(self, request, chain, q):  # the model's translation of a copy
+        return q
+
+    monkeypatch.setattr(Suggest, "translated", left_as_it_is)
     with running(model, suggestions_per_hour=6, suggestion_chars=100, **GERMAN, **kept) as server:
         assert refused_counts(server.url) == dict.fromkeys(REASONS, 0)  # there from the start
         assert suggest(server.url) == (200, "")
@@ -141,6 +155,20 @@ def test_suggest_refuses_each_with_a_400_naming_why_and_counts_it(
         assert suggest(server.url)[0] == 429
         counts = refused_counts(server.url)
     assert counts == {**dict.fromkeys(REASONS, 1), "too_long": 1}
+
+
+def test_suggest_keeps_a_copy_that_corrects_the_models_translation(
+    trained_numbers_checkpoint, tmp_path
+):
+    """A formula the numbers model translates (into digits): its copy is the correction."""
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    kept = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db"), "memory": True}
+    formula = "x = y + z"
+    with running(model, **GERMAN, **kept) as server:
+        asked = {"q": formula, "source": "en", "target": "de"}
+        assert call(server.url, "POST", "/translate", asked)[1]["translatedText"] != formula
+        assert suggest(server.url, q=formula, s=formula) == (200, "")
+        assert call(server.url, "POST", "/translate", asked)[1]["translatedText"] == formula
 
 
 def test_the_texts_answered_from_the_memory_are_counted_by_pair(

@@ -6,7 +6,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from seq2seq.options import VocabConfig
-from seq2seq.text.placeholders import find, kept, mask_for, protect, share_kept
+from seq2seq.text.placeholders import (
+    accelerator_free,
+    bare,
+    find,
+    kept,
+    mask_for,
+    protect,
+    share_kept,
+    unaccelerated,
+)
 from seq2seq.text.vocab import train_vocab
 
 # (string, the placeables found in it), from gettext, Qt, GTK, .NET, ICU and Weblate catalogs
@@ -19,9 +28,9 @@ FOUND = [
     ("Welcome {user.name}, {count} items, {name!r}, {0,-10}, {}", None),
     ("{count, plural, one {# file} other {# files}} selected", None),
     ("Copying %1 to %2 (%L3 left)", ["%1", "%2", "%L3"]),
-    ("&Open", ["&"]),
-    ("Save &As...", ["&"]),
-    ("_File", ["_"]),
+    ("&Open", []),  # accelerators are taken out apart (unaccelerated, below)
+    ("Save &As...", []),
+    ("_File", []),
     ("Click <b>here</b> or <a href=\"https://example.org/a_b\">there</a><br/>",
      ['<b>', '</b>', '<a href="https://example.org/a_b">', "</a>", "<br/>"]),
     ("Tom &amp; Jerry &#39;s", ["&amp;", "&#39;"]),
@@ -82,20 +91,13 @@ def test_placeables_the_model_writes_itself_are_dropped_and_glued_ones_stay_glue
     assert protected.source == "Close transactions.[X0X]You might also commit."
     output = "Transaktionen zu \\nschließen.[X0X]Auch \\n bestätigen."
     assert protected.restore(output) == "Transaktionen zu schließen.\\nAuch bestätigen."
-    # an accelerator at the start is glued to its word, wherever the model put a space
-    assert (
-        protect("_View Attributes", MASK).restore("[X0X] Attribute anzeigen")
-        == "_Attribute anzeigen"
-    )
 
 
 def test_lifted_placeables_go_back_at_their_anchors():
     cases = {  # source -> (what the model gets, its output, the restored output)
         "[X0X] three is three [X19X]": ("three is three", "3 la 3", "[X0X] 3 la 3 [X19X]"),
         "Delete <b>%s</b>?": ("Delete?", "Löschen?", "Löschen <b>%s</b>?"),
-        "Save &As": ("Save As", "Speichern unter", "Speichern &unter"),
         "<b>three</b> is three": ("three is three", "3 la 3", "<b>3</b> la 3"),
-        "_File": ("File", "Datei", "_Datei"),
         "%s": ("", "", "%s"),
     }
     for text, (source, output, restored) in cases.items():
@@ -171,3 +173,45 @@ def test_the_mask_is_one_both_vocabularies_spell_else_none():
     chars = VocabConfig(model_type="char")
     spelled = train_vocab(["[X0123456789X] one two"] * 50, 40, chars)
     assert mask_for(spelled, spelled) == MASK and mask_for(spelled, words) is None
+
+
+ACCELERATED = {  # source -> (what the model gets, its output, the translation given back)
+    "_Save": ("Save", "Speichern", "_Speichern"),  # the same letter
+    "Save &As": ("Save As", "Speichern unter", "Speichern &unter"),  # no "a": the first letter
+    "~Open": ("Open", "Öffnen", "~Öffnen"),  # LibreOffice's mark
+    "_Noise": ("Noise", "Lä_rm", "_Lärm"),  # the model's own mark dropped first
+    "Open <b>_File</b>": ("Open <b>File</b>", "Öffne <b>Datei</b>", "Öffne <b>_Datei</b>"),
+    "&Open %s": ("Open %s", "%s öffnen", "%s &öffnen"),  # "s" of %s is no word
+    # not a label's access key: as it is, and its output as the model wrote it
+    "R&D and snake_case": ("R&D and snake_case", "F&E", "F&E"),
+    "_one and _two": ("_one and _two", "x", "x"),
+    "Tom &amp; Jerry": ("Tom &amp; Jerry", "Tom &amp; Jerry", "Tom &amp; Jerry"),
+    "mail _admin@example.org": ("mail _admin@example.org", "x", "x"),
+}
+
+
+@pytest.mark.parametrize("text", ACCELERATED)
+def test_an_accelerator_is_taken_out_and_put_back_once(text):
+    model_gets, output, given_back = ACCELERATED[text]
+    accelerated = unaccelerated(text)
+    assert (accelerated.text, accelerated.restore(output)) == (model_gets, given_back)
+
+
+def test_a_catalogs_pair_loses_its_accelerator_on_both_sides_as_training_reads_it():
+    assert accelerator_free("_Save", "Spei_chern") == ("Save", "Speichern")  # inside a word
+    assert accelerator_free("_Save", "保存(_S)") == ("Save", "保存")  # CJK's form
+    assert accelerator_free("&Open", "Tom &amp; &Öffnen") == ("Open", "Tom &amp; Öffnen")
+    assert accelerator_free("snake_case", "snake_case") == ("snake_case", "snake_case")
+    assert accelerator_free("_Save", "Speichern") == ("Save", "Speichern")
+
+
+@given(st.sampled_from(["_", "&", "~"]), st.lists(OUTPUT_WORDS, max_size=8))
+def test_whatever_the_model_writes_the_accelerator_comes_back_once(mark, out):
+    restored = unaccelerated(f"Open {mark}the file").restore(" ".join(out))
+    assert restored.count(mark) == 1
+    assert kept(f"Open {mark}the file", restored) or not any(map(str.isalpha, out))
+
+
+def test_an_empty_or_bare_output_is_told_apart():
+    assert bare("Noise", "") and bare("Delete %s", "%s") and bare("_Noise", "_")
+    assert not bare("%s", "") and not bare("Noise", "Rauschen") and not bare("", "")
