@@ -312,9 +312,14 @@ bench-learn: $(DEV)
 # against itself and a model trained from scratch for the same time: chrF and BLEU on programs
 # never seen (the `held_out` programs) and on the user's programs' newer strings, Multi30k
 # BLEU, placeholders kept, minutes, peak RSS -> benchmarks/results/adapt.{json,md} (60 minutes
-# a run: ARGS="--minutes 15" for less; ARGS="--settings ..." for some).
+# a run: ARGS="--minutes 15" for less; ARGS="--settings ..." for some); then the single-program
+# case: one program's catalog alone, each fine-tune alone and mixed with the stand-in, empty or
+# bare outputs, strings with accelerators apart -> benchmarks/results/adapt_program.{json,md}
+# (10 minutes a run: PROGRAM_ARGS="--minutes 15").
+PROGRAM_ARGS ?= --minutes 10
 bench-adapt: $(DEV)
 	$(PYTHON) -m benchmarks.adapt.target $(ARGS)
+	$(PYTHON) -m benchmarks.adapt.program $(PROGRAM_ARGS)
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

@@ -306,9 +306,10 @@ class DecodeConfig:
     # auto: bf16 autocast on a GPU with bf16 tensor cores, fp16 on older GPUs, fp32 elsewhere
     # (seq2seq/support/device.py); fp32 gives CTranslate2's float32 outputs exactly
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    # protect: placeholders and markup (%s %1$s {0} %1 &Open <b> \n [X7X] ...) are kept from
-    # the model and put back in its output, each exactly once (seq2seq/text/placeholders.py);
-    # a text without any goes to the model as it is | off: translated as text
+    # protect: placeholders and markup (%s %1$s {0} %1 <b> \n [X7X] ...) and an accelerator
+    # (&Open, _Save) are kept from the model and put back in its output, each exactly once
+    # (seq2seq/text/placeholders.py); a text without any goes to the model as it is | off:
+    # translated as text
     placeholders: Literal["protect", "off"] = "protect"
     # CTranslate2's type for the weights (default: the model's own, as saved) | auto: for a
     # checkpoint decoded from its export, the fastest type whose BLEU on the first validation

@@ -10,6 +10,8 @@ exactness.py   make bench-adapt-import: a real package imported, its outputs aga
                CTranslate2's on the same package (float32 and int8)
 target.py      make bench-adapt: that package fine-tuned on software catalogs, against itself
                and a model trained from scratch, each way of keeping what it knew
+program.py     make bench-adapt's single-program case: the package fine-tuned on one program's
+               catalog alone, each fine-tune alone and mixed with the package (WiSE-FT)
 served.py      a fine-tuned model packaged and served by LibreTranslate and by ours, their
                answers compared (target.py's last step)
 terms.py       make bench-terms: glossaries followed by the stand-in as it is and taught

@@ -14,8 +14,8 @@ one program's catalog alone, as that program's translator would, then mixed with
         train has: Multi30k's training captions (docs/adapt.md's), or half of them and half
         the `base` programs' English strings (software the package knew)
     each setting (SETTINGS): seq2seq.train for --minutes, best.pt by valid BLEU on the
-        program's own valid split
-      -> mixed with the start, weights (1 - a) and a for each a of MIXES (seq2seq.average
+        program's own valid split (a row: the fine-tune alone)
+      -> mixed with the start (a row), weights (1 - a) and a for each a of MIXES (seq2seq.average
          --weights): the a with the best chrF on the program's valid split of those within
          GENERAL_LOSS chrF of the start on the general strings and MULTI30K_LOSS BLEU on the
          captions (a = 1: the fine-tune as it is)
@@ -140,9 +140,9 @@ def table(results: dict) -> str:
              f"valid, {d['newer']:,} newer); programs never seen: {d['never_seen']:,} strings "
              f"of the {d['never_seen_programs']} held-out programs; {d['accelerated']:,} of the "
              f"software test strings have an accelerator. Replays: {d['replay']:,} lines each. "
-             f"Each fine-tune's row: its best.pt mixed with the start (WiSE-FT) at the weight "
-             f"that the validation sets chose ({VALID} of the program's strings, {GENERAL} of "
-             f"the base programs' and of Multi30k's validation captions; at most "
+             f"Each fine-tune alone (its best.pt), then mixed with the start (WiSE-FT) at the "
+             f"weight that the validation sets chose ({VALID} of the program's strings, "
+             f"{GENERAL} of the base programs' and of Multi30k's validation captions; at most "
              f"{GENERAL_LOSS} chrF and {MULTI30K_LOSS} BLEU lost there). Beam "
              f"{results['beam']}; {results['minutes']} minutes a run; "
              + common.on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
@@ -191,17 +191,19 @@ def main(argv: list[str] | None = None) -> None:
         make_replay(work, data, lines, name)
     rows = []
     for name in args.settings:
-        setting, row = SETTINGS[name], {"setting": name}
-        checkpoint = work / IMPORTED
-        if setting is not None:
-            corpus = replay_corpus(work, setting.replay)
-            config = {**config_for(corpus, args.minutes, setting.train), "model": setting.model}
-            tuned, cost = train_setting(work, name, config)
-            checkpoint, row["mix"], row["validation"] = mixed(work, name, tuned, decoding, valid)
-            row.update(cost)
-        row.update(scores(checkpoint, decoding, tests))
-        rows.append(row)
-        print(row, flush=True)
+        setting = SETTINGS[name]
+        if setting is None:
+            rows.append({"setting": name, **scores(work / IMPORTED, decoding, tests)})
+            continue
+        corpus = replay_corpus(work, setting.replay)
+        config = {**config_for(corpus, args.minutes, setting.train), "model": setting.model}
+        tuned, cost = train_setting(work, name, config)
+        alone = {"setting": name, "mix": 1.0, **cost, **scores(tuned, decoding, tests)}
+        checkpoint, share, tried = mixed(work, name, tuned, decoding, valid)
+        measured = alone if checkpoint == tuned else scores(checkpoint, decoding, tests)
+        rows += [alone, {**alone, **measured, "setting": f"{name}, mixed with the start",
+                         "mix": share, "validation": tried}]  # fmt: skip
+        print(rows[-2:], flush=True)
     facts = {"program": args.program, "strings": strings, "newer": len(newer["sources"]),
              "valid": VALID, "train": count, "never_seen": len(tests["never_seen"]["sources"]),
              "never_seen_programs": len(tests["never_seen"]["programs"]), "replay": count,

@@ -14,7 +14,9 @@
         kept in the export (runs/<experiment>/best.ct2/compute_type.json: the figures, the
         choice, the machine and the checkpoint's checksum), so measured once per checkpoint
         and machine: a new checkpoint gets a new export, measured again
-      no validation split to read (a checkpoint moved from where it was trained): as default
+      no validation split to read (a checkpoint moved from where it was trained, a package
+      imported): int8 if the package it came from was (checkpoint info's origin), else as
+      default
       an export or an Argos package given with --model: as default
     the weights an export saves (`weights_type`: export ctranslate2 and argos, --quantization
     auto, the default): the same measures on this CPU -> int8 where int8's BLEU is within
@@ -76,15 +78,18 @@ def given_type(compute_type: str) -> ComputeType:
 
 
 def checkpoint_type(
-    folder: Path, config: Config, decoding: DecodeConfig, device: str
+    folder: Path, config: Config, decoding: DecodeConfig, device: str, origin: dict
 ) -> ComputeType:
     """The compute type of a checkpoint's export in `folder` (its config `config`, decoding
-    with `decoding`, on `device`): the one decode.compute_type names, or auto's choice,
-    measured the first time and kept in the export."""
+    with `decoding`, on `device`; `origin`: what its info says it came from): the one
+    decode.compute_type names, or auto's choice, measured the first time and kept in the
+    export."""
     if decoding.compute_type != "auto":
         return ComputeType(decoding.compute_type, AS_SET)
     bound = decoding.compute_type_bleu_loss
     found = measures(folder, config, device, bound)
+    if found is None and origin.get("quantization") == "int8":
+        return ComputeType("int8", f"auto: {no_validation(config)}; int8 as its package was")
     if found is None:
         return ComputeType("default", f"auto: {no_validation(config)}, as saved")
     within = f"within {bound} BLEU of float32 on {found.sentences} validation sentences"

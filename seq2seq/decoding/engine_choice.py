@@ -97,7 +97,8 @@ def engine_of(
         warn(f"cannot cache the CTranslate2 export of {path} ({error}): the torch engine decodes")
         return ours
     decoding = decoding_in_force(ours.config.decode, decode, choice, path)
-    kind = checkpoint_type(folder, ours.config, decoding, ours.device)
+    origin = ours.checkpoint.info.get("origin", {})
+    kind = checkpoint_type(folder, ours.config, decoding, ours.device, origin)
     fast = CTranslate2Engine.load(folder, ours.device, *kind)
     return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
 

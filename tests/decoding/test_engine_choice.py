@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from seq2seq.checkpoint import load_checkpoint, save_checkpoint
 from seq2seq.config import Config
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import load_engine
@@ -140,3 +141,19 @@ def test_a_model_to_serve_is_named_by_name_equals_path_else_by_its_experiment(tm
     missing = tmp_path / "missing.pt"
     with pytest.raises(UserError, match=f"^no trained model at {re.escape(str(missing))}$"):
         load_models([f"tuned={missing}"], Config(), "auto", "cpu")
+
+
+def test_a_checkpoint_from_an_int8_package_decodes_int8_where_nothing_is_measured(
+    checkpoint, monkeypatch
+):
+    """No validation split to measure on (an imported package's): its package's type, int8,
+    not float32 four times slower; a float32 package's stays as saved."""
+    monkeypatch.chdir(checkpoint.parent)  # no data/ here
+    loaded = load_checkpoint(checkpoint)
+    for quantization, expected in (("int8", "int8"), ("float32", "float32")):
+        info = {**loaded.info, "origin": {"name": "x.argosmodel", "quantization": quantization}}
+        vocabs = (loaded.src_vocab, loaded.tgt_vocab)
+        save_checkpoint(checkpoint, loaded.config, loaded.model, *vocabs, info)
+        facts = load_engine(checkpoint=checkpoint, choice="ctranslate2").facts()
+        kind, why = facts["compute_type"].split(" ", 1)  # int8: int8_float32 on a CPU
+        assert kind.startswith(expected) and why.startswith("(auto: no validation split")

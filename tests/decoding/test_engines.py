@@ -78,3 +78,14 @@ def test_an_annotated_translation_that_lacks_its_term_is_translated_again_masked
     annotate = dataclasses.replace(engine.config.decode, terms="annotate")
     (out,) = translate_texts(engine, Texts(["four is four"]), annotate, terms={"four": "VIER"})[0]
     assert out.split().count("VIER") == 2
+
+
+def test_the_model_translates_a_label_without_its_accelerator_which_comes_back_once(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])
+    protect = dataclasses.replace(engine.config.decode, placeholders="protect")
+    off = dataclasses.replace(engine.config.decode, placeholders="off")
+    (plain,) = translate_texts(engine, Texts(["seven is seven"]), off).translations
+    (marked,) = translate_texts(engine, Texts(["_seven is seven"]), protect).translations
+    assert marked.replace("_", "", 1) == plain and marked.count("_") == 1

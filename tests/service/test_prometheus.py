@@ -13,8 +13,10 @@ from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.service.process import stop_server
-from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service.prometheus import SHARED, Measure, SizedFiles
+from seq2seq.decoding.engines import TorchEngine, Translated
+from seq2seq.service.batcher import Job, Options
+from seq2seq.service.prometheus import SHARED, Measure, SizedFiles, bare_answers
+from seq2seq.text.sentences import Texts
 
 from helpers import HANG, call, running, spawned_workers, start_workers, wait_until
 
@@ -95,6 +97,7 @@ def test_the_counts_move_by_what_was_sent(measured):
     assert change[("seq2seq_batch_sentences_bucket", ("le", "1.0"), *by_model)] == 2
     assert change[("seq2seq_decoder_busy_seconds_total", *by_model)] > 0
     assert after[("seq2seq_queue_sentences", *by_model)] == 0
+    assert after[("seq2seq_bare_translations_total", *by_model)] == 0  # the engines' rule
     assert after[("seq2seq_models_loaded", ("engine", "torch"), *by_model)] == 1
     counted = {key for key, value in change.items() if key[0] == ERRORS and value}
     assert counted == {errors("/translate", 400), errors("other", 404)}
@@ -187,3 +190,16 @@ def test_a_workers_file_not_yet_sized_is_passed_over_not_a_failed_scrape(tmp_pat
     with pytest.raises(Exception, match="unpack"):
         list(multiprocess.MultiProcessCollector(None, path=str(tmp_path)).collect())
     assert list(SizedFiles(None, path=str(tmp_path)).collect()) == []
+
+
+def test_a_batchs_bare_translations_are_counted_text_by_text():
+    """Texts answered with none of their words, empty or their placeholders alone; the best
+    of an n-best; a job cancelled or failed counts nothing."""
+    answered = Job(Texts(["Noise", "Delete %s", "%s", "Open"]), Options())
+    answered.future.set_result(Translated(["", "%s", "", "Öffnen"], [[]] * 4))
+    ranked = Job(Texts(["Noise"]), Options(nbest=2))
+    ranked.future.set_result(Translated([[(-0.1, "%s"), (-0.2, "Rauschen")]], [[]]))
+    failed, cancelled = Job(Texts(["Noise"]), Options()), Job(Texts(["Noise"]), Options())
+    failed.future.set_exception(RuntimeError("the model failed"))
+    cancelled.future.cancel()
+    assert bare_answers([answered, ranked, failed, cancelled]) == 3

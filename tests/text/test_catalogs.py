@@ -438,3 +438,16 @@ def test_make_data_on_a_folder_of_catalogs(tmp_path, monkeypatch, capsys):
     assert "corpus data/catalogs/: train 12, valid 3, test 9 pairs" in out
     assert "(locale/de/LC_MESSAGES, 4 catalogs): 36 pairs read (4 entries skipped: 4 header)" in out
     assert (tmp_path / "data/catalogs/train.src").read_text().count("\n") == 12
+
+
+def test_a_pairs_accelerator_is_taken_out_of_both_sides_as_translation_takes_it(tmp_path):
+    """What the model learns is what it is shown at translation (placeholders.unaccelerated):
+    the words, the mark wherever the translator put it dropped."""
+    write_po(tmp_path / "gtk.po", [
+        polib.POEntry(msgid="_Save", msgstr="Spei_chern"),
+        polib.POEntry(msgid="Save &As", msgstr="Speichern &unter"),
+        polib.POEntry(msgid="snake_case", msgstr="snake_case"),
+    ])  # fmt: skip
+    assert read(tmp_path / "gtk.po")[0] == [
+        ("Save", "Speichern"), ("Save As", "Speichern unter"), ("snake_case", "snake_case"),
+    ]  # fmt: skip
