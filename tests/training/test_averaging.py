@@ -189,6 +189,23 @@ def test_the_command_averages_the_checkpoints_it_is_given(seed_run, tmp_path, ca
     assert load_checkpoint(out).info["averaged_steps"] == steps
 
 
+def test_a_weighted_mean_mixes_a_fine_tune_with_its_start(seed_run, tmp_path, capsys):
+    """WiSE-FT: --weights (1 - a) a, a weighted mean of each weight; one per checkpoint,
+    summing to 1, or a usage error."""
+    best, last, out = seed_run / "best.pt", seed_run / "last.pt", tmp_path / "mixed.pt"
+    average.main([str(out), str(best), str(last), "--weights", "0.25", "0.75"])
+    start, tuned, mixed = weights(best), weights(last), weights(out)
+    for name, weight in mixed.items():
+        if weight.is_floating_point():
+            expected = (start[name].double() * 0.25 + tuned[name].double() * 0.75).float()
+            assert torch.allclose(weight, expected, atol=1e-6), name
+    assert load_checkpoint(out).info["averaged_shares"] == [0.25, 0.75]
+    for wrong in (["0.5"], ["0.5", "0.6"]):
+        with pytest.raises(SystemExit):
+            average.main([str(out), str(best), str(last), "--weights", *wrong])
+    assert "--weights: one per checkpoint (2), summing to 1" in capsys.readouterr().err
+
+
 def test_help_names_the_command_as_it_is_typed(capsys):
     with pytest.raises(SystemExit) as exit_:
         average.main(["--help"])
