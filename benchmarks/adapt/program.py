@@ -20,11 +20,12 @@ one program's catalog alone, as that program's translator would, then mixed with
          GENERAL_LOSS chrF of the start on the general strings and MULTI30K_LOSS BLEU on the
          captions (a = 1: the fine-tune as it is)
     each model (target.scores, beam 4): the newer strings, the programs never seen (the
-        `held_out` group), Multi30k's test; empty or bare outputs; chrF of the strings with
-        an accelerator and of the others
+        `held_out` group), Multi30k's test; empty or bare outputs; LABELS short strings of the
+        programs never seen with an accelerator and without (labels)
 """
 
 import dataclasses
+import re
 from pathlib import Path
 
 import sacrebleu
@@ -57,6 +58,7 @@ from seq2seq.text.sentences import Texts
 
 OUT = common.RESULTS / "adapt_program"
 VALID, GENERAL = 300, 300  # strings of the program's valid split; of each general set
+LABELS = 300  # labels of the programs never seen, with an accelerator and without
 MIXES = (0.25, 0.5, 0.75, 1.0)  # the fine-tune's weight in a mix with the start
 GENERAL_LOSS, MULTI30K_LOSS = 0.5, 1.0  # what a mix may lose against the start, at most
 FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100}
@@ -83,6 +85,18 @@ def software(folder: Path, languages: tuple[str, str], count: int, skip: int) ->
                                                       languages, {})))  # fmt: skip
     chosen = spread(pairs, count + skip)[skip:]
     return {"sources": [s for s, _ in chosen], "references": [t for _, t in chosen]}
+
+
+def labels(never_seen_all: dict, count: int) -> tuple[dict, dict]:
+    """`count` labels of the programs never seen (1 to 4 words, letters only), as they are and
+    with a GTK accelerator before the first letter of source and reference: the same strings
+    with an accelerator and without (this system's catalogs hold too few with one)."""
+    pairs = [(s, t) for s, t in zip(never_seen_all["sources"], never_seen_all["references"],
+                                    strict=True)
+             if re.fullmatch(r"[A-Za-z]+( [A-Za-z]+){0,3}", s) and t[:1].isalpha()]  # fmt: skip
+    chosen = spread(pairs, count)
+    plain = {"sources": [s for s, _ in chosen], "references": [t for _, t in chosen]}
+    return plain, {key: ["_" + text for text in texts] for key, texts in plain.items()}
 
 
 def chrf(engine, decoding: DecodeConfig, test: dict) -> float:
@@ -126,20 +140,21 @@ def table(results: dict) -> str:
     rows = []
     for row in results["rows"]:
         tests = [f"{row[f'chrf_{t}']} / {row[f'bleu_{t}']}" for t in ("newer", "never_seen")]
-        accelerated = f"{row['chrf_accelerated']} / {row['chrf_plain']}"
+        accelerated = f"{row['chrf_labels_marked']} / {row['chrf_labels']}"
         mix = "-" if row.get("mix") is None else row["mix"]
         rows.append([row["setting"], *tests, row["bleu_original"], row["bare"], accelerated,
                      mix, row.get("steps", "-"), row.get("minutes", "-")])  # fmt: skip
     header = ["model", "the program's newer strings, chrF / BLEU",
               "programs never seen, chrF / BLEU", "Multi30k BLEU", "empty or bare outputs",
-              "chrF with an accelerator / without", "fine-tune's weight in the mix", "steps",
-              "minutes"]  # fmt: skip
+              "labels' chrF with an accelerator / without", "fine-tune's weight in the mix",
+              "steps", "minutes"]  # fmt: skip
     d = results["data"]
     notes = [f"The start: {results['package']} ({results['start']}). The program: "
              f"{d['program']} ({d['strings']:,} strings: {d['train']:,} train, {d['valid']:,} "
              f"valid, {d['newer']:,} newer); programs never seen: {d['never_seen']:,} strings "
-             f"of the {d['never_seen_programs']} held-out programs; {d['accelerated']:,} of the "
-             f"software test strings have an accelerator. Replays: {d['replay']:,} lines each. "
+             f"of the {d['never_seen_programs']} held-out programs; labels: {LABELS} of theirs "
+             f"(1 to 4 words), as they are and with an accelerator before their first letter "
+             f"(source and reference). Replays: {d['replay']:,} lines each. "
              f"Each fine-tune alone (its best.pt), then mixed with the start (WiSE-FT) at the "
              f"weight that the validation sets chose ({VALID} of the program's strings, "
              f"{GENERAL} of the base programs' and of Multi30k's validation captions; at most "
@@ -174,10 +189,12 @@ def main(argv: list[str] | None = None) -> None:
     languages = (data.corpus.src_lang, data.corpus.tgt_lang)
     decoding = dataclasses.replace(data.decode, beam_size=args.beam)
     newer = split_of(*(work / f"data/{USER}/test.{side}" for side in ("src", "tgt")))
+    plain, marked = labels(never_seen(folder, data, 0), LABELS)
     tests = {"newer": {k: spread(v, args.test_strings) for k, v in newer.items()},
              "never_seen": never_seen(folder, data, args.test_strings),
              "original": split_of(*(args.multi30k / f"test_2016_flickr.{lang}.gz"
-                                    for lang in ("en", "de")))}  # fmt: skip
+                                    for lang in ("en", "de"))),
+             "labels": plain, "labels_marked": marked}  # fmt: skip
     captions_valid = split_of(*(args.multi30k / f"val.{lang}.gz" for lang in ("en", "de")))
     valid = {"program": split_of(*(work / f"data/{USER}/valid.{side}" for side in ("src", "tgt"))),
              "general": software(folder, languages, GENERAL, 0),
@@ -194,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
         setting = SETTINGS[name]
         if setting is None:
             rows.append({"setting": name, **scores(work / IMPORTED, decoding, tests)})
+            print(rows[-1], flush=True)
             continue
         corpus = replay_corpus(work, setting.replay)
         config = {**config_for(corpus, args.minutes, setting.train), "model": setting.model}
@@ -204,10 +222,10 @@ def main(argv: list[str] | None = None) -> None:
         rows += [alone, {**alone, **measured, "setting": f"{name}, mixed with the start",
                          "mix": share, "validation": tried}]  # fmt: skip
         print(rows[-2:], flush=True)
+    never = tests["never_seen"]
     facts = {"program": args.program, "strings": strings, "newer": len(newer["sources"]),
-             "valid": VALID, "train": count, "never_seen": len(tests["never_seen"]["sources"]),
-             "never_seen_programs": len(tests["never_seen"]["programs"]), "replay": count,
-             "accelerated": rows[0]["strings_accelerated"]}  # fmt: skip
+             "valid": VALID, "train": count, "never_seen": len(never["sources"]),
+             "never_seen_programs": len(never["programs"]), "replay": count}  # fmt: skip
     shown = package.relative_to(common.ROOT) if package.is_relative_to(common.ROOT) else package
     results = {"machine": common.machine(), "package": str(shown),
                "start": start_facts(work / IMPORTED), "minutes": args.minutes, "beam": args.beam,

@@ -12,8 +12,9 @@ in its translation, each exactly once (decode.placeholders, seq2seq/text/placeho
 masked in a form both vocabularies spell, else lifted out; a sentence without any goes to
 the model as it is. Its accelerator ("_Save", "&Open") is taken out before and put back
 after. No sentence with words is answered with none: the search never ends an output at its
-first piece (special.MIN_OUTPUT_PIECES), and a translation of placeables alone is made again
-with them lifted out (unbared).
+first piece (special.MIN_OUTPUT_PIECES), a translation of placeables alone (or of no word) is
+made again with them lifted out, and one still without a word is the sentence itself, with a
+warning (unbared).
 
 Every engine has these members (a new engine is a class with them; nothing that holds one
 asks which one it has):
@@ -218,7 +219,7 @@ def translate_texts(
         ]
         if annotate:
             lines = with_terms(engine, plain, decoding, each, lines)
-        lines = unbared(engine, plain, decoding, lines)
+        lines = unbared(engine, plain, decoding, lines, warnings)
         lines = [key.restore(line) for key, line in zip(keys, lines, strict=True)]
         translations = texts.joined(lines)
     else:
@@ -261,11 +262,12 @@ def with_terms(
 
 
 def unbared(
-    engine: Engine, sentences: list[str], decoding: DecodeConfig, lines: list[str]
-) -> list[str]:
-    """`lines`, the translations of `sentences`, each that is bare (its placeables alone, where
-    its sentence has words: placeholders.py) translated again with its placeables lifted out:
-    words alone, of which the search answers one piece at least."""
+    engine: Engine, sentences: list[str], decoding: DecodeConfig, lines: list[str],
+    warnings: list[list[str]],
+) -> list[str]:  # fmt: skip
+    """`lines`, the translations of `sentences`, each that is bare (none of its sentence's
+    words: placeholders.bare) translated again with its placeables lifted out, words alone;
+    one still bare is its sentence itself, untranslated, which its `warnings` say."""
     again = [i for i, (s, line) in enumerate(zip(sentences, lines, strict=True)) if bare(s, line)]
     if not again:
         return lines
@@ -274,7 +276,13 @@ def unbared(
     lines = list(lines)
     for i, shield, text in zip(again, shields, outputs, strict=True):
         lines[i] = shield.restore(one_line(text))
+        if bare(sentences[i], lines[i]):
+            lines[i] = sentences[i]
+            warnings[i] = [*warnings[i], UNTRANSLATED]  # lists an engine may share
     return lines
+
+
+UNTRANSLATED = "the model gave none of its words: given back untranslated"
 
 
 def protected(

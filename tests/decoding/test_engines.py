@@ -4,7 +4,8 @@ white space, n-best lists cut, warnings gathered text by text."""
 
 import dataclasses
 
-from seq2seq.decoding.engines import TorchEngine, translate_texts
+from seq2seq.config import config_from_dict
+from seq2seq.decoding.engines import UNTRANSLATED, TorchEngine, Translations, translate_texts
 from seq2seq.text.sentences import Texts
 
 
@@ -89,3 +90,25 @@ def test_the_model_translates_a_label_without_its_accelerator_which_comes_back_o
     (plain,) = translate_texts(engine, Texts(["seven is seven"]), off).translations
     (marked,) = translate_texts(engine, Texts(["_seven is seven"]), protect).translations
     assert marked.replace("_", "", 1) == plain and marked.count("_") == 1
+
+
+class Dotting:
+    """A stand-in engine that answers every sentence with a full stop: no word."""
+
+    config = config_from_dict({})
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def translate(self, sentences: list[str], decoding) -> Translations:
+        self.calls.append(list(sentences))
+        return Translations(["."] * len(sentences), [[]] * len(sentences))
+
+
+def test_a_translation_without_a_word_is_made_again_then_given_back_untranslated():
+    engine = Dotting()
+    texts = Texts(["Middle English (1100-1500)", "1500", "Save"])  # "1500": no word to give
+    translated = translate_texts(engine, texts, engine.config.decode)
+    assert translated.translations == ["Middle English (1100-1500)", ".", "Save"]
+    assert translated.warnings == [[UNTRANSLATED], [], [UNTRANSLATED]]
+    assert engine.calls[1] == ["Middle English (1100-1500)", "Save"]  # the second try
