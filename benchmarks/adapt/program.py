@@ -8,8 +8,9 @@ one program's catalog alone, as that program's translator would, then mixed with
     PACKAGE (runs/standin_en_de/en_de.int8.argosmodel) --import_model--> imported/best.pt
     the program's catalog, of the `user` group (DIR/<program>.mo) --seq2seq.data-->
         train (80% of its strings; valid, VALID of them, split off it), newer strings (20%)
-    what must not be lost, apart from every test: GENERAL strings of the `base` programs
-        (software the package knew) and Multi30k's first GENERAL validation captions
+    what must not be lost, apart from every test: GENERAL strings of the other `user` programs
+        (software neither the package nor the fine-tune read) and Multi30k's first GENERAL
+        validation captions
     replays (REPLAYS), the package's own greedy translations of as many English lines as
         train has: Multi30k's training captions (docs/adapt.md's), or half of them and half
         the `base` programs' English strings (software the package knew)
@@ -25,6 +26,7 @@ one program's catalog alone, as that program's translator would, then mixed with
 """
 
 import dataclasses
+import itertools
 import re
 from pathlib import Path
 
@@ -64,11 +66,9 @@ GENERAL_LOSS, MULTI30K_LOSS = 0.5, 1.0  # what a mix may lose against the start,
 FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100}
 SETTINGS = {  # a setting's name -> how it trains, and on which replay (None: not trained)
     "imported": None,
-    "as docs/adapt.md said: dropout 0, caption replay": Setting(
-        FINE_TUNING, "captions", {"dropout": 0.0}
-    ),
-    "dropout 0.1, caption replay": Setting(FINE_TUNING, "captions"),
-    "dropout 0.1, software and caption replay": Setting(FINE_TUNING, "software"),
+    "as docs/adapt.md said: dropout 0, caption replay": Setting(FINE_TUNING, "captions"),
+    "dropout 0.1, caption replay": Setting(FINE_TUNING, "captions", {"dropout": 0.1}),
+    "dropout 0.1, software and caption replay": Setting(FINE_TUNING, "software", {"dropout": 0.1}),
 }
 
 
@@ -78,12 +78,12 @@ def program_corpus(catalog: Path, strings: int) -> dict:
             "train_sources": [{"file": str(catalog)}]}  # fmt: skip
 
 
-def software(folder: Path, languages: tuple[str, str], count: int, skip: int) -> dict:
-    """`count` of the `base` programs' pairs, spread over them, after the first `skip` of such a
-    spread (the general strings and the replay's are others)."""
-    pairs = list(dict.fromkeys(catalogs.read_catalogs(catalogs.catalog_files(folder, "base"),
-                                                      languages, {})))  # fmt: skip
-    chosen = spread(pairs, count + skip)[skip:]
+def software(paths: list[Path], languages: tuple[str, str], count: int) -> dict:
+    """`count` pairs of these catalogs, each once, taken from each program in turn (a large
+    one, a list of language names, is not most of them)."""
+    each = [list(dict.fromkeys(catalogs.read_catalogs([path], languages, {}))) for path in paths]
+    turns = (pair for turn in itertools.zip_longest(*each) for pair in turn if pair)
+    chosen = list(itertools.islice(dict.fromkeys(turns), count))
     return {"sources": [s for s, _ in chosen], "references": [t for _, t in chosen]}
 
 
@@ -157,7 +157,8 @@ def table(results: dict) -> str:
              f"(source and reference). Replays: {d['replay']:,} lines each. "
              f"Each fine-tune alone (its best.pt), then mixed with the start (WiSE-FT) at the "
              f"weight that the validation sets chose ({VALID} of the program's strings, "
-             f"{GENERAL} of the base programs' and of Multi30k's validation captions; at most "
+             f"{GENERAL} of the other user programs' and of Multi30k's validation captions; at "
+             f"most "
              f"{GENERAL_LOSS} chrF and {MULTI30K_LOSS} BLEU lost there). Beam "
              f"{results['beam']}; {results['minutes']} minutes a run; "
              + common.on_machine(results["machine"], "make bench-adapt")]  # fmt: skip
@@ -195,15 +196,16 @@ def main(argv: list[str] | None = None) -> None:
              "original": split_of(*(args.multi30k / f"test_2016_flickr.{lang}.gz"
                                     for lang in ("en", "de"))),
              "labels": plain, "labels_marked": marked}  # fmt: skip
+    others = [path for path in catalogs.catalog_files(folder, "user") if path != catalog]
+    base = catalogs.catalog_files(folder, "base")
     captions_valid = split_of(*(args.multi30k / f"val.{lang}.gz" for lang in ("en", "de")))
     valid = {"program": split_of(*(work / f"data/{USER}/valid.{side}" for side in ("src", "tgt"))),
-             "general": software(folder, languages, GENERAL, 0),
+             "general": software(others, languages, GENERAL),
              "captions": {k: v[:GENERAL] for k, v in captions_valid.items()}}  # fmt: skip
     count = len(read_lines(work / f"data/{USER}/train.src"))
     english = captions(work, args.multi30k, count)
-    replays = {"captions": english,
-               "software": english[: count // 2] + software(folder, languages, count - count // 2,
-                                                            GENERAL)["sources"]}  # fmt: skip
+    known = software(base, languages, count - count // 2)["sources"]
+    replays = {"captions": english, "software": english[: count // 2] + known}
     for name, lines in replays.items():
         make_replay(work, data, lines, name)
     rows = []

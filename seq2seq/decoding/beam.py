@@ -100,9 +100,8 @@ def beam_search(
         if no_repeat:  # before the softmax, as CTranslate2 does it
             outputs_so_far = history[:, :, :step].reshape(batch * k, step)  # (B*K, step)
             logits = logits.masked_fill(repeated_ngrams(outputs_so_far, no_repeat, vocab), NONE)
-        log_probs = torch.log_softmax(logits + forbidden, dim=-1)
-        if step == 0:  # after the softmax, as CTranslate2's min_decoding_length
-            log_probs = log_probs + first
+        # EOS too at the first step, before the softmax, as CTranslate2's min_decoding_length
+        log_probs = torch.log_softmax(logits + (forbidden if step else first), dim=-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, K*V)
         # 2K candidates: at most K end (one EOS a beam), so at least K live on
         top_scores, top_ids = candidates.topk(2 * k, dim=1)  # (B, 2K), best first

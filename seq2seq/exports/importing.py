@@ -310,21 +310,19 @@ def stored_types(stored: StoredModel) -> dict[str, int]:
 # stand-in package's fine-tunes (make bench-adapt, docs/adapt.md), not the toolkit's 2e-3 of a
 # model trained from nothing, which wipes out what the package knew.
 FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100, "best_metric": "bleu"}
-# A package says nothing of dropout (an inference setting, 0): a fine-tune gets this one.
-FINE_TUNING_DROPOUT = 0.1
 
 
 def our_config(model_cfg: ModelConfig, metadata: dict, origin: str, joint: bool) -> Config:
     """The experiment config of an imported model: its languages (the package's pair), its
-    model settings (its dropout, a fine-tune's: FINE_TUNING_DROPOUT), a fine-tune's schedule
-    (FINE_TUNING), and Argos Translate's decoding (beam 4, length penalty 0.2)."""
+    model settings, a fine-tune's schedule (FINE_TUNING), and Argos Translate's decoding (beam
+    4, length penalty 0.2)."""
     src_lang, tgt_lang = metadata.get("from_code", "src"), metadata.get("to_code", "tgt")
     name = f"{src_lang}_{tgt_lang}_imported"
     raw = {
         "experiment": name,
         "corpus": {"type": "imported", "name": name, "src_lang": src_lang, "tgt_lang": tgt_lang},
         "vocab": {"joint": joint},
-        "model": {**vars(model_cfg), "dropout": model_cfg.dropout or FINE_TUNING_DROPOUT},
+        "model": dict(vars(model_cfg)),
         "train": FINE_TUNING,
         "decode": {"beam_size": BEAM_SIZE, "length_penalty": LENGTH_PENALTY},
     }

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from benchmarks.adapt import exactness, laptop, learn, target, terms
+from benchmarks.adapt import exactness, laptop, learn, program, target, terms
 from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
@@ -103,6 +103,7 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "peers": report.markdown,
     "peers_multi30k_de_en": report.markdown,
     "adapt": target.table,
+    "adapt_program": program.table,
     "adapt_laptop": laptop.table,
     "adapt_import": exactness.table,
     "terms": terms.table,

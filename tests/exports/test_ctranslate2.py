@@ -210,7 +210,7 @@ def test_no_engine_answers_an_empty_output_and_both_score_it_alike(
 ):
     """A model that puts EOS first at every step (its last norm gives one output, EOS's row
     of the generator): no output is empty, greedy or beam, ours and CTranslate2's
-    (min_decoding_length), and their scores agree: EOS is forbidden after the softmax."""
+    (min_decoding_length), and their scores agree: EOS is forbidden before the softmax."""
     checkpoint = copy.deepcopy(trained_numbers_checkpoint[0])
     norm, generator = checkpoint.model.decoder_norm, checkpoint.model.generator
     with torch.no_grad():
