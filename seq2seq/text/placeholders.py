@@ -50,8 +50,8 @@ sees at translation a form it did not see in training.
 
 kept(source, output) says whether every placeable of the source is in the output as many times
 as in the source (and its accelerator once); share_kept() counts it over pairs (the metric of
-issue 53); bare(source, output) whether an output holds none of its source's words, nothing but
-placeables or nothing at all (what no engine may answer: engines.py).
+issue 53); bare(source, output) whether an output holds no letter or digit where its source
+does: nothing, placeables or marks alone (what no engine may answer: engines.py).
 """
 
 import math
@@ -438,9 +438,14 @@ def marks(text: str, mark: str) -> list[re.Match]:
 
 
 def bare(source: str, output: str) -> bool:
-    """Whether `output` holds no word (of letters, placeables aside) where `source` holds one:
-    empty, or its placeables alone."""
-    return bool(words_of(source)) and not words_of(output)
+    """Whether `output` holds no letter or digit (placeables aside) where `source` holds one:
+    empty, its placeables alone, or marks alone ("_", ".")."""
+    return bool(alphanumeric(source)) and not alphanumeric(output)
+
+
+def alphanumeric(text: str) -> str:
+    """The letters and digits of `text` that no placeable holds."""
+    return "".join(re.findall(r"[^\W_]", blank(text, [(p.start, p.end) for p in find(text)])))
 
 
 class Kept(NamedTuple):

@@ -97,10 +97,12 @@ def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
 
 @torch.no_grad()
 def sequence_log_prob(model: Transformer, src: torch.Tensor, output: list[int], eos: bool) -> float:
-    """log P(output [+ EOS] | src) by teacher forcing, PAD and BOS excluded as in decoding."""
+    """log P(output [+ EOS] | src) by teacher forcing, PAD and BOS excluded as in decoding,
+    and EOS at the first step (no output is empty)."""
     tgt_in = torch.tensor([[BOS, *output]])
     logits = model(src, tgt_in)[0].double()
     logits[:, [PAD, BOS]] = float("-inf")
+    logits[0, EOS] = float("-inf")
     log_probs = torch.log_softmax(logits, dim=-1)
     targets = [*output, EOS] if eos else output
     return float(sum(log_probs[i, t] for i, t in enumerate(targets)))

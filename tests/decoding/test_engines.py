@@ -107,8 +107,8 @@ class Dotting:
 
 def test_a_translation_without_a_word_is_made_again_then_given_back_untranslated():
     engine = Dotting()
-    texts = Texts(["Middle English (1100-1500)", "1500", "Save"])  # "1500": no word to give
+    texts = Texts(["Middle English (1100-1500)", "—", "Save"])  # "—": nothing to give
     translated = translate_texts(engine, texts, engine.config.decode)
-    assert translated.translations == ["Middle English (1100-1500)", ".", "Save"]
+    assert translated.translations == ["Middle English (1100-1500)", ".", "Save"]  # "." kept
     assert translated.warnings == [[UNTRANSLATED], [], [UNTRANSLATED]]
     assert engine.calls[1] == ["Middle English (1100-1500)", "Save"]  # the second try

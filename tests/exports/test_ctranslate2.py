@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from seq2seq.decoding.batches import search_sources
+from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
@@ -81,7 +81,12 @@ def test_float32_export_decodes_our_beam_outputs(
     near_ties = {i for other in rounded_otherwise for i, o in enumerate(other) if o != ours[i]}
     assert len(near_ties) <= 10
     theirs = ctranslate2_ids(out_dir, sources, decoding)
-    assert {i for i, t in enumerate(theirs) if t != ours[i]} <= near_ties
+    differ = {i for i, t in enumerate(theirs) if t != ours[i]} - near_ties
+    # or whose two best hypotheses our search scores within rounding (4e-7 apart seen at 1
+    # thread: CTranslate2's batch took the second)
+    for i in differ:
+        (best, second, *_) = nbest_of_sources(checkpoint.model, [ids[i]], decoding)[0]
+        assert best[0] - second[0] < 1e-5, f"sentence {i}: not a near-tie"
 
 
 @pytest.mark.same_outputs

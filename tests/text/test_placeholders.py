@@ -215,3 +215,4 @@ def test_whatever_the_model_writes_the_accelerator_comes_back_once(mark, out):
 def test_an_empty_or_bare_output_is_told_apart():
     assert bare("Noise", "") and bare("Delete %s", "%s") and bare("_Noise", "_")
     assert not bare("%s", "") and not bare("Noise", "Rauschen") and not bare("", "")
+    assert bare("Noise", ".") and not bare("three is three", "3")  # digits are a translation
