@@ -99,22 +99,19 @@ def labels(never_seen_all: dict, count: int) -> tuple[dict, dict]:
     return plain, {key: ["_" + text for text in texts] for key, texts in plain.items()}
 
 
-def chrf(engine, decoding: DecodeConfig, test: dict) -> float:
+def metric(score, engine, decoding: DecodeConfig, test: dict) -> float:
+    """sacreBLEU's `score` (corpus_chrf, corpus_bleu) of `engine`'s translations of `test`."""
     outputs = translate_texts(engine, Texts(test["sources"]), decoding).translations
-    return sacrebleu.corpus_chrf(outputs, [test["references"]]).score
-
-
-def bleu(engine, decoding: DecodeConfig, test: dict) -> float:
-    outputs = translate_texts(engine, Texts(test["sources"]), decoding).translations
-    return sacrebleu.corpus_bleu(outputs, [test["references"]]).score
+    return score(outputs, [test["references"]]).score
 
 
 def validation(checkpoint: Path, decoding: DecodeConfig, valid: dict) -> dict:
     """chrF on the program's valid split and the general strings, BLEU on the captions."""
     engine = load_engine(checkpoint=checkpoint, choice="auto", device="cpu")
-    return {"program": chrf(engine, decoding, valid["program"]),
-            "general": chrf(engine, decoding, valid["general"]),
-            "captions": bleu(engine, decoding, valid["captions"])}  # fmt: skip
+    chrf, bleu = sacrebleu.corpus_chrf, sacrebleu.corpus_bleu
+    return {"program": metric(chrf, engine, decoding, valid["program"]),
+            "general": metric(chrf, engine, decoding, valid["general"]),
+            "captions": metric(bleu, engine, decoding, valid["captions"])}  # fmt: skip
 
 
 def mixed(work: Path, name: str, tuned: Path, decoding: DecodeConfig, valid: dict) -> tuple:

@@ -204,9 +204,8 @@ def translate_texts(
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
     sentences of all the texts are decoded together; no translated sentence spans two lines.
     `terms` (a glossary's entries, source -> target) are followed (seq2seq/text/terms.py)."""
-    keys = [unaccelerated(sentence) for sentence in texts.sentences]
-    if decoding.placeholders != "protect":
-        keys = [Accelerated(sentence, None) for sentence in texts.sentences]
+    protecting = decoding.placeholders == "protect"
+    keys = [unaccelerated(s) if protecting else Accelerated(s, None) for s in texts.sentences]
     plain = [key.text for key in keys]  # without their accelerators
     each = found_in(plain, terms) if terms else None
     annotate = bool(each) and term_method(engine, decoding) == "annotate"
@@ -265,8 +264,8 @@ def unbared(
     engine: Engine, sentences: list[str], decoding: DecodeConfig, lines: list[str],
     warnings: list[list[str]],
 ) -> list[str]:  # fmt: skip
-    """`lines`, the translations of `sentences`, each that is bare (none of its sentence's
-    words: placeholders.bare) translated again with its placeables lifted out, words alone;
+    """`lines`, the translations of `sentences`, each that is bare (no letter or digit where
+    its sentence has one: placeholders.bare) translated again with its placeables lifted out;
     one still bare is its sentence itself, untranslated, which its `warnings` say."""
     again = [i for i, (s, line) in enumerate(zip(sentences, lines, strict=True)) if bare(s, line)]
     if not again:

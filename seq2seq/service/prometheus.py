@@ -17,7 +17,7 @@ route, a 404, and nothing below is installed), through the official client, prom
     each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
       -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
          seq2seq_decoder_busy_seconds_total {pair, model}, seq2seq_bare_translations_total
-         {pair, model} (texts answered with none of their words: bare_answers), then refresh()
+         {pair, model} (texts answered with no letter or digit: bare_answers), then refresh()
     refresh(), after each batch and at each scrape: the gauges seq2seq_queue_sentences
       {pair, model} (sentences waiting) and seq2seq_models_loaded {pair, model, engine}
     GET /metrics -> Metrics.answer: serve.metrics_auth_token set and not the request's
@@ -136,7 +136,7 @@ class Metrics:
         )
         self.bare = Counter(
             "seq2seq_bare_translations",
-            "Texts translated to none of their words, empty or their placeables alone (the "
+            "Texts translated to no letter or digit, empty or their placeables alone (the "
             "engines' rule keeps it at 0)",
             by_model,
             registry=into,
@@ -259,7 +259,7 @@ class Measure:
 
 def bare_answers(batch: list[Job]) -> int:
     """How many texts of a batch's answered jobs have a bare translation (text/placeholders.py:
-    none of their words), the best of an n-best."""
+    no letter or digit where the text has one), the best of an n-best."""
     count = 0
     for job in batch:
         future = job.future
