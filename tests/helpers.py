@@ -18,7 +18,7 @@ import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
@@ -300,9 +300,16 @@ def read_address(process: subprocess.Popen) -> str:
 
 
 def spawned_workers(pid: int) -> set[int]:
-    """The worker processes of the service `pid` (spawned by multiprocessing)."""
-    return {p for p in family(pid) if p != pid
-            and b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()}  # fmt: skip
+    """The worker processes of the service `pid` (spawned by multiprocessing) still running."""
+    return {p for p in family(pid) if p != pid and b"spawn_main" in command_line(p)}
+
+
+def command_line(pid: int) -> bytes:
+    """The command line of a process; empty once it has ended (a worker may die between the
+    listing of /proc and this read)."""
+    with suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b""
 
 
 def start_workers(seed_run: Path, *overrides: str) -> tuple[subprocess.Popen, str]:

@@ -2,6 +2,7 @@
 that names it, concurrent requests share batches, and its page works in a real browser."""
 
 import asyncio
+import contextlib
 import dataclasses
 import http.client
 import json
@@ -589,7 +590,8 @@ def test_a_worker_dying_as_it_starts_again_and_again_stops_the_service(seed_run)
         killed: set[int] = set()
         while process.poll() is None:
             for new in spawned_workers(process.pid) - killed:
-                os.kill(new, signal.SIGKILL)  # a spawned Python, still importing
+                with contextlib.suppress(ProcessLookupError):  # it ended on its own
+                    os.kill(new, signal.SIGKILL)  # a spawned Python, still importing
                 killed.add(new)
             time.sleep(0.01)
         assert process.returncode == 1
