@@ -27,7 +27,6 @@ import datetime
 import fcntl
 import hashlib
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +34,7 @@ from pathlib import Path
 from seq2seq import data
 from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import prepare
-from seq2seq.support.errors import UserError, command_parser, run_cli, warn
+from seq2seq.support.errors import UserError, command_parser, run_cli, say, warn
 from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
     BEST,
@@ -106,7 +105,7 @@ def improve(
         folder = version_folder(run_dir, versions.next_number(run_dir))
         folder.mkdir(parents=True)
         improvement.write_data(config, taken, folder)
-        print(f"{folder}: {described(found, taken, weight)}", file=sys.stderr, flush=True)
+        say(f"{folder}: {described(found, taken, weight)}")
         tuning_file = improvement.write_config(config, folder, weight, minutes)
         best, model = fine_tune(tuning_file, overrides, folder)
         scores = gate_scores(config, folder, served, model, start)
@@ -133,10 +132,7 @@ def improve(
         if passed:
             prepared(model)
             versions.serve(run_dir, folder.name)
-    print(
-        f"version {folder.name}: {about['verdict']} ({reason}); {about['seconds']} s in all",
-        file=sys.stderr,
-    )  # fmt: skip
+    say(f"version {folder.name}: {about['verdict']} ({reason}); {about['seconds']} s in all")
     return about
 
 
@@ -230,10 +226,8 @@ def scored_before(run_dir: Path, start: str, sample: str) -> dict | None:
     for name, about in reversed(versions.versions(run_dir).items()):
         test = about["scores"]["test"]
         if about["started_from"]["sha256"] == start and test.get("sample_sha256") == sample:
-            print(
-                f"gate: test sample, the original: BLEU {test['bleu_original']:.2f} "
-                f"(version {name}'s gate)", file=sys.stderr, flush=True,
-            )  # fmt: skip
+            say(f"gate: test sample, the original: BLEU {test['bleu_original']:.2f} "
+                f"(version {name}'s gate)")  # fmt: skip
             return {"bleu": test["bleu_original"]}
     return None
 

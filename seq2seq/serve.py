@@ -64,7 +64,7 @@ from seq2seq.decoding.engine_choice import (
     load_engine,
 )
 from seq2seq.service.loaders import Loader, load_models, served
-from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, warn
+from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, say, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
     from seq2seq.service.prometheus import forget, shared_between_workers
@@ -118,19 +118,13 @@ def main(argv: list[str] | None = None) -> None:
         del engines  # the server's: a version swapped in frees the engine loaded now
         engine = described(server.models.default.engine)  # the first: loaded at start
         page = Server.address(server.socket, config.serve.url_prefix)
-        print(
-            f"serving {path} ({engine}) at {page} (Ctrl-C to stop)",
-            file=sys.stderr, flush=True,
-        )  # fmt: skip
+        say(f"serving {path} ({engine}) at {page} (Ctrl-C to stop)")
         serve(server)
         return
     del engines  # each worker loads its own (a cached export is now made: they find it)
     sock = listen(config.serve.host, config.serve.port)
     url = Server.address(sock, config.serve.url_prefix)
-    print(
-        f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)",
-        file=sys.stderr, flush=True,
-    )  # fmt: skip
+    say(f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)")
     with shared_between_workers(config.serve.metrics):  # GET /metrics: all the workers' figures
         supervise(sock, config, args)
 

@@ -27,7 +27,6 @@ The type in force, and why, is in the engine's facts: translate's first line, /i
 
 import itertools
 import json
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,7 @@ from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_d
 from seq2seq.decoding.exported import made_from
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.device import cpu_name
-from seq2seq.support.errors import warn
+from seq2seq.support.errors import say, warn
 from seq2seq.support.files import write_json
 from seq2seq.support.paths import EXPORT_COMPUTE_TYPE, text_files
 from seq2seq.text.parallel import iter_parallel
@@ -132,7 +131,7 @@ def measures(folder: Path, config: Config, device: str, bound: float) -> Measure
     here = {"checkpoint_sha256": made_from(folder), "machine": machine(where, index)}
     figures = kept(path, here)
     if figures is None:
-        print(f"measuring CTranslate2's compute types (once): {path}", file=sys.stderr)
+        say(f"measuring CTranslate2's compute types (once): {path}")
         types = sorted(ct2.get_supported_compute_types(where))
         figures = measured(folder, config, device, pairs, types)
         keep(path, here, len(pairs), figures, bound)

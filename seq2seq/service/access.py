@@ -16,7 +16,6 @@ checks.py, keystore.py).
 """
 
 import ipaddress
-import sys
 from urllib.parse import urlsplit
 
 from starlette.middleware import Middleware
@@ -27,6 +26,7 @@ from seq2seq.service.api import error_response
 from seq2seq.service.checks import Buckets
 from seq2seq.service.keystore import ApiKeys
 from seq2seq.service.refusals import Slowdown
+from seq2seq.support.errors import warn
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 
@@ -105,10 +105,9 @@ def cross_origin(settings: ServeConfig) -> list[Middleware]:
 def warn_if_open(settings: ServeConfig, keys: ApiKeys) -> None:
     """One line on stderr when the service listens beyond this machine without keys."""
     if not keys and not is_local(settings.host):
-        print(
-            f"warning: serving on {settings.host} without API keys (serve.api_keys): anyone "
-            "who can reach this address can use it",
-            file=sys.stderr,
+        warn(
+            f"serving on {settings.host} without API keys (serve.api_keys): anyone who can "
+            "reach this address can use it"
         )
 
 

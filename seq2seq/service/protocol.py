@@ -19,7 +19,6 @@ import json
 import math
 import resource
 import socket
-import sys
 import time
 from collections import Counter
 
@@ -27,7 +26,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from seq2seq.config import ServeConfig
-from seq2seq.support.errors import UserError
+from seq2seq.support.errors import UserError, warn
 
 
 class Connection(H11Protocol):
@@ -188,11 +187,9 @@ class OutOfFiles:
             loop.default_exception_handler(context)
         elif time.monotonic() - self.last >= self.every_s:
             self.last = time.monotonic()
-            print(
-                f"warning: out of files ({context['exception'].strerror}): new connections "
-                "wait; lower serve.max_connections or raise the file limit (ulimit -n)",
-                file=sys.stderr,
-                flush=True,
+            warn(
+                f"out of files ({context['exception'].strerror}): new connections wait; "
+                "lower serve.max_connections or raise the file limit (ulimit -n)"
             )
 
 

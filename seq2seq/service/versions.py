@@ -29,7 +29,6 @@ old one's answers a request after the swap.
 """
 
 import os
-import sys
 import threading
 import time
 import weakref
@@ -38,6 +37,7 @@ from pathlib import Path
 
 from seq2seq.service.models import Model
 from seq2seq.support.device import release_freed_memory
+from seq2seq.support.errors import say
 from seq2seq.support.paths import CURRENT, VERSIONS, served_version, version_checkpoint
 
 Stamp = tuple[int, int, int] | None  # versions/current's inode, modified time, size; None: absent
@@ -131,7 +131,3 @@ class Watcher:
         say(f"{model.name} ({model.pair}): version {named(was)} -> {named(version)} (loaded "
             f"in {seconds:.2f} s beside it, swapped in between two batches)")  # fmt: skip
         return True
-
-
-def say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

@@ -30,9 +30,17 @@ class Interrupted(UserError):
         self.exit_code = 128 + signal_number  # the shell's convention: 130 for Ctrl-C
 
 
+def say(line: str) -> None:
+    """One line to stderr in one write (not print's two: the text, then its newline), so that
+    the lines of processes sharing the stream (a service's workers, the improvement the
+    watcher starts) never interleave; flushed at once."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def warn(message: str) -> None:
     """Something the user may want to change, that does not stop the command."""
-    print(f"warning: {message}", file=sys.stderr)
+    say(f"warning: {message}")
 
 
 # What to do when the file system refuses a file, by error number.
@@ -55,16 +63,16 @@ def run_cli(main: Callable[[list[str] | None], None], argv: list[str] | None = N
         if error.errno not in FILE_SYSTEM_ADVICE:
             raise
         where = f"{error.filename}: " if error.filename else ""
-        print(f"error: {where}{error.strerror}: {FILE_SYSTEM_ADVICE[error.errno]}", file=sys.stderr)
+        say(f"error: {where}{error.strerror}: {FILE_SYSTEM_ADVICE[error.errno]}")
         sys.exit(1)
     except UserError as error:
         if not isinstance(error, Interrupted):
-            print(f"error: {error}", file=sys.stderr)
+            say(f"error: {error}")
         elif os.environ.get("RANK", "0") == "0":  # under torchrun, one process says it
-            print(error, file=sys.stderr)
+            say(str(error))
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted")
         sys.exit(130)
 
 

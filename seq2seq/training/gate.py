@@ -9,7 +9,6 @@ original test set's sample (improvement.py's files), each decoded greedily, in b
        and the new BLEU >= the original's - max_test_loss; else kept aside, the reason said
 """
 
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
+from seq2seq.support.errors import say
 from seq2seq.text.sentences import Texts
 from seq2seq.training.metrics import sacrebleu_scores
 
@@ -33,11 +33,8 @@ def scored(checkpoint: Path, pairs: list[Pair], device: str, what: str) -> dict:
     with torch.inference_mode():
         hypotheses = translate_texts(engine, Texts(sources), greedy).translations
     found = sacrebleu_scores(hypotheses, references)
-    print(
-        f"gate: {what}: chrF {found['chrf']:.2f}  BLEU {found['bleu']:.2f}  "
-        f"({len(pairs):,} sentences, {time.perf_counter() - started:.0f} s)",
-        file=sys.stderr, flush=True,
-    )  # fmt: skip
+    say(f"gate: {what}: chrF {found['chrf']:.2f}  BLEU {found['bleu']:.2f}  "
+        f"({len(pairs):,} sentences, {time.perf_counter() - started:.0f} s)")  # fmt: skip
     return {"chrf": found["chrf"], "bleu": found["bleu"], "sentences": len(pairs)}
 
 
