@@ -49,6 +49,7 @@ from seq2seq.options import (
 from seq2seq.serve_options import Language, ServeConfig
 from seq2seq.support.dataclass_yaml import ConfigError, build, merge, read_mapping, set_key
 from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_type, is_language
+from seq2seq.text.parallel import files_problem
 
 # The config's whole interface, the options' dataclasses included: `from seq2seq.config import
 # Config, TrainConfig` wherever the layers allow (seq2seq/text/ imports seq2seq/options.py).
@@ -108,8 +109,9 @@ def anchor_paths(raw: dict, folder: Path) -> None:
     `folder`, the file's own."""
     corpus, train, serve = (raw.get(section) or {} for section in ("corpus", "train", "serve"))
     named = [(train, "init_from")]
-    for split in ("train", "valid", "test"):  # corpus.type parallel
-        named += [(corpus.get(split), side) for side in ("src", "tgt", "tsv")]
+    split_files = [corpus.get(split) for split in ("train", "valid", "test")]  # type parallel
+    for files in (*split_files, train.get("keep_valid")):
+        named += [(files, side) for side in ("src", "tgt", "tsv")]
     sources = [*(corpus.get("train_sources") or []), corpus.get("valid_source")]
     named += [
         (source, kind)
@@ -266,8 +268,13 @@ def train_problems(config: Config) -> Iterator[str]:
     train_cfg = config.train
     if train_cfg.min_lr > train_cfg.lr:
         yield f"'train.min_lr' ({train_cfg.min_lr}) must be <= 'train.lr'"
-    if (train_cfg.keep_teacher or train_cfg.keep_weights) and train_cfg.init_from is None:
-        yield "'train.keep_teacher' and 'keep_weights' need a start to keep: train.init_from"
+    keeping = {"keep_teacher": train_cfg.keep_teacher, "keep_weights": train_cfg.keep_weights,
+               "keep_valid": train_cfg.keep_valid}  # fmt: skip
+    if (asked := [key for key, value in keeping.items() if value]) and train_cfg.init_from is None:
+        yield f"'train.{asked[0]}' needs a start to keep: train.init_from"
+    keep_valid = train_cfg.keep_valid
+    if keep_valid and (problem := files_problem(keep_valid, "train.keep_valid")):
+        yield problem
     if train_cfg.init_from is not None:
         source = Path(train_cfg.init_from)
         if not train_cfg.init_from.strip():

@@ -9,18 +9,23 @@ trained (seq2seq/training/finetune.py), and a line reports which words of the ne
 text they know: a word they lack reaches the model as UNK.
 """
 
+import importlib
+
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.support.errors import command_parser, run_cli
+from seq2seq.support.errors import UserError, command_parser, run_cli
 from seq2seq.support.paths import SIDES, text_files
 from seq2seq.text.cleaning import add_to_report
 from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.dataset import Limits, build_ids, dropped_pairs
 from seq2seq.text.parallel import iter_lines
+from seq2seq.text.source_checks import catalog_sources
 from seq2seq.text.term_pairs import Teaching
 from seq2seq.text.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
 from seq2seq.training.finetune import read_source
 
 SHOWN = 5  # unknown words named in the coverage line, the most frequent first
+# The optional extras (pyproject.toml) a corpus may need, and the modules each gives
+EXTRAS = {"catalogs": ("polib", "defusedxml"), "langid": ("py3langid",)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,6 +33,7 @@ def main(argv: list[str] | None = None) -> None:
     add_config_arguments(parser)
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
+    check_extras(config)
     source = read_source(config) if config.train.init_from else None  # checked before writing
     counts = build_corpus(config)
     sizes = ", ".join(f"{split} {count:,}" for split, count in counts.items())
@@ -57,6 +63,28 @@ def main(argv: list[str] | None = None) -> None:
     for split, left_out in dropped.items():
         if left_out["pairs"]:
             print(too_long_line(config, split, left_out, limits))
+
+
+def needed_extras(config: Config) -> dict[str, str]:
+    """The optional extras (EXTRAS) `make data` needs for `config` -> the key that needs it:
+    catalogs for a catalog source or a folder of them, langid for clean.language_id."""
+    needed = {}
+    if config.corpus.type == "sources" and (keys := list(catalog_sources(config.corpus))):
+        needed["catalogs"] = keys[0]
+    if config.clean.language_id:
+        needed["langid"] = "clean.language_id"
+    return needed
+
+
+def check_extras(config: Config) -> None:
+    """A one-line error, before anything is written, if an extra the config needs is missing."""
+    for extra, key in needed_extras(config).items():
+        for module in EXTRAS[extra]:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                raise UserError(f"{config.file}: {key} needs {module}: pip install "
+                                f"'seq2seq[{extra}]'") from None  # fmt: skip
 
 
 def too_long_line(config: Config, split: str, left_out: dict, limits: Limits) -> str:

@@ -217,6 +217,19 @@ class TrainConfig:
     # lr x this of the way back to its start value, an L2 pull toward the start decoupled as
     # AdamW's decay is (Thompson et al. 2019, with a uniform Fisher); costs a copy of the weights
     keep_weights: Annotated[float, ">= 0"] = 0.0
+    # What must not be lost, measured (needs init_from; null: off): sentence pairs of the kind
+    # the start translates well and the fine-tune does not learn from, {src: FILE, tgt: FILE}
+    # or {tsv: FILE} as corpus.valid (general text with the start's own translations will
+    # do). Each validation scores their BLEU too, the start's first, at step 0; the first
+    # validation that falls more than keep_bleu_drop below the start's stops training and is
+    # never best.pt
+    keep_valid: SplitFiles | None = None
+    keep_bleu_drop: Annotated[float, ">= 0"] = 1.0  # BLEU on keep_valid a validation may lose
+    # Parameters that do not learn (fine-tuning), by the start of their names: the model's
+    # parts src_embed, tgt_embed, encoder, encoder_norm, decoder, decoder_norm, or deeper
+    # (encoder.0: the first encoder layer); a matrix shared by the embeddings goes by
+    # src_embed. []: all learn
+    freeze: list[str] = field(default_factory=list)
     # Teach the model to follow glossaries (0: off): this share of the training pairs that
     # hold a term get its target written into their source, "the layer [[ Ebene ]] is red",
     # the term pairs drawn from the training pairs themselves (text/term_pairs.py), in the
@@ -233,6 +246,10 @@ class TrainConfig:
     # training stops at once, saying what the model needs. 0: no bound
     max_memory_mib: Annotated[int, ">= 0"] = 0
     max_steps: Annotated[int, "positive"] = 5000  # training stops here at the latest
+    # A schedule from the size of the data: training stops after this many passes over the
+    # training split at the latest (each as many steps as the first epoch has), the learning
+    # rate's decay laid over them, as over max_steps if that comes first. 0: no bound
+    max_epochs: Annotated[float, ">= 0"] = 0.0
     # A time budget: training also stops once it has run this many minutes (validations
     # included; a resumed run counts its earlier minutes), and the learning rate's decay is
     # laid over the budget, reaching min_lr at its end (or at max_steps, if that comes first).

@@ -4,8 +4,9 @@
 
 One step: a batch of about `train.batch_tokens` tokens, teacher-forced cross-entropy with
 label smoothing (padding ignored), gradient clipping, an AdamW update. The learning rate
-rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps`, or
-at the end of the time budget `max_minutes` if that comes first: then training stops there.
+rises linearly for `warmup_steps`, then follows a cosine down to `min_lr` at `max_steps` (or
+`max_epochs` passes over the data, if fewer), or at the end of the time budget `max_minutes`
+if that comes first: then training stops there.
 
     TokenPairs (memory-mapped ids) -> EpochSampler (batches of lengths) -> Prefetcher (a
     thread collating the next steps) -> the loop below, a step at a time:
@@ -19,6 +20,9 @@ reference text. The best checkpoint by `train.best_metric` is written atomically
 runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/metrics.jsonl.
 With `train.average_last: N`, the last N validations' models are kept (step-<N>.pt) and, at
 the end, their average is validated too: best.pt if it is better (training/averaging.py).
+With `train.keep_valid` (a fine-tune's general set: what it must not lose), the start is
+validated at step 0 and every validation scores that set's BLEU too: the first that falls
+more than `train.keep_bleu_drop` below the start's stops training, and is never best.pt.
 
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
@@ -30,7 +34,8 @@ train.max_minutes, the learning rate follows the clock instead, and the time sto
 count). `--restart` starts over.
 
 Fine-tuning: with `train.init_from`, a fresh run starts from that checkpoint's weights instead
-of random ones (seq2seq/training/finetune.py), and is an ordinary run from there.
+of random ones (seq2seq/training/finetune.py), and is an ordinary run from there; the
+parameters `train.freeze` names do not learn (training/optimizer.py).
 
 Progress shows on stderr (seq2seq/training/report.py). What the loop leans on is in
 seq2seq/training/: run.py the parts of a run, optimizer.py AdamW and the schedule, loss.py the
@@ -70,7 +75,7 @@ from seq2seq.training.optimizer import learning_rate, schedule_warning
 from seq2seq.training.report import Report, Throughput
 from seq2seq.training.resume import CutShort, StopOnSignal
 from seq2seq.training.run import Run, set_up
-from seq2seq.training.validation import validate
+from seq2seq.training.validation import keep_lost, validate
 
 
 def training_loop(run: Run, stop_after: int | None = None) -> dict:
@@ -85,6 +90,8 @@ def training_loop(run: Run, stop_after: int | None = None) -> dict:
     run.model.train()
     try:
         with StopOnSignal() as stop:
+            if run.keep and progress.step == 0 and progress.keep_start is None:  # the start's
+                evaluate_and_save(run, meter, 0.0, report, True, started, stop)
             if progress.cut_validation:  # a signal cut it short before: it runs again first
                 evaluate_and_save(run, meter, 0.0, report, True, started, stop)
                 if progress.cut_validation:
@@ -194,7 +201,9 @@ def validate_and_keep_best(run: Run, figures: dict, report: Report, stop: StopOn
     if run.world.main:
         try:
             with stop.at_once():
-                scores = validate(run.model, run.config, run.vocabs, run.valid, run.device)
+                scores = validate(
+                    run.model, run.config, run.vocabs, run.valid, run.device, run.keep
+                )
         except CutShort:
             progress.cut_validation = figures
             report.write(f"step {progress.step:>6}  validation stopped: it runs again on resuming")
@@ -205,7 +214,7 @@ def validate_and_keep_best(run: Run, figures: dict, report: Report, stop: StopOn
 
 
 # What rank 0 decides at a validation and every process follows (Progress's fields)
-DECISIONS = ("best", "validations_without_gain", "stopped_early", "cut_validation")
+DECISIONS = ("best", "validations_without_gain", "stopped_early", "cut_validation", "keep_start")
 
 
 def keep_validation(run: Run, figures: dict, report: Report) -> None:
@@ -214,18 +223,26 @@ def keep_validation(run: Run, figures: dict, report: Report) -> None:
     progress, train_cfg = run.progress, run.train_cfg
     result = {
         "step": progress.step,
-        "epoch": run.sampler.epoch,
+        "epoch": run.epoch,
         **figures,
         "elapsed_s": progress.elapsed_s,
         **peak_memory(run.device),  # the process's peak so far (training/memory.py)
     }
-    improved = keep_if_best(run, result)
-    keep_recent(run, run.info(result))  # step-<N>.pt (average_last)
+    if "keep_bleu" in result and progress.keep_start is None:
+        progress.keep_start = result["keep_bleu"]  # the start's, at step 0: the bound
+    lost = keep_lost(result, progress.keep_start, train_cfg.keep_bleu_drop)
+    improved = not lost and keep_if_best(run, result)
+    if not lost:
+        keep_recent(run, run.info(result))  # step-<N>.pt (average_last)
+    kept = f"  keep BLEU {result['keep_bleu']:.2f}" if "keep_bleu" in result else ""
     report.write(
         f"step {progress.step:>6}  valid loss {result['valid_loss']:.4f}  "
         f"exact match {result['valid_exact_match']:.4f}  "
-        f"BLEU {result['valid_bleu']:.2f}" + ("  (best, saved)" if improved else "")
+        f"BLEU {result['valid_bleu']:.2f}{kept}" + ("  (best, saved)" if improved else "")
     )
+    if lost:
+        report.write(lost)
+        progress.stopped_early = True
     if train_cfg.patience and progress.validations_without_gain >= train_cfg.patience:
         report.write(f"no gain in {train_cfg.patience} validations: stopping early")
         progress.stopped_early = True
@@ -268,7 +285,7 @@ def announce(run: Run) -> None:
         print(
             f"training {run.model.num_parameters():,} parameters on {run.device}{processes} "
             f"({run.autocast_dtype or torch.float32}), {len(run.data):,} training pairs, "
-            f"up to {run.train_cfg.max_steps:,} steps{budget}"
+            f"up to {run.train_cfg.max_steps:,} steps{epochs(run)}{budget}"
         )
         if run.memory_mib:
             print(
@@ -278,6 +295,14 @@ def announce(run: Run) -> None:
             )
         if warning := schedule_warning(run.train_cfg):
             warn(warning)
+
+
+def epochs(run: Run) -> str:
+    """How many epochs train.max_steps is, where train.max_epochs set it."""
+    train_cfg = run.train_cfg
+    if not train_cfg.max_epochs:
+        return ""
+    return f" ({train_cfg.max_steps / run.sampler.first_epoch_steps():.3g} epochs)"
 
 
 def start_process(config: Config) -> tuple[World, torch.device]:

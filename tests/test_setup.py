@@ -10,6 +10,10 @@ import sys
 import time
 
 import pytest
+import tomllib
+
+from seq2seq.config import load_config
+from seq2seq.data import needed_extras
 
 from helpers import ROOT
 
@@ -148,3 +152,34 @@ def test_the_install_sizes_are_measured_for_what_each_target_installs(project):
     assert with_table(f"a\n{MARKERS[0]}\nold\n{MARKERS[1]}\nb", "new", MARKERS) == (
         f"a\n{MARKERS[0]}\nnew\n{MARKERS[1]}\nb"
     )
+
+
+def extras_of(spec: str, pyproject: dict) -> set[str]:
+    """The extras a `pip install -e SPEC` installs: "." none, ".[a,b]" those, dev's with it."""
+    named = set(re.findall(r"\w+", spec.partition("[")[2]))
+    for extra in list(named):
+        for requirement in pyproject["project"]["optional-dependencies"][extra]:
+            named |= extras_of(requirement.replace("seq2seq", "."), pyproject) if (
+                requirement.startswith("seq2seq[")) else set()  # fmt: skip
+    return named
+
+
+def test_each_target_installs_the_extras_its_configs_data_needs(project):
+    """Every `seq2seq.data --config X` a target runs (a sub-make's too) comes after the install
+    of each extra that X's corpus needs (seq2seq.data.needed_extras: make standin, on a fresh
+    clone, stopped at once for want of polib)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    phony = re.search(r"^\.PHONY:(.*?)\n\n", (ROOT / "Makefile").read_text(), re.M | re.S)
+    checked = 0
+    for target in phony[1].replace("\\\n", " ").split():
+        installed: set[str] = set()
+        for line in make(project, "-n", target).stdout.splitlines():
+            if spec := re.search(r'pip install --quiet -c constraints.txt -e "([^"]+)"', line):
+                installed |= extras_of(spec[1], pyproject)
+            if config := re.search(r"-m seq2seq\.data --config (\S+)", line):
+                needed = needed_extras(load_config(str(ROOT / config[1])))
+                assert set(needed) <= installed, (target, config[1], needed)
+                checked += 1
+    assert checked >= 8  # data, all, package, standin's, terms', student's ...
+    catalogs = load_config(str(ROOT / "configs/standin_en_de.yaml"))
+    assert needed_extras(catalogs) == {"catalogs": "corpus.train_sources[1]"}

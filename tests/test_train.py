@@ -1,6 +1,7 @@
 """The training step itself (a step, its micro-steps, clipping, the learning rate of each
 step), training options (precision, compile) and the progress report."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -125,19 +126,40 @@ def test_a_time_budget_stops_training_validates_and_averages_at_its_end(
     monkeypatch.chdir(seed_run.parent.parent)
     overrides = [
         "experiment=budget", "train.max_steps=100000", "train.max_minutes=0.025",
-        "train.eval_every=20", "train.average_last=2",
+        "train.eval_every=1", "train.average_last=2", "train.warmup_steps=0",
     ]  # fmt: skip
     train.main(overrides)
     log = [json.loads(line) for line in Path("runs/budget/metrics.jsonl").read_text().splitlines()]
     validations = [entry for entry in log if "averaged_steps" not in entry]
     end = validations[-1]
-    assert 1.5 <= end["elapsed_s"] < 60 and 20 < end["step"] < 100_000
+    assert 1.5 <= end["elapsed_s"] < 60 and 1 < end["step"] < 100_000  # however busy the CPU
     assert "averaged_steps" in log[-1]  # then the average of the last two
-    assert end["lr"] < 0.0015  # decayed over the budget to about min_lr (0.001; lr 0.01)
+    # the last step's rate: the schedule laid over the clock, at the time the validation
+    # before it said (the CPU may be busy: few steps, each slow)
+    schedule = load_config("config.yaml", overrides).train
+    assert end["lr"] == learning_rate(end["step"] - 1, schedule, validations[-2]["elapsed_s"])
+    assert end["lr"] < schedule.lr
     assert read_state(Path("runs/budget/last.pt"))["training"]["progress"]["step"] == end["step"]
     capsys.readouterr()
     train.main(overrides)
     assert "training already finished" in capsys.readouterr().out
+
+
+def test_max_epochs_ends_the_schedule_after_that_many_passes(seed_run, monkeypatch, capsys):
+    """train.max_epochs: training stops after that many epochs' steps (the first epoch's
+    count), its learning rate decayed to min_lr there; a lower max_steps still wins."""
+    monkeypatch.chdir(seed_run.parent.parent)
+    overrides = ["train.batch_tokens=40", "train.max_epochs=3", "train.eval_every=1"]
+    train.main(["experiment=epochs", *overrides])
+    log = [json.loads(line) for line in Path("runs/epochs/metrics.jsonl").read_text().splitlines()]
+    per_epoch = sum(entry["epoch"] == 1 for entry in log)
+    assert per_epoch > 1 and log[-1]["step"] == 3 * per_epoch
+    assert f"up to {3 * per_epoch} steps (3 epochs)" in capsys.readouterr().out
+    config = load_config("config.yaml", overrides)
+    ended = dataclasses.replace(config.train, max_steps=3 * per_epoch)
+    assert log[-1]["lr"] == learning_rate(3 * per_epoch - 1, ended)
+    train.main(["experiment=fewer", *overrides, "train.max_steps=2"])
+    assert read_state(Path("runs/fewer/last.pt"))["training"]["progress"]["step"] == 2
 
 
 @pytest.mark.slow

@@ -14,8 +14,10 @@ one program's catalog alone, as that program's translator would, then mixed with
     replays (REPLAYS), the package's own greedy translations of as many English lines as
         train has: Multi30k's training captions (docs/adapt.md's), or half of them and half
         the `base` programs' English strings (software the package knew)
-    each setting (SETTINGS): seq2seq.train for --minutes, best.pt by valid BLEU on the
-        program's own valid split (a row: the fine-tune alone)
+    each setting (SETTINGS): seq2seq.train for --minutes (or its train.max_epochs), best.pt by
+        valid BLEU on the program's own valid split (a row: the fine-tune alone); where it
+        says so, training stopped by the captions (train.keep_valid: KEEP, the captions'
+        validation set) falling more than train.keep_bleu_drop below the start
       -> mixed with the start (a row), weights (1 - a) and a for each a of MIXES (seq2seq.average
          --weights): the a with the best chrF on the program's valid split of those within
          GENERAL_LOSS chrF of the start on the general strings and MULTI30K_LOSS BLEU on the
@@ -47,6 +49,7 @@ from benchmarks.adapt.target import (
     spread,
     start_facts,
     train_setting,
+    write_pair,
 )
 from benchmarks.adapt.tuning import IMPORTED, MULTI30K, fresh, prepare
 from benchmarks.adapt.tuning import python as run_module
@@ -64,9 +67,17 @@ LABELS = 300  # labels of the programs never seen, with an accelerator and witho
 MIXES = (0.25, 0.5, 0.75, 1.0)  # the fine-tune's weight in a mix with the start
 GENERAL_LOSS, MULTI30K_LOSS = 0.5, 1.0  # what a mix may lose against the start, at most
 FINE_TUNING = {"lr": 5e-4, "min_lr": 5e-5, "warmup_steps": 100}
+KEEP = {"src": "keep.src", "tgt": "keep.tgt"}  # the captions' validation set, in the work folder
 SETTINGS = {  # a setting's name -> how it trains, and on which replay (None: not trained)
     "imported": None,
     "as docs/adapt.md said: dropout 0, caption replay": Setting(FINE_TUNING, "captions"),
+    "the same in 5 epochs, stopped by the captions (keep_valid)": Setting(
+        {**FINE_TUNING, "max_epochs": 5, "eval_every": 100, "keep_valid": KEEP}, "captions"
+    ),
+    "the same, keep_weights 10": Setting({**FINE_TUNING, "keep_weights": 10}, "captions"),
+    "the same, encoder and embeddings frozen": Setting(
+        {**FINE_TUNING, "freeze": ["encoder", "src_embed"]}, "captions"
+    ),
     "dropout 0.1, caption replay": Setting(FINE_TUNING, "captions", {"dropout": 0.1}),
     "dropout 0.1, software and caption replay": Setting(FINE_TUNING, "software", {"dropout": 0.1}),
 }
@@ -199,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     valid = {"program": split_of(*(work / f"data/{USER}/valid.{side}" for side in ("src", "tgt"))),
              "general": software(others, languages, GENERAL),
              "captions": {k: v[:GENERAL] for k, v in captions_valid.items()}}  # fmt: skip
+    write_pair(work / "keep", ("src", "tgt"), tuple(valid["captions"].values()))  # KEEP
     count = len(read_lines(work / f"data/{USER}/train.src"))
     english = captions(work, args.multi30k, count)
     known = software(base, languages, count - count // 2)["sources"]

@@ -128,10 +128,17 @@ class EpochSampler:
         self.epoch, self.done = 0, 0  # epoch 0: none started yet
         self.steps: list[list[np.ndarray]] = []
 
-    def _build(self) -> None:
-        rng = np.random.default_rng([self.seed, self.epoch])
+    def _steps(self, epoch: int) -> list[list[np.ndarray]]:
+        rng = np.random.default_rng([self.seed, epoch])
         batches = token_batches(*self.lengths, self.micro_tokens, rng)
-        self.steps = shard_steps(batches, self.per_step, self.world.rank, self.world.size)
+        return shard_steps(batches, self.per_step, self.world.rank, self.world.size)
+
+    def first_epoch_steps(self) -> int:
+        """How many steps the first epoch has (the others differ by a step or two)."""
+        return len(self.steps) if self.epoch == 1 else len(self._steps(1))
+
+    def _build(self) -> None:
+        self.steps = self._steps(self.epoch)
         if not self.steps:
             processes = self.world.size
             raise UserError(f"the training data has fewer pairs than the {processes} processes")

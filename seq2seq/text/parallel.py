@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from seq2seq.options import Config, CorpusConfig
+from seq2seq.options import Config, CorpusConfig, SplitFiles
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
 from seq2seq.support.paths import text_files
@@ -143,11 +143,21 @@ def splits(config: Config) -> dict[str, Iterator[tuple[str, str]]]:
     """corpus.type parallel: the pairs of each split the config names, streamed from the
     user's files (a corpus of any size goes through in constant memory)."""
     named = {split: getattr(config.corpus, split) for split in SPLITS}
-    return {
-        split: iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
-        for split, files in named.items()
-        if files is not None
-    }
+    return {split: iter_files(files) for split, files in named.items() if files is not None}
+
+
+def iter_files(files: SplitFiles) -> Iterator[tuple[str, str]]:
+    """The sentence pairs of a src and tgt pair of files, or of a tsv file."""
+    return iter_tsv(files.tsv) if files.tsv else iter_parallel(files.src, files.tgt)
+
+
+def files_problem(files: SplitFiles, key: str) -> str | None:
+    """What is wrong with the files a config's `key` names, if anything."""
+    pair = files.src is not None and files.tgt is not None
+    alone = files.tsv is not None and files.src is None and files.tgt is None
+    if (pair and files.tsv is None) or alone:
+        return None
+    return f"'{key}' needs either both 'src' and 'tgt', or 'tsv' alone"
 
 
 def problems(corpus: CorpusConfig) -> Iterator[str]:
@@ -164,7 +174,5 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
             elif getattr(corpus, f"{split}_size") <= 0:
                 yield f"'corpus.{split}_size' must be positive to split off a {split} split"
             continue
-        pair = files.src is not None and files.tgt is not None
-        alone = files.tsv is not None and files.src is None and files.tgt is None
-        if not ((pair and files.tsv is None) or alone):
-            yield f"'corpus.{split}' needs either both 'src' and 'tgt', or 'tsv' alone"
+        if problem := files_problem(files, f"corpus.{split}"):
+            yield problem

@@ -1,15 +1,15 @@
 """Placeholders and markup that a translation must give back intact: found in the source,
 kept from the model, put back in its output (decode.placeholders: protect | off).
 
-    "Delete <b>%s</b>? [X7X] &Open"
-      -> find(text): the placeables, in order: <b> %s </b> [X7X] &   (PATTERNS, one per kind)
+    "Delete <b>%s</b>? [X7X] &amp; more"
+      -> find(text): the placeables, in order: <b> %s </b> [X7X] &amp;  (PATTERNS: per kind)
       -> runs: placeables that touch each other are one run ("<b>%s</b>"); each run's
          anchor: the share of the text's words before it, and what it is glued to
       -> protect(text, mask):
            mask "[X{}X]" (the model's vocabularies spell it without UNK: mask_for)
-               "Delete [X0X]? [X1X] [X2X]Open"       each run replaced in place
+               "Delete [X0X]? [X1X] [X2X] more"      each run replaced in place
            mask None (they cannot): the runs lifted out (the space before one that a
-               mark follows with it)                 "Delete? Open"
+               mark follows with it)                 "Delete? more"
       ... the model translates Protected.source ...
       -> Protected.restore(output): each mask found in the output gives its run back; masks
          the model invented or repeated, and any placeable it wrote itself, are dropped; runs
@@ -26,8 +26,7 @@ without placeables is not touched: the model sees it as it was.
 What counts as a placeable (PATTERNS): printf forms (%s %d %1$s %.2f %-5d %% %(name)s, with
 no space flag: "100% sure" is text), Python / .NET braces ({0} {count} {0:N2} {name!r}
 {0,-10}), ICU arguments ({n, number}) and plural / select blocks, each one opaque run (its
-inner text is not translated), Qt's %1 .. %99 and %L1, accelerators (&Open, _File: a & or _
-at a word's start, not R&D, snake_case nor an e-mail's _name@), tags (<b> </b> <br/> <a
+inner text is not translated), Qt's %1 .. %99 and %L1, tags (<b> </b> <br/> <a
 href="...">), entities (&amp; &#39;), escapes as catalogs write them (a literal \\n \\t \\r),
 line breaks (in a text not split into its sentences), and Weblate's masks [X<n>X]. A lone
 "{", "50%", "a < b" and a tab are text.

@@ -29,8 +29,8 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
     if not corpus.train_sources:
         yield "'corpus.train_sources' needs at least one source with corpus.type: sources"
     yield from url_problems("corpus.mirror", corpus.mirror)
-    for i, source in enumerate(corpus.train_sources):
-        yield from source_problems(source, f"corpus.train_sources[{i}]")
+    for key, source in keyed(corpus.train_sources, "corpus.train_sources"):
+        yield from source_problems(source, key)
     for split in ("valid", "test"):
         source = getattr(corpus, f"{split}_source")
         if source is None:  # split off the training sources (corpus.valid_size, test_size)
@@ -43,6 +43,24 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
                 f"'corpus.{split}_source' is given, but a training source's hold_out makes the "
                 "valid and test splits: one or the other"
             )
+
+
+def keyed(sources: list[Source], key: str) -> Iterator[tuple[str, Source]]:
+    return ((f"{key}[{i}]", source) for i, source in enumerate(sources))
+
+
+def catalog_sources(corpus: CorpusConfig) -> Iterator[str]:
+    """The keys of the sources read as catalogs (the catalogs extra's): a catalog file or URL,
+    or a folder of them."""
+    named = [*keyed(corpus.train_sources, "corpus.train_sources"),
+             ("corpus.valid_source", corpus.valid_source),
+             ("corpus.test_source", corpus.test_source)]  # fmt: skip
+    for key, source in named:
+        if source is None:
+            continue
+        path = source.file or urllib.parse.urlsplit(source.url or "").path
+        if path.endswith(catalogs.SUFFIXES) or (source.file and is_folder(source.file)):
+            yield key
 
 
 def source_problems(source: Source, key: str) -> Iterator[str]:

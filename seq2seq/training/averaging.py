@@ -31,7 +31,7 @@ from seq2seq.support.paths import kept_checkpoint, kept_checkpoints
 from seq2seq.text.vocab import Vocab
 from seq2seq.training.resume import model_mismatch
 from seq2seq.training.run import Run
-from seq2seq.training.validation import quality, validate
+from seq2seq.training.validation import keep_lost, quality, validate
 
 METRIC_NAMES = {"exact_match": "exact match", "bleu": "BLEU", "loss": "loss"}
 
@@ -128,11 +128,12 @@ def average_at_end(run: Run, last: dict) -> str | None:
     model.load_state_dict(weights)
     result = {
         **last,
-        **validate(model, config, run.vocabs, run.valid, run.device),
+        **validate(model, config, run.vocabs, run.valid, run.device, run.keep),
         "averaged_steps": steps,
     }
     best, metric = progress.best, run.train_cfg.best_metric
-    won = quality(result, metric) > quality(best, metric)
+    lost = keep_lost(result, progress.keep_start, run.train_cfg.keep_bleu_drop)
+    won = not lost and quality(result, metric) > quality(best, metric)
     if won:
         progress.best = result
         info = run.info(result)

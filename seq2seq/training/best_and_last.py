@@ -66,7 +66,7 @@ def save_last(run: Run) -> None:
         "data_sha256": run.data.content_hash,
         "batching": run.batch_settings,
     }
-    info = run.info({"step": run.progress.step, "epoch": run.sampler.epoch})
+    info = run.info({"step": run.progress.step, "epoch": run.epoch})
     save_checkpoint(run.last_path, run.config, run.model, *run.vocabs, info, training)
     run.saved_at = run.progress.step
 
@@ -112,8 +112,9 @@ def resume_from_last(run: Run, restart: bool) -> bool:
     return True
 
 
-def checked_loss(run: Run, meter: Throughput) -> float:
-    """The mean training loss since the last validation; an error naming the first step
+def checked_loss(run: Run, meter: Throughput) -> float | None:
+    """The mean training loss since the last validation (None: no step since, as at step 0
+    of a run with train.keep_valid, where the start is validated); an error naming the first step
     whose loss was not finite, or the first weight that is not. Every save comes after
     this check, so nothing of a diverged step is saved."""
     losses = meter.read_losses()
@@ -122,7 +123,7 @@ def checked_loss(run: Run, meter: Throughput) -> float:
             raise diverged(run, f"the loss is {loss} at step {step:,}")
     if name := non_finite(run.model.state_dict()):
         raise diverged(run, f"{name} is not finite after step {run.progress.step:,}")
-    return sum(losses) / max(1, len(losses))
+    return sum(losses) / len(losses) if losses else None
 
 
 def diverged(run: Run, what: str) -> UserError:

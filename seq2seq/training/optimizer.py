@@ -16,19 +16,39 @@ import torch
 
 from seq2seq.config import TrainConfig
 from seq2seq.model.transformer import Transformer
+from seq2seq.support.errors import UserError
 
 
 def make_optimizer(model: Transformer, train_cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; weight decay on matrices only (not on biases and LayerNorm gains). The fused
-    implementation (one kernel for all parameters) where the device has it."""
-    matrices = [p for p in model.parameters() if p.dim() >= 2]
-    vectors = [p for p in model.parameters() if p.dim() < 2]
+    """AdamW over the parameters train.freeze leaves free (freeze); weight decay on matrices
+    only (not on biases and LayerNorm gains). The fused implementation (one kernel for all
+    parameters) where the device has it."""
+    free = freeze(model, train_cfg.freeze)
+    matrices = [p for p in free if p.dim() >= 2]
+    vectors = [p for p in free if p.dim() < 2]
     groups = [
         {"params": matrices, "weight_decay": train_cfg.weight_decay},
         {"params": vectors, "weight_decay": 0.0},
     ]
     fused = next(model.parameters()).device.type in ("cpu", "cuda")
     return torch.optim.AdamW(groups, lr=train_cfg.lr, betas=(0.9, 0.98), eps=1e-9, fused=fused)
+
+
+def freeze(model: Transformer, prefixes: list[str]) -> list[torch.nn.Parameter]:
+    """Parameters whose names start with one of `prefixes` (train.freeze) no longer learn;
+    -> the others. A prefix that names none is an error listing the top-level names."""
+    named = dict(model.named_parameters())  # a shared matrix once, by its first name
+    for prefix in prefixes:
+        if not any(name == prefix or name.startswith(prefix + ".") for name in named):
+            tops = ", ".join(dict.fromkeys(name.split(".")[0] for name in named))
+            raise UserError(f"train.freeze: no parameter is named {prefix!r} or under it ({tops})")
+    free = []
+    for name, parameter in named.items():
+        frozen = any(name == p or name.startswith(p + ".") for p in prefixes)
+        parameter.requires_grad_(not frozen)
+        if not frozen:
+            free.append(parameter)
+    return free
 
 
 def learning_rate(step: int, train_cfg: TrainConfig, elapsed_s: float = 0.0) -> float:

@@ -1,17 +1,19 @@
 """One training run: the parts the loop (seq2seq/train.py) works on, built from the config.
 
     config -> vocabularies; the train split's ids; the valid split, ids and text   text/
+           (and train.keep_valid's pairs, what must not be lost)
            -> model: the Transformer itself, what is saved, clipped, validated     model/
            -> wrapped: the model in DDP under torchrun, compiled with train.compile
            -> AdamW and the gradient scaler (fp16 only)                     optimizer.py
            -> train.max_memory_mib: a trial step measured, more micro-batches to fit  memory.py
            -> sampler: this process's micro-batches of each step        text/batching.py
+              (train.max_epochs: max_steps lowered to that many of its epochs)
            -> progress: the step, the best validation, patience                resume.py
 
 Resuming (best_and_last.py) then puts back what last.pt holds into these same parts.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -20,10 +22,11 @@ from torch.nn.parallel import DistributedDataParallel
 from seq2seq.config import Config, TrainConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16
+from seq2seq.support.errors import UserError
 from seq2seq.support.paths import LAST, METRICS, vocab_files
 from seq2seq.text.batching import EpochSampler
 from seq2seq.text.dataset import Limits, TokenPairs
-from seq2seq.text.parallel import load_split
+from seq2seq.text.parallel import Pairs, iter_files, load_split
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab, load_vocabs
 from seq2seq.training.distributed import World
@@ -43,6 +46,7 @@ class Run:
     vocabs: tuple[Vocab, Vocab]
     data: TokenPairs  # the train split's ids
     valid: ValidSplit
+    keep: Pairs | None  # train.keep_valid's pairs: what must not be lost (None: not measured)
     example: str  # a source sentence, kept in the checkpoints
     model: Transformer  # the one model: what is saved, clipped and validated
     wrapped: torch.nn.Module  # what a step calls: the model, in DDP and/or compiled
@@ -79,6 +83,11 @@ class Run:
         return self.config.run_dir / METRICS
 
     @property
+    def epoch(self) -> int:
+        """The epoch of the last step taken (the sampler itself is ahead: the prefetcher's)."""
+        return self.progress.sampler.get("epoch", 0)
+
+    @property
     def finished(self) -> bool:
         progress, train_cfg = self.progress, self.train_cfg
         out_of_time = train_cfg.max_minutes and progress.elapsed_s >= 60 * train_cfg.max_minutes
@@ -98,6 +107,7 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
         TokenPairs(config.data_dir, split, on_disk, eos, limits) for split in ("train", "valid")
     )
     valid = (valid_ids, load_split(config, "valid"))
+    keep = keep_pairs(train_cfg)
     model = Transformer(config.model, *map(len, vocabs), pad_id=PAD).to(device)
     if world.distributed:
         torch.manual_seed(train_cfg.seed + world.rank)  # same weights, own dropout
@@ -119,9 +129,29 @@ def set_up(config: Config, world: World, device: torch.device) -> Run:
     )  # fmt: skip
     example = valid[1][0][0]
     return Run(
-        config, world, device, vocabs, data, valid, example, model, wrapped, optimizer, dtype,
-        scaler, settings, sampler, memory_mib=memory_mib,
+        within_epochs(config, sampler), world, device, vocabs, data, valid, keep, example, model,
+        wrapped, optimizer, dtype, scaler, settings, sampler, memory_mib=memory_mib,
     )  # fmt: skip
+
+
+def keep_pairs(train_cfg: TrainConfig) -> Pairs | None:
+    """train.keep_valid's pairs, read before training starts (None: no keep_valid)."""
+    if train_cfg.keep_valid is None:
+        return None
+    if not (pairs := list(iter_files(train_cfg.keep_valid))):
+        raise UserError(f"train.keep_valid: {train_cfg.keep_valid.tsv or train_cfg.keep_valid.src} "
+                        "holds no sentence pairs")  # fmt: skip
+    return pairs
+
+
+def within_epochs(config: Config, sampler: EpochSampler) -> Config:
+    """The config with train.max_steps lowered to train.max_epochs passes over the data, if
+    that is sooner: the schedule's end."""
+    train_cfg = config.train
+    if not train_cfg.max_epochs:
+        return config
+    steps = max(1, round(train_cfg.max_epochs * sampler.first_epoch_steps()))
+    return replace(config, train=replace(train_cfg, max_steps=min(train_cfg.max_steps, steps)))
 
 
 def batch_settings(config: Config, world: World) -> dict:

@@ -3,6 +3,7 @@ validation is the best so far.
 
     valid ids (TokenPairs)  -> batches -> loss per target token (no label smoothing)
     valid text (pairs)      -> greedy, or beams -> exact match, BLEU
+    train.keep_valid pairs  -> the same decoding -> BLEU (keep_bleu: what must not be lost)
                                decoded by our own code (decoding/batches.py), or on a CPU
                                by CTranslate2 from the model exported as it is now
                                (train.valid_engine): the same outputs, sooner
@@ -26,6 +27,7 @@ from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.batching import token_batches
 from seq2seq.text.dataset import TokenPairs
+from seq2seq.text.parallel import Pairs
 from seq2seq.text.special import PAD
 from seq2seq.text.vocab import Vocab
 from seq2seq.training.loss import batch_loss
@@ -36,10 +38,16 @@ ValidSplit = tuple[TokenPairs, list[tuple[str, str]]]  # its ids (the loss), its
 
 @torch.no_grad()
 def validate(
-    model: Transformer, config: Config, vocabs: tuple[Vocab, Vocab], valid: ValidSplit, device
+    model: Transformer,
+    config: Config,
+    vocabs: tuple[Vocab, Vocab],
+    valid: ValidSplit,
+    device,
+    keep: Pairs | None = None,
 ) -> dict:
     """Per-token cross-entropy (no label smoothing) on the valid split, and the exact match
-    and BLEU of its translations against the reference text, as `make eval` scores them."""
+    and BLEU of its translations against the reference text, as `make eval` scores them; and
+    the BLEU of `keep`'s translations (train.keep_valid), if given."""
     ids, pairs = valid
     total, tokens = torch.zeros((), device=device), 0
     decoding = replace(config.decode, beam_size=config.train.valid_beam_size)
@@ -52,13 +60,19 @@ def validate(
             tokens += int((tgt_out != PAD).sum())  # counted on the host, before the copy
             batch = tuple(t.to(device) for t in (src, tgt_in, tgt_out))
             total += batch_loss(model, batch, 0.0, reduction="sum").float()
-    hypotheses = valid_translations(model, config, vocabs, [s for s, _ in pairs], decoding, device)
-    references = [t for _, t in pairs]
-    return {
+    keep = keep or []
+    sources = [s for s, _ in pairs + keep]  # decoded together: one export
+    outputs = valid_translations(model, config, vocabs, sources, decoding, device)
+    hypotheses, references = outputs[: len(pairs)], [t for _, t in pairs]
+    scores = {
         "valid_loss": total.item() / tokens,
         "valid_exact_match": exact_match(hypotheses, references),
         "valid_bleu": sacrebleu_scores(hypotheses, references)["bleu"],
     }
+    if keep:
+        kept = sacrebleu_scores(outputs[len(pairs) :], [t for _, t in keep])
+        scores["keep_bleu"] = kept["bleu"]
+    return scores
 
 
 def valid_translations(
@@ -99,3 +113,15 @@ def quality(result: dict, best_metric: str) -> tuple[float, float]:
     if best_metric == "loss":
         return -result["valid_loss"], 0.0
     return result[f"valid_{best_metric}"], -result["valid_loss"]
+
+
+def keep_lost(result: dict, start: float | None, drop: float) -> str | None:
+    """Why validation `result` lost too much of what must be kept: its BLEU on
+    train.keep_valid more than `drop` (train.keep_bleu_drop) below the start's (`start`);
+    None if it did not, or measured none."""
+    if "keep_bleu" not in result or start is None or result["keep_bleu"] >= start - drop:
+        return None
+    return (
+        f"keep BLEU fell {start - result['keep_bleu']:.2f} below the start's ({start:.2f}; "
+        f"train.keep_bleu_drop: {drop:g}): stopping, this validation not kept"
+    )

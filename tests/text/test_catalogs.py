@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import polib
 import pytest
@@ -266,6 +267,23 @@ def test_without_the_extra_the_error_names_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "polib", None)  # import polib raises ImportError
     with pytest.raises(UserError, match=r"app.po needs polib: pip install 'seq2seq\[catalogs\]'"):
         read(tmp_path / "app.po")
+
+
+def test_make_data_without_the_extra_stops_before_writing_anything(tmp_path, monkeypatch):
+    """A config whose source is a folder of catalogs, without polib: one line naming the key
+    and the extra, before any split is written."""
+    monkeypatch.chdir(tmp_path)
+    Path("mine.yaml").write_text(
+        "corpus: {type: sources, name: mine, src_lang: en, tgt_lang: de, train_sources: "
+        "[{file: 'other.{lang}'}, {file: catalogs}]}\n"
+    )
+    monkeypatch.setitem(sys.modules, "polib", None)
+    expected = (
+        r"^mine.yaml: corpus.train_sources\[1\] needs polib: pip install 'seq2seq\[catalogs\]'$"
+    )
+    with pytest.raises(UserError, match=expected):
+        data.main(["--config", "mine.yaml"])
+    assert not Path("data").exists()
 
 
 def locale_tree(root, programs=("alpha", "beta", "gamma", "delta", "epsilon", "zeta")):

@@ -86,7 +86,9 @@ def test_fine_tuning_starts_from_the_checkpoint_and_learns_the_new_data(
     start_from_source(run)
     source_weights = read_state(source)["model"]
     assert_same_parameters(run.model.state_dict(), source_weights)  # bit for bit on the CPU
-    before = validate(run.model, config, run.vocabs, run.valid, run.device)["valid_loss"]
+    scores = validate(run.model, config, run.vocabs, run.valid, run.device, keep=run.valid[1])
+    assert scores["keep_bleu"] == scores["valid_bleu"]  # keep_valid's pairs decoded beside
+    before = scores["valid_loss"]
 
     best = train(config)
     assert valid_losses("round")[-1] < 0.8 * before  # learnt what round numbers look like
@@ -185,8 +187,21 @@ def test_keeping_what_the_start_knew_holds_the_weights_near_it(source, numbers_w
         moved[name] = distance_from(start, read_state(Path(f"runs/{name}/last.pt"))["model"])
     assert moved["held"] == 0.0
     assert 0 < moved["teacher"] < 0.8 * moved["free"]
-    with pytest.raises(ConfigError, match="keep_teacher' and 'keep_weights' need a start"):
+    with pytest.raises(ConfigError, match="'train.keep_weights' needs a start to keep"):
         load_config("config.yaml", [*SMALL, "train.keep_weights=1"])
+
+
+def test_frozen_parameters_end_as_they_started(source, numbers_workdir):
+    """train.freeze: the encoder and the source embeddings bit for bit the start's after a
+    fine-tune, the decoder moved; a name that is no parameter's is an error."""
+    numbers_workdir(*tuning(source))
+    train_with(tuning(source, "experiment=frozen", "train.freeze=[encoder, src_embed]"))
+    start, tuned = read_state(source)["model"], read_state(Path("runs/frozen/last.pt"))["model"]
+    frozen = [name for name in start if name.startswith(("encoder.", "src_embed."))]
+    assert frozen and all(torch.equal(start[name], tuned[name]) for name in frozen)
+    assert not torch.equal(start["decoder.0.ff.net.0.weight"], tuned["decoder.0.ff.net.0.weight"])
+    with pytest.raises(UserError, match="train.freeze: no parameter is named 'encoders'"):
+        train_with(tuning(source, "experiment=typo", "train.freeze=[encoders]"))
 
 
 def test_a_catalog_entry_longer_than_the_model_takes_is_left_out_and_training_ends(
