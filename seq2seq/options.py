@@ -220,9 +220,9 @@ class TrainConfig:
     # What must not be lost, measured (needs init_from; null: off): sentence pairs of the kind
     # the start translates well and the fine-tune does not learn from, {src: FILE, tgt: FILE}
     # or {tsv: FILE} as corpus.valid (general text with the start's own translations will
-    # do). Each validation scores their BLEU too, the start's first, at step 0; the first
-    # validation that falls more than keep_bleu_drop below the start's stops training and is
-    # never best.pt
+    # do). Each validation scores their BLEU too, the start's first, at step 0; one more
+    # than keep_bleu_drop below the start's is never best.pt and counts as a validation
+    # without gain (train.patience: that many in a row stop training)
     keep_valid: SplitFiles | None = None
     keep_bleu_drop: Annotated[float, ">= 0"] = 1.0  # BLEU on keep_valid a validation may lose
     # Parameters that do not learn (fine-tuning), by the start of their names: the model's

@@ -21,8 +21,9 @@ runs/<experiment>/best.pt; each validation appends a line to runs/<experiment>/m
 With `train.average_last: N`, the last N validations' models are kept (step-<N>.pt) and, at
 the end, their average is validated too: best.pt if it is better (training/averaging.py).
 With `train.keep_valid` (a fine-tune's general set: what it must not lose), the start is
-validated at step 0 and every validation scores that set's BLEU too: the first that falls
-more than `train.keep_bleu_drop` below the start's stops training, and is never best.pt.
+validated at step 0 and every validation scores that set's BLEU too: one more than
+`train.keep_bleu_drop` below the start's is never best.pt, and counts as a validation without
+gain (train.patience stops training after that many in a row).
 
 Resuming: at each validation, and when stopped by Ctrl-C (SIGINT) or SIGTERM, the whole
 training state goes to runs/<experiment>/last.pt: weights, optimizer, gradient scaler, step,
@@ -231,7 +232,7 @@ def keep_validation(run: Run, figures: dict, report: Report) -> None:
     if "keep_bleu" in result and progress.keep_start is None:
         progress.keep_start = result["keep_bleu"]  # the start's, at step 0: the bound
     lost = keep_lost(result, progress.keep_start, train_cfg.keep_bleu_drop)
-    improved = not lost and keep_if_best(run, result)
+    improved = keep_if_best(run, result, eligible=lost is None)
     if not lost:
         keep_recent(run, run.info(result))  # step-<N>.pt (average_last)
     kept = f"  keep BLEU {result['keep_bleu']:.2f}" if "keep_bleu" in result else ""
@@ -242,7 +243,6 @@ def keep_validation(run: Run, figures: dict, report: Report) -> None:
     )
     if lost:
         report.write(lost)
-        progress.stopped_early = True
     if train_cfg.patience and progress.validations_without_gain >= train_cfg.patience:
         report.write(f"no gain in {train_cfg.patience} validations: stopping early")
         progress.stopped_early = True
@@ -302,7 +302,7 @@ def epochs(run: Run) -> str:
     train_cfg = run.train_cfg
     if not train_cfg.max_epochs:
         return ""
-    return f" ({train_cfg.max_steps / run.sampler.first_epoch_steps():.3g} epochs)"
+    return f" ({train_cfg.max_steps / run.sampler.first_epoch_steps:.3g} epochs)"
 
 
 def start_process(config: Config) -> tuple[World, torch.device]:

@@ -44,6 +44,8 @@ from seq2seq.training.optimizer import make_optimizer
 from seq2seq.training.run import Run, set_up
 
 ROOT = Path(__file__).resolve().parent.parent
+# seconds: a wait for what takes a fraction of a second (an answer, a swap) fails after it
+SOON = 60
 
 # the project's code, whatever the current directory, before any PYTHONPATH given (packages
 # installed apart, as on a lent GPU machine); a subprocess of a test never needs more than one
@@ -60,15 +62,18 @@ def command(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def wait_until(condition: Callable[[], bool], what: str, process=None) -> float:
+def wait_until(
+    condition: Callable[[], bool], what: str, process=None, timeout: float = SOON
+) -> float:
     """Poll `condition()` every 20 ms until it is true; returns the seconds waited. Fails if
-    `process` (a subprocess.Popen) ends first, with its output, or after HANG seconds."""
+    `process` (a subprocess.Popen) ends first, with its output, or after `timeout` seconds
+    (SOON: what takes a fraction of a second; HANG for what trains)."""
     start = time.monotonic()
     while not condition():
         if process is not None and process.poll() is not None:
             raise AssertionError(f"the process ended before {what}: {process.communicate()}")
-        if time.monotonic() - start > HANG:
-            raise AssertionError(f"hung: still no {what} after {HANG} s")
+        if time.monotonic() - start > timeout:
+            raise AssertionError(f"hung: still no {what} after {timeout:g} s")
         time.sleep(0.02)
     return time.monotonic() - start
 

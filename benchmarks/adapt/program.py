@@ -3,7 +3,7 @@ one program's catalog alone, as that program's translator would, then mixed with
 (WiSE-FT) -> benchmarks/results/adapt_program.{json,md}.
 
     python -m benchmarks.adapt.program [PACKAGE] [--program postgres-15] [--minutes 8]
-        [--settings NAME ...]
+        [--settings NAME ... [--keep-rows]]
 
     PACKAGE (runs/standin_en_de/en_de.int8.argosmodel) --import_model--> imported/best.pt
     the program's catalog, of the `user` group (DIR/<program>.mo) --seq2seq.data-->
@@ -16,8 +16,8 @@ one program's catalog alone, as that program's translator would, then mixed with
         the `base` programs' English strings (software the package knew)
     each setting (SETTINGS): seq2seq.train for --minutes (or its train.max_epochs), best.pt by
         valid BLEU on the program's own valid split (a row: the fine-tune alone); where it
-        says so, training stopped by the captions (train.keep_valid: KEEP, the captions'
-        validation set) falling more than train.keep_bleu_drop below the start
+        says so, of the validations within train.keep_bleu_drop of the start on the captions
+        (train.keep_valid: KEEP, the captions' validation set), stopped by train.patience
       -> mixed with the start (a row), weights (1 - a) and a for each a of MIXES (seq2seq.average
          --weights): the a with the best chrF on the program's valid split of those within
          GENERAL_LOSS chrF of the start on the general strings and MULTI30K_LOSS BLEU on the
@@ -29,6 +29,7 @@ one program's catalog alone, as that program's translator would, then mixed with
 
 import dataclasses
 import itertools
+import json
 import re
 from pathlib import Path
 
@@ -71,8 +72,9 @@ KEEP = {"src": "keep.src", "tgt": "keep.tgt"}  # the captions' validation set, i
 SETTINGS = {  # a setting's name -> how it trains, and on which replay (None: not trained)
     "imported": None,
     "as docs/adapt.md said: dropout 0, caption replay": Setting(FINE_TUNING, "captions"),
-    "the same in 5 epochs, stopped by the captions (keep_valid)": Setting(
-        {**FINE_TUNING, "max_epochs": 5, "eval_every": 100, "keep_valid": KEEP}, "captions"
+    "the same in 5 epochs, the captions kept (keep_valid, patience 3)": Setting(
+        {**FINE_TUNING, "max_epochs": 5, "eval_every": 100, "keep_valid": KEEP, "patience": 3},
+        "captions",
     ),
     "the same, keep_weights 10": Setting({**FINE_TUNING, "keep_weights": 10}, "captions"),
     "the same, encoder and embeddings frozen": Setting(
@@ -144,6 +146,23 @@ def mixed(work: Path, name: str, tuned: Path, decoding: DecodeConfig, valid: dic
     return (best[0] or work / IMPORTED), best[1], {"start": start, **tried}
 
 
+def with_earlier_rows(out: Path, results: dict) -> list[dict]:
+    """The rows just measured, and those of the other settings from out's last results where
+    they were measured on the same start, data, minutes and beam (--keep-rows), in SETTINGS'
+    order."""
+    path, run = out.with_suffix(".json"), {setting_of(row) for row in results["rows"]}
+    earlier = json.loads(path.read_text("utf-8")) if path.exists() else {}
+    same = all(earlier.get(key) == results[key] for key in ("package", "start", "minutes", "beam",
+                                                             "data"))  # fmt: skip
+    kept = [row for row in earlier.get("rows", []) if same and setting_of(row) in SETTINGS
+            and setting_of(row) not in run]  # fmt: skip
+    return sorted(results["rows"] + kept, key=lambda row: list(SETTINGS).index(setting_of(row)))
+
+
+def setting_of(row: dict) -> str:
+    return row["setting"].removesuffix(", mixed with the start")
+
+
 def table(results: dict) -> str:
     rows = []
     for row in results["rows"]:
@@ -184,6 +203,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=common.ROOT / "runs/bench-adapt-program")
     parser.add_argument("--test-strings", type=int, default=500, help="of each software test")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument(
+        "--keep-rows", action="store_true", help="the other settings' last rows, if comparable"
+    )
     args = parser.parse_args(argv)
     folder = args.catalogs.resolve()
     catalog = folder / f"{args.program}.mo"
@@ -241,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     results = {"machine": common.machine(), "package": str(shown),
                "start": start_facts(work / IMPORTED), "minutes": args.minutes, "beam": args.beam,
                "data": facts, "rows": rows}  # fmt: skip
+    if args.keep_rows:
+        results["rows"] = with_earlier_rows(args.out, results)
     common.save_results(args.out, results, table(results))
 
 

@@ -18,6 +18,7 @@ An optimizer step uses `train.batch_tokens` tokens in all. With gradient accumul
 processes x accumulate micro-batches of batch_tokens / (processes x accumulate) tokens each.
 """
 
+import functools
 import queue
 import threading
 
@@ -133,6 +134,7 @@ class EpochSampler:
         batches = token_batches(*self.lengths, self.micro_tokens, rng)
         return shard_steps(batches, self.per_step, self.world.rank, self.world.size)
 
+    @functools.cached_property
     def first_epoch_steps(self) -> int:
         """How many steps the first epoch has (the others differ by a step or two)."""
         return len(self.steps) if self.epoch == 1 else len(self._steps(1))

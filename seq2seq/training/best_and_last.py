@@ -39,11 +39,13 @@ from seq2seq.training.run import Run
 from seq2seq.training.validation import quality
 
 
-def keep_if_best(run: Run, result: dict) -> bool:
-    """Whether validation `result` is the best so far: then it becomes progress.best and the
-    model best.pt; else patience counts one more validation without gain (rank 0 only)."""
+def keep_if_best(run: Run, result: dict, eligible: bool = True) -> bool:
+    """Whether validation `result` is the best so far (and `eligible`: not below
+    train.keep_bleu_drop): then it becomes progress.best and the model best.pt; else patience
+    counts one more validation without gain (rank 0 only)."""
     progress, metric = run.progress, run.train_cfg.best_metric
-    improved = progress.best is None or quality(result, metric) > quality(progress.best, metric)
+    better = progress.best is None or quality(result, metric) > quality(progress.best, metric)
+    improved = eligible and better
     if improved:
         progress.best, progress.validations_without_gain = result, 0
         info = run.info(result)

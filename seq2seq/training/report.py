@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import torch
 from tqdm import tqdm
 
+from seq2seq.support.errors import say
+
 
 class Report:
     """Progress on stderr: a bar on a terminal; elsewhere (a log file, CI, nohup) a line at the
@@ -44,11 +46,9 @@ class Report:
             )  # fmt: skip
         if self.enabled and not self.terminal and now - self.last_line >= self.every:
             self.last_line = now
-            print(
+            say(
                 f"step {step:,}/{self.total:,}  loss {float(loss):.3f}  lr {lr:.2e}  "
-                f"{tokens_per_s:,.0f} tokens/s" + (f"  {left['left']} left" if left else ""),
-                file=sys.stderr,
-                flush=True,
+                f"{tokens_per_s:,.0f} tokens/s" + (f"  {left['left']} left" if left else "")
             )
 
     def write(self, line: str) -> None:

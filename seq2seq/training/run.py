@@ -150,7 +150,7 @@ def within_epochs(config: Config, sampler: EpochSampler) -> Config:
     train_cfg = config.train
     if not train_cfg.max_epochs:
         return config
-    steps = max(1, round(train_cfg.max_epochs * sampler.first_epoch_steps()))
+    steps = max(1, round(train_cfg.max_epochs * sampler.first_epoch_steps))
     return replace(config, train=replace(train_cfg, max_steps=min(train_cfg.max_steps, steps)))
 
 

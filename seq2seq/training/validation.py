@@ -122,6 +122,6 @@ def keep_lost(result: dict, start: float | None, drop: float) -> str | None:
     if "keep_bleu" not in result or start is None or result["keep_bleu"] >= start - drop:
         return None
     return (
-        f"keep BLEU fell {start - result['keep_bleu']:.2f} below the start's ({start:.2f}; "
-        f"train.keep_bleu_drop: {drop:g}): stopping, this validation not kept"
+        f"keep BLEU {start - result['keep_bleu']:.2f} below the start's ({start:.2f}; "
+        f"train.keep_bleu_drop: {drop:g}): not best.pt, a validation without gain"
     )

@@ -15,7 +15,7 @@ from seq2seq.config import add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import add_engine_arguments
 from seq2seq.service import improving
 
-from helpers import call, running, wait_until
+from helpers import HANG, call, running, wait_until
 
 LOG = Path("runs/seed/versions/improve.log")
 SAID = "import sys; print('improving with', *sys.argv[1:]); sys.exit({code})"
@@ -59,7 +59,7 @@ def test_every_n_suggestions_start_an_improvement_of_the_pair(served, monkeypatc
         assert suggest(server.url, "one is one") == 200
         assert not LOG.exists()  # one new: not yet
         assert suggest(server.url, "two is two") == 200
-        wait_until(ended(1), "the improvement to end")
+        wait_until(ended(1), "the improvement to end", timeout=HANG)
         log = LOG.read_text()
         assert "improving with --config config.yaml --suggestions s.db" in log
         assert "ended: done" in log
@@ -71,7 +71,7 @@ def test_every_n_suggestions_start_an_improvement_of_the_pair(served, monkeypatc
         assert suggest(server.url, "three is three") == 200  # one new since
         assert LOG.read_text().count("starting") == 1
         assert suggest(server.url, "four is four") == 200
-        wait_until(ended(2), "the second improvement to end")
+        wait_until(ended(2), "the second improvement to end", timeout=HANG)
         assert LOG.read_text().count("starting") == 2
 
 
@@ -85,7 +85,7 @@ def test_a_failed_improvement_is_logged_and_the_service_goes_on(served, monkeypa
     settings = {"suggestions": True, "suggestions_file": "s.db", "improve_after": 1}
     with running(served("--model", "config.yaml"), **settings) as server:
         assert suggest(server.url, "one is one") == 200
-        wait_until(ended(1), "the improvement to end")
+        wait_until(ended(1), "the improvement to end", timeout=HANG)
         assert "ended: failed, exit code 3" in LOG.read_text()
         state = improvement(server.url)["en-digits"]
         assert state["exit_code"] == 3

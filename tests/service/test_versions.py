@@ -115,7 +115,8 @@ def test_a_version_is_swapped_in_under_load_nothing_failed(experiment, workers):
         wait_until(lambda: loaded_in(url) == workers, "every worker started", process)
         serve("0001", experiment)
         try:
-            wait_until(lambda: sum("-> 0001" in line for line in lines) == workers, "the swaps")
+            # what the workers said, counted in all they wrote: whole lines or not
+            wait_until(lambda: "".join(lines).count("-> 0001") == workers, "the swaps")
         except AssertionError as hung:  # what each worker said, to tell why
             raise AssertionError(f"{hung}; the service said: {''.join(lines)[-4000:]}") from None
         swapped = time.monotonic()

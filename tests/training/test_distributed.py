@@ -134,7 +134,7 @@ def test_a_stopped_distributed_run_resumes(workdir):
     finish(straight)
 
     stopped = run(*steps, "experiment=resumed", cwd=workdir, processes=2)
-    wait_until((workdir / "runs/resumed/last.pt").exists, "first checkpoint", stopped)
+    wait_until((workdir / "runs/resumed/last.pt").exists, "first checkpoint", stopped, timeout=HANG)
     stopped.send_signal(signal.SIGTERM)  # torchrun passes it on to both processes
     _, stderr = stopped.communicate(timeout=HANG)
     assert stopped.returncode != 0

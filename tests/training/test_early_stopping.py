@@ -65,16 +65,17 @@ def test_without_patience_training_goes_on(seed_run, monkeypatch):
     assert scripted_run(seed_run, monkeypatch, "exact_match", patience=0) == (steps, 12, False)
 
 
-def test_a_validation_that_loses_what_must_be_kept_stops_training_and_is_never_best(
+def test_a_validation_that_loses_what_must_be_kept_is_never_best_and_counts_for_patience(
     seed_run, monkeypatch, capsys
 ):
     """train.keep_valid: the start (train.init_from) is validated at step 0, its keep BLEU the
-    bound; the first validation more than train.keep_bleu_drop below it stops training and
-    is not best.pt, though its exact match is the highest."""
-    keep = [50.0, 50.5, 49.2, 48.9, 60.0]  # steps 0, 2, 4, 6 (lost: 1.1 below), never 8
+    bound; a validation more than train.keep_bleu_drop below it is not best.pt, though its
+    exact match is the highest, and counts as one without gain: two in a row stop training
+    (train.patience 2)."""
+    keep = [50.0, 50.5, 49.2, 48.9, 48.5, 60.0]  # steps 0, 2, 4, 6 and 8 (lost), never 10
     results = [
         {"valid_exact_match": match, "valid_bleu": 10.0, "valid_loss": 1.0, "keep_bleu": kept}
-        for match, kept in zip([0.1, 0.2, 0.3, 0.9, 1.0], keep, strict=True)
+        for match, kept in zip([0.1, 0.2, 0.3, 0.9, 1.0, 1.0], keep, strict=True)
     ]
     monkeypatch.setattr(train, "validate", lambda *args: results.pop(0))
     monkeypatch.chdir(seed_run.parent.parent)
@@ -82,12 +83,13 @@ def test_a_validation_that_loses_what_must_be_kept_stops_training_and_is_never_b
     train.main([
         "experiment=keeping", "train.device=cpu", "train.max_steps=12", "train.eval_every=2",
         f"train.init_from={seed_run / 'best.pt'}", "train.keep_valid.tsv=keep.tsv",
+        "train.patience=2",
     ])  # fmt: skip
     lines = [json.loads(line) for line in (seed_run.parent / "keeping/metrics.jsonl").open()]
     assert [(line["step"], line["train_loss"] is None) for line in lines] == [
-        (0, True), (2, False), (4, False), (6, False)
-    ]
+        (0, True), (2, False), (4, False), (6, False), (8, False)
+    ]  # fmt: skip
     assert read_state(seed_run.parent / "keeping/best.pt")["info"]["step"] == 4
-    assert "keep BLEU fell 1.10 below the start's (50.00; train.keep_bleu_drop: 1)" in (
-        capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert "keep BLEU 1.10 below the start's (50.00; train.keep_bleu_drop: 1): not best.pt" in out
+    assert "no gain in 2 validations: stopping early" in out

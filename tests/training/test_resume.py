@@ -275,7 +275,7 @@ def checkpoint_step(path: Path) -> int:
 def test_a_signal_saves_and_says_how_to_resume(workdir, signal_number):
     last = workdir / "runs/numbers/last.pt"
     process = start_training("train.max_steps=100000", "train.eval_every=10")
-    wait_until(last.exists, "first checkpoint", process)
+    wait_until(last.exists, "first checkpoint", process, timeout=HANG)
     process.send_signal(signal_number)
     _, stderr = process.communicate(timeout=HANG)
     assert process.returncode == 128 + signal_number
@@ -329,7 +329,9 @@ def test_kill_9_at_random_moments_never_leaves_an_unreadable_file(workdir):
             assert_every_file_is_readable(run)
         before = checkpoint_step(last)
         process = start_training("train.max_steps=100000", "train.eval_every=3")
-        start_up = wait_until(partial(moved_past, last, before), "resumed run's step", process)
+        start_up = wait_until(
+            partial(moved_past, last, before), "resumed run's step", process, timeout=HANG
+        )
         seen = checkpoint_step(last)
         time.sleep(rng.uniform(0, start_up / 2))  # training, validating, writing checkpoints
         process.kill()
