@@ -38,17 +38,17 @@ def freeze(model: Transformer, prefixes: list[str]) -> list[torch.nn.Parameter]:
     """Parameters whose names start with one of `prefixes` (train.freeze) no longer learn;
     -> the others. A prefix that names none is an error listing the top-level names."""
     named = dict(model.named_parameters())  # a shared matrix once, by its first name
+
+    def under(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
     for prefix in prefixes:
-        if not any(name == prefix or name.startswith(prefix + ".") for name in named):
+        if not any(under(name, prefix) for name in named):
             tops = ", ".join(dict.fromkeys(name.split(".")[0] for name in named))
             raise UserError(f"train.freeze: no parameter is named {prefix!r} or under it ({tops})")
-    free = []
     for name, parameter in named.items():
-        frozen = any(name == p or name.startswith(p + ".") for p in prefixes)
-        parameter.requires_grad_(not frozen)
-        if not frozen:
-            free.append(parameter)
-    return free
+        parameter.requires_grad_(not any(under(name, prefix) for prefix in prefixes))
+    return [parameter for parameter in named.values() if parameter.requires_grad]
 
 
 def learning_rate(step: int, train_cfg: TrainConfig, elapsed_s: float = 0.0) -> float:

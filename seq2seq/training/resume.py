@@ -32,7 +32,7 @@ class Progress:
     sampler: dict = field(default_factory=dict)  # EpochSampler.state_dict()
     best: dict | None = None  # the best validation result so far
     validations_without_gain: int = 0
-    stopped_early: bool = False  # by train.patience, or train.keep_bleu_drop
+    stopped_early: bool = False  # by train.patience
     keep_start: float | None = None  # the start's BLEU on train.keep_valid (step 0)
     elapsed_s: float = 0.0  # training time before this run
     # a validation that a signal cut short: its log line's figures known before it
