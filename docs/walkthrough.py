@@ -56,16 +56,16 @@ import torch
 import torch.nn.functional as F
 
 from seq2seq.config import DecodeConfig, ModelConfig, TrainConfig, VocabConfig
+from seq2seq.corpora import numbers
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.greedy import greedy_decode_cached, max_lengths, strip
 from seq2seq.model.attention import MultiHeadAttention, scaled_dot_product_attention
 from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
 from seq2seq.model.transformer import DecoderLayer, EncoderLayer, Transformer, sinusoidal_positions
-from seq2seq.text import numbers
-from seq2seq.text.batching import pair_tensors
-from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
-from seq2seq.text.vocab import train_vocab
+from seq2seq.tokens.batching import pair_tensors
+from seq2seq.tokens.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.tokens.vocab import train_vocab
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import make_optimizer
 
@@ -494,15 +494,15 @@ assert apart.num_parameters() - shared.num_parameters() == 2 * 12 * D  # two (V,
 # ## 7. Training on nine sentence pairs
 #
 # The smallest corpus the project has, its `seed` preset
-# ([`text/numbers.py`](../seq2seq/text/numbers.py), `SEED_PAIRS`), is nine pairs from "one is
+# ([`corpora/numbers.py`](../seq2seq/corpora/numbers.py), `SEED_PAIRS`), is nine pairs from "one is
 # one" -> "1 la 1" to "nine is nine" -> "9 la 9". A model that has learnt them writes the
 # number word as its digit, twice, with "la" in the middle.
 #
 # Sentences become token ids with a sentencepiece vocabulary per language
-# ([`text/vocab.py`](../seq2seq/text/vocab.py); here one token per word), with the special ids
+# ([`tokens/vocab.py`](../seq2seq/tokens/vocab.py); here one token per word), with the special ids
 # PAD 0, UNK 1, BOS 2 and EOS 3. Each pair then gives three sequences
-# ([`text/batching.py`](../seq2seq/text/batching.py); tests:
-# [`tests/text/test_vocab_and_batching.py`](../tests/text/test_vocab_and_batching.py)):
+# ([`tokens/batching.py`](../seq2seq/tokens/batching.py); tests:
+# [`tests/tokens/test_vocab_and_batching.py`](../tests/tokens/test_vocab_and_batching.py)):
 #
 #     source          three is three EOS     what the encoder reads
 #     decoder input   BOS   3  la  3         what the decoder reads

@@ -6,12 +6,17 @@ modules and what it may import; tests/test_architecture.py holds them to it):
     options.py           the typed experiment config: a dataclass a section
     serve_options.py     ... its serve section's, a dataclass a concern
     config.py            ... read from YAML and checked
-    text/                corpora -> vocabularies -> token ids on disk -> padded batches
+    corpora/             the corpora make data builds: generated, downloaded, yours; cleaned
+    tokens/              vocabularies -> token ids on disk -> padded batches
     model/               masks -> attention -> the Transformer (reads and copies alone)
     checkpoint.py        a trained model with its config and vocabularies, in one file
-    decoding/            greedy and beam search, attention maps, the engines
     training/            optimizer, loss, validation, checkpoints, torchrun (the loop: train.py)
-    service/, exports/   the HTTP service; CTranslate2, Argos Translate, Hugging Face
+    decoding/            greedy and beam search, attention maps, the engines
+    service/, serving/   the HTTP service: each API's routes; what they stand on
+    exports/             CTranslate2, Argos Translate, Hugging Face
+    text/                beneath them all: pairs in files, sentences, placeholders
+    localization/        a localization team's catalogs, glossaries, terms, translation memory
+    documents/           the service's documents (.docx, .srt, HTML ...) and languages
     support/             errors, atomic files, paths, devices
 
 and the commands, each `python -m seq2seq.<command>`: data, train, average, evaluate,

@@ -24,8 +24,8 @@ from seq2seq.config import Config, config_from_dict
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import Vocab, read_vocab
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import Vocab, read_vocab
 
 FORMAT = 2  # 2: with its checksum
 

@@ -11,7 +11,7 @@ docs/configuration.md are written from them: seq2seq/config_docs.py, `make confi
 `train.max_steps=200`, and returns a `Config`. Anything unknown, of the wrong type or out of
 range is a `ConfigError` that names the file and the key (and the nearest valid key for a
 typo). A corpus type's own rules (a parallel corpus needs its files) are its entry's in
-seq2seq/text/corpus_types.py.
+seq2seq/corpora/corpus_types.py.
 
 A config file may start from another: `base: other.yaml` (a path relative to the file) reads
 that file first, and the file's own keys override the base's, section by section; the base
@@ -35,6 +35,7 @@ import typing
 from collections.abc import Iterator
 from pathlib import Path
 
+from seq2seq.corpora.corpus_types import corpus_languages, corpus_problems, corpus_type, is_language
 from seq2seq.model.config import ModelConfig
 from seq2seq.options import (
     DEFAULT_CONFIG,
@@ -48,7 +49,6 @@ from seq2seq.options import (
 )
 from seq2seq.serve_options import Language, ServeConfig
 from seq2seq.support.dataclass_yaml import ConfigError, build, merge, read_mapping, set_key
-from seq2seq.text.corpus_types import corpus_languages, corpus_problems, corpus_type, is_language
 from seq2seq.text.parallel import files_problem
 
 # The config's whole interface, the options' dataclasses included: `from seq2seq.config import
@@ -228,7 +228,7 @@ def value_problems(config: Config, keys: list[str]) -> Iterator[str]:
 
 def problems(config: Config) -> Iterator[str]:
     """Each option's own value (value_problems), then the rules that involve several, section
-    by section (the corpus's are its type's: seq2seq/text/corpus_types.py)."""
+    by section (the corpus's are its type's: seq2seq/corpora/corpus_types.py)."""
     return itertools.chain(
         value_problems(config, [*ranges(), *FOLDER_NAMES]),
         corpus_problems(config.corpus),

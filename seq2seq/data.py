@@ -1,5 +1,5 @@
 """`make data`: write the corpus to data/<corpus.name>/, train its vocabularies, and encode
-every split into token ids for training (seq2seq/text/dataset.py), without the pairs longer
+every split into token ids for training (seq2seq/tokens/dataset.py), without the pairs longer
 than the model takes (counted, in the output and in report.json).
 
 python -m seq2seq.data [--config config.yaml] [key.sub=value ...]
@@ -12,15 +12,15 @@ text they know: a word they lack reaches the model as UNK.
 import importlib
 
 from seq2seq.config import Config, add_config_arguments, load_config
+from seq2seq.corpora.cleaning import add_to_report
+from seq2seq.corpora.corpus_types import build_corpus
+from seq2seq.corpora.source_checks import catalog_sources
+from seq2seq.localization.term_pairs import Teaching
 from seq2seq.support.errors import UserError, command_parser, run_cli
 from seq2seq.support.paths import SIDES, text_files
-from seq2seq.text.cleaning import add_to_report
-from seq2seq.text.corpus_types import build_corpus
-from seq2seq.text.dataset import Limits, build_ids, dropped_pairs
 from seq2seq.text.parallel import iter_lines
-from seq2seq.text.source_checks import catalog_sources
-from seq2seq.text.term_pairs import Teaching
-from seq2seq.text.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
+from seq2seq.tokens.dataset import Limits, build_ids, dropped_pairs
+from seq2seq.tokens.vocab import Vocab, build_vocabs, copy_vocabs, coverage, load_vocabs
 from seq2seq.training.finetune import read_source
 
 SHOWN = 5  # unknown words named in the coverage line, the most frequent first

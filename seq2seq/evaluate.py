@@ -16,8 +16,8 @@ signatures beside its figures), and prints a few lines:
     beam 4     exact match 98.9%  BLEU 99.81  chrF 99.92  (1,000 sentences, 310/s)
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
 
-With --glossary FILE (.tsv, .csv or .tbx: seq2seq/text/glossary.py, for the model's pair),
-every decoding follows its terms (seq2seq/text/terms.py); a fault in it ends the command in
+With --glossary FILE (.tsv, .csv or .tbx: seq2seq/localization/glossary.py, for the model's pair),
+every decoding follows its terms (seq2seq/localization/terms.py); a fault in it ends the command in
 one line naming the file and the line, before anything is decoded or written.
 
 eval.json keeps what its scores follow from (`inputs`: the checkpoint's and the test split's
@@ -38,13 +38,13 @@ from seq2seq.config import (
     decode_overrides,
     load_config,
 )
+from seq2seq.corpora.corpus_types import corpus_type
 from seq2seq.decoding.engine_choice import described, load_engine
 from seq2seq.decoding.engines import languages_of, translate_texts
+from seq2seq.localization.glossary import read_glossary
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json, write_lines
 from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
-from seq2seq.text.corpus_types import corpus_type
-from seq2seq.text.glossary import read_glossary
 from seq2seq.text.parallel import load_split
 from seq2seq.text.placeholders import bare
 from seq2seq.text.sentences import Texts

@@ -5,7 +5,7 @@
     python -m seq2seq.keys list              each key's id, limits and when it was added
     python -m seq2seq.keys remove KEY_OR_ID
 
-The file (seq2seq/service/keystore.py): --db, else the config's serve.api_keys if it ends in
+The file (seq2seq/serving/keystore.py): --db, else the config's serve.api_keys if it ends in
 .db, else runs/keys.db. `serve.api_keys: runs/keys.db` makes the service take these keys, and
 see a key added or removed within a second, without a restart.
 """
@@ -13,7 +13,7 @@ see a key added or removed within a second, without a restart.
 from pathlib import Path
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.service.keystore import KeyLimits, KeyStore
+from seq2seq.serving.keystore import KeyLimits, KeyStore
 from seq2seq.support.errors import UserError, command_parser, run_cli
 
 DEFAULT_DB = Path("runs/keys.db")

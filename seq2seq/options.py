@@ -3,8 +3,8 @@ its default, its range (`Annotated[int, "at least 1"]`: seq2seq/config.py checks
 the comment that describes it, once.
 
     Config        experiment (the runs/<experiment>/ folder) and the sections:
-      corpus      CorpusConfig   the parallel text (seq2seq/text/corpus_types.py: its types)
-      clean       CleanConfig    which pairs `make data` drops (seq2seq/text/cleaning.py)
+      corpus      CorpusConfig   the parallel text (seq2seq/corpora/corpus_types.py: its types)
+      clean       CleanConfig    which pairs `make data` drops (seq2seq/corpora/cleaning.py)
       vocab       VocabConfig    the sentencepiece vocabularies
       model       ModelConfig    the Transformer (seq2seq/model/config.py, beside the model)
       train       TrainConfig    `make train`
@@ -54,7 +54,7 @@ class SplitFiles:
 
 @dataclass
 class Source:
-    """One source of sentence pairs for corpus.type: sources (seq2seq/text/sources.py): exactly
+    """One source of sentence pairs for corpus.type: sources (seq2seq/corpora/sources.py): exactly
     one of `opus`, `sacrebleu`, `url`, `file` and `suggestions`, in the pair corpus.src_lang ->
     tgt_lang."""
 
@@ -64,8 +64,9 @@ class Source:
     # an http(s):// or file:// URL of a .tsv or .tsv.gz file ("source<TAB>target" lines), a .zip
     # holding a Moses pair (two files ending .<src_lang> and .<tgt_lang>), or a Moses pair
     # itself, plain or .gz, named once with {lang} for the language: https://x.org/train.{lang}.gz;
-    # or a catalog (pip install 'seq2seq[catalogs]'; seq2seq/text/catalogs.py): gettext's .po
-    # or .mo (msgid -> msgstr), XLIFF 1.2 or 2 (.xlf, .xliff), a TMX translation memory (.tmx)
+    # or a catalog (pip install 'seq2seq[catalogs]'; seq2seq/localization/catalogs.py):
+    # gettext's .po or .mo (msgid -> msgstr), XLIFF 1.2 or 2 (.xlf, .xliff), a TMX translation
+    # memory (.tmx)
     url: str | None = None
     # a file of yours, as url: .tsv, .tsv.gz, .zip, train.{lang} or a catalog; or a folder of
     # catalogs of one language, read at any depth (a path without a suffix, or ending in /),
@@ -91,8 +92,8 @@ class Source:
     # A folder of catalogs (file:): which of its programs it gives, each whole: all | base (60%
     # of them: a base model's own) | user (20%: a user's, what a fine-tune learns from) |
     # held_out (20%: no training's, for tests on programs never seen). A program's group comes
-    # from a hash of its name with a fixed key (seq2seq/text/catalogs.py: PROGRAM_GROUPS): the
-    # same in every language's folder and every config, whatever corpus.seed
+    # from a hash of its name with a fixed key (seq2seq/localization/catalogs.py:
+    # PROGRAM_GROUPS): the same in every language's folder and every config, whatever corpus.seed
     programs: Literal["all", "base", "user", "held_out"] = "all"
 
 
@@ -101,8 +102,8 @@ class CorpusConfig:
     """The parallel text to learn from, written to data/<name>/ by `make data`."""
 
     # numbers: the built-in generator | parallel: your own files | multi30k: the Multi30k
-    # task 1 corpus, downloaded and checked (seq2seq/text/multi30k.py) | sources: corpora
-    # by name, URLs and files, mixed (seq2seq/text/sources.py) | imported: none, a model made
+    # task 1 corpus, downloaded and checked (seq2seq/corpora/multi30k.py) | sources: corpora
+    # by name, URLs and files, mixed (seq2seq/corpora/sources.py) | imported: none, a model made
     # elsewhere (python -m seq2seq.import_model)
     type: Literal["numbers", "parallel", "multi30k", "sources", "imported"] = "numbers"
     name: str = "numbers"  # the corpus and its vocabularies go to data/<name>/
@@ -190,8 +191,8 @@ class VocabConfig:
     # sentencepiece learns from a random sample of at most this many sentences of each side:
     # its time and memory stay bounded however large the corpus
     sample_size: Annotated[int, "at least 1"] = 1_000_000
-    # Source text normalisation, the same at training and translation time (seq2seq/text/vocab.py);
-    # real text usually keeps both.
+    # Source text normalisation, the same at training and translation time
+    # (seq2seq/tokens/vocab.py); real text usually keeps both.
     lowercase: bool = False  # "Twenty one" reads as "twenty one"
     hyphens_as_spaces: bool = False  # "twenty-one" reads as "twenty one"
 
@@ -232,7 +233,7 @@ class TrainConfig:
     freeze: list[str] = field(default_factory=list)
     # Teach the model to follow glossaries (0: off): this share of the training pairs that
     # hold a term get its target written into their source, "the layer [[ Ebene ]] is red",
-    # the term pairs drawn from the training pairs themselves (text/term_pairs.py), in the
+    # the term pairs drawn from the training pairs themselves (localization/term_pairs.py), in the
     # token ids `make data` writes; decode.terms auto then annotates (docs/terms.md)
     terms: Annotated[float, "in [0, 1]"] = 0.0
     # padded source + target tokens per optimizer step, in all
@@ -338,7 +339,7 @@ class DecodeConfig:
     # lists (the export's vmap.txt, from the training pairs: exports/vocab_map.py): a smaller
     # output layer; false: every piece. An export without the map decodes without it
     vmap: bool = False
-    # How a glossary's terms are followed (text/terms.py): annotate: the target term written
+    # How a glossary's terms are followed (localization/terms.py): annotate: the target term written
     # after the source term, for a model taught terms (train.terms), a sentence whose output
     # lacks one translated again masked | mask: the term kept from the model as a placeholder
     # and given back as the target, uninflected | auto: annotate for a model taught terms,

@@ -3,7 +3,7 @@
     python -m seq2seq.serve [--config FILE] [--checkpoint PATH] [--host H] [--port P] [key=value]
     python -m seq2seq.serve --engine ctranslate2 --model DIR   (seq2seq/exports/)
     python -m seq2seq.serve --model en_de.argosmodel --model runs/de_en/best.pt ...
-                     several models, each pair its own (seq2seq/service/models.py: a pair
+                     several models, each pair its own (seq2seq/serving/models.py: a pair
                      without a model of its own goes through pivot languages); a pair's
                      versions side by side: --model original=PATH --model tuned=PATH
     python -m seq2seq.serve --model en_de.argosmodel decode.beam_size=1
@@ -63,13 +63,13 @@ from seq2seq.decoding.engine_choice import (
     described,
     load_engine,
 )
-from seq2seq.service.loaders import Loader, load_models, served
+from seq2seq.serving.loaders import Loader, load_models, served
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, say, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
     from seq2seq.service.prometheus import forget, shared_between_workers
-    from seq2seq.service.protocol import listen
     from seq2seq.service.server import Server
+    from seq2seq.serving.protocol import listen
 except ImportError as missing:
     package = (missing.name or "").partition(".")[0]  # uvicorn, not uvicorn.protocols
     sys.exit(f'error: the service needs {package}: pip install -e ".[serve]"')

@@ -84,7 +84,7 @@ class Batching:
 
 @dataclass
 class Connections:
-    """The connections, and whose requests are answered (seq2seq/service/protocol.py,
+    """The connections, and whose requests are answered (seq2seq/serving/protocol.py,
     access.py)."""
 
     # Open connections at most. One more closes one still waiting for its request (of the
@@ -112,9 +112,9 @@ class Connections:
 
 @dataclass
 class Keys:
-    """API keys, and how often a client may ask (seq2seq/service/keystore.py, checks.py)."""
+    """API keys, and how often a client may ask (seq2seq/serving/keystore.py, checks.py)."""
 
-    # Where the API keys are (seq2seq/service/keystore.py): "" (none), a file of keys one a line,
+    # Where the API keys are (seq2seq/serving/keystore.py): "" (none), a file of keys one a line,
     # env:NAME (the environment variable NAME, keys separated by commas or spaces), or a keys
     # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
     # again when it changes). With keys, every POST needs one.
@@ -193,7 +193,7 @@ class FilesAndSuggestions:
     # suggestions_file to fine-tune the model on (a corpus source {suggestions: FILE}).
     # false: it answers 403, as LibreTranslate's does.
     suggestions: bool = False
-    # SQLite (seq2seq/text/suggestions.py), relative to the working directory, as runs/ is
+    # SQLite (seq2seq/localization/suggestions.py), relative to the working directory, as runs/ is
     suggestions_file: str = "runs/suggestions.db"
     # Suggestions one client address, and one API key, may send per hour, repeats and refused
     # ones included; more get a 429 (counted as flooding in /metrics).
@@ -208,7 +208,7 @@ class FilesAndSuggestions:
     # whether or not suggestions takes new ones.
     memory: bool = False
     # With memory, a text without its own suggestion but like one the memory holds (at least
-    # this share of its words the same: text/fuzzy.py; 0: off) has the model's translation
+    # this share of its words the same: localization/fuzzy.py; 0: off) has the model's translation
     # repaired by that suggestion: the user's edits merged into it where they touch other
     # words than the new text changed (ours: "fuzzy", each text's match's similarity).
     memory_fuzzy: Annotated[float, "in [0, 1)"] = 0.0

@@ -1,7 +1,7 @@
 """A service's suggestions file (serve.suggestions_file) listed, cleaned and filled, as it runs.
 
 The file holds the service's users' better translations and the translation memory they make
-(seq2seq/text/suggestions.py); these commands work on it from outside the service.
+(seq2seq/localization/suggestions.py); these commands work on it from outside the service.
 
     python -m seq2seq.suggestions list FILE [--pair en-de] [--grep TEXT] [--since DATE]
         each suggestion, a line: its id, pair, count, when last sent, q and s (tab-separated,
@@ -11,8 +11,8 @@ The file holds the service's users' better translations and the translation memo
         whole, from the original model), and from the memory, where the text's entry falls
         back to its latest suggestion left, if any: the service answers so at once
     python -m seq2seq.suggestions import FILE --from CATALOG --target de [--source en]
-        a translation memory or catalog (.tmx .po .mo .xlf .xliff: text/catalog_formats.py),
-        each pair checked as POST /suggest checks one (service/checks.py's SuggestionChecks,
+        a translation memory or catalog (.tmx .po .mo .xlf .xliff: localization/catalog_formats.py),
+        each pair checked as POST /suggest checks one (serving/checks.py's SuggestionChecks,
         serve.suggestion_chars from --config), then kept as suggestions, in one transaction:
         the memory answers them. A refused entry is counted by why, not fatal.
 
@@ -31,12 +31,12 @@ from tqdm import tqdm
 
 from seq2seq.config import DEFAULT_CONFIG, ServeConfig, load_config
 from seq2seq.documents.detection import Detector
-from seq2seq.service.checks import SuggestionChecks
-from seq2seq.service.refusals import Unwanted
+from seq2seq.localization.catalog_formats import Reader
+from seq2seq.localization.catalogs import catalog_reader, one_line
+from seq2seq.localization.suggestions import Suggestions
+from seq2seq.serving.checks import SuggestionChecks
+from seq2seq.serving.refusals import Unwanted
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
-from seq2seq.text.catalog_formats import Reader
-from seq2seq.text.catalogs import catalog_reader, one_line
-from seq2seq.text.suggestions import Suggestions
 
 
 def arguments() -> argparse.ArgumentParser:

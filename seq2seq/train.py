@@ -63,8 +63,8 @@ from seq2seq.support.device import (
 from seq2seq.support.errors import Interrupted, command_parser, run_cli, warn
 from seq2seq.support.files import append_line
 from seq2seq.support.paths import LAST
-from seq2seq.text.batching import Prefetcher
-from seq2seq.text.special import PAD
+from seq2seq.tokens.batching import Prefetcher
+from seq2seq.tokens.special import PAD
 from seq2seq.training import distributed
 from seq2seq.training.averaging import average_at_end, keep_recent
 from seq2seq.training.best_and_last import checked_loss, keep_if_best, resume_from_last, save_last

@@ -25,10 +25,10 @@ Placeholders and markup (%s, %1$s, {0}, %1, &Open, <b>, a literal \\n, Weblate's
 seq2seq/text/placeholders.py) are kept from the model and put back in the translation, each
 exactly once (--placeholders off: translated as text).
 
-With --glossary FILE (.tsv or .csv, DeepL's formats, or .tbx: seq2seq/text/glossary.py, for
-the model's pair), its terms are followed (seq2seq/text/terms.py; an entry whose target is its
-source comes back verbatim); a fault in it ends the command in one line naming the file and
-the line, before anything is translated.
+With --glossary FILE (.tsv or .csv, DeepL's formats, or .tbx: seq2seq/localization/glossary.py,
+for the model's pair), its terms are followed (seq2seq/localization/terms.py; an entry whose
+target is its source comes back verbatim); a fault in it ends the command in one line naming
+the file and the line, before anything is translated.
 
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability; for a line of several
@@ -71,9 +71,9 @@ from seq2seq.decoding.engine_choice import (
 from seq2seq.decoding.engines import Engine, languages_of, one_line, translate_texts
 from seq2seq.decoding.warnings import numbered
 from seq2seq.documents import reading
+from seq2seq.localization.glossary import read_glossary
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 from seq2seq.support.files import atomic_write
-from seq2seq.text.glossary import read_glossary
 from seq2seq.text.parallel import utf8_lines
 from seq2seq.text.sentences import Texts
 

@@ -10,7 +10,7 @@ from benchmarks.service.swap import seed_preset
 from seq2seq import data
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
-from seq2seq.text import numbers
+from seq2seq.corpora import numbers
 
 from helpers import ROOT, briefly_trained
 

@@ -35,9 +35,9 @@ from seq2seq.decoding.greedy import max_lengths
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import pick_device
-from seq2seq.text.batching import pair_tensors, source_tensor, token_batches
-from seq2seq.text.special import BOS, EOS, PAD, non_output_logits
-from seq2seq.text.vocab import Vocab, normalize_source, train_vocab
+from seq2seq.tokens.batching import pair_tensors, source_tensor, token_batches
+from seq2seq.tokens.special import BOS, EOS, PAD, non_output_logits
+from seq2seq.tokens.vocab import Vocab, normalize_source, train_vocab
 from seq2seq.training.distributed import World
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.optimizer import make_optimizer
@@ -323,7 +323,7 @@ def start_workers(seed_run: Path, *overrides: str) -> tuple[subprocess.Popen, st
     return process, read_address(process)
 
 
-# A mirror on 127.0.0.1 (corpus.mirror: tests/text/test_sources.py, tests/test_doc_commands.py):
+# A mirror on 127.0.0.1 (corpus.mirror: tests/corpora/test_sources.py, tests/test_doc_commands.py):
 # the files of the real sources' layouts, made by the test, and the OPUS API's answers.
 
 

@@ -69,11 +69,15 @@ def test_every_benchmark_room_is_in_a_layer_and_names_its_scripts():
 
 
 def test_every_folder_says_what_it_holds_and_what_it_may_import():
+    """Each chapter's docstring opens with its purpose, one sentence, lists every module of it
+    and says what it may import."""
     inits = list(PACKAGE.glob("*/__init__.py"))
-    assert len(inits) >= 6  # model, text, training, decoding, service, exports, support
+    assert len(inits) >= 12  # corpora, tokens, model, training, decoding, service, serving, ...
     for init in inits:
         doc = ast.get_docstring(ast.parse(init.read_text()))
         assert doc and "May import" in doc, init
+        purpose = " ".join(doc.split("\n\n")[0].split())
+        assert purpose.endswith(".") and purpose.count(". ") == 0, (init, purpose)
         listed = {word.strip(",") for line in doc.splitlines() for word in line.split()}
         modules = {path.name for path in init.parent.glob("*.py") if path.stem != "__init__"}
         assert modules <= listed, (init, modules - listed)
@@ -146,9 +150,9 @@ def test_the_services_walk_names_real_stops_in_order_and_at_most_twelve():
 # written, but that a piece's call or list may stop short (`f(a)` is also `f(a, b, c=1)`) and
 # `...` is anything.
 ANSWERED = (  # the engine's answer returned up its calls to the batcher, and so to the route
-    "service/batcher.py Batcher.settle: job.future.set_result(answer)",
-    "service/core.py Core.run_job: answer = asyncio.wrap_future(model.batcher.submit(job))",
-    "service/core.py Core.run_job: result = await answer",
+    "serving/batcher.py Batcher.settle: job.future.set_result(answer)",
+    "serving/core.py Core.run_job: answer = asyncio.wrap_future(model.batcher.submit(job))",
+    "serving/core.py Core.run_job: result = await answer",
 )
 HOPS = {
     ("Connection", "Guard"): (
@@ -159,8 +163,8 @@ HOPS = {
     ),
     ("Guard", "build_app"): (
         "calls the app inside it (CORS, RateLimit, the routes): POST /translate, build_app's",
-        "service/access.py Guard.__call__: await self.app(scope, receive, send_securely)",
-        "service/access.py RateLimit.__call__: await self.app(scope, receive, send)",
+        "serving/access.py Guard.__call__: await self.app(scope, receive, send_securely)",
+        "serving/access.py RateLimit.__call__: await self.app(scope, receive, send)",
         "service/app.py build_app: Route('/translate', post_translate, methods=['POST'])",
     ),
     ("build_app", "OurApi.post_translate"): (
@@ -186,30 +190,30 @@ HOPS = {
     ("Core.translate", "Core.run_job"): (
         "calls, through decode (the texts serve.memory does not answer), with the texts split "
         "in a worker thread if large (api.off_the_loop)",
-        "service/core.py Core.translate: decoded = await self.decode(request, chain, texts)",
-        "service/core.py Core.decode: split = await off_the_loop(..., self.split)",
-        "service/core.py Core.decode: await self.run_job(request, model, Job(split))",
+        "serving/core.py Core.translate: decoded = await self.decode(request, chain, texts)",
+        "serving/core.py Core.decode: split = await off_the_loop(..., self.split)",
+        "serving/core.py Core.decode: await self.run_job(request, model, Job(split))",
     ),
     ("Core.run_job", "Batcher.run_batch"): (
         "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "
         "its batches from (run, collect, take) and decodes (run_batch)",
-        "service/models.py Model: batcher: Batcher",
-        "service/core.py Core.run_job: model.batcher.submit(job)",
-        "service/batcher.py Batcher.submit: self.waiting.setdefault(job.client).append(job)",
-        "service/batcher.py Batcher.__init__: threading.Thread(target=self.run)",
-        "service/batcher.py Batcher.run: while (batch := self.collect()): ...",
-        "service/batcher.py Batcher.run: self.run_batch(batch)",
-        "service/batcher.py Batcher.collect: first = self.take(None, deadline=None)",
-        "service/batcher.py Batcher.take: client, line = next(iter(self.waiting.items()))",
-        "service/batcher.py Batcher.take: job = line.popleft()",
+        "serving/models.py Model: batcher: Batcher",
+        "serving/core.py Core.run_job: model.batcher.submit(job)",
+        "serving/batcher.py Batcher.submit: self.waiting.setdefault(job.client).append(job)",
+        "serving/batcher.py Batcher.__init__: threading.Thread(target=self.run)",
+        "serving/batcher.py Batcher.run: while (batch := self.collect()): ...",
+        "serving/batcher.py Batcher.run: self.run_batch(batch)",
+        "serving/batcher.py Batcher.collect: first = self.take(None, deadline=None)",
+        "serving/batcher.py Batcher.take: client, line = next(iter(self.waiting.items()))",
+        "serving/batcher.py Batcher.take: job = line.popleft()",
     ),
     ("Batcher.run_batch", "translate_texts"): (
         "calls, through settle and answers, a group of jobs (the same options) at a time, on the "
         "engine it read once for the whole batch (a version swapped in: the next batch's)",
-        "service/batcher.py Batcher.run_batch: self.settle(engine, options, jobs)",
-        "service/batcher.py Batcher.settle: answers = self.answers(engine, options, jobs)",
-        "service/batcher.py Batcher.run_batch: engine = self.loaded()",
-        "service/batcher.py Batcher.answers: translate_texts(engine, together, decoding)",
+        "serving/batcher.py Batcher.run_batch: self.settle(engine, options, jobs)",
+        "serving/batcher.py Batcher.settle: answers = self.answers(engine, options, jobs)",
+        "serving/batcher.py Batcher.run_batch: engine = self.loaded()",
+        "serving/batcher.py Batcher.answers: translate_texts(engine, together, decoding)",
     ),
     ("translate_texts", "Exported"): (
         "calls its engine's translate (Engine's): by default (engine_choice.py) an Exported",
@@ -298,8 +302,8 @@ def test_each_stop_of_the_services_walk_leads_to_the_next():
 
 
 # A document's walk (docs/architecture.md's file-walk): the service's modules its route's
-# handler calls, in order.
-SERVICE = PACKAGE / "service"
+# handler calls, in order (service/: the routes; serving/: what they stand on).
+SERVICE = ("service", "serving")
 
 
 def file_walk() -> list[tuple[str, str]]:
@@ -310,13 +314,15 @@ def file_walk() -> list[tuple[str, str]]:
 
 
 def service_classes() -> dict[str, ast.ClassDef]:
-    """Each class of service/ by name, with its file's path (service/x.py) as `.where`."""
+    """Each class of service/ and serving/ by name, with its file's path (serving/x.py) as
+    `.where`."""
     found = {}
-    for path in SERVICE.glob("*.py"):
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.ClassDef):
-                node.where = f"service/{path.name}"
-                found[node.name] = node
+    for folder in SERVICE:
+        for path in (PACKAGE / folder).glob("*.py"):
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ClassDef):
+                    node.where = f"{folder}/{path.name}"
+                    found[node.name] = node
     return found
 
 
@@ -362,9 +368,10 @@ def walk_of(path: str, name: str) -> list[tuple[str, str]]:
     classes = service_classes()
     owner = classes[name.split(".")[0]]
     imported = {
-        alias.asname or alias.name: f"service/{node.module.rsplit('.', 1)[1]}.py"
+        alias.asname or alias.name: "/".join(node.module.split(".")[1:]) + ".py"
         for node in ast.parse((PACKAGE / path).read_text()).body
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("seq2seq.service.")
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith(tuple(f"seq2seq.{folder}." for folder in SERVICE))
         for alias in node.names
     }
     methods = {

@@ -1,5 +1,5 @@
-"""`translate --glossary FILE` and `evaluate --glossary FILE` (seq2seq/text/glossary.py): the
-file's terms followed (a do-not-translate entry verbatim), read for the model's pair; a bad
+"""`translate --glossary FILE` and `evaluate --glossary FILE` (seq2seq/localization/glossary.py):
+the file's terms followed (a do-not-translate entry verbatim), read for the model's pair; a bad
 file one line naming it and its line, a non-zero exit, and nothing translated or written."""
 
 import json
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from seq2seq import evaluate, translate
-from seq2seq.text.glossary import GlossaryError
+from seq2seq.localization.glossary import GlossaryError
 
 from helpers import ENV, HANG, command
 

@@ -13,7 +13,7 @@ import torch
 from seq2seq import data, train
 from seq2seq.checkpoint import read_state
 from seq2seq.config import load_config
-from seq2seq.text.special import PAD
+from seq2seq.tokens.special import PAD
 from seq2seq.train import micro_steps, train_step
 from seq2seq.training.optimizer import learning_rate
 from seq2seq.training.report import Report

@@ -7,7 +7,7 @@ import jupytext
 import pytest
 import torch
 
-from seq2seq.text import numbers
+from seq2seq.corpora import numbers
 
 from helpers import ROOT
 

@@ -6,7 +6,7 @@ then its human translation sent as a correction -> benchmarks/results/learn.{jso
         [--strings 400] [--fuzzy 0.75] [--no-improve]
 
     the strings  the first --strings translated entries of --programs' catalogs (of the
-                 held-out group, never trained on: text/catalogs.py), in catalog order, each
+                 held-out group, never trained on: localization/catalogs.py), in catalog order, each
                  once; the first half teaches, the later half is measured
     alone        the model alone: every string translated, nothing sent
     memory       a fresh service, serve.memory and memory_fuzzy: each string translated, then
@@ -45,10 +45,10 @@ from benchmarks.service.process import (
     waited_cpu_seconds,
 )
 from seq2seq.config import load_config
-from seq2seq.service.checks import SuggestionChecks
-from seq2seq.service.refusals import Unwanted
+from seq2seq.localization import catalogs
+from seq2seq.serving.checks import SuggestionChecks
+from seq2seq.serving.refusals import Unwanted
 from seq2seq.support.errors import UserError, run_cli
-from seq2seq.text import catalogs
 
 OUT = Path("benchmarks/results/learn")
 CATALOGS = Path("/usr/share/locale/de/LC_MESSAGES")
@@ -94,7 +94,7 @@ def play(url: str, pairs: list, pair: tuple[str, str]) -> tuple[list[str], set[s
 
 def keepable(pairs: list, pair: tuple[str, str], most: int) -> int:
     """How many of these (source, reference) pairs the service's checks keep as corrections
-    (service/checks.py; the flooding limit opened): the first half's is the improvement's N."""
+    (serving/checks.py; the flooding limit opened): the first half's is the improvement's N."""
     checks, kept = SuggestionChecks(most), 0
     for source, reference in pairs:
         try:

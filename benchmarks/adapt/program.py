@@ -57,8 +57,8 @@ from benchmarks.adapt.tuning import python as run_module
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
+from seq2seq.localization import catalogs
 from seq2seq.support.errors import UserError, run_cli
-from seq2seq.text import catalogs
 from seq2seq.text.parallel import read_lines
 from seq2seq.text.sentences import Texts
 
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
         if not needed.exists():
             raise UserError(f"{needed}: not found (make standin makes the package)")
     if catalogs.program_group(args.program) != "user":
-        raise UserError(f"{args.program} is not of the user group (text/catalogs.py)")
+        raise UserError(f"{args.program} is not of the user group (localization/catalogs.py)")
     package, work = args.package.resolve(), fresh(args.work.resolve())
     strings = len(list(catalogs.read_catalogs([catalog], ("en", "de"), {})))
     data = load_config(prepare(work, package, config_for(program_corpus(catalog, strings), 0, {})))

@@ -52,11 +52,11 @@ from benchmarks.adapt.tuning import (
 from benchmarks.adapt.tuning import python as run_module
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Config, DecodeConfig, load_config
+from seq2seq.corpora.cleaning import Tally, clean, rules
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
+from seq2seq.localization import catalogs
 from seq2seq.support.errors import UserError, run_cli
-from seq2seq.text import catalogs
-from seq2seq.text.cleaning import Tally, clean, rules
 from seq2seq.text.parallel import SPLITS, read_lines
 from seq2seq.text.placeholders import accelerators, bare, find, share_kept, unaccelerated
 from seq2seq.text.sentences import Texts

@@ -46,13 +46,13 @@ from benchmarks.adapt.tuning import MULTI30K
 from seq2seq.config import Config, load_config
 from seq2seq.decoding.engine_choice import described, load_engine
 from seq2seq.decoding.engines import translate_texts
+from seq2seq.localization import catalogs
+from seq2seq.localization.term_pairs import lexicon, terms_in
+from seq2seq.localization.terms import annotated, found_in, term_use
 from seq2seq.support.errors import UserError, run_cli
 from seq2seq.support.paths import text_files
-from seq2seq.text import catalogs
 from seq2seq.text.parallel import iter_parallel, read_lines
 from seq2seq.text.sentences import Texts
-from seq2seq.text.term_pairs import lexicon, terms_in
-from seq2seq.text.terms import annotated, found_in, term_use
 
 OUT = common.RESULTS / "terms"
 PLAIN = common.ROOT / "runs/standin_en_de/best.pt"  # make standin's

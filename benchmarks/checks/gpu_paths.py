@@ -20,7 +20,7 @@ from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.model.masks import padding_mask
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS, text_files
-from seq2seq.text.special import PAD
+from seq2seq.tokens.special import PAD
 
 # attention: (autocast dtype, TF32 matrix products, the largest error allowed) of each
 # precision; tf32 is what fp32 runs as on CUDA (pick_device), its 10-bit mantissa ~5e-4 here

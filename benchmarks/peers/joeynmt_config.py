@@ -10,8 +10,8 @@ import yaml
 from benchmarks.peers.measure import BATCH_SIZES
 from seq2seq.config import Config
 from seq2seq.support.paths import text_files
-from seq2seq.text.batching import token_batches
-from seq2seq.text.dataset import TokenPairs
+from seq2seq.tokens.batching import token_batches
+from seq2seq.tokens.dataset import TokenPairs
 
 # ---------------------------------------------------------------- batches of the same size
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from seq2seq.config import Config
 from seq2seq.support.paths import text_files
-from seq2seq.text.special import EOS
-from seq2seq.text.vocab import Vocab, load_vocabs
+from seq2seq.tokens.special import EOS
+from seq2seq.tokens.vocab import Vocab, load_vocabs
 
 SPLITS = ("train", "valid", "test")
 

@@ -49,7 +49,7 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DEFAULT_CONFIG
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.exports.argos import export_argos
-from seq2seq.service.protocol import allow_files
+from seq2seq.serving.protocol import allow_files
 
 CLIENTS = (1, 4, 16, 32, 64)
 ROUNDS = 5  # each server's load at a number of clients comes in this many turns, pooled

@@ -70,7 +70,7 @@ from benchmarks.service.clients import Shape, libretranslate_shape, run_load
 from benchmarks.service.harness import Load
 from benchmarks.service.process import HANG, Service, running_server
 from seq2seq.config import DEFAULT_CONFIG, load_config
-from seq2seq.service.protocol import allow_files
+from seq2seq.serving.protocol import allow_files
 from seq2seq.support.paths import text_files
 
 TIMEOUT_S = 2.0  # the server's serve.timeout_s in the load check (see above)

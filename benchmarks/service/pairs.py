@@ -10,7 +10,7 @@ and 16 clients.
 
     A and B: B translates from A's target, so that A's source to B's target goes through a
       pivot, which both servers find by themselves (LibreTranslate as Argos Translate does,
-      ours as seq2seq/service/models.py does); A alone: its pair, direct (e.g. one package
+      ours as seq2seq/serving/models.py does); A alone: its pair, direct (e.g. one package
       int8, then its float32 export: the weights' types like for like)
     each server started alone at each beam, like for like (contenders.py): greedy
       (decode.beam_size=1; LibreTranslate's ARGOS_BEAM_SIZE=1) and beam 4 (the packages' own),

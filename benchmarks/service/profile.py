@@ -45,13 +45,13 @@ STEPS = {
     "sentence splitting": ("(sentencex/", "seq2seq/text/sentences.py"),
     "language detection": ("(py3langid/", "(lingua/", "seq2seq/documents/detection.py"),
     "guard and limits (access.py, protocol.py)": (
-        "seq2seq/service/access.py",
-        "seq2seq/service/protocol.py",
+        "seq2seq/serving/access.py",
+        "seq2seq/serving/protocol.py",
     ),
     "sentencepiece": ("(sentencepiece/",),
     "CTranslate2, called from Python": ("(ctranslate2/",),
     "handoff between threads (batcher, futures, locks)": (
-        "seq2seq/service/batcher.py",
+        "seq2seq/serving/batcher.py",
         "(concurrent/futures/",
         "(threading.py",
         "(queue.py",

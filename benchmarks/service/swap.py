@@ -1,5 +1,5 @@
 """make bench-swap: versions of a model swapped in while the service serves under wrk's load
-(serve.watch_versions_s: seq2seq/service/versions.py): the requests that failed (0 expected),
+(serve.watch_versions_s: seq2seq/serving/versions.py): the requests that failed (0 expected),
 p50 and p99 while versions are swapped in against without, each version's load seconds, and
 the service's resident memory before and after.
 

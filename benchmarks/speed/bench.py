@@ -37,7 +37,7 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS, text_files
 from seq2seq.text.parallel import load_split
-from seq2seq.text.special import PAD
+from seq2seq.tokens.special import PAD
 
 
 def decode_speed(

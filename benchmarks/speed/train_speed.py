@@ -36,7 +36,7 @@ from seq2seq.support.device import with_allocator
 from seq2seq.support.errors import run_cli
 from seq2seq.support.files import read_log
 from seq2seq.support.paths import METRICS
-from seq2seq.text.batching import Prefetcher
+from seq2seq.tokens.batching import Prefetcher
 from seq2seq.train import start_process, train, train_step
 from seq2seq.training.run import set_up
 

@@ -18,10 +18,10 @@ from benchmarks import common
 from seq2seq.config import Config, ModelConfig, config_from_dict
 from seq2seq.model.transformer import Embedding, Transformer
 from seq2seq.support.device import autocast, autocast_dtype, cpu_computes_bf16
-from seq2seq.text.batching import token_batches
-from seq2seq.text.dataset import TokenPairs
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import Vocab, load_vocabs
+from seq2seq.tokens.batching import token_batches
+from seq2seq.tokens.dataset import TokenPairs
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import Vocab, load_vocabs
 from seq2seq.training.loss import batch_loss
 
 

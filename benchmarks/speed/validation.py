@@ -18,8 +18,8 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import load_config
 from seq2seq.support.errors import run_cli
 from seq2seq.support.paths import vocab_files
-from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.parallel import load_split
+from seq2seq.tokens.dataset import TokenPairs
 from seq2seq.training.validation import valid_translations, validate
 
 OUT = common.RESULTS / "validation"

@@ -1,4 +1,4 @@
-"""Chapter 4, decoding: from a trained model to translations.
+"""Chapter 5, decoding: from a trained model to translations.
 
     greedy.py          greedy search, with and without the key/value cache: one batch
     beam.py            batched beam search with a length penalty
@@ -19,6 +19,6 @@
     engine_choice.py   which engine decodes (--engine): by default the checkpoint's export
                        where CTranslate2 runs, else ours
 
-May import: the checkpoint, exports, the model, text, the config, support. Never training or
-serving.
+May import: the checkpoint, exports, the model, the text chapters (tokens, localization,
+text), the config, support. Never training or serving.
 """

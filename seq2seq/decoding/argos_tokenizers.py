@@ -7,9 +7,9 @@ chooses which):
                                                      (seq2seq/exports/argos_package.py)
     SentencePieceTokenizer   sentencepiece.model: its pieces; decoded, "▁" and "_" as spaces
     bpe_tokenizer            bpe.model, subword-nmt's codes on Moses's tokens (from_code's;
-                             detokenized as to_code's): seq2seq/text/bpe.py's BPEVocab
+                             detokenized as to_code's): seq2seq/tokens/bpe.py's BPEVocab
 
-Both have what our engines' vocabularies have (seq2seq/text/vocab.py's Vocab: unk, len,
+Both have what our engines' vocabularies have (seq2seq/tokens/vocab.py's Vocab: unk, len,
 all_pieces, normalize, unknown), which the service and the warnings read, and
 
     tokenizer.tokens(sentence)   the tokens Argos Translate gives CTranslate2
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from seq2seq.exports.argos_package import BPE, MODEL, tokenizer_file
 from seq2seq.exports.ctranslate2_reader import model_vocabularies, read_model_config
-from seq2seq.text.bpe import BPEVocab, codes_text
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.bpe import BPEVocab, codes_text
+from seq2seq.tokens.vocab import Vocab
 
 
 class SentencePieceTokenizer(Vocab):

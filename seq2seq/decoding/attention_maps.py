@@ -11,7 +11,7 @@ the queries, columns the keys they attend to; each row sums to 1. The warnings a
 translate (unknown words, an input cut to fit).
 
 No matplotlib here: `python -m seq2seq.plot attention` draws these maps as a PNG, and the
-service (seq2seq/service/batcher.py) sends them to its page as JSON.
+service (seq2seq/serving/batcher.py) sends them to its page as JSON.
 """
 
 from dataclasses import dataclass
@@ -23,8 +23,8 @@ from seq2seq.decoding.batches import search_batch
 from seq2seq.decoding.warnings import numbered, source_warnings
 from seq2seq.model.attention import MultiHeadAttention
 from seq2seq.support.errors import UserError
-from seq2seq.text.batching import source_tensor
-from seq2seq.text.special import BOS
+from seq2seq.tokens.batching import source_tensor
+from seq2seq.tokens.special import BOS
 
 
 @dataclass

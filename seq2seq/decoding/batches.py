@@ -20,8 +20,8 @@ from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast, autocast_dtype
-from seq2seq.text.batching import source_tensor
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.batching import source_tensor
+from seq2seq.tokens.vocab import Vocab
 
 
 def search_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[list[int]]:

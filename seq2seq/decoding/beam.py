@@ -35,7 +35,7 @@ import torch
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.special import BOS, EOS, PAD, first_step, non_output_logits
+from seq2seq.tokens.special import BOS, EOS, PAD, first_step, non_output_logits
 
 Hypothesis = tuple[float, list[int]]  # (length-normalised log-probability, output ids)
 NONE = float("-inf")  # the score of no beam, or of no hypothesis

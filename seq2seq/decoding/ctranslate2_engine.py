@@ -27,8 +27,8 @@ from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG, vocab_files
-from seq2seq.text.special import MIN_OUTPUT_PIECES
-from seq2seq.text.vocab import Vocab, read_vocab
+from seq2seq.tokens.special import MIN_OUTPUT_PIECES
+from seq2seq.tokens.vocab import Vocab, read_vocab
 
 
 def ctranslate2_device(name: str, cuda_devices: int) -> tuple[str, int]:

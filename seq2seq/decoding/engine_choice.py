@@ -11,7 +11,7 @@
                             cached one
     --model PATH            an export (a folder with seq2seq.json), or an Argos package (an
                             .argosmodel file or its folder: argos_engine.py), decoded by
-                            CTranslate2; serve takes several (seq2seq/service/loaders.py)
+                            CTranslate2; serve takes several (seq2seq/serving/loaders.py)
     prepare(checkpoint)     what auto makes of a checkpoint on its first load (the export,
                             the compute types measured) made ahead: seq2seq.improve's versions
 

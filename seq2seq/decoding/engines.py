@@ -54,18 +54,17 @@ from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translat
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import nbest_of_sources, search_sources
 from seq2seq.decoding.warnings import source_warnings
+from seq2seq.localization.terms import Term, found_in, shielded, used
 from seq2seq.text.placeholders import (
     Accelerated,
     Protected,
     bare,
     has_placeables,
-    mask_for,
     protect,
     unaccelerated,
 )
 from seq2seq.text.sentences import Texts
-from seq2seq.text.terms import Term, found_in, shielded, used
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.vocab import Vocab, mask_for
 
 
 def one_line(text: str) -> str:
@@ -203,7 +202,8 @@ def translate_texts(
     """Texts -> each one's translation (its sentences' joined in the white space that stood
     between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
     sentences of all the texts are decoded together; no translated sentence spans two lines.
-    `terms` (a glossary's entries, source -> target) are followed (seq2seq/text/terms.py)."""
+    `terms` (a glossary's entries, source -> target) are followed
+    (seq2seq/localization/terms.py)."""
     protecting = decoding.placeholders == "protect"
     keys = [unaccelerated(s) if protecting else Accelerated(s, None) for s in texts.sentences]
     plain = [key.text for key in keys]  # without their accelerators

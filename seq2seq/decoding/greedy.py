@@ -33,7 +33,7 @@ from seq2seq.config import DecodeConfig
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.kv_cache import DecoderCache
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.special import BOS, EOS, PAD, first_step, non_output_logits
+from seq2seq.tokens.special import BOS, EOS, PAD, first_step, non_output_logits
 
 
 def max_lengths(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> torch.Tensor:

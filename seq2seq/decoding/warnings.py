@@ -4,7 +4,7 @@ sentence's messages come back with its translation (engines.py's Translations); 
 makes them lines of the user's input ("line 3: ...").
 """
 
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.vocab import Vocab
 
 
 def source_warnings(src_vocab: Vocab, longest: int, sentence: str, ids: list[int]) -> list[str]:

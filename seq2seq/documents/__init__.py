@@ -1,4 +1,4 @@
-"""Documents, beside chapter 5: what the service (and `translate --file`) reads besides plain
+"""Documents, beside chapter 6: what the service (and `translate --file`) reads besides plain
 text, its texts out to translate and the translations put back, and which language a text is in.
 
     a file (report.docx)  --reading.read-->  a Document: its texts, each once
@@ -12,6 +12,6 @@ text, its texts out to translate and the translations put back, and which langua
     markup.py      HTML in, HTML out: its text nodes out, their translations back
     detection.py   which language a text is in, among a few (source "auto", /detect; an extra)
 
-May import: text (the language identifier its cleaning rule loads too), support. Never the
+May import: corpora (the language identifier its cleaning rule loads too), support. Never the
 model, training, decoding, exports or serving: the service calls these, not the other way.
 """

@@ -17,8 +17,8 @@ LexiLang, AGPL, under 20 characters), is right on fewer short texts than the two
 many times slower.
 """
 
+from seq2seq.corpora.cleaning import primary, py3langid_identifier
 from seq2seq.support.errors import UserError
-from seq2seq.text.cleaning import primary, py3langid_identifier
 
 
 class Detector:

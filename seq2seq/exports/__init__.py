@@ -1,4 +1,4 @@
-"""Chapter 6, exports: a trained model in other engines' formats (the command is
+"""Chapter 7, exports: a trained model in other engines' formats (the command is
 seq2seq/export.py), and back (seq2seq/import_model.py).
 
     ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2_engine.py decodes)
@@ -12,6 +12,6 @@ seq2seq/export.py), and back (seq2seq/import_model.py).
     importing.py     an Argos package or CTranslate2 model as a checkpoint of ours
     imported_vocab.py  its vocabularies in our order, its tokenizer (sentencepiece, BPE) to match
 
-May import: the checkpoint, the model, text, the config, support (decoding imports exports:
-its engine choice caches a CTranslate2 export).
+May import: the checkpoint, the model, the text chapters, the config, support (decoding
+imports exports: its engine choice caches a CTranslate2 export).
 """

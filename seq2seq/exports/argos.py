@@ -67,9 +67,9 @@ from seq2seq.model.transformer import sinusoidal_positions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, remove_leftovers, stand_in
 from seq2seq.support.paths import EXPORT_SOURCE
-from seq2seq.text.bpe import BPEVocab
-from seq2seq.text.special import non_output_logits
-from seq2seq.text.vocab import self_normalizing_model
+from seq2seq.tokens.bpe import BPEVocab
+from seq2seq.tokens.special import non_output_logits
+from seq2seq.tokens.vocab import self_normalizing_model
 
 ARGOS_VERSION = "1.11"  # the Argos Translate whose package format this writes (and is tested)
 PACKAGE_VERSION = "1.0"
@@ -127,7 +127,7 @@ def package_version(origin: dict) -> str:
 def metadata(checkpoint: Checkpoint) -> dict:
     """metadata.json: the versions, and the languages' codes and names (config.translation_pair);
     for a model taught terms (train.terms), "terms": "annotate" (Argos Translate ignores it; our
-    engine follows glossaries the way the model was taught: text/terms.py)."""
+    engine follows glossaries the way the model was taught: localization/terms.py)."""
     source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     taught = {"terms": "annotate"} if checkpoint.config.train.terms else {}
     return {

@@ -44,7 +44,7 @@ Four things are laid out differently:
   (tie_word_embeddings true) or three. Where ours is one matrix too (model.share_embeddings
   and tie_embeddings), the export says tie_word_embeddings and the folder holds it once;
   otherwise the three are separate copies of ours (which fine-tuning trains apart).
-* PAD and BOS are never output by our decoder (seq2seq/text/special.py): -inf in final_logits_bias
+* PAD and BOS are never output by our decoder (seq2seq/tokens/special.py): -inf in final_logits_bias
   too, rather than in the generation config, so that the model's log-probabilities are ours
   (our beam search normalises them without PAD and BOS as well), for `generate` and anyone
   reading the logits.
@@ -66,16 +66,16 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import translation_pair
+from seq2seq.corpora.corpus_types import is_language
 from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
 from seq2seq.support.paths import EXPORT_CONFIG
-from seq2seq.text.bpe import BPEVocab
-from seq2seq.text.corpus_types import is_language
-from seq2seq.text.special import BOS, EOS, PAD, UNK, non_output_logits
-from seq2seq.text.vocab import Vocab, self_normalizing_model
+from seq2seq.tokens.bpe import BPEVocab
+from seq2seq.tokens.special import BOS, EOS, PAD, UNK, non_output_logits
+from seq2seq.tokens.vocab import Vocab, self_normalizing_model
 
 
 def import_transformers():

@@ -1,12 +1,12 @@
 """An imported model's vocabularies in our order (importing.py): <pad> <unk> <s> </s>
-(seq2seq/text/special.py), then the model's other pieces in its own order, its tokenizer made
+(seq2seq/tokens/special.py), then the model's other pieces in its own order, its tokenizer made
 to number them so.
 
     the model's pieces (model/*_vocabulary.json), its special tokens (model/config.json)
       --our_order-->  each of our ids' row in the model (None: a special it lacks: zeros)
     its tokenizer (argos_package.tokenizer_file):
       sentencepiece.model --sentencepiece_rows--> that model rewritten: our pieces, our ids
-      bpe.model --vocab_rows--> text/bpe.py's BPEVocab: the codes, the package's languages
+      bpe.model --vocab_rows--> tokens/bpe.py's BPEVocab: the codes, the package's languages
                                 (Moses's tokenizer's), the tokens in our order
     --> Rows (pieces, each one's row in the model, the vocabulary's bytes), a report
 
@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 from seq2seq.exports.argos_package import BPE
-from seq2seq.text.bpe import BPEVocab, codes_text
-from seq2seq.text.special import BOS, EOS, PAD, UNK
+from seq2seq.tokens.bpe import BPEVocab, codes_text
+from seq2seq.tokens.special import BOS, EOS, PAD, UNK
 
 SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, in id order
 
@@ -38,7 +38,7 @@ SPECIAL_NAMES = {PAD: "<pad>", UNK: "<unk>", BOS: "<s>", EOS: "</s>"}  # ours, i
 class Rows:
     """A vocabulary in our order: `pieces` by our id, `source_rows` each one's row in the
     stored model (None: a special the model lacks, a row of zeros), and the bytes of the
-    vocabulary that numbers pieces so (text/vocab.py's read_vocab reads them)."""
+    vocabulary that numbers pieces so (tokens/vocab.py's read_vocab reads them)."""
 
     pieces: list[str]
     source_rows: list[int | None]

@@ -62,8 +62,8 @@ from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer, sinusoidal_positions
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import BOS, PAD
-from seq2seq.text.vocab import read_vocab
+from seq2seq.tokens.special import BOS, PAD
+from seq2seq.tokens.vocab import read_vocab
 
 NEVER = -1e9  # an output bias of -inf (a checkpoint holds finite numbers only): as unlikely
 NOT_OURS = {  # a variable's name -> what our model lacks to run it

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from seq2seq.checkpoint import Checkpoint
+from seq2seq.corpora.corpus_types import corpus_type
 from seq2seq.support.paths import EVAL
-from seq2seq.text.corpus_types import corpus_type
 
 
 def scores_section(checkpoint_path: Path | None, step: int | None) -> str:

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from seq2seq.text.cooccurrence import dice_scores
-from seq2seq.text.special import EOS
-from seq2seq.text.vocab import Vocab
+from seq2seq.localization.cooccurrence import dice_scores
+from seq2seq.tokens.special import EOS
+from seq2seq.tokens.vocab import Vocab
 
 FIRST_PIECE = EOS + 1  # the special pieces (special.py) come first: none is a candidate of ours
 VMAP = "vmap.txt"  # the file's name in an export, where CTranslate2 looks for it

@@ -1,4 +1,4 @@
-"""Chapter 2, model: the encoder-decoder Transformer, with its own multi-head attention.
+"""Chapter 3, model: the encoder-decoder Transformer, with its own multi-head attention.
 
     config.py       ModelConfig: the model's settings (the config's `model` section)
     masks.py        which keys each query may see: padding and no-peek (causal) masks

@@ -175,7 +175,7 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(nn.Module):
-    """The whole model. `pad_id` is the token id that marks padding (seq2seq.text.special.PAD
+    """The whole model. `pad_id` is the token id that marks padding (seq2seq.tokens.special.PAD
     in this project): the masks hide it."""
 
     def __init__(self, cfg: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, pad_id: int):

@@ -39,23 +39,23 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
 from seq2seq.config import ServeConfig
+from seq2seq.localization.suggestions import Suggestions
 from seq2seq.service import openapi, prometheus
-from seq2seq.service.access import Guard, RateLimit, cross_origin, warn_if_open
-from seq2seq.service.api import Body, HTTPError, client_gone, error_response
-from seq2seq.service.checks import Checks
-from seq2seq.service.core import Core
 from seq2seq.service.file_translation import FileTranslation
 from seq2seq.service.glossaries import Glossaries
-from seq2seq.service.improving import Improvements
-from seq2seq.service.keystore import ApiKeys
 from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import LibreTranslate
-from seq2seq.service.models import Models
 from seq2seq.service.ours import OurApi
 from seq2seq.service.suggest import Suggest
-from seq2seq.service.translation_cache import TranslationCache
+from seq2seq.serving.access import Guard, RateLimit, cross_origin, warn_if_open
+from seq2seq.serving.api import Body, HTTPError, client_gone, error_response
+from seq2seq.serving.checks import Checks
+from seq2seq.serving.core import Core
+from seq2seq.serving.improving import Improvements
+from seq2seq.serving.keystore import ApiKeys
+from seq2seq.serving.models import Models
+from seq2seq.serving.translation_cache import TranslationCache
 from seq2seq.support.errors import UserError
-from seq2seq.text.suggestions import Suggestions
 
 
 def build_app(models: Models, settings: ServeConfig) -> Starlette:

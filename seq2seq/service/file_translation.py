@@ -28,11 +28,11 @@ from starlette.responses import FileResponse, Response
 
 from seq2seq.documents import reading
 from seq2seq.documents.formats import BadDocument, TooLarge
-from seq2seq.service.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
-from seq2seq.service.batcher import Options
-from seq2seq.service.core import Core
 from seq2seq.service.languages import Languages
-from seq2seq.service.refusals import NoRoom
+from seq2seq.serving.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
+from seq2seq.serving.batcher import Options
+from seq2seq.serving.core import Core
+from seq2seq.serving.refusals import NoRoom
 from seq2seq.support.files import atomic_write
 
 FILE_FIELDS = ("file", "source", "target", "api_key")

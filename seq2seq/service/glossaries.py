@@ -13,7 +13,7 @@ to), and the `glossary` field of both /translate's (ours.py, libretranslate.py).
     GET    /v2/glossary-language-pairs    -> {"supported_languages": [{"source_lang",
                                              "target_lang"}, ...]}: each model's pair
     an unknown id -> 404; a mistake in the entries -> 400 naming the line and the fault
-    (text/glossary.py), nothing kept; the glossaries file failing -> 500
+    (localization/glossary.py), nothing kept; the glossaries file failing -> 500
 
 The key: `Authorization: DeepL-Auth-Key KEY` (DeepL's clients), or `Bearer KEY`, on every
 route of these (the GETs too) where serve.api_keys is set; each key has glossaries of its own
@@ -33,7 +33,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from seq2seq.service.api import (
+from seq2seq.localization.glossary import (
+    FORMATS,
+    MAX_NAME_BYTES,
+    Glossary,
+    checked_entries,
+    entries_tsv,
+    parse_entries,
+)
+from seq2seq.serving.api import (
     STATUSES,
     TSV,
     Body,
@@ -43,17 +51,9 @@ from seq2seq.service.api import (
     key_given,
     text_field,
 )
-from seq2seq.service.core import Core
-from seq2seq.service.glossary_store import GlossaryStore
-from seq2seq.service.models import Model
-from seq2seq.text.glossary import (
-    FORMATS,
-    MAX_NAME_BYTES,
-    Glossary,
-    checked_entries,
-    entries_tsv,
-    parse_entries,
-)
+from seq2seq.serving.core import Core
+from seq2seq.serving.glossary_store import GlossaryStore
+from seq2seq.serving.models import Model
 
 CREATE_FIELDS = ("name", "source_lang", "target_lang", "entries", "entries_format", "api_key")
 Terms = tuple[tuple[str, str], ...]  # a glossary's entries, (source, target) in order

@@ -18,8 +18,8 @@ from starlette.responses import Response
 
 from seq2seq.documents import reading
 from seq2seq.documents.detection import Detector
-from seq2seq.service.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
-from seq2seq.service.core import Core
+from seq2seq.serving.api import LIBRETRANSLATE, Body, HTTPError, answers, json_response, key_given
+from seq2seq.serving.core import Core
 from seq2seq.support.errors import UserError
 
 DETECT_FIELDS = ("q", "api_key")

@@ -32,7 +32,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from seq2seq.documents import markup
-from seq2seq.service.api import (
+from seq2seq.service.glossaries import Glossaries, Terms
+from seq2seq.service.languages import Languages
+from seq2seq.serving.api import (
     FORMS,
     JSON,
     LIBRETRANSLATE,
@@ -47,11 +49,9 @@ from seq2seq.service.api import (
     placeholders_field,
     text_field,
 )
-from seq2seq.service.batcher import Options
-from seq2seq.service.checks import Checks
-from seq2seq.service.core import Core
-from seq2seq.service.glossaries import Glossaries, Terms
-from seq2seq.service.languages import Languages
+from seq2seq.serving.batcher import Options
+from seq2seq.serving.checks import Checks
+from seq2seq.serving.core import Core
 
 TRANSLATE_FIELDS = (
     "q", "source", "target", "format", "alternatives", "api_key", "apiKey", "placeholders",

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service.api import FORM, JSON, TSV, json_response
+from seq2seq.serving.api import FORM, JSON, TSV, json_response
 
 
 class Choices(NamedTuple):

@@ -31,7 +31,8 @@ from seq2seq.config import ServeConfig
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.engines import Engine
 from seq2seq.decoding.warnings import numbered
-from seq2seq.service.api import (
+from seq2seq.service.glossaries import Glossaries
+from seq2seq.serving.api import (
     JSON,
     STATUSES,
     Body,
@@ -43,11 +44,10 @@ from seq2seq.service.api import (
     model_field,
     placeholders_field,
 )
-from seq2seq.service.batcher import Job, Options
-from seq2seq.service.checks import Checks
-from seq2seq.service.core import Answer, Core
-from seq2seq.service.glossaries import Glossaries
-from seq2seq.service.models import Models
+from seq2seq.serving.batcher import Job, Options
+from seq2seq.serving.checks import Checks
+from seq2seq.serving.core import Answer, Core
+from seq2seq.serving.models import Models
 from seq2seq.text.sentences import Texts
 
 STATIC = {"/": "index.html", "/style.css": "style.css", "/app.js": "app.js"}

@@ -53,12 +53,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service.api import HTTPError, bearer
-from seq2seq.service.batcher import Batcher, Job
-from seq2seq.service.checks import REASONS
-from seq2seq.service.core import PAIR, REMEMBERED
-from seq2seq.service.models import Models
 from seq2seq.service.suggest import REFUSED
+from seq2seq.serving.api import HTTPError, bearer
+from seq2seq.serving.batcher import Batcher, Job
+from seq2seq.serving.checks import REASONS
+from seq2seq.serving.core import PAIR, REMEMBERED
+from seq2seq.serving.models import Models
 from seq2seq.text.placeholders import bare
 
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures

@@ -21,10 +21,10 @@ import uvicorn
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import Engine
 from seq2seq.service.app import build_app
-from seq2seq.service.loaders import Loader
-from seq2seq.service.models import Models
-from seq2seq.service.protocol import Connection, OutOfFiles, allow_connections, listen
-from seq2seq.service.versions import Watcher
+from seq2seq.serving.loaders import Loader
+from seq2seq.serving.models import Models
+from seq2seq.serving.protocol import Connection, OutOfFiles, allow_connections, listen
+from seq2seq.serving.versions import Watcher
 
 
 class Server(uvicorn.Server):

@@ -10,7 +10,7 @@ answer the same text with from then on (core.py).
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
          the field and why; s the same as q: the model's translation of q asked first (a
          copy that corrects it is kept)
-      -> kept (text/suggestions.py) -> {"success": true} (503 while an import holds the
+      -> kept (localization/suggestions.py) -> {"success": true} (503 while an import holds the
          file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
          serve.improve_after, the pair's improvement started when due (improving.py)
     a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
@@ -23,7 +23,8 @@ import sqlite3
 from starlette.requests import Request
 from starlette.responses import Response
 
-from seq2seq.service.api import (
+from seq2seq.localization.suggestions import Suggestions
+from seq2seq.serving.api import (
     LIBRETRANSLATE,
     Body,
     HTTPError,
@@ -32,12 +33,11 @@ from seq2seq.service.api import (
     key_given,
     text_field,
 )
-from seq2seq.service.batcher import Options
-from seq2seq.service.checks import Buckets, SuggestionChecks, is_copy
-from seq2seq.service.core import Core
-from seq2seq.service.keystore import digest
-from seq2seq.service.refusals import Busy, Slowdown, Unwanted
-from seq2seq.text.suggestions import Suggestions
+from seq2seq.serving.batcher import Options
+from seq2seq.serving.checks import Buckets, SuggestionChecks, is_copy
+from seq2seq.serving.core import Core
+from seq2seq.serving.keystore import digest
+from seq2seq.serving.refusals import Busy, Slowdown, Unwanted
 
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
 REFUSED = "seq2seq.refused"  # why a suggestion was refused, in its ASGI scope (prometheus.py)
@@ -58,7 +58,7 @@ class Suggest:
     @answers(LIBRETRANSLATE)
     async def suggest(self, request: Request) -> Response:
         """`s`, a better translation of `q` from `source` to `target`, checked, then kept in
-        serve.suggestions_file (text/suggestions.py) before the answer."""
+        serve.suggestions_file (localization/suggestions.py) before the answer."""
         if self.suggestions is None:
             raise HTTPError(403, "Suggestions are disabled on this server.")
         fields = await Body(request, self.settings).fields(SUGGEST_FIELDS)

@@ -2,13 +2,13 @@
 
 data/<corpus.name>/                  `make data` (Config.data_dir)
     {train,valid,test}.{src,tgt}     the corpus as text, one sentence a line
-    report.json                      pairs read, removed by each filter, kept (text/cleaning.py)
-    src.model  tgt.model             sentencepiece vocabularies (seq2seq/text/vocab.py)
+    report.json                      pairs read, removed by each filter, kept (corpora/cleaning.py)
+    src.model  tgt.model             sentencepiece vocabularies (seq2seq/tokens/vocab.py)
     vocab.json                       what they were trained on, and with which settings
-    {split}.{side}.ids  .idx         token ids and their offsets (seq2seq/text/dataset.py)
+    {split}.{side}.ids  .idx         token ids and their offsets (seq2seq/tokens/dataset.py)
     ids.json                         what the ids were encoded from
     raw/                             downloaded files (corpus.type: multi30k, sources)
-        manifest.json                each one's URL, size and SHA-256 (text/download.py)
+        manifest.json                each one's URL, size and SHA-256 (corpora/download.py)
 runs/<experiment>/                   `make train`, `make eval`, seq2seq.plot (Config.run_dir)
     best.pt  last.pt  metrics.jsonl  best checkpoint, where training stands, its log
     step-<N>.pt                      the last validations' checkpoints, to average

@@ -4,16 +4,17 @@ A corpus lives in data/<corpus.name>/ as plain parallel text files, one sentence
 UTF-8: train.src / train.tgt, valid.src / valid.tgt, test.src / test.tgt. Line N of a .tgt
 file translates line N of the .src file.
 
-seq2seq/text/corpus_types.py makes those files, with `write_pairs`, from each corpus type's pairs;
-this module reads the user's own parallel text for corpus.type: parallel (`splits`: two files
+seq2seq/corpora/corpus_types.py makes those files, with `write_pairs`, from each corpus type's
+pairs; this module reads the user's own parallel text for corpus.type: parallel (`splits`: two files
 per split, or one TSV file, plain or gzip), checking it. `read_lines` is the one reader for
 all of them: UTF-8 always (never the locale's encoding), a byte-order mark and Windows line endings
 are accepted, and a mismatch is an error that names the files and the line. A split the
-config does not name (valid, test) is split off the training data: seq2seq/text/cleaning.py,
+config does not name (valid, test) is split off the training data: seq2seq/corpora/cleaning.py,
 which also drops the pairs the config's `clean` section rules out, and counts them.
 """
 
 import gzip
+import hashlib
 import itertools
 import zlib
 from collections.abc import Callable, Iterable, Iterator
@@ -176,3 +177,9 @@ def problems(corpus: CorpusConfig) -> Iterator[str]:
             continue
         if problem := files_problem(files, f"corpus.{split}"):
             yield problem
+
+
+def keyed_hash(text: str, seed: int) -> int:
+    """A 64-bit hash of a text keyed by a seed: the same on every run and machine."""
+    digest = hashlib.blake2b(text.encode(), digest_size=8, key=str(seed).encode()).digest()
+    return int.from_bytes(digest, "big")

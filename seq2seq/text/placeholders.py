@@ -43,7 +43,7 @@ in the translation, one in and one out (Accelerated):
        before that word's first letter, else before the output's first letter
                                                  "Speichern &unter"
 
-Training reads catalogs the same way (text/catalogs.py: accelerator_free drops the mark from
+Training reads catalogs the same way (localization/catalogs.py: accelerator_free drops the mark from
 both sides of a pair, the target's wherever it stands, "Spei_chern" too), so the model never
 sees at translation a form it did not see in training.
 
@@ -59,8 +59,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
-
-from seq2seq.text.vocab import Vocab
 
 PRINTF_CONVERSION = r"(?:hh|h|ll|l|L|q|j|z|t)?[diouxXeEfFgGaAcsp@]"
 PATTERNS = {  # kind -> regex; the first that matches at a place wins
@@ -172,16 +170,6 @@ def run_of(text: str, blanked: str, group: list[Placeable], words: list[re.Match
 def blank(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with each span of it as spaces."""
     return apply(text, [(start, end, " " * (end - start)) for start, end in spans])
-
-
-def mask_for(src_vocab: Vocab, tgt_vocab: Vocab) -> str | None:
-    """The first of MASKS that both vocabularies spell without UNK (so the model can read and
-    write it), or None: the runs are lifted out instead."""
-    for mask in MASKS:
-        spelled = " ".join(mask.format(n) for n in range(10))
-        if not (src_vocab.unknown(spelled) or tgt_vocab.unknown(spelled)):
-            return mask
-    return None
 
 
 def mask_pattern(mask: str) -> re.Pattern:

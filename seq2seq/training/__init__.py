@@ -1,4 +1,4 @@
-"""Chapter 3, training: what the training loop (seq2seq/train.py) leans on.
+"""Chapter 4, training: what the training loop (seq2seq/train.py) leans on.
 
     run.py          the parts of one run: data, model, optimizer, sampler, progress
     optimizer.py    AdamW and its learning-rate schedule (warmup, cosine decay)
@@ -17,6 +17,7 @@
     gate.py         whether a version is served: its scores against the served and original
     versions.py     the versions kept, the one served (versions/current), rollback
 
-May import: the model, text, decoding (validation and the gate translate), exports
-(validation by CTranslate2; the import's fine-tuning schedule), the config, support.
+May import: the model, the text chapters (corpora, tokens, localization, text), decoding
+(validation and the gate translate), exports (validation by CTranslate2; the import's
+fine-tuning schedule), the config, support.
 """

@@ -28,7 +28,7 @@ from seq2seq.config import Config
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import append_line
 from seq2seq.support.paths import kept_checkpoint, kept_checkpoints
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.vocab import Vocab
 from seq2seq.training.resume import model_mismatch
 from seq2seq.training.run import Run
 from seq2seq.training.validation import keep_lost, quality, validate

@@ -4,7 +4,7 @@
 
 torchrun starts N processes and tells each its rank (RANK, WORLD_SIZE, LOCAL_RANK in the
 environment). Each process holds a replica of the model; each step, each reads its own share
-of the step's micro-batches (seq2seq/text/batching.py: shard_steps), computes gradients, and
+of the step's micro-batches (seq2seq/tokens/batching.py: shard_steps), computes gradients, and
 DistributedDataParallel averages them across processes before the optimizer step, so every
 replica stays identical. NCCL carries the gradients between GPUs, gloo between CPU processes.
 The few numbers the processes agree on outside the model (the step's target count, whether a

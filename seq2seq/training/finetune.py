@@ -3,7 +3,7 @@ vocabularies kept, instead of from random weights: a released model made better 
 
     make data    read_source: train.init_from -> a checkpoint whose model and vocab sections
                  are the config's -> its vocabularies copied to data/<corpus.name>/
-                 (text/vocab.py: copy_vocabs): the new corpus is encoded with them
+                 (tokens/vocab.py: copy_vocabs): the new corpus is encoded with them
     make train   set_up (run.py): the parts of a fresh run, a fresh optimizer among them
                  -> resume_from_last: the run's own last.pt, if it has one (best_and_last.py)
                  -> else start_from_source: the checkpoint's weights, on its vocabularies
@@ -27,7 +27,7 @@ from seq2seq.config import Config
 from seq2seq.exports.argos_package import SUFFIX
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import PAD
+from seq2seq.tokens.special import PAD
 from seq2seq.training.resume import model_differences
 from seq2seq.training.run import Run
 

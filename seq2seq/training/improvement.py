@@ -30,13 +30,13 @@ from pathlib import Path
 import yaml
 
 from seq2seq.config import Config, translation_pair
+from seq2seq.corpora.cleaning import CONTROL, sample
 from seq2seq.exports.importing import FINE_TUNING
+from seq2seq.localization.suggestions import normalised, read_suggestions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_lines
 from seq2seq.support.paths import BEST, IMPROVE_RUN, VERSION_CONFIG, text_files
-from seq2seq.text.cleaning import CONTROL, keyed_hash, sample
-from seq2seq.text.parallel import iter_parallel
-from seq2seq.text.suggestions import normalised, read_suggestions
+from seq2seq.text.parallel import iter_parallel, keyed_hash
 
 HOLD_OUT = 5  # one text in this many is held out for the gate
 REPLAY = 5000  # original training pairs replayed, at most

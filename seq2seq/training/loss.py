@@ -22,7 +22,7 @@ count over all micro-batches and processes); validation the sum without label sm
 import torch
 import torch.nn.functional as F
 
-from seq2seq.text.special import BOS, EOS, PAD
+from seq2seq.tokens.special import BOS, EOS, PAD
 
 
 def batch_loss(

@@ -25,8 +25,8 @@ import torch
 from seq2seq.config import Config
 from seq2seq.support.device import autocast
 from seq2seq.support.errors import UserError
-from seq2seq.text.batching import token_batches
-from seq2seq.text.dataset import TokenPairs
+from seq2seq.tokens.batching import token_batches
+from seq2seq.tokens.dataset import TokenPairs
 from seq2seq.training.loss import batch_loss
 
 MIB = 1 << 20

@@ -1,7 +1,7 @@
 """Scores of translations against references, all on detokenized text.
 
 * exact_match: share of sentences translated exactly right (0..1), the number that matters
-  for the numbers corpus (which adds it by digit count: seq2seq/text/numbers.py);
+  for the numbers corpus (which adds it by digit count: seq2seq/corpora/numbers.py);
 * token_accuracy: share of whitespace-separated token positions that agree, counted over the
   longer of hypothesis and reference, so missing and extra tokens both cost;
 * BLEU and chrF from sacreBLEU, with their signatures, so figures are comparable; and BLEU on
@@ -40,7 +40,7 @@ def sacrebleu_scores(hypotheses: list[str], references: list[str]) -> dict:
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:
-    """Every metric of this module (a corpus type adds its own: seq2seq/text/corpus_types.py)."""
+    """Every metric of this module (a corpus type adds its own: seq2seq/corpora/corpus_types.py)."""
     return {
         "exact_match": exact_match(hypotheses, references),
         "token_accuracy": token_accuracy(hypotheses, references),

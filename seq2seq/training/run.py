@@ -6,7 +6,7 @@
            -> wrapped: the model in DDP under torchrun, compiled with train.compile
            -> AdamW and the gradient scaler (fp16 only)                     optimizer.py
            -> train.max_memory_mib: a trial step measured, more micro-batches to fit  memory.py
-           -> sampler: this process's micro-batches of each step        text/batching.py
+           -> sampler: this process's micro-batches of each step        tokens/batching.py
               (train.max_epochs: max_steps lowered to that many of its epochs)
            -> progress: the step, the best validation, patience                resume.py
 
@@ -24,11 +24,11 @@ from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast_dtype, cpu_computes_bf16
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import LAST, METRICS, vocab_files
-from seq2seq.text.batching import EpochSampler
-from seq2seq.text.dataset import Limits, TokenPairs
 from seq2seq.text.parallel import Pairs, iter_files, load_split
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import Vocab, load_vocabs
+from seq2seq.tokens.batching import EpochSampler
+from seq2seq.tokens.dataset import Limits, TokenPairs
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import Vocab, load_vocabs
 from seq2seq.training.distributed import World
 from seq2seq.training.memory import within_memory
 from seq2seq.training.optimizer import make_optimizer

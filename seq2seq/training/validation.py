@@ -25,11 +25,11 @@ from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import ctranslate2_runs_on
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.batching import token_batches
-from seq2seq.text.dataset import TokenPairs
 from seq2seq.text.parallel import Pairs
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import Vocab
+from seq2seq.tokens.batching import token_batches
+from seq2seq.tokens.dataset import TokenPairs
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import Vocab
 from seq2seq.training.loss import batch_loss
 from seq2seq.training.metrics import exact_match, sacrebleu_scores
 

@@ -16,7 +16,7 @@ from benchmarks.peers.opennmt_peer import opennmt_config
 from benchmarks.peers.pieces import detokenizer, write_pieces
 from benchmarks.peers.report import draw_curves, markdown, ratios, rows, shown
 from seq2seq.config import load_config
-from seq2seq.text.vocab import load_vocabs
+from seq2seq.tokens.vocab import load_vocabs
 
 from helpers import ROOT
 

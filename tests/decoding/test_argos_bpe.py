@@ -1,5 +1,5 @@
 """Argos packages whose tokenizer is BPE (bpe.model: subword-nmt's codes, with Moses's
-tokenization): our tokenizer (seq2seq/decoding/argos_tokenizers.py, seq2seq/text/bpe.py)
+tokenization): our tokenizer (seq2seq/decoding/argos_tokenizers.py, seq2seq/tokens/bpe.py)
 splits and joins as Argos Translate's BPETokenizer does, a package whose model's vocabulary
 is BPE tokens translates as Argos Translate translates it, and imported (python -m
 seq2seq.import_model) it translates with our torch code as CTranslate2 does. The codes are
@@ -22,6 +22,7 @@ from benchmarks.speed.exports import run_argos  # Argos Translate in a child pro
 from seq2seq import import_model
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DecodeConfig, Language
+from seq2seq.corpora.numbers import number_digits, number_words
 from seq2seq.decoding.argos_tokenizers import SentencePieceTokenizer, package_tokenizer
 from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.engine_choice import load_engine
@@ -32,11 +33,10 @@ from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.options import VocabConfig
 from seq2seq.support.errors import UserError
-from seq2seq.text.batching import pair_tensors
-from seq2seq.text.bpe import BPEVocab
-from seq2seq.text.numbers import number_digits, number_words
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import train_vocab
+from seq2seq.tokens.batching import pair_tensors
+from seq2seq.tokens.bpe import BPEVocab
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import train_vocab
 from seq2seq.training.loss import batch_loss
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
@@ -82,7 +82,7 @@ UNSEEN = "Ωmega ø ñandú 漢字 ☃"  # characters no training sentence has: 
 
 
 def numbers(count: int, rng: random.Random) -> list[str]:
-    """Sentences of the project's numbers corpus (seq2seq/text/numbers.py): words and digits."""
+    """Sentences of the project's numbers corpus (seq2seq/corpora/numbers.py): words and digits."""
     drawn = [rng.randrange(1_000_000) for _ in range(count)]
     return [f"{number_words(n)} is {number_digits(n)}, i.e. {n:,}." for n in drawn]
 
@@ -284,7 +284,7 @@ def test_a_bpe_package_translates_as_argos_translate(bpe_folder, bpe_package, tm
 @pytest.mark.slow
 def test_an_imported_bpe_package_translates_as_ctranslate2(bpe_folder, bpe_package, tmp_path):
     """python -m seq2seq.import_model on the package: a checkpoint whose vocabulary is the
-    package's BPE (text/bpe.py's), which our torch code decodes to CTranslate2's tokens on the
+    package's BPE (tokens/bpe.py's), which our torch code decodes to CTranslate2's tokens on the
     package, and to the package tokenizer's texts of them, at beam 1 and 4; exported back to
     CTranslate2 (the engine translate picks by default), the same texts again; exported as an
     Argos package (bpe.model its codes), translating as the package it came from."""

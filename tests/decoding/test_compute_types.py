@@ -17,7 +17,7 @@ from seq2seq.decoding.compute_types import Figures, chosen
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.exported import export_folder
 from seq2seq.exports.ctranslate2_reader import read_model_bin
-from seq2seq.service.loaders import load_models
+from seq2seq.serving.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_COMPUTE_TYPE
 

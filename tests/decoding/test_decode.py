@@ -11,8 +11,8 @@ from seq2seq.decoding.batches import nbest_of_sources, search_sources, translate
 from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.batching import source_tensor
-from seq2seq.text.special import BOS, EOS, PAD
+from seq2seq.tokens.batching import source_tensor
+from seq2seq.tokens.special import BOS, EOS, PAD
 
 from helpers import assert_same_or_tied, greedy_ids
 

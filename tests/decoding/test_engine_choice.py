@@ -15,7 +15,7 @@ from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.decoding.exported import Exported, export_folder
-from seq2seq.service.loaders import load_models
+from seq2seq.serving.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_SOURCE
 

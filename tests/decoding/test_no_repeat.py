@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from seq2seq.config import CorpusConfig, DecodeConfig, config_from_dict
+from seq2seq.corpora import numbers
 from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.beam import beam_search
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute
 from seq2seq.decoding.repeats import repeated_ngrams
 from seq2seq.model.transformer import Transformer
-from seq2seq.text import numbers
-from seq2seq.text.batching import source_tensor
-from seq2seq.text.special import PAD
+from seq2seq.tokens.batching import source_tensor
+from seq2seq.tokens.special import PAD
 
 from helpers import assert_same_or_tied, briefly_trained, greedy_ids, length_limits
 

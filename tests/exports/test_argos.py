@@ -22,7 +22,7 @@ from seq2seq.exports.argos import export_argos
 from seq2seq.exports.argos_package import package_folders
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import EOS
+from seq2seq.tokens.special import EOS
 
 from helpers import (
     ENV,

@@ -14,7 +14,7 @@ from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import EXPORT_CONFIG
-from seq2seq.text.special import EOS
+from seq2seq.tokens.special import EOS
 from seq2seq.training.metrics import exact_match, sacrebleu_scores
 
 from helpers import assert_same_or_tied, greedy_ids

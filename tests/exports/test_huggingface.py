@@ -13,13 +13,13 @@ import torch
 from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import load_config
+from seq2seq.corpora.corpus_types import build_corpus
 from seq2seq.decoding.greedy import strip
 from seq2seq.exports.huggingface import export_huggingface
 from seq2seq.support.errors import UserError
-from seq2seq.text.batching import pair_tensors
-from seq2seq.text.corpus_types import build_corpus
 from seq2seq.text.parallel import load_split
-from seq2seq.text.special import EOS, non_output_logits
+from seq2seq.tokens.batching import pair_tensors
+from seq2seq.tokens.special import EOS, non_output_logits
 
 from helpers import ROOT, assert_same_or_tied, briefly_trained, greedy_ids, length_limits
 

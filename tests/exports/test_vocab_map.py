@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 
 from seq2seq.config import CorpusConfig
+from seq2seq.corpora import numbers
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.exports.vocab_map import VMAP, vocab_map
-from seq2seq.text import numbers
 
 from helpers import assert_same_or_tied
 

@@ -9,7 +9,7 @@ import torch
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.masks import decoder_mask, no_peek_mask, padding_mask
 from seq2seq.model.transformer import Transformer
-from seq2seq.text.special import BOS, PAD
+from seq2seq.tokens.special import BOS, PAD
 
 from helpers import ENV, HANG
 
@@ -106,8 +106,8 @@ def test_the_model_loads_without_sentencepiece_or_the_corpus_readers():
     heavy = [
         "sentencepiece",
         "seq2seq.text.parallel",
-        "seq2seq.text.multi30k",
-        "seq2seq.text.vocab",
+        "seq2seq.corpora.multi30k",
+        "seq2seq.tokens.vocab",
     ]
     check = (
         f"import sys, seq2seq.model.transformer; print([m for m in {heavy!r} if m in sys.modules])"

@@ -12,7 +12,7 @@ from seq2seq.config import Config
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.dropout import Dropout
 from seq2seq.model.transformer import FeedForward, Transformer
-from seq2seq.text.special import BOS, PAD
+from seq2seq.tokens.special import BOS, PAD
 
 SMALL = ModelConfig(d_model=32, n_heads=4, enc_layers=1, dec_layers=1, d_ff=64)
 V, D = 40, 32  # vocabulary size, d_model

@@ -8,15 +8,14 @@ import http.client
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-from test_serve import JSON, call, running
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service import batcher, glossary_store
-from seq2seq.service.glossary_store import GlossaryStore, StoreFailed
-from seq2seq.text.glossary import Glossary, GlossaryError
+from seq2seq.localization.glossary import Glossary, GlossaryError
+from seq2seq.serving import batcher, glossary_store
+from seq2seq.serving.glossary_store import GlossaryStore, StoreFailed
 
-from helpers import HANG
+from helpers import HANG, JSON, call, running
 
 SENTENCES = ["three is three", "twenty one is five"]
 ENTRIES = "three\t3\nfive\tfive\n"  # the numbers model's pair: en -> digits

@@ -13,7 +13,7 @@ import pytest
 from seq2seq import serve
 from seq2seq.config import add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import add_engine_arguments
-from seq2seq.service import improving
+from seq2seq.serving import improving
 
 from helpers import HANG, call, running, wait_until
 

@@ -1,5 +1,5 @@
 """LibreTranslate's API on the service's port, driven by a real client (libretranslatepy) and by
-hand; API keys (seq2seq/service/keystore.py, checks.py) and the rate limit (access.py)."""
+hand; API keys (seq2seq/serving/keystore.py, checks.py) and the rate limit (access.py)."""
 
 import dataclasses
 import json
@@ -13,7 +13,6 @@ from urllib.parse import urlencode
 
 import pytest
 from libretranslatepy import LibreTranslateAPI
-from test_serve import JSON, call, read_address, running
 from urllib3 import encode_multipart_formdata
 
 from benchmarks.service.process import stop_server
@@ -21,12 +20,12 @@ from seq2seq.config import ConfigError, Language, ServeConfig, config_from_dict,
 from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.documents import markup
-from seq2seq.service import access, checks, keystore
-from seq2seq.service.keystore import KeyLimits, digest
 from seq2seq.service.libretranslate import formatted
+from seq2seq.serving import access, checks, keystore
+from seq2seq.serving.keystore import KeyLimits, digest
 from seq2seq.support.errors import UserError
 
-from helpers import HANG, ROOT, start_server
+from helpers import HANG, JSON, ROOT, call, read_address, running, start_server
 
 LIMITS = {"max_sentences": 8, "max_chars": 400, "max_beam_size": 4}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -448,7 +447,7 @@ def test_the_languages_come_from_the_config(trained_numbers_checkpoint):
 @pytest.mark.slow
 def test_the_command_serves_libretranslate_clients(seed_run):
     """python -m seq2seq.serve: its errors are JSON too (the routes' HTTPError is
-    seq2seq/service/api.py's, which the app's handlers answer, serve.py running as __main__)."""
+    seq2seq/serving/api.py's, which the app's handlers answer, serve.py running as __main__)."""
     process = start_server("--checkpoint", str(seed_run / "best.pt"))
     try:
         client = LibreTranslateAPI(read_address(process))

@@ -1,4 +1,4 @@
-"""Several models in one service (seq2seq/service/models.py): each pair routed to its own model,
+"""Several models in one service (seq2seq/serving/models.py): each pair routed to its own model,
 a pair without one through a pivot language, every language listed, and one pair's backlog
 never holding another pair's requests."""
 
@@ -19,13 +19,13 @@ from seq2seq.config import Config, Language, load_config
 from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.decoding.engines import TorchEngine, Translations, translate_texts
 from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
-from seq2seq.service import api
 from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import formatted
-from seq2seq.service.loaders import Loader, load_models
-from seq2seq.service.models import Model, Models
 from seq2seq.service.ours import model_info
-from seq2seq.service.refusals import Invalid
+from seq2seq.serving import api
+from seq2seq.serving.loaders import Loader, load_models
+from seq2seq.serving.models import Model, Models
+from seq2seq.serving.refusals import Invalid
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 

@@ -8,11 +8,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis import GenerationMode
-from test_serve import call, running
 
 from seq2seq.config import Config, ServeConfig, translation_pair
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.openapi import Choices, description
+
+from helpers import call, running
 
 # Small limits keep each decoding short; the description's bounds follow them.
 LIMITS = {"max_sentences": 4, "max_chars": 60, "max_beam_size": 3}

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_translate_file import upload, word_document
 
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.service.protocol import listen
 from seq2seq.service.server import Server
+from seq2seq.serving.protocol import listen
 
 from helpers import HANG, call, running
 

@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.service.process import stop_server
 from seq2seq.decoding.engines import TorchEngine, Translated
-from seq2seq.service.batcher import Job, Options
 from seq2seq.service.prometheus import SHARED, Measure, SizedFiles, bare_answers
+from seq2seq.serving.batcher import Job, Options
 from seq2seq.text.sentences import Texts
 
 from helpers import HANG, call, running, spawned_workers, start_workers, wait_until

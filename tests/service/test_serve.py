@@ -30,9 +30,9 @@ from seq2seq.decoding.batches import translate_sentences
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
-from seq2seq.service import api, refusals
-from seq2seq.service.api import Body
 from seq2seq.service.ours import CLIENT_SETTINGS
+from seq2seq.serving import api, refusals
+from seq2seq.serving.api import Body
 from seq2seq.support.errors import run_cli
 
 from helpers import (

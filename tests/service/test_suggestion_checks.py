@@ -12,12 +12,12 @@ from test_prometheus import scrape
 
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.localization.catalog_formats import FORMATS
 from seq2seq.serve_options import Language
-from seq2seq.service import checks
-from seq2seq.service.checks import REASONS, SURE, TELLING_WORDS, SuggestionChecks
-from seq2seq.service.refusals import Slowdown, Unwanted
 from seq2seq.service.suggest import Suggest
-from seq2seq.text.catalog_formats import FORMATS
+from seq2seq.serving import checks
+from seq2seq.serving.checks import REASONS, SURE, TELLING_WORDS, SuggestionChecks
+from seq2seq.serving.refusals import Slowdown, Unwanted
 
 from helpers import call, running
 

@@ -7,19 +7,18 @@ import sqlite3
 from urllib.parse import urlencode
 
 import pytest
-from test_serve import call, read_address, running
 
 from benchmarks.service.process import stop_server
 from seq2seq.checkpoint import load_checkpoint
+from seq2seq.corpora.sources import fetch
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.localization.suggestions import Suggestions, read_suggestions
 from seq2seq.options import CorpusConfig, Source
-from seq2seq.service import checks
+from seq2seq.serving import checks
 from seq2seq.support import files
 from seq2seq.support.errors import UserError
-from seq2seq.text.sources import fetch
-from seq2seq.text.suggestions import Suggestions, read_suggestions
 
-from helpers import HANG, start_server
+from helpers import HANG, call, read_address, running, start_server
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 ONE = {"q": "three is three", "s": "3 la 3", "source": "en", "target": "digits"}

@@ -4,9 +4,9 @@ import of a TMX, PO and XLIFF file through the checks POST /suggest makes, the r
 
 import pytest
 
+from seq2seq.localization.suggestions import Suggestions, read_suggestions
 from seq2seq.suggestions import main
 from seq2seq.support.errors import UserError
-from seq2seq.text.suggestions import Suggestions, read_suggestions
 
 OPEN = "Open the file"
 

@@ -11,12 +11,11 @@ from seq2seq.text.placeholders import (
     bare,
     find,
     kept,
-    mask_for,
     protect,
     share_kept,
     unaccelerated,
 )
-from seq2seq.text.vocab import train_vocab
+from seq2seq.tokens.vocab import mask_for, train_vocab
 
 # (string, the placeables found in it), from gettext, Qt, GTK, .NET, ICU and Weblate catalogs
 FOUND = [

@@ -15,8 +15,8 @@ from seq2seq.checkpoint import load_checkpoint, read_state, save_checkpoint
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.errors import UserError
-from seq2seq.text.special import PAD
-from seq2seq.text.vocab import train_vocab
+from seq2seq.tokens.special import PAD
+from seq2seq.tokens.vocab import train_vocab
 from seq2seq.train import train
 from seq2seq.training.averaging import average_weights
 

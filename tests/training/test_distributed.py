@@ -10,8 +10,8 @@ import torch
 
 import seq2seq.train as train_module
 from seq2seq.checkpoint import read_state
-from seq2seq.text.batching import shard_steps
 from seq2seq.text.parallel import read_lines
+from seq2seq.tokens.batching import shard_steps
 
 from helpers import ENV, HANG, command, wait_until
 from small_run import small_config, small_run, weights

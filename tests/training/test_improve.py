@@ -14,10 +14,10 @@ from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import Language, load_config
 from seq2seq.decoding.engine_choice import ctranslate2_runs_on
 from seq2seq.decoding.exported import export_folder, made_from
+from seq2seq.localization.suggestions import Suggestions
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import file_hash
 from seq2seq.support.paths import IMPROVING, VERSIONS, served_checkpoint
-from seq2seq.text.suggestions import Suggestions
 from seq2seq.train import train
 from seq2seq.training import gate, improvement
 

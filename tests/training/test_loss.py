@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from seq2seq.text.special import BOS, EOS, PAD
+from seq2seq.tokens.special import BOS, EOS, PAD
 from seq2seq.training.loss import smoothed_cross_entropy
 
 

@@ -19,9 +19,9 @@ from seq2seq.checkpoint import load_checkpoint, read_state
 from seq2seq.config import VocabConfig
 from seq2seq.support.errors import Interrupted, UserError
 from seq2seq.support.files import read_log
-from seq2seq.text.dataset import Limits, build_ids
 from seq2seq.text.parallel import load_split
-from seq2seq.text.vocab import load_vocabs, train_vocab
+from seq2seq.tokens.dataset import Limits, build_ids
+from seq2seq.tokens.vocab import load_vocabs, train_vocab
 from seq2seq.train import train
 
 from helpers import (

@@ -1,0 +1,177 @@
+"""The API keys a request may present (serve.api_keys), each with its limits: in a file, in
+an environment variable, or in an SQLite file with limits of its own, as LibreTranslate's keys
+database, which `python -m seq2seq.keys` manages (add, list, remove).
+
+    serve.api_keys: a file, env:NAME, or a keys database (.db)  ->  ApiKeys.load (at start-up;
+      a database is read again when it changes, so that keys added or removed count at once)
+    ApiKeys.limits(the key a request presented): its KeyLimits, looked up by its SHA-256, or
+      Forbidden (checks.py's Checks.key asks, for every route)
+
+    keys(digest, id, requests_per_minute, max_chars, added_at)   one row a key
+      digest   the key's SHA-256 (hex): the key itself is not kept, so that the file does not
+               give the keys away; `add` prints a new key once
+      id       the digest's first ID_CHARS characters, to list and remove a key by
+      requests_per_minute   its POSTs a minute at most (0: no limit of its own)
+      max_chars             characters in one request's texts at most (0: none of its own)
+"""
+
+import datetime
+import hashlib
+import math
+import os
+import secrets
+import sqlite3
+import time
+from dataclasses import astuple, dataclass
+from pathlib import Path
+
+from seq2seq.serving.refusals import Forbidden
+from seq2seq.support.errors import UserError
+
+SCHEMA = """CREATE TABLE IF NOT EXISTS keys (
+    digest TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
+    requests_per_minute INTEGER NOT NULL,
+    max_chars INTEGER NOT NULL,
+    added_at TEXT NOT NULL
+)"""
+ID_CHARS = 8
+
+
+@dataclass(frozen=True)
+class KeyLimits:
+    """What one key may do besides the service's own limits (0: nothing more)."""
+
+    requests_per_minute: int = 0
+    max_chars: int = 0
+
+
+def digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class KeyStore:
+    """The keys file; `create`: made (with its folder) if it is not there, else a UserError."""
+
+    def __init__(self, path: Path, create: bool = False):
+        self.path = path
+        if not create and not path.is_file():
+            raise UserError(f"{path}: no such API keys file (python -m seq2seq.keys add makes it)")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.connection = sqlite3.connect(path, timeout=30)
+            self.connection.execute(SCHEMA)
+            self.connection.commit()
+        except (OSError, sqlite3.Error) as error:
+            raise UserError(f"{path}: not an API keys file ({error})") from None
+
+    def add(self, limits: KeyLimits, key: str | None = None) -> str:
+        """Adds a key (a new random one unless given) with its limits; returns it."""
+        key = key or secrets.token_urlsafe(24)
+        if not (key.isascii() and key.isprintable() and " " not in key):
+            raise UserError("an API key is printable ASCII without spaces")
+        added = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        row = (digest(key), digest(key)[:ID_CHARS], *astuple(limits), added)
+        try:
+            with self.connection:
+                self.connection.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?)", row)
+        except sqlite3.IntegrityError:
+            raise UserError(f"{self.path}: that key is there already") from None
+        return key
+
+    def remove(self, key_or_id: str) -> int:
+        """Removes the key given, or the one whose id it is; returns how many (0 or 1)."""
+        with self.connection:
+            found = self.connection.execute(
+                "DELETE FROM keys WHERE digest = ? OR id = ?", (digest(key_or_id), key_or_id)
+            )
+        return found.rowcount
+
+    def listed(self) -> list[tuple[str, KeyLimits, str]]:
+        """Each key's id, limits and when it was added, oldest first."""
+        rows = self.connection.execute(
+            "SELECT id, requests_per_minute, max_chars, added_at FROM keys ORDER BY rowid"
+        )
+        return [
+            (id_, KeyLimits(per_minute, chars), added) for id_, per_minute, chars, added in rows
+        ]
+
+    def limits(self) -> dict[str, KeyLimits]:
+        """Each key's limits, by its digest."""
+        rows = self.connection.execute("SELECT digest, requests_per_minute, max_chars FROM keys")
+        return {key: KeyLimits(per_minute, chars) for key, per_minute, chars in rows}
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class ApiKeys:
+    """The keys a request may present, by their SHA-256, each with its limits; none (and no
+    keys database): the service is open to all."""
+
+    clock = staticmethod(time.monotonic)
+    look_every_s = 1.0  # how often a keys database's file is looked at for a change
+
+    def __init__(self, keys: list[str], store: Path | None = None, required: bool = True,
+                 link: str = ""):  # fmt: skip
+        self.keys = {digest(key): KeyLimits() for key in keys}
+        self.store, self.changed, self.looked = store, None, -math.inf
+        self.required, self.link = required, link  # serve.keys_required, serve.api_key_link
+
+    @classmethod
+    def load(cls, where: str, required: bool = True, link: str = "") -> "ApiKeys":
+        """The keys that serve.api_keys names: "" (none), a keys database (.db), a file of keys
+        one a line, or env:NAME; `required` and `link`: serve.keys_required, api_key_link."""
+        if not where:
+            return cls([], None, required, link)
+        if where.endswith(".db"):
+            KeyStore(Path(where)).close()  # there, and a keys database: else a UserError now
+            keys = cls([], Path(where), required, link)
+            keys.refresh()
+            return keys
+        if where.startswith("env:"):
+            name = where.removeprefix("env:")
+            text, origin = os.environ.get(name, ""), f"the environment variable {name}"
+        else:
+            try:
+                text, origin = Path(where).read_text(encoding="utf-8"), where
+            except (OSError, UnicodeDecodeError) as error:
+                raise UserError(f"cannot read the API keys (serve.api_keys): {error}") from None
+        keys = text.replace(",", " ").split()
+        if not keys:
+            raise UserError(f"no API keys in {origin} (serve.api_keys)")
+        if not all(key.isascii() and key.isprintable() for key in keys):
+            raise UserError(f"{origin}: API keys are printable ASCII (serve.api_keys)")
+        return cls(keys, None, required, link)
+
+    def refresh(self) -> None:
+        """A keys database's keys read again if its file changed (looked at most once every
+        look_every_s seconds)."""
+        if self.store is None or (now := self.clock()) - self.looked < self.look_every_s:
+            return
+        self.looked = now
+        changed = self.store.stat().st_mtime_ns if self.store.exists() else None
+        if changed is None:  # removed: no key is valid
+            self.keys, self.changed = {}, None
+        elif changed != self.changed:
+            store = KeyStore(self.store)
+            self.keys, self.changed = store.limits(), changed
+            store.close()
+
+    def __bool__(self) -> bool:
+        return bool(self.keys) or self.store is not None
+
+    def limits(self, presented: str | None) -> tuple[str, KeyLimits]:
+        """The digest and limits of the key `presented` (None, "": none): Forbidden unless keys
+        are off, it is one of them, or none is given where keys are not required. Looked up by
+        its SHA-256, the time taken says nothing of how close a wrong key was."""
+        self.refresh()
+        if not self or (not presented and not self.required):
+            return "", KeyLimits()  # at the client's own limits (access.py's RateLimit)
+        if not presented:
+            where = f"; get one at {self.link}" if self.link else ""
+            raise Forbidden(f"an API key is needed: Authorization: Bearer KEY (or api_key){where}")
+        key = digest(presented)
+        if key not in self.keys:
+            raise Forbidden("Invalid API key")
+        return key, self.keys[key]

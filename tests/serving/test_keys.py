@@ -1,0 +1,86 @@
+"""API keys with limits of their own in a keys database (seq2seq/serving/keystore.py), managed
+by `python -m seq2seq.keys` as LibreTranslate's `ltmanage keys`, and held to by the service:
+a key's requests a minute and characters a request, a key added or removed while it serves."""
+
+import pytest
+
+from seq2seq import keys
+from seq2seq.decoding.engines import TorchEngine
+from seq2seq.serving import checks, keystore
+from seq2seq.serving.keystore import KeyLimits, KeyStore
+from seq2seq.support.errors import UserError
+
+from helpers import JSON, call, running
+
+T = "/translate"
+
+
+def cli(capsys, *argv: str) -> str:
+    keys.main(list(argv))
+    return capsys.readouterr().out
+
+
+def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_path, capsys):
+    db = str(tmp_path / "keys.db")
+    key = cli(capsys, "--db", db, "add", "--requests-per-minute", "5", "--max-chars", "40")
+    key = key.strip()
+    assert len(key) >= 32 and key not in (tmp_path / "keys.db").read_bytes().decode("latin-1")
+    assert cli(capsys, "--db", db, "add", "--key", "sesame").strip() == "sesame"
+    listed = cli(capsys, "--db", db, "list").splitlines()
+    assert len(listed) == 2
+    assert "requests a minute: 5  characters a request: 40" in listed[0]
+    assert "requests a minute: no limit of its own" in listed[1]
+    first_id = listed[0].split()[0]
+    cli(capsys, "--db", db, "remove", first_id)  # by its id
+    cli(capsys, "--db", db, "remove", "sesame")  # by the key itself
+    assert cli(capsys, "--db", db, "list").strip() == f"no keys in {db}"
+    with pytest.raises(UserError, match="no key sesame"):
+        keys.main(["--db", db, "remove", "sesame"])
+    with pytest.raises(UserError, match="no such API keys file"):
+        keys.main(["--db", str(tmp_path / "none.db"), "list"])
+    store = KeyStore(tmp_path / "keys.db")
+    store.add(KeyLimits(), "sesame")
+    with pytest.raises(UserError, match="there already"):
+        store.add(KeyLimits(), "sesame")
+
+
+def test_a_key_is_held_to_its_own_limits_and_a_new_one_counts_at_once(
+    trained_numbers_checkpoint, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(keystore.ApiKeys, "look_every_s", 0.0)  # each request looks at the file
+    monkeypatch.setattr(checks.Buckets, "clock", staticmethod(lambda: 1000.0))
+    store = KeyStore(tmp_path / "keys.db", create=True)
+    slow = store.add(KeyLimits(requests_per_minute=2))
+    short = store.add(KeyLimits(max_chars=20))
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    ours = {"text": ["three is three"]}
+    theirs = {"q": "three is three", "source": "en", "target": "digits"}
+    with running(model, api_keys=str(tmp_path / "keys.db")) as server:
+
+        def status(key: str, body: dict = ours) -> int:
+            if "q" in body:
+                return call(server.url, "POST", T, {**body, "api_key": key})[0]
+            return call(server.url, "POST", T, body, {**JSON, "Authorization": f"Bearer {key}"})[0]
+
+        assert [status(slow) for _ in range(3)] == [200, 200, 429]
+        assert status(short) == 200  # each key its own count
+        long = {"text": ["three is three and four is four"]}
+        assert status(short, long) == 413 and status(short, {**theirs, "q": long["text"][0]}) == 400
+        assert status("not-yet") == 403
+        store.add(KeyLimits(), "not-yet")  # while it serves
+        assert status("not-yet", theirs) == 200
+        store.remove("not-yet")
+        assert status("not-yet") == 403
+        answer = call(server.url, "POST", T, ours, {**JSON, "Authorization": f"Bearer {slow}"})
+        assert answer[1]["error"].startswith("Slowdown: this API key may make 2 requests")
+        assert answer[2]["Retry-After"] == "30"
+
+
+def test_a_missing_or_foreign_keys_database_is_an_error_at_start(tmp_path):
+    with pytest.raises(UserError, match="no such API keys file"):
+        keystore.ApiKeys.load(str(tmp_path / "none.db"))
+    (tmp_path / "text.db").write_text("not a database at all, and long enough to say so")
+    with pytest.raises(UserError, match="not an API keys file"):
+        keystore.ApiKeys.load(str(tmp_path / "text.db"))
+    KeyStore(tmp_path / "empty.db", create=True).close()
+    assert keystore.ApiKeys.load(str(tmp_path / "empty.db"))  # no keys yet: every POST refused
