@@ -22,7 +22,7 @@
     GET /openapi.json: the API described; GET /metrics, Prometheus' (serve.metrics)
 
 A request's way, stop by stop, is docs/architecture.md's (checked against the code by
-tests/test_architecture.py); each module of seq2seq/service/ says its own step, and
+tests/test_service_walk.py); each module of seq2seq/service/ says its own step, and
 docs/serve.md what each step answers. Concurrent small requests share a batch, and each gets
 what `python -m seq2seq.translate` gives for its sentences. Every answer is JSON, errors too
 ({"error": "..."} naming the mistake; uvicorn's own 503 over the connection limit is its plain

@@ -8,9 +8,10 @@ import torch
 
 from benchmarks.service.swap import seed_preset
 from seq2seq import data
-from seq2seq.checkpoint import Checkpoint
+from seq2seq.checkpoint import Checkpoint, load_checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.corpora import numbers
+from seq2seq.decoding.engines import TorchEngine
 
 from helpers import ROOT, briefly_trained
 
@@ -97,3 +98,8 @@ def trained_numbers_model(trained_numbers_checkpoint):
     checkpoint, test = trained_numbers_checkpoint
     vocabs = checkpoint.src_vocab, checkpoint.tgt_vocab
     return checkpoint.model, *vocabs, test, checkpoint.config.decode
+
+
+@pytest.fixture(scope="module")
+def seed_model(seed_run) -> TorchEngine:
+    return TorchEngine(load_checkpoint(seed_run / "best.pt"))

@@ -12,6 +12,7 @@ import http.client
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.error import HTTPError
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
@@ -260,6 +262,7 @@ def running(model, **settings) -> Iterator:
 
 
 JSON = {"Content-Type": "application/json"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 def call(url: str, method: str, path: str, body=None, headers=JSON) -> tuple[int, dict, dict]:
@@ -408,3 +411,45 @@ def zipped(members: dict[str, bytes]) -> bytes:
         for name, data in members.items():
             archive.writestr(name, data)
     return out.getvalue()
+
+
+# Raw HTTP/1.1 on a socket, as a sloppy or hostile client writes it (tests/service/
+# test_serve_attacks.py, tests/serving/test_edge.py).
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname, parts.port
+
+
+def raw(url: str, request: bytes) -> socket.socket:
+    """A connection that sent `request` as it is."""
+    connection = socket.create_connection(host_port(url), timeout=HANG)
+    connection.sendall(request)
+    return connection
+
+
+def post(body: bytes, *headers: bytes) -> bytes:
+    lines = [
+        b"POST /translate HTTP/1.1",
+        b"Host: 127.0.0.1",
+        b"Content-Type: application/json",
+        *headers,
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def answer_of(connection: socket.socket) -> tuple[int, dict]:
+    """The status and JSON of the one answer on a raw connection, which the server closes."""
+    data = b""
+    while chunk := connection.recv(65536):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def failure(call, *args) -> tuple[int, dict]:
+    """The status and JSON error of a libretranslatepy call that fails."""
+    with pytest.raises(HTTPError) as raised:
+        call(*args)
+    return raised.value.code, json.loads(raised.value.read())

@@ -2,51 +2,25 @@
 a pair without one through a pivot language, every language listed, and one pair's backlog
 never holding another pair's requests."""
 
-import argparse
-import asyncio
-import copy
 import dataclasses
 import threading
-import zipfile
 
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from benchmarks.service.process import stop_server
-from seq2seq import serve
-from seq2seq.checkpoint import Checkpoint, save_checkpoint
-from seq2seq.config import Config, Language, load_config
-from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.config import Language
 from seq2seq.decoding.engines import TorchEngine, Translations, translate_texts
-from seq2seq.exports.argos import PACKAGE_VERSION, export_argos
 from seq2seq.service.languages import Languages
 from seq2seq.service.libretranslate import formatted
-from seq2seq.service.ours import model_info
 from seq2seq.serving import api
-from seq2seq.serving.loaders import Loader, load_models
+from seq2seq.serving.loaders import Loader
 from seq2seq.serving.models import Model, Models
 from seq2seq.serving.refusals import Invalid
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
-from helpers import HANG, ROOT, call, read_address, running, start_server, wait_until
-
-EN, DE, FR = Language("en", "English"), Language("de", "German"), Language("fr", "French")
-ES = Language("es", "Spanish")
-SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
-# an imported model's (its checkpoint's info["origin"])
-ORIGIN = {
-    "name": "translate-en_de-1_9.argosmodel",
-    "package_version": "1.9",
-    "quantization": "int8",
-}
-
-
-def labelled(checkpoint: Checkpoint, source: Language, target: Language) -> TorchEngine:
-    """The numbers model, said to translate `source` to `target` (its config's serve)."""
-    config = copy.deepcopy(checkpoint.config)
-    config.serve.source_language, config.serve.target_language = source, target
-    return TorchEngine(dataclasses.replace(checkpoint, config=config))
+from helpers import HANG, call, running
+from pairs import DE, EN, ES, FR, IT, ORIGIN, SENTENCES, Counted, by_hand, labelled, loader
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +31,6 @@ def en_de_fr(trained_numbers_checkpoint):
     first, second = labelled(checkpoint, EN, DE), labelled(checkpoint, DE, FR)
     with running([first, second], max_sentences=8) as server:
         yield server.url, first, second
-
-
-def by_hand(engine: TorchEngine, texts: list[str]) -> list[str]:
-    return engine.translate(texts, engine.config.decode).outputs
 
 
 def test_each_pair_goes_to_its_model_and_the_other_through_the_pivot(en_de_fr):
@@ -271,178 +241,6 @@ def test_one_pairs_backlog_never_holds_another_pairs_requests(trained_numbers_ch
         assert answers["held"][0] == 200
 
 
-def test_the_command_serves_a_checkpoint_and_a_folder_of_installed_packages(
-    trained_joint_numbers_checkpoint, tmp_path
-):
-    """serve --model NAME=CHECKPOINT --model FOLDER: our checkpoint (en -> de) and the Argos
-    package installed in FOLDER (de -> fr), en -> fr through German, as by hand; /info names
-    each: the checkpoint by NAME, with its origin; the package by its folder, with its version."""
-    checkpoint = trained_joint_numbers_checkpoint[0]
-    first = labelled(checkpoint, EN, DE)
-    save_checkpoint(
-        tmp_path / "en_de.pt", first.config, checkpoint.model, checkpoint.src_vocab,
-        checkpoint.tgt_vocab, {"origin": ORIGIN},
-    )  # fmt: skip
-    export_argos(labelled(checkpoint, DE, FR).checkpoint, tmp_path / "de_fr.argosmodel")
-    with zipfile.ZipFile(tmp_path / "de_fr.argosmodel") as archive:
-        archive.extractall(tmp_path / "packages")  # as Argos Translate installs it
-    second = ArgosEngine.load(tmp_path / "de_fr.argosmodel")
-    process = start_server("--engine", "torch", "--model", f"tuned={tmp_path / 'en_de.pt'}",
-                           "--model", str(tmp_path / "packages"))  # fmt: skip
-    try:
-        client = LibreTranslateAPI(read_address(process))
-        assert [language["code"] for language in client.languages()] == ["en", "de", "fr"]
-        expected = by_hand(second, by_hand(first, SENTENCES))
-        assert [client.translate(s, "en", "fr") for s in SENTENCES] == expected
-        listed = call(client.url, "GET", "/info")[1]["models"]
-        assert [(m["name"], m.get("origin"), m.get("package_version")) for m in listed] == [
-            ("tuned", ORIGIN, None), (f"translate-de_fr-{PACKAGE_VERSION.replace('.', '_')}",
-            None, PACKAGE_VERSION),
-        ]  # fmt: skip
-    finally:
-        stop_server(process)
-
-
-@pytest.fixture(scope="module")
-def numbers_package(trained_joint_numbers_checkpoint, tmp_path_factory):
-    """The joint numbers model as an Argos package, its loader as serve --model makes it."""
-    package = tmp_path_factory.mktemp("argos") / "numbers.argosmodel"
-    export_argos(trained_joint_numbers_checkpoint[0], package)
-    return load_models([str(package)], Config(), "auto", "cpu")[0]
-
-
-def test_an_argos_package_tells_its_own_decoding_and_no_made_up_model(numbers_package):
-    """/info of a package: Argos Translate's decoding (beam 4, length penalty 0.2, no rule
-    against repeats), which its queue counts at, and the decode settings a package takes; no
-    model settings, which a package does not hold."""
-    info = model_info(numbers_package.load())
-    assert set(info["config"]) == {"decode"}
-    argos = {"beam_size": 4, "length_penalty": 0.2, "no_repeat_ngram": 0}
-    assert info["config"]["decode"].items() >= argos.items()
-    assert not {"cache", "precision", "max_len_a", "max_len_b"} & info["config"]["decode"].keys()
-    assert numbers_package.beam_size == 4
-
-
-def served(*overrides: str, model: tuple[str, ...] = (), checkpoint=None, engine="auto"):
-    """The models `python -m seq2seq.serve [--checkpoint C] [--model M ...] [--engine E]
-    OVERRIDES` serves (serve.load), on the CPU."""
-    overrides = ("serve.threads=0", *overrides)  # torch's threads left as they are
-    args = argparse.Namespace(
-        model=list(model), checkpoint=checkpoint, engine=engine, device="cpu",
-        compute_type=None, overrides=list(overrides),
-    )  # fmt: skip
-    return serve.load(load_config(ROOT / "config.yaml", overrides), args)
-
-
-def test_a_packages_beam_size_is_the_operators_when_set(numbers_package):
-    """serve --model PACKAGE decode.beam_size=1: greedy decoding, as LibreTranslate's
-    ARGOS_BEAM_SIZE=1 (/info says so, and its queue counts at 1); without it, Argos's 4."""
-    (loader,) = served("decode.beam_size=1", model=(numbers_package.path,))
-    engine = loader.load()
-    assert loader.beam_size == engine.config.decode.beam_size == 1
-    assert model_info(engine)["config"]["decode"]["beam_size"] == 1
-    argos = numbers_package.load()
-    greedy = dataclasses.replace(argos.config.decode, beam_size=1)
-    texts = Texts(SENTENCES + ["five is five", "nine is nine"])
-    expected = translate_texts(argos, texts, greedy)
-    assert translate_texts(engine, texts, engine.config.decode) == expected
-    (default,) = served(model=(numbers_package.path,))
-    assert default.beam_size == default.load().config.decode.beam_size == 4
-
-
-def test_a_packages_length_penalty_and_repeats_rule_are_the_operators_when_set(numbers_package):
-    """decode.length_penalty and no_repeat_ngram reach CTranslate2 for a package too."""
-    (loader,) = served("decode.length_penalty=0.6", "decode.no_repeat_ngram=3",
-                       model=(numbers_package.path,))  # fmt: skip
-    engine = loader.load()
-    engine.translator = Recording(engine.translator)
-    engine.translate(SENTENCES[:1], engine.config.decode)
-    options = engine.translator.calls[0]
-    assert (options["length_penalty"], options["no_repeat_ngram_size"]) == (0.6, 3)
-    assert model_info(engine)["config"]["decode"]["length_penalty"] == 0.6
-
-
-@pytest.mark.parametrize("setting", ["decode.max_len_a=1", "decode.precision=fp32"])
-def test_a_setting_a_package_cannot_take_is_refused_in_one_line_at_start(numbers_package, setting):
-    """A package decodes as Argos Translate does: a setting it has no use for is refused when
-    the service starts, before any model loads (serve.lazy loads one at its first request)."""
-    key = setting.partition("=")[0]
-    with pytest.raises(UserError, match=rf"^{key}: .*numbers.argosmodel[^\n]*$"):
-        served(setting, model=(numbers_package.path,))
-
-
-@pytest.fixture(scope="module")
-def beam_5_checkpoint(trained_numbers_checkpoint, tmp_path_factory):
-    """The numbers model saved with decode.beam_size 5 (config.yaml's is 1)."""
-    checkpoint = trained_numbers_checkpoint[0]
-    config = copy.deepcopy(checkpoint.config)
-    config.decode.beam_size = 5
-    path = tmp_path_factory.mktemp("beam_5") / "best.pt"
-    save_checkpoint(path, config, checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, {})
-    return str(path)
-
-
-@pytest.mark.parametrize("engine", ["torch", "auto"])
-def test_a_checkpoints_beam_size_is_its_own_unless_the_command_line_sets_one(
-    beam_5_checkpoint, engine
-):
-    """serve --checkpoint C (or --model C) decode.beam_size=1: beam 1, not the checkpoint's
-    5; without it the checkpoint's 5, not config.yaml's 1."""
-    for models in ({"checkpoint": beam_5_checkpoint}, {"model": (beam_5_checkpoint,)}):
-        (loader,) = served("decode.beam_size=1", engine=engine, **models)
-        engine_1 = loader.load()
-        assert loader.beam_size == engine_1.config.decode.beam_size == 1
-        assert model_info(engine_1)["config"]["decode"]["beam_size"] == 1
-        (own,) = served(engine=engine, **models)
-        assert own.beam_size == own.load().config.decode.beam_size == 5
-
-
-def test_a_setting_ctranslate2_has_no_use_for_is_refused_unless_torch_decodes(beam_5_checkpoint):
-    """decode.precision is torch's (CTranslate2's is --compute-type): refused where CTranslate2
-    decodes the translations (--engine auto, ctranslate2), honoured with --engine torch."""
-    with pytest.raises(UserError, match=r"^decode\.precision: .*best\.pt.*--engine torch"):
-        served("decode.precision=fp32", checkpoint=beam_5_checkpoint)
-    (loader,) = served("decode.precision=fp32", checkpoint=beam_5_checkpoint, engine="torch")
-    assert loader.load().config.decode.precision == "fp32"
-
-
-class Recording:
-    """A CTranslate2 translator that keeps the options of each translate_batch call."""
-
-    def __init__(self, translator):
-        self.translator, self.calls = translator, []
-
-    def translate_batch(self, tokens, **options):
-        self.calls.append(options)
-        return self.translator.translate_batch(tokens, **options)
-
-    def __getattr__(self, name):
-        return getattr(self.translator, name)
-
-
-class Counting:
-    """A sentencepiece processor that counts its calls to encode."""
-
-    def __init__(self, sp):
-        self.sp, self.encodes = sp, 0
-
-    def encode(self, *args, **kwargs):
-        self.encodes += 1
-        return self.sp.encode(*args, **kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.sp, name)
-
-
-def test_an_argos_packages_sentences_are_encoded_once(numbers_package):
-    """Each sentence split into pieces once, for the model and for its warnings alike."""
-    engine = numbers_package.load()
-    engine.src_vocab.sp = counting = Counting(engine.src_vocab.sp)
-    translated = engine.translate(["three is three", "seven is seven"], engine.config.decode)
-    assert counting.encodes == 2
-    assert translated == (["3 la 3", "7 la 7"], [[], []])
-
-
 def test_a_text_already_in_the_target_language_comes_back_as_it_is(en_de_fr):
     """As LibreTranslate answers (Argos Translate translates each language to itself
     unchanged): source "auto" detecting the target's language gives that text back, the
@@ -492,105 +290,3 @@ def test_detecting_a_requests_languages_holds_no_other_client(en_de_fr, monkeypa
         release.set()
         waiting.join(HANG)
     assert answers[0][0] == 200
-
-
-def test_a_small_requests_work_stays_on_the_event_loop_and_a_large_ones_goes_to_a_thread():
-    """Under INLINE_CHARS characters a thread's hand-over would cost more than the work."""
-
-    async def threads() -> tuple[int, int, int]:
-        small = await api.off_the_loop(api.INLINE_CHARS, threading.get_ident)
-        large = await api.off_the_loop(api.INLINE_CHARS + 1, threading.get_ident)
-        return threading.get_ident(), small, large
-
-    loop, small, large = asyncio.run(threads())
-    assert small == loop != large
-
-
-IT = Language("it", "Italian")
-
-
-class Counted:
-    """A model's loader that counts its loads, and (held) waits to be released first."""
-
-    def __init__(self, engine: TorchEngine, held: bool = False):
-        self.engine, self.loads = engine, 0
-        self.release = threading.Event()
-        if not held:
-            self.release.set()
-
-    def __call__(self) -> TorchEngine:
-        self.release.wait()
-        self.loads += 1
-        return self.engine
-
-
-def loader(engine: TorchEngine, mib: int, load: Counted) -> Loader:
-    return dataclasses.replace(Loader.of(engine), weights_bytes=mib * 2**20, load=load)
-
-
-def test_lazy_models_load_at_their_first_request_and_drop_past_the_budget(
-    trained_numbers_checkpoint,
-):
-    """serve.lazy: the first model loaded at start, the others at their first request, in
-    their decoder threads (/health and the other pairs answer while one loads); past
-    serve.models_mib, the least recently used idle one is dropped, and loaded again when asked."""
-    checkpoint = trained_numbers_checkpoint[0]
-    pairs = [(EN, DE, 10), (DE, FR, 30), (EN, IT, 30)]  # 70 MiB in all, over a budget of 50
-    engines = [labelled(checkpoint, source, target) for source, target, _ in pairs]
-    loads = [Counted(engines[0]), Counted(engines[1], held=True), Counted(engines[2])]
-    loaders = [loader(e, mib, c) for e, (_, _, mib), c in zip(engines, pairs, loads, strict=True)]
-
-    def translate(source: str, target: str) -> list[str]:
-        body = {"text": SENTENCES, "source": source, "target": target}
-        status, answer, _ = call(server.url, "POST", "/translate", body)
-        assert status == 200, answer
-        return answer["translations"]
-
-    def loaded() -> list[bool]:
-        return [m["loaded"] for m in call(server.url, "GET", "/info")[1]["models"]]
-
-    with running(loaders, lazy=True, models_mib=50) as server:
-        assert [c.loads for c in loads] == [1, 0, 0] and loaded() == [True, False, False]
-        waiting = threading.Thread(target=translate, args=("de", "fr"))
-        waiting.start()  # its model's load waits to be released
-        try:
-            assert call(server.url, "GET", "/health")[0] == 200
-            assert translate("en", "de") == by_hand(engines[0], SENTENCES)
-        finally:
-            loads[1].release.set()
-            waiting.join()
-        de_fr = server.models.all[1].batcher  # idle once its thread is past the batch it answered
-        wait_until(lambda: not de_fr.busy, "de-fr's decoder to be idle")
-        assert loaded() == [True, True, False]
-        assert translate("en", "it") == by_hand(engines[2], SENTENCES)
-        assert loaded() == [True, False, True]  # de-fr, idle longest, dropped
-        assert translate("de", "fr") == by_hand(engines[1], SENTENCES)
-        assert [c.loads for c in loads] == [1, 2, 1] and loaded() == [True, True, False]
-
-
-def test_versions_of_one_pair_load_lazily_each_at_its_first_request(trained_numbers_checkpoint):
-    """serve.lazy and serve.models_mib hold per model: a pair's second version is loaded at the
-    first request naming it, and dropped past the budget when another is asked for."""
-    checkpoint = trained_numbers_checkpoint[0]
-    engines = [
-        labelled(checkpoint, EN, DE),
-        labelled(checkpoint, EN, DE),
-        labelled(checkpoint, DE, FR),
-    ]
-    loads = [Counted(engine) for engine in engines]
-    loaders = [loader(e, 20, c) for e, c in zip(engines, loads, strict=True)]
-    loaders[1] = dataclasses.replace(loaders[1], name="tuned")
-
-    def loaded() -> list[bool]:
-        return [m["loaded"] for m in call(server.url, "GET", "/info")[1]["models"]]
-
-    with running(loaders, lazy=True, models_mib=50) as server:
-        assert loaded() == [True, False, False]
-        body = {"text": SENTENCES, "model": "tuned"}
-        assert call(server.url, "POST", "/translate", body)[0] == 200
-        assert loaded() == [True, True, False]
-        tuned = server.models.all[1].batcher  # idle once its thread is past the batch it answered
-        wait_until(lambda: not tuned.busy, "the tuned model's decoder to be idle")
-        body = {"text": SENTENCES, "source": "de", "target": "fr"}
-        assert call(server.url, "POST", "/translate", body)[0] == 200
-        assert loaded() == [True, False, True] and [c.loads for c in loads] == [1, 1, 1]

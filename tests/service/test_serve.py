@@ -1,56 +1,35 @@
 """The translation service: its answers are translate's, every mistake in a request gets a 4xx
-that names it, concurrent requests share batches, and its page works in a real browser."""
+that names it, and concurrent requests share batches (the command: test_serve_command.py; the
+page: test_page.py)."""
 
 import asyncio
-import contextlib
 import dataclasses
 import http.client
 import json
-import os
 import re
-import shutil
-import signal
 import socket
-import subprocess
-import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from starlette.requests import Request
 
-from benchmarks.service.process import stop_server
-from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
 from seq2seq.decoding.batches import translate_sentences
-from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.service.ours import CLIENT_SETTINGS
 from seq2seq.serving import api, refusals
 from seq2seq.serving.api import Body
-from seq2seq.support.errors import run_cli
 
 from helpers import (
-    ENV,
     HANG,
     JSON,
-    ROOT,
     call,
-    command,
-    read_address,
     running,
-    spawned_workers,
-    start_server,
-    start_workers,
     wait_until,
 )
 
-ARTIFACTS = ROOT / "runs/test-artifacts"  # git-ignored; CI may keep it
 LIMITS = {"max_sentences": 100, "max_chars": 1500, "max_body_bytes": 20_000, "max_beam_size": 4}
 
 
@@ -347,279 +326,3 @@ def test_concurrent_requests_with_different_options(seed_run):
         else:
             assert answer["translations"][0] == expected
     assert health["requests"] == len(requests)
-
-
-@pytest.mark.slow
-def test_the_command_answers_as_translate_does_and_stops_on_sigterm(seed_run):
-    path = str(seed_run / "best.pt")
-    process = start_server("--checkpoint", path)
-    try:
-        sentences = ["three is three", "", "Twenty-one is five", "one is nine"]
-        cli = subprocess.run(
-            command("seq2seq.translate", "--checkpoint", path, "--nbest", "2", *sentences[::2]),
-            capture_output=True, text=True, env=ENV, timeout=HANG,
-        )  # fmt: skip
-        request = {"text": sentences[::2], "nbest": 2}
-        status, answer, _ = call(read_address(process), "POST", "/translate", request)
-        assert status == 200
-        lines = [
-            f"{i} ||| {h['translation']} ||| {h['score']:.4f}"
-            for i, best in enumerate(answer["translations"])
-            for h in best
-        ]
-        assert lines == cli.stdout.splitlines()
-        said, *warned = cli.stderr.splitlines()
-        assert said.startswith("decoding with ")
-        assert answer["warnings"] == [line.removeprefix("warning: ") for line in warned]
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
-        assert process.stderr.read() == "stopped serving (SIGTERM)\n"
-    finally:
-        stop_server(process)
-
-
-def test_without_a_model_the_error_is_that_of_translate(tmp_path, capsys):
-    with pytest.raises(SystemExit) as stop:
-        run_cli(serve.main, ["--checkpoint", str(tmp_path / "best.pt")])
-    assert stop.value.code == 1
-    message = f"error: no trained model at {tmp_path / 'best.pt'}: run `make train` first\n"
-    assert capsys.readouterr().err == message
-
-
-def test_libretranslates_host_and_port_options_set_serve_host_and_port(monkeypatch):
-    """`--host` and `--port`, as LibreTranslate's command takes them: serve.host and
-    serve.port, over the config's (docs/libretranslate.md)."""
-    asked = []
-
-    def load(config, args):
-        asked.append(config.serve)
-        raise SystemExit(0)  # before any model is loaded
-
-    monkeypatch.setattr(serve, "load", load)
-    with pytest.raises(SystemExit):
-        serve.main(["--host", "0.0.0.0", "--port", "5000", "serve.port=1"])
-    assert (asked[0].host, asked[0].port) == ("0.0.0.0", 5000)
-    with pytest.raises(SystemExit):
-        serve.main([])
-    assert (asked[1].host, asked[1].port) == (ServeConfig.host, ServeConfig.port)
-
-
-@pytest.mark.slow
-def test_without_starlette_or_uvicorn_the_command_says_what_to_install():
-    hide = "import sys; sys.modules['uvicorn'] = None; import runpy; "
-    run = "runpy.run_module('seq2seq.serve', run_name='__main__')"
-    done = subprocess.run(
-        [sys.executable, "-c", hide + run], capture_output=True, text=True, env=ENV, timeout=HANG
-    )
-    assert done.returncode == 1
-    assert done.stderr == 'error: the service needs uvicorn: pip install -e ".[serve]"\n'
-
-
-@pytest.mark.slow
-def test_the_page_translates_as_you_type_and_draws_the_attention(seed_run, browser):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as seen
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-
-    model = TorchEngine(load_checkpoint(seed_run / "best.pt"))
-    example = model.checkpoint.info["example"]
-    assert example == (seed_run.parent.parent / "data/seed/valid.src").read_text().splitlines()[0]
-    with running(model, max_chars=40) as server:
-        browser.get(server.url)
-        wait = WebDriverWait(browser, HANG)
-        box = browser.find_element(By.ID, "sentence")
-        translation = model.translate([example], model.config.decode).outputs[0]
-        wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), translation))
-        assert box.get_attribute("value") == example  # shown before anything is typed
-        box.send_keys("three is three")  # the example is selected: typing replaces it
-        wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
-        caption = (By.CSS_SELECTOR, "#heatmap caption")
-        wait.until(seen.text_to_be_present_in_element(caption, "decoder 1 cross, head 1"))
-        assert len(browser.find_elements(By.CSS_SELECTOR, "#heatmap tbody td")) == 4 * 4
-        Select(browser.find_element(By.ID, "kind")).select_by_value("encoder self")
-        Select(browser.find_element(By.ID, "head")).select_by_value("2")
-        assert browser.find_element(*caption).text == "encoder 1 self, head 2"
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        browser.save_screenshot(str(ARTIFACTS / "serve-page.png"))
-        print(f"screenshot: {ARTIFACTS / 'serve-page.png'}")
-
-        browser.set_window_size(360, 800)  # a phone: nothing wider than the screen
-        width = browser.execute_script("return document.documentElement.scrollWidth")
-        assert width <= browser.execute_script("return window.innerWidth")
-        browser.save_screenshot(str(ARTIFACTS / "serve-page-360.png"))
-
-        box.send_keys(" and so on" * 4)  # over max_chars: the page shows the API's error
-        wait.until(seen.visibility_of_element_located((By.ID, "error")))
-        assert "serve.max_chars" in browser.find_element(By.ID, "error").text
-
-
-@pytest.mark.slow
-def test_the_page_translates_with_the_ctranslate2_engine_and_says_why_no_attention(
-    seed_run, tmp_path, browser
-):
-    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as seen
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
-    with running(CTranslate2Engine.load(tmp_path / "ct2")) as server:
-        browser.get(server.url)
-        wait = WebDriverWait(browser, HANG)
-        heatmap = (By.ID, "heatmap")
-        wait.until(seen.text_to_be_present_in_element(heatmap, "needs our torch model"))
-        browser.find_element(By.ID, "sentence").send_keys("three is three")
-        wait.until(seen.text_to_be_present_in_element((By.ID, "translation"), "3 la 3"))
-        assert "ctranslate2" in browser.find_element(By.ID, "model").text
-        assert not browser.find_element(By.ID, "error").is_displayed()
-
-
-@pytest.mark.slow
-def test_sigterm_stops_the_server_while_connections_keep_arriving(seed_run):
-    """The signal may come while the server accepts a connection: it must stop all the same
-    (a signal handler that raised was once caught there by the server, which went on)."""
-    process = start_server("--checkpoint", str(seed_run / "best.pt"))
-    netloc, answered, stop = urlsplit(read_address(process)).netloc, [], threading.Event()
-
-    def connect_again_and_again() -> None:
-        while not stop.is_set():
-            try:
-                connection = http.client.HTTPConnection(netloc, timeout=HANG)
-                connection.request("GET", "/health")
-                answered.append(connection.getresponse().status)
-                connection.close()
-            except OSError:  # refused once the server has stopped
-                pass
-
-    clients = [threading.Thread(target=connect_again_and_again) for _ in range(4)]
-    try:
-        for client in clients:
-            client.start()
-        wait_until(lambda: len(answered) >= 50, "50 answered connections", process)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
-        assert "stopped serving (SIGTERM)" in process.stderr.read()
-    finally:
-        stop.set()
-        for client in clients:
-            client.join()
-        stop_server(process)
-
-
-@pytest.mark.slow
-def test_the_ctranslate2_engine_serves_an_export(seed_run, tmp_path):
-    """--engine ctranslate2 --model DIR: the export's translations; /attention needs torch."""
-    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
-    export_ctranslate2(load_checkpoint(seed_run / "best.pt"), tmp_path / "ct2")
-    process = start_server("--engine", "ctranslate2", "--model", str(tmp_path / "ct2"))
-    try:
-        url = read_address(process)
-        status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three", ""]})
-        assert (status, answer["translations"]) == (200, ["3 la 3", ""])
-        status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
-        assert status == 501 and "needs our torch model" in answer["error"]
-        info = call(url, "GET", "/info")[1]
-        assert info["attention"] is False  # the page says so instead of drawing it
-        assert (info["engine"], info["checkpoint"], info["example"]) == (
-            "ctranslate2",
-            {},
-            "",  # an export keeps no example: the page starts empty
-        )
-    finally:
-        stop_server(process)
-
-
-def sending(url: str, outcomes: list, until: threading.Event) -> None:
-    """One client's requests, one after another until `until`: each outcome, 200 or the
-    exception it met."""
-    while not until.is_set():
-        try:
-            status, answer, _ = call(url, "POST", "/translate", {"text": ["nine is nine"]})
-            outcomes.append(status if answer.get("translations") == ["9 la 9"] else answer)
-        except OSError as error:
-            outcomes.append(error)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_dead_worker_is_replaced_while_the_other_serves_and_sigterm_stops_all(seed_run):
-    """serve.workers=2 under one client's load: `kill -9` of a worker fails at most the one
-    request it was answering; another worker takes its place (said in one line), the service
-    answering all along; SIGTERM then stops every worker, and the command says so once."""
-    process, url = start_workers(seed_run)
-    try:
-        for sentence, expected in [("one is one", "1 la 1"), ("nine is nine", "9 la 9")] * 4:
-            status, answer, _ = call(url, "POST", "/translate", {"text": [sentence]})
-            assert (status, answer["translations"]) == (200, [expected])
-        first = spawned_workers(process.pid)
-        assert len(first) == 2
-        outcomes, done = [], threading.Event()
-        client = threading.Thread(target=sending, args=(url, outcomes, done))
-        client.start()
-        wait_until(lambda: len(outcomes) >= 20, "answers before the kill")
-        killed = min(first)
-        os.kill(killed, signal.SIGKILL)
-        line = process.stderr.readline()
-        assert re.fullmatch(r"warning: worker \d stopped \(killed by SIGKILL\): starting "
-                            r"another in its place\n", line), line  # fmt: skip
-        wait_until(lambda: len(spawned_workers(process.pid) - first) == 1, "a new worker")
-        at_kill = len(outcomes)
-        wait_until(lambda: len(outcomes) >= at_kill + 20, "answers after the kill")
-        done.set()
-        client.join()
-        failed = [outcome for outcome in outcomes if outcome != 200]
-        assert len(failed) <= 1, failed  # the one request in flight, if the dead one had it
-        workers = spawned_workers(process.pid)
-        assert len(workers) == 2 and killed not in workers
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=HANG) == 128 + signal.SIGTERM
-        assert process.stderr.read() == "stopped serving (SIGTERM)\n"
-        assert not any(Path(f"/proc/{p}").exists() for p in workers)
-    finally:
-        stop_server(process)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
-def test_a_worker_dying_as_it_starts_again_and_again_stops_the_service(seed_run):
-    """Every worker killed as soon as it appears, before it has loaded its model (as a worker
-    failing at start-up ends): replaced each time until one of them has died START_TRIES
-    times in a row; then the service stops with one line, the other worker too."""
-    process, _ = start_workers(seed_run)
-    try:
-        killed: set[int] = set()
-        while process.poll() is None:
-            for new in spawned_workers(process.pid) - killed:
-                with contextlib.suppress(ProcessLookupError):  # it ended on its own
-                    os.kill(new, signal.SIGKILL)  # a spawned Python, still importing
-                killed.add(new)
-            time.sleep(0.01)
-        assert process.returncode == 1
-        assert serve.START_TRIES <= len(killed) <= 2 * serve.START_TRIES
-        last = process.stderr.read().splitlines()[-1]
-        assert re.fullmatch(
-            rf"error: worker \d stopped {serve.START_TRIES} times while starting \(last: killed "
-            r"by SIGKILL\)", last
-        ), last  # fmt: skip
-    finally:
-        stop_server(process)
-
-
-@pytest.mark.slow
-def test_the_default_engine_translates_with_ctranslate2_and_draws_attention(seed_run, tmp_path):
-    """serve without --engine: CTranslate2 on the export cached beside the checkpoint for
-    /translate, our torch model for /attention."""
-    pytest.importorskip("ctranslate2", reason='CTranslate2 is an optional extra: ".[export]"')
-    checkpoint = Path(shutil.copy(seed_run / "best.pt", tmp_path / "best.pt"))
-    process = start_server("--checkpoint", str(checkpoint))
-    try:
-        url = read_address(process)
-        assert (tmp_path / "best.ct2/model.bin").exists()
-        status, answer, _ = call(url, "POST", "/translate", {"text": ["three is three"]})
-        assert (status, answer["translations"]) == (200, ["3 la 3"])
-        status, answer, _ = call(url, "POST", "/attention", {"text": "three is three"})
-        assert (status, answer["translation"]) == (200, "3 la 3") and answer["maps"]
-        info = call(url, "GET", "/info")[1]
-        assert info["attention"] is True and info["engine"].startswith("ctranslate2")
-    finally:
-        stop_server(process)

@@ -18,10 +18,21 @@ from urllib.parse import urlsplit
 import pytest
 
 from benchmarks.service.process import cpu_seconds, stop_server
-from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 
-from helpers import HANG, JSON, call, read_address, running, start_server, wait_until
+from helpers import (
+    HANG,
+    JSON,
+    answer_of,
+    call,
+    host_port,
+    post,
+    raw,
+    read_address,
+    running,
+    start_server,
+    wait_until,
+)
 
 WORDS = "one two three four five six seven eight nine".split()
 LIMITS = {"max_body_bytes": 20_000}
@@ -33,45 +44,9 @@ def expected(word: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def seed_model(seed_run) -> TorchEngine:
-    return TorchEngine(load_checkpoint(seed_run / "best.pt"))
-
-
-@pytest.fixture(scope="module")
 def url(seed_model):
     with running(seed_model, **LIMITS) as server:
         yield server.url
-
-
-def address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    return parts.hostname, parts.port
-
-
-def raw(url: str, request: bytes) -> socket.socket:
-    """A connection that sent `request` as it is."""
-    connection = socket.create_connection(address(url), timeout=HANG)
-    connection.sendall(request)
-    return connection
-
-
-def post(body: bytes, *headers: bytes) -> bytes:
-    lines = [
-        b"POST /translate HTTP/1.1",
-        b"Host: 127.0.0.1",
-        b"Content-Type: application/json",
-        *headers,
-    ]
-    return b"\r\n".join(lines) + b"\r\n\r\n" + body
-
-
-def answer_of(connection: socket.socket) -> tuple[int, dict]:
-    """The status and JSON of the one answer on a raw connection, which the server closes."""
-    data = b""
-    while chunk := connection.recv(65536):
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), json.loads(body)
 
 
 def closed_by_the_server(connection: socket.socket, trickle: bytes = b"") -> None:
@@ -120,7 +95,7 @@ def test_a_sentence_that_cannot_be_encoded_fails_only_its_own_request(seed_model
 
 def raw_from(url: str, source: str, request: bytes) -> socket.socket:
     """A connection from the loopback address `source` (127.0.0.2: another client)."""
-    connection = socket.create_connection(address(url), timeout=HANG, source_address=(source, 0))
+    connection = socket.create_connection(host_port(url), timeout=HANG, source_address=(source, 0))
     connection.sendall(request)
     return connection
 
@@ -206,7 +181,7 @@ def test_many_connections_never_run_the_server_out_of_files_or_spin_it(seed_run)
     try:
         url = read_address(process)
         threading.Thread(target=process.stderr.read, daemon=True).start()
-        silent = [socket.create_connection(address(url), timeout=HANG) for _ in range(200)]
+        silent = [socket.create_connection(host_port(url), timeout=HANG) for _ in range(200)]
         time.sleep(1)  # the server accepts them all (work, not spinning)
         before, start = cpu_seconds(process.pid), time.monotonic()
         time.sleep(2)  # (serve.timeout_s=5 closes the 32 it keeps after this)
@@ -328,125 +303,3 @@ def test_sigterm_answers_every_request_received_then_exits(seed_run):
         assert process.stderr.read() == "stopped serving (SIGTERM)\n"
     finally:
         stop_server(process)
-
-
-def test_an_oversized_body_gets_its_413_whatever_the_client(url):
-    """http.client sends a body whole before it reads the answer: the server once closed
-    the connection on it, and the client saw a BrokenPipeError."""
-    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    connection.request("POST", "/translate", b"x" * 5_000_000, JSON)  # no Expect: 100-continue
-    response = connection.getresponse()
-    error = "the body has 5,000,000 bytes; the limit is 20,000 (serve.max_body_bytes)"
-    assert (response.status, json.loads(response.read())) == (413, {"error": error})
-    connection.request("POST", "/translate", b'{"text": ["three is three"]}', JSON)
-    assert json.loads(connection.getresponse().read())["translations"] == ["3 la 3"]
-
-
-def test_malformed_bodies_of_any_depth_or_size_are_4xx(url):
-    status, answer, _ = call(
-        url, "POST", "/translate", b"[" * 19_999
-    )  # within serve.max_body_bytes
-    assert (status, answer) == (400, {"error": "malformed JSON: nested too deeply"})
-    status, answer, _ = call(url, "POST", "/translate", b'{"text": [], "beam_size": 1%s}' % (
-        b"0" * 5000))  # fmt: skip
-    assert status == 400 and "malformed JSON" in answer["error"]
-    status, answer = answer_of(raw(url, post(b"{}", b"Content-Length: " + b"9" * 5000)))
-    assert status == 400 and "not a valid HTTP/1.1 request" in answer["error"]
-
-
-def test_a_field_name_that_is_not_unicode_gets_its_400(url):
-    """{"\\ud800": 1} once dropped the connection: the error naming it could not be encoded."""
-    status, answer, _ = call(url, "POST", "/translate", b'{"\\ud800": 1}')
-    assert status == 400 and answer["error"].startswith("unknown field '\ud800'")
-
-
-@pytest.mark.parametrize(
-    "method, path, status",
-    [("HEAD", "/", 200), ("HEAD", "/health", 200), ("HEAD", "/translate", 405),
-     ("TRACE", "/health", 405), ("get", "/health", 405), ("OPTIONS", "/translate", 405),
-     ("CONNECT", "example.com:443", 404)],
-)  # fmt: skip
-def test_head_and_unknown_methods_get_json_answers(url, method, path, status):
-    """They once got a 501 without a body, or an HTML page."""
-    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-    connection.request(method, path)
-    response = connection.getresponse()
-    body = response.read()
-    assert response.status == status
-    if method == "HEAD":
-        assert body == b""
-    else:
-        assert response.headers["Content-Type"] == "application/json"
-        assert json.loads(body)["error"]
-    if path != "/":
-        assert response.headers["Content-Type"] == "application/json"
-
-
-def test_requests_for_another_host_or_not_json_are_refused(url):
-    """A page of another site (DNS rebinding: evil.example resolving to 127.0.0.1) once read
-    /info, and any page could spend the decoder's time with a text/plain POST."""
-    status, answer, _ = call(url, "GET", "/info", headers={"Host": "evil.example"})
-    assert status == 400 and "'evil.example' is not served here" in answer["error"]
-    assert "serve.allowed_hosts" in answer["error"]
-    body = b'{"text": ["one is one"]}'
-    status, answer, _ = call(url, "POST", "/translate", body, {"Content-Type": "text/plain"})
-    assert status == 415 and "Content-Type: application/json" in answer["error"]
-    # the form encoding is LibreTranslate's (tests/service/test_libretranslate.py): this is no form
-    form = {"Content-Type": "application/x-www-form-urlencoded"}
-    status, answer, _ = call(url, "POST", "/translate", body, form)
-    assert status == 400, answer
-    headers = {"Content-Type": "application/json; charset=utf-8"}
-    assert call(url, "POST", "/translate", body, headers)[0] == 200
-
-
-def test_the_address_localhost_and_allowed_hosts_are_served(seed_model):
-    with running(seed_model, allowed_hosts=["translate.example"]) as server:
-        for host in ("translate.example", "localhost:8000", urlsplit(server.url).netloc):
-            assert call(server.url, "GET", "/info", headers={"Host": host})[0] == 200, host
-        assert call(server.url, "GET", "/info", headers={"Host": "other.example"})[0] == 400
-
-
-def test_a_page_of_another_origin_cannot_post_unless_cors_origins_allows_it(seed_model):
-    """A form another site's page submits (browsers send those without asking, with an
-    Origin header) was once translated: 200. Programs send no Origin."""
-    form = {"Content-Type": "application/x-www-form-urlencoded"}
-    body = b"q=three is three&source=en&target=digits"
-    with running(seed_model, cors_origins=["https://app.example"]) as server:
-        own = f"http://{urlsplit(server.url).netloc}"
-        for origin, status in (
-            ("http://evil.example", 403), ("null", 403), (own, 200), ("https://app.example", 200),
-            (None, 200),
-        ):  # fmt: skip
-            headers = {**form, **({"Origin": origin} if origin else {})}
-            answer = call(server.url, "POST", "/translate", body, headers)
-            assert answer[0] == status, (origin, answer)
-        assert (
-            "serve.cors_origins"
-            in call(
-                server.url, "POST", "/translate", body, {**form, "Origin": "http://evil.example"}
-            )[1]["error"]
-        )
-        headers = {**JSON, "Origin": "https://app.example"}
-        _, _, answered = call(server.url, "POST", "/translate", {"text": ["one is one"]}, headers)
-        assert answered["access-control-allow-origin"] == "https://app.example"
-
-
-def test_every_answer_forbids_sniffing_and_the_page_has_a_content_security_policy(url):
-    for path in ("/", "/app.js", "/info"):
-        connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=HANG)
-        connection.request("GET", path)
-        response = connection.getresponse()
-        response.read()
-        connection.close()
-        headers = response.headers
-        assert response.status == 200 and headers["x-content-type-options"] == "nosniff", path
-        assert "default-src 'self'" in headers["content-security-policy"], path
-
-
-def test_two_different_content_lengths_are_a_400_not_a_second_request(url):
-    """The first was once used, and the rest of the body read as the next request."""
-    smuggled = b"GET /info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-    body = b"{}" + smuggled
-    connection = raw(url, post(body, b"Content-Length: 2", b"Content-Length: %d" % len(body)))
-    status, answer = answer_of(connection)  # one answer, then the connection is closed
-    assert status == 400 and "not a valid HTTP/1.1 request" in answer["error"]
