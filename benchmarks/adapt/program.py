@@ -52,7 +52,7 @@ from benchmarks.adapt.target import (
     train_setting,
     write_pair,
 )
-from benchmarks.adapt.tuning import IMPORTED, MULTI30K, fresh, prepare
+from benchmarks.adapt.tuning import IMPORTED, MULTI30K, chrf_bleu, fresh, prepare, the_start
 from benchmarks.adapt.tuning import python as run_module
 from seq2seq.config import DecodeConfig, load_config
 from seq2seq.decoding.engine_choice import load_engine
@@ -166,7 +166,7 @@ def setting_of(row: dict) -> str:
 def table(results: dict) -> str:
     rows = []
     for row in results["rows"]:
-        tests = [f"{row[f'chrf_{t}']} / {row[f'bleu_{t}']}" for t in ("newer", "never_seen")]
+        tests = chrf_bleu(row, "newer", "never_seen")
         accelerated = f"{row['chrf_labels_marked']} / {row['chrf_labels']}"
         mix = "-" if row.get("mix") is None else row["mix"]
         rows.append([row["setting"], *tests, row["bleu_original"], row["bare"], accelerated,
@@ -176,7 +176,7 @@ def table(results: dict) -> str:
               "labels' chrF with an accelerator / without", "fine-tune's weight in the mix",
               "steps", "minutes"]  # fmt: skip
     d = results["data"]
-    notes = [f"The start: {results['package']} ({results['start']}). The program: "
+    notes = [f"{the_start(results)} The program: "
              f"{d['program']} ({d['strings']:,} strings: {d['train']:,} train, {d['valid']:,} "
              f"valid, {d['newer']:,} newer); programs never seen: {d['never_seen']:,} strings "
              f"of the {d['never_seen_programs']} held-out programs; labels: {LABELS} of theirs "

@@ -43,9 +43,11 @@ from benchmarks.adapt.served import LIBRETRANSLATE_PYTHON, compare
 from benchmarks.adapt.tuning import (
     IMPORTED,
     MULTI30K,
+    chrf_bleu,
     fine_tuning,
     fresh,
     prepare,
+    the_start,
     train,
     write_config,
 )
@@ -218,7 +220,7 @@ def train_setting(work: Path, name: str, config: dict) -> tuple[Path, dict]:
 def table(results: dict) -> str:
     rows = []
     for row in results["rows"]:
-        tests = [f"{row[f'chrf_{t}']} / {row[f'bleu_{t}']}" for t in ("never_seen", "newer")]
+        tests = chrf_bleu(row, "never_seen", "newer")
         share = [f"{k / n:.1%} of {n:,}" for k, n in (row[f"kept_{w}"] for w in
                  ("protected", "unprotected"))]  # fmt: skip
         rss = f"{row['peak_rss_mib'] / 1024:.2f} GiB" if row.get("peak_rss_mib") else "-"
@@ -228,7 +230,7 @@ def table(results: dict) -> str:
               "Multi30k BLEU", "placeholders kept (protected)", "the model alone", "steps",
               "minutes", "peak RSS"]  # fmt: skip
     d = results["data"]
-    notes = [f"The start: {results['package']} ({results['start']}). Programs never "
+    notes = [f"{the_start(results)} Programs never "
               f"seen: {d['never_seen']:,} of the {d['never_seen_pairs']:,} strings of the "
               f"{len(d['never_seen_programs'])} held-out programs; newer strings: the "
               f"{d['newer']:,} strings split off the {d['user_programs']} user programs' "

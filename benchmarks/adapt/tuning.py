@@ -7,6 +7,8 @@ in that folder (common.run's cwd: data/, runs/ and the configs are there).
     fine_tuning(corpus, train)       a config on top of the imported package's
     train(work, name, config)        one setting trained -> Trained: runs/<name>/, the
                                      process's wall seconds and peak RSS, metrics.jsonl's records
+    the_start(results)               a table's first note: the package the fine-tunes start from
+    chrf_bleu(row, *tests)           a table's cells: each test set's "chrF / BLEU" of a row
 """
 
 import re
@@ -73,3 +75,13 @@ def train(work: Path, name: str, config: dict) -> Trained:
 
 def python(work: Path, module: str, *args: str) -> Ran:
     return run([sys.executable, "-m", module, *args], cwd=work)
+
+
+def the_start(results: dict) -> str:
+    """A results table's first note: the package every fine-tune starts from, and its size."""
+    return f"The start: {results['package']} ({results['start']})."
+
+
+def chrf_bleu(row: dict, *tests: str) -> list[str]:
+    """A results row's "chrF / BLEU" on each of `tests` (its chrf_<test> and bleu_<test>)."""
+    return [f"{row[f'chrf_{test}']} / {row[f'bleu_{test}']}" for test in tests]
