@@ -9,7 +9,6 @@ the whole CI run, and is long enough for the slowest machine.
 import copy
 import dataclasses
 import http.client
-import io
 import json
 import os
 import socket
@@ -17,13 +16,11 @@ import subprocess
 import sys
 import threading
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.error import HTTPError
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -326,91 +323,7 @@ def start_workers(seed_run: Path, *overrides: str) -> tuple[subprocess.Popen, st
     return process, read_address(process)
 
 
-# A mirror on 127.0.0.1 (corpus.mirror: tests/corpora/test_sources.py, tests/test_doc_commands.py):
-# the files of the real sources' layouts, made by the test, and the OPUS API's answers.
-
-
-class MirrorHandler(BaseHTTPRequestHandler):
-    """Serves server.files by path (with Range requests), server.opus_api(query) at /opusapi/
-    as JSON, and cuts off the paths in server.truncate after that many bytes."""
-
-    def do_GET(self):
-        server = self.server
-        server.requests.append((self.path, self.headers.get("Range")))
-        parts = urlsplit(self.path)
-        if parts.path == "/opusapi/":
-            body = json.dumps(server.opus_api(dict(parse_qsl(parts.query)))).encode()
-            return self.send_body(200, body, len(body))
-        if self.path not in server.files:
-            return self.send_error(404)
-        body = server.files[self.path]
-        start = int(self.headers["Range"][6:-1]) if self.headers.get("Range") else 0
-        status = 206 if start else 200
-        self.send_body(status, body[start:], len(body) - start, server.truncate.get(self.path))
-
-    def send_body(self, status, body, length, cut=None):
-        self.send_response(status)
-        self.send_header("Content-Length", str(length))
-        self.end_headers()
-        self.wfile.write(body[:cut])
-        self.close_connection = True
-
-    def log_message(self, *args):
-        pass
-
-
-@contextmanager
-def mirror(opus_api: Callable[[dict], dict]) -> Iterator[ThreadingHTTPServer]:
-    """The mirror, answering from a thread until the block ends; its url, files, truncate (path
-    -> bytes sent) and requests (path, Range) are attributes."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), MirrorHandler)
-    httpd.files, httpd.truncate, httpd.requests = {}, {}, []
-    httpd.opus_api, httpd.url = opus_api, f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield httpd
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def moses_zip(pairs, name: str, langs: tuple[str, str]) -> bytes:
-    """A zip in the layout of OPUS's Moses files: the two sides (name.lang), README, LICENSE
-    and ids."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for side, lang in enumerate(langs):
-            archive.writestr(f"{name}.{lang}", "".join(p[side] + "\n" for p in pairs))
-        archive.writestr(f"{name}.ids", "".join("a\tb\t1\t1\n" for _ in pairs))
-        archive.writestr("README", f"{name.partition('.')[0]}, a fixture\n")
-        archive.writestr("LICENSE", "CC-BY 2.0 FR\n")
-    return buffer.getvalue()
-
-
 # Documents (tests/documents/test_documents.py, tests/service/test_translate_file.py).
-
-
-def saved(document) -> bytes:
-    """A python-docx, python-pptx or odfpy document's bytes."""
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
-def word_xml(body: bytes) -> bytes:
-    """A .docx's word/document.xml of `body` (its paragraphs)."""
-    return (b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
-            b"<w:body>" + body + b"</w:body></w:document>")  # fmt: skip
-
-
-def zipped(members: dict[str, bytes]) -> bytes:
-    """A zip of these members (name -> bytes), deflated."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 # Raw HTTP/1.1 on a socket, as a sloppy or hostile client writes it (tests/service/

@@ -5,7 +5,13 @@ in the real sources' layouts; a config of sources over it; what a refused one le
 import gzip
 import hashlib
 import io
+import json
 import tarfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from sacrebleu import DATASETS
@@ -14,7 +20,7 @@ from seq2seq.config import config_from_dict
 from seq2seq.corpora.corpus_types import build_corpus
 from seq2seq.support.errors import UserError
 
-from helpers import mirror, moses_zip
+from samples import moses_zip
 
 EN = [f"sentence number {i}" for i in range(10)]
 FR = [f"phrase numéro {i}" for i in range(10)]
@@ -130,3 +136,52 @@ def served(server, sacrebleu_cache, tmp_path, monkeypatch):
         }
     )
     return server
+
+
+# A mirror on 127.0.0.1 (corpus.mirror: tests/corpora/, tests/test_package_page.py): the files of
+# the real sources' layouts, made by the test, and the OPUS API's answers.
+
+
+class MirrorHandler(BaseHTTPRequestHandler):
+    """Serves server.files by path (with Range requests), server.opus_api(query) at /opusapi/
+    as JSON, and cuts off the paths in server.truncate after that many bytes."""
+
+    def do_GET(self):
+        server = self.server
+        server.requests.append((self.path, self.headers.get("Range")))
+        parts = urlsplit(self.path)
+        if parts.path == "/opusapi/":
+            body = json.dumps(server.opus_api(dict(parse_qsl(parts.query)))).encode()
+            return self.send_body(200, body, len(body))
+        if self.path not in server.files:
+            return self.send_error(404)
+        body = server.files[self.path]
+        start = int(self.headers["Range"][6:-1]) if self.headers.get("Range") else 0
+        status = 206 if start else 200
+        self.send_body(status, body[start:], len(body) - start, server.truncate.get(self.path))
+
+    def send_body(self, status, body, length, cut=None):
+        self.send_response(status)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self.wfile.write(body[:cut])
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def mirror(opus_api: Callable[[dict], dict]) -> Iterator[ThreadingHTTPServer]:
+    """The mirror, answering from a thread until the block ends; its url, files, truncate (path
+    -> bytes sent) and requests (path, Range) are attributes."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), MirrorHandler)
+    httpd.files, httpd.truncate, httpd.requests = {}, {}, []
+    httpd.opus_api, httpd.url = opus_api, f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

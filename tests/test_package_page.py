@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import HANG, ROOT, mirror, moses_zip
+from helpers import HANG, ROOT
 from pages import commands, fenced_blocks, fresh_clone, offline, run_each
+from samples import moses_zip
+from sources_mirror import mirror
 
 PACKAGE_PAGE = "docs/package.md"
 MULTI30K = ROOT.parent / "shared/corpora/multi30k"  # beside the project (CI has it too)

@@ -13,8 +13,13 @@ from seq2seq.corpora.download import Downloads
 from seq2seq.support.errors import UserError
 from seq2seq.text.parallel import load_split
 
-from helpers import MirrorHandler
-from sources_mirror import assert_nothing_written, gz_tsv, one_line_error, sources_config
+from sources_mirror import (
+    MirrorHandler,
+    assert_nothing_written,
+    gz_tsv,
+    one_line_error,
+    sources_config,
+)
 
 
 def test_a_stopped_download_resumes_with_a_range_request(served, tmp_path):

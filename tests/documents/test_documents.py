@@ -19,7 +19,7 @@ from odf.text import A, H, P, S, Span, Tab
 from seq2seq.documents import office, reading
 from seq2seq.documents.formats import BadDocument, TooLarge
 
-from helpers import saved, word_xml, zipped
+from samples import saved, word_xml, zipped
 
 
 def translated(name: str, data: bytes, most_chars: int = 100_000) -> tuple[list[str], bytes]:

@@ -20,7 +20,7 @@ from seq2seq.localization.catalogs import (
 from seq2seq.support.errors import UserError
 from seq2seq.text.parallel import load_split
 
-from catalog_samples import ENTRIES, SKIPPED, TMX, read, write_po
+from samples import ENTRIES, SKIPPED, TMX, read, write_po
 
 
 def locale_tree(root, programs=("alpha", "beta", "gamma", "delta", "epsilon", "zeta")):

@@ -15,7 +15,7 @@ from seq2seq import data
 from seq2seq.localization.catalog_formats import same_language
 from seq2seq.support.errors import UserError
 
-from catalog_samples import PAIRS, SKIPPED, TMX, read, write_po
+from samples import PAIRS, SKIPPED, TMX, read, write_po
 
 
 def test_a_po_file_gives_its_translated_entries_and_counts_the_rest(tmp_path):

@@ -27,7 +27,8 @@ from test_suggestions import rows
 
 from seq2seq.decoding.engines import TorchEngine
 
-from helpers import HANG, ROOT, running, saved
+from helpers import HANG, ROOT, running
+from samples import saved
 
 LIBRETRANSLATE = ROOT / "benchmarks/.venv-libretranslate/bin/python"  # the Makefile's venv
 pytestmark = pytest.mark.skipif(

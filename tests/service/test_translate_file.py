@@ -17,7 +17,8 @@ import pytest
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service import file_translation
 
-from helpers import running, saved, word_xml, zipped
+from helpers import running
+from samples import saved, word_xml, zipped
 
 TEXTS = ["three is three", "twenty one is five", "three is three"]
 

@@ -1,11 +1,13 @@
-"""Catalogs as the tests write them: a PO file with one entry of each kind and the pairs, and the
-skipped entries, it gives; a TMX memory; a catalog read as the corpus reads it."""
+"""Files as the tests write them: a PO catalog with one entry of each kind and the pairs (and
+skipped entries) it gives, a TMX memory, a catalog read as the corpus reads it; a Moses zip of
+pairs; Word documents and zips."""
+
+import io
+import zipfile
 
 import polib
 
-from seq2seq.localization.catalogs import (
-    read_catalogs,
-)
+from seq2seq.localization.catalogs import read_catalogs
 
 LANGUAGES = ("en", "de")
 
@@ -81,3 +83,38 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
   </body>
 </tmx>
 """
+
+
+def moses_zip(pairs, name: str, langs: tuple[str, str]) -> bytes:
+    """A zip in the layout of OPUS's Moses files: the two sides (name.lang), README, LICENSE
+    and ids."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for side, lang in enumerate(langs):
+            archive.writestr(f"{name}.{lang}", "".join(p[side] + "\n" for p in pairs))
+        archive.writestr(f"{name}.ids", "".join("a\tb\t1\t1\n" for _ in pairs))
+        archive.writestr("README", f"{name.partition('.')[0]}, a fixture\n")
+        archive.writestr("LICENSE", "CC-BY 2.0 FR\n")
+    return buffer.getvalue()
+
+
+def saved(document) -> bytes:
+    """A python-docx, python-pptx or odfpy document's bytes."""
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def word_xml(body: bytes) -> bytes:
+    """A .docx's word/document.xml of `body` (its paragraphs)."""
+    return (b'<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+            b"<w:body>" + body + b"</w:body></w:document>")  # fmt: skip
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    """A zip of these members (name -> bytes), deflated."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
