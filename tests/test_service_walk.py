@@ -91,8 +91,10 @@ HOPS = {
         "service/ours.py OurApi.post_translate: await self.core.translate(request, chain)",
     ),
     ("LibreTranslate.post_translate", "Core.translate"): (
-        "calls, once per source language",
+        "calls, through translated (DeepL's route's too), once per source language",
         "service/libretranslate.py LibreTranslate.post_translate: "
+        "await self.translated(request, key, limits, asked)",
+        "service/libretranslate.py LibreTranslate.translated: "
         "await self.core.translate(request, chains[source])",
     ),
     ("Core.translate", "Core.run_job"): (
@@ -144,12 +146,13 @@ HOPS = {
         "returns, through the job's future, to LibreTranslate's route, which passes it to "
         "off_the_loop",
         *ANSWERED,
-        "service/libretranslate.py LibreTranslate.post_translate: "
+        "service/libretranslate.py LibreTranslate.translated: "
         "translated = await self.core.translate()",
+        "service/libretranslate.py LibreTranslate.translated: translations[number] = translation",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "translations[number] = translation",
+        "translations, detected, memory = await self.translated()",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "answer = await off_the_loop(chars, libretranslate_answer, translations)",
+        "answer = await off_the_loop(asked.chars, libretranslate_answer, translations)",
     ),
     ("translate_answer", "json_response"): (
         "its answer is passed to",
@@ -158,7 +161,7 @@ HOPS = {
     ("libretranslate_answer", "json_response"): (
         "its answer is passed to",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "answer = await off_the_loop(chars, libretranslate_answer)",
+        "answer = await off_the_loop(asked.chars, libretranslate_answer)",
         "service/libretranslate.py LibreTranslate.post_translate: return json_response(answer)",
     ),
 }

@@ -14,6 +14,7 @@ a request -> Measure (prometheus.py, with serve.metrics: its route, status and t
     POST, GET /v2/glossaries, GET, DELETE /v2/glossaries/ID,
     GET /v2/glossaries/ID/entries,
     GET /v2/glossary-language-pairs                  glossaries.py (DeepL's)
+    POST /v2/translate, GET /v2/languages            deepl.py (DeepL's: errors {"message"})
     GET  /openapi.json                               openapi.py
     GET  /metrics     serve.metrics (else a 404)     prometheus.py
   any other path or method -> 404, 405
@@ -41,6 +42,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from seq2seq.config import ServeConfig
 from seq2seq.localization.suggestions import Suggestions
 from seq2seq.service import openapi, prometheus
+from seq2seq.service.deepl import DeepL
 from seq2seq.service.file_translation import FileTranslation
 from seq2seq.service.glossaries import Glossaries
 from seq2seq.service.languages import Languages
@@ -97,6 +99,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/translate_file", files.translate_file, methods=["POST"]),
         Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
         *glossaries.routes(),
+        *DeepL(libretranslate).routes(),
         openapi.route(settings, choices, bool(keys)),
     ]
     # with serve.metrics, GET /metrics among the routes and Measure (else neither: no cost)

@@ -93,9 +93,7 @@ class Glossaries:
 
     def checked_owner(self, request: Request, fields: dict | None = None) -> str:
         """The key of a request to these routes checked (checks.py), and its owner."""
-        scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        deepl = scheme.lower() == "deepl-auth-key"
-        presented = key.strip() if deepl else key_given(request, fields)
+        presented = key_given(request, fields)
         self.core.checks.key(presented)
         return self.owner(presented)
 

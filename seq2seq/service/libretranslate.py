@@ -89,7 +89,17 @@ class LibreTranslate:
         key = key_given(request, fields)
         limits = self.core.checks.key(key)
         asked = asked_of(fields, self.core.checks)
-        chars = sum(map(len, asked.texts))
+        translations, detected, memory = await self.translated(request, key, limits, asked)
+        answer = await off_the_loop(
+            asked.chars, libretranslate_answer, translations, asked, detected, memory
+        )
+        return json_response(answer)
+
+    async def translated(self, request: Request, key: str | None, limits, asked: "Asked"):
+        """The request's translations (a part's each), source auto's detected languages and
+        (serve.memory) each text's from the memory: `asked` of the key `key` with its
+        `limits`; DeepL's /v2/translate's too (deepl.py)."""
+        chars = asked.chars
         self.core.checks.chars(limits, chars)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
@@ -109,10 +119,7 @@ class LibreTranslate:
         memory = None  # each text's from the memory, all its parts (serve.memory; else None)
         if self.core.memory is not None:
             memory = [bool(f) and all(f) for f in by_text(parts, remembered, len(asked.texts))]
-        answer = await off_the_loop(
-            chars, libretranslate_answer, translations, asked, detected, memory
-        )
-        return json_response(answer)
+        return translations, detected, memory
 
     async def terms(self, key: str | None, asked: "Asked", chains: dict) -> Terms:
         """The entries of the request's glossary (none: ()); a glossary needs its source
@@ -187,6 +194,10 @@ class Asked(NamedTuple):
         return self.alternatives + 1 if self.alternatives and not self.html else None
 
     @property
+    def chars(self) -> int:
+        return sum(map(len, self.texts))
+
+    @property
     def what(self) -> str:
         return "texts between tags (format html)" if self.html else "texts"
 
@@ -233,8 +244,7 @@ def libretranslate_answer(
         translations = [best[0][1] for best in translations]
     texts = asked.texts
     if asked.html:
-        pieces = iter(translations)
-        translations = [markup.put_back(text, pieces) for text in texts]
+        translations = marked_up(translations, asked)
         others = [[] for _ in texts]
     else:
         kept = memory or [False] * len(texts)
@@ -253,6 +263,12 @@ def libretranslate_answer(
     if memory is not None:
         shaped["fromMemory"] = memory
     return {key: value[0] for key, value in shaped.items()} if asked.one else shaped
+
+
+def marked_up(translations: list[str], asked: Asked) -> list[str]:
+    """Each text's markup with its text nodes' `translations` in place (format html)."""
+    pieces = iter(translations)
+    return [markup.put_back(text, pieces) for text in asked.texts]
 
 
 PUNCTUATION = "!?.,;。"  # the marks a translation's end is made to match

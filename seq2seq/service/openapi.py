@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
+from seq2seq.service.deepl import FORMALITIES, OPTIONAL
 from seq2seq.serving.api import FORM, JSON, TSV, json_response
 
 
@@ -155,10 +156,11 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                 }
             },
             **glossary_paths(header),
+            **deepl_paths(settings, header),
             **({"/metrics": metrics(settings)} if settings.metrics else {}),
         },  # fmt: skip
         "components": {
-            "schemas": {"Error": ERROR},
+            "schemas": {"Error": ERROR, "DeepLError": DEEPL_ERROR},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
@@ -309,6 +311,45 @@ def glossary_paths(security: list | None) -> dict:
     }
 
 
+def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
+    """DeepL's /v2/translate and /v2/languages (deepl.py), its errors {"message"}."""
+    text = sentence(settings)
+    many = {"type": "array", "items": text, "minItems": 1}
+    request = strict(
+        {"text": {"oneOf": [text, many]}, "target_lang": STRING, "source_lang": STRING,
+         "tag_handling": {"enum": ["xml", "html"]}, "glossary_id": STRING,
+         "formality": {"enum": list(FORMALITIES)}, "show_billed_characters": BOOLEAN,
+         "context": STRING, "split_sentences": {"enum": ["0", "1", "nonewlines"]},
+         "preserve_formatting": BOOLEAN, "ignore_tags": STRINGS, "non_splitting_tags": STRINGS,
+         "splitting_tags": STRINGS, "outline_detection": BOOLEAN,
+         "tag_handling_version": STRING, "model_type": STRING, "auth_key": STRING},
+        optional=OPTIONAL,
+    )  # fmt: skip
+    translated = strict(
+        {"detected_source_language": STRING, "text": STRING, "billed_characters": NUMBER},
+        optional=("billed_characters",),
+    )
+    answer_ = strict({"translations": {"type": "array", "items": translated}})
+    translate = post("DeepL's: texts translated", {JSON: {"schema": request}}, answer_, security)
+    for status, response in translate["post"]["responses"].items():
+        if status != "200":
+            response["content"][JSON]["schema"] = {"$ref": "#/components/schemas/DeepLError"}
+    language = strict(
+        {"language": STRING, "name": STRING, "supports_formality": BOOLEAN},
+        optional=("supports_formality",),
+    )
+    kind = {"name": "type", "in": "query", "schema": {"enum": ["source", "target"]}}
+    languages = get("DeepL's: the languages translated from (source) or into (target)",
+                    {"type": "array", "items": language})  # fmt: skip
+    languages["get"]["parameters"] = [kind]
+    invalid = {"$ref": "#/components/schemas/DeepLError"}
+    languages["get"]["responses"]["400"] = {
+        "description": "a type neither source nor target",
+        "content": {JSON: {"schema": invalid}},
+    }
+    return {"/v2/translate": translate, "/v2/languages": languages}
+
+
 def kept(summary: str, ok: dict, security, by_id=False, method="get") -> dict:
     """A DeepL glossary route of `method` other than POST; `by_id`: of a glossary, by its id."""
     statuses = {"200" if method == "get" else "204": ok}
@@ -346,6 +387,7 @@ OBJECT = {"type": "object"}
 STRING, NUMBER = {"type": "string"}, {"type": "number"}
 STRINGS = {"type": "array", "items": STRING}
 ERROR = strict({"error": STRING})
+DEEPL_ERROR = strict({"message": STRING})
 HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": NUMBER})}
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
 BOOLEAN = {"type": "boolean"}

@@ -11,9 +11,10 @@ answers, errors included, as JSON, each refusal of the service with its API's st
     a route's refusal (refusals.py: the service's own terms) -> @answers(STATUSES) or
       @answers(LIBRETRANSLATE), around each route: the HTTPError of that API's status
 
-Where a request puts its key (key_given): the header `Authorization: Bearer KEY`, on every
-POST; or, on LibreTranslate's requests, their `api_key` field (a form's: also the query
-string's), as LibreTranslate's clients send it. GET requests (the page, /health, /info,
+Where a request puts its key (key_given): the header `Authorization: Bearer KEY` (or DeepL's
+`DeepL-Auth-Key KEY`), on every POST; or, on LibreTranslate's requests, their `api_key` field
+(a form's: also the query string's), as LibreTranslate's clients send it; on DeepL's, its
+`auth_key`. GET requests (the page, /health, /info,
 /languages, /openapi.json) need none, so the page is for keyless use: with keys set, its
 translations get the 403's error.
 """
@@ -288,17 +289,21 @@ def text_field(fields: dict, key: str) -> str:
 
 
 def bearer(request: Request) -> str | None:
-    """The key of an `Authorization: Bearer KEY` header, if there is one."""
+    """The key of an `Authorization: Bearer KEY` header, or DeepL's clients' `Authorization:
+    DeepL-Auth-Key KEY`, if there is one."""
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
-    return key.strip() if scheme.lower() == "bearer" else None
+    return key.strip() if scheme.lower() in ("bearer", "deepl-auth-key") else None
+
+
+KEY_FIELDS = ("api_key", "apiKey", "auth_key")  # LibreTranslate's, its npm client's, DeepL's
 
 
 def key_given(request: Request, fields: dict | None = None) -> str | None:
-    """The key a request presents: LibreTranslate's `fields`' api_key, or its apiKey as
-    LibreTranslate's npm client (libretranslate 1.0.1) names it (LibreTranslate ignores that
-    one); else its Authorization header's."""
+    """The key a request presents: its `fields`' api_key (LibreTranslate's), apiKey (as
+    LibreTranslate's npm client, libretranslate 1.0.1, names it; LibreTranslate ignores that
+    one) or auth_key (DeepL's, deprecated there); else its Authorization header's."""
     fields = fields or {}
-    for name in ("api_key", "apiKey"):
+    for name in KEY_FIELDS:
         if name in fields and not isinstance(fields[name], str):
             raise HTTPError(400, f"'{name}' must be a string, got {json.dumps(fields[name])}")
-    return fields.get("api_key") or fields.get("apiKey") or bearer(request)
+    return next((fields[name] for name in KEY_FIELDS if fields.get(name)), None) or bearer(request)
