@@ -14,7 +14,8 @@ a request -> Measure (prometheus.py, with serve.metrics: its route, status and t
     POST, GET /v2/glossaries, GET, DELETE /v2/glossaries/ID,
     GET /v2/glossaries/ID/entries,
     GET /v2/glossary-language-pairs                  glossaries.py (DeepL's)
-    POST /v2/translate, GET /v2/languages            deepl.py (DeepL's: errors {"message"})
+    POST /v2/translate, GET /v2/languages,
+    POST /v2/document, /v2/document/ID(/result)      deepl.py (DeepL's: errors {"message"})
     GET  /openapi.json                               openapi.py
     GET  /metrics     serve.metrics (else a 404)     prometheus.py
   any other path or method -> 404, 405
@@ -99,7 +100,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         Route("/translate_file", files.translate_file, methods=["POST"]),
         Route("/download_file/{name}", files.download_file, methods=["GET"], name="download_file"),
         *glossaries.routes(),
-        *DeepL(libretranslate).routes(),
+        *DeepL(libretranslate, files).routes(),
         openapi.route(settings, choices, bool(keys)),
     ]
     # with serve.metrics, GET /metrics among the routes and Measure (else neither: no cost)

@@ -18,6 +18,15 @@ models: its /v2/translate and /v2/languages here, its glossary routes in glossar
     GET /v2/languages?type=source | target
                         -> [{"language": "EN", "name": "English"
                              (targets: , "supports_formality": false)}, ...]
+    POST /v2/document   multipart/form-data: file, target_lang, source_lang (absent:
+                        detected), formality, filename -> {"document_id", "document_key"}:
+                        translated at once, as LibreTranslate's /translate_file translates
+                        it (file_translation.py), and kept as long (serve.files)
+    POST /v2/document/{document_id}         {"document_key"} -> {"document_id", "status":
+                                             "done"}
+    POST /v2/document/{document_id}/result  {"document_key"} -> the translated document
+    (document_key: the random part of the kept file's name, which only its uploader is
+    given; document_id: its hash, which names no file by itself; either unknown: a 404)
 
 A DeepL language code is one of the service's (in any case), or a variant of one: EN-US and
 EN-GB are en, PT-BR pt, ZH-HANS zh. Formality "more" or "less" is a 400: no model here has a
@@ -27,12 +36,15 @@ memory), the answer DeepL's. The key: `Authorization: DeepL-Auth-Key KEY` or `au
 (api.py's key_given); every error as DeepL gives it, {"message": "..."}, with its status.
 """
 
+import asyncio
 import functools
+import hashlib
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
+from seq2seq.service.file_translation import FileTranslation
 from seq2seq.service.libretranslate import Asked, LibreTranslate, marked_up
 from seq2seq.serving import api
 
@@ -53,6 +65,7 @@ KINDS = {
     "splitting_tags": list,
 }  # fmt: skip
 SPLITTING = ("0", "1", "nonewlines")  # split_sentences: accepted; every text is split
+DOCUMENT_FIELDS = ("file", "target_lang", "source_lang", "formality", "filename", "auth_key")
 
 
 def deepl_errors(handler):
@@ -71,13 +84,16 @@ def deepl_errors(handler):
 class DeepL:
     """DeepL's /v2/translate and /v2/languages, over LibreTranslate's way to the models."""
 
-    def __init__(self, libretranslate: LibreTranslate):
-        self.libretranslate, self.core = libretranslate, libretranslate.core
+    def __init__(self, libretranslate: LibreTranslate, files: FileTranslation):
+        self.libretranslate, self.files, self.core = libretranslate, files, libretranslate.core
 
     def routes(self) -> list[Route]:
         return [
             Route("/v2/translate", self.translate, methods=["POST"]),
             Route("/v2/languages", self.languages, methods=["GET"]),
+            Route("/v2/document", self.upload, methods=["POST"]),
+            Route("/v2/document/{document_id}", self.status, methods=["POST"]),
+            Route("/v2/document/{document_id}/result", self.result, methods=["POST"]),
         ]
 
     @deepl_errors
@@ -172,3 +188,55 @@ class DeepL:
         if kind == "target":
             listed = [{**language, "supports_formality": False} for language in listed]
         return api.json_response(listed)
+
+    @deepl_errors
+    @api.answers(api.STATUSES)
+    async def upload(self, request: Request) -> Response:
+        self.files.refuse_if_off()
+        body = api.Body(request, self.core.settings, "max_file_bytes")
+        upload, fields = await body.file_fields(DOCUMENT_FIELDS, required=("target_lang",))
+        limits = self.core.checks.key(api.key_given(request, fields))
+        served = self.core.models.names()
+        target = self.code(fields["target_lang"], served, "target_lang")
+        source = fields.get("source_lang")
+        source = "auto" if source is None else self.code(source, served, "source_lang")
+        if fields.get("formality", "default") not in FORMALITIES:
+            raise api.HTTPError(400, "'formality': no model here has a formal register to choose")
+        if "filename" in fields:
+            upload.filename = fields["filename"]
+        stored = await self.files.kept_translation(request, upload, source, target, limits)
+        key = stored.partition(".")[0]
+        return api.json_response({"document_id": document_id(key), "document_key": key})
+
+    async def document(self, request: Request):
+        """The kept translation a status or result request names (its key checked first),
+        and its id; else a 404."""
+        self.files.refuse_if_off()
+        fields = await api.Body(request, self.core.settings).fields(("document_key", "auth_key"))
+        self.core.checks.key(api.key_given(request, fields))
+        key, id_ = fields.get("document_key"), request.path_params["document_id"]
+        kept = self.files.kept.by_key
+        path = await asyncio.to_thread(kept, key) if isinstance(key, str) else None
+        if path is None or document_id(key) != id_:
+            minutes = self.core.settings.files_keep_minutes
+            raise api.HTTPError(
+                404, f"no document {id_} of that document_key: each is kept {minutes:g} minutes"
+            )
+        return path, id_
+
+    @deepl_errors
+    @api.answers(api.STATUSES)
+    async def status(self, request: Request) -> Response:
+        _, id_ = await self.document(request)
+        return api.json_response({"document_id": id_, "status": "done"})
+
+    @deepl_errors
+    @api.answers(api.STATUSES)
+    async def result(self, request: Request) -> Response:
+        path, _ = await self.document(request)
+        return FileResponse(path, filename=path.name.partition(".")[2])
+
+
+def document_id(key: str) -> str:
+    """A kept document's id: its key's hash, which names no file by itself."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32].upper()

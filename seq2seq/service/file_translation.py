@@ -60,6 +60,13 @@ class FileTranslation:
         upload, fields = await body.file_fields(FILE_FIELDS, required=("source", "target"))
         limits = self.core.checks.key(key_given(request, fields))
         source, target = fields["source"], fields["target"]
+        stored = await self.kept_translation(request, upload, source, target, limits)
+        url = request.url_for("download_file", name=stored)
+        return json_response({"translatedFileUrl": str(url)})
+
+    async def kept_translation(self, request: Request, upload, source, target, limits) -> str:
+        """The uploaded document translated from `source` ("auto": detected) to `target`
+        within the key's `limits`, and kept: its stored name (DeepL's /v2/document's too)."""
         name, data = reading.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
         self.core.checks.chars(limits, document.chars)
@@ -70,9 +77,7 @@ class FileTranslation:
         translations = await self.translated(request, document.texts, chain)
         built = await asyncio.to_thread(document.rebuilt, translations)
         out_name = reading.translated_name(name, target)
-        stored = await asyncio.to_thread(self.kept.keep, out_name, built)
-        url = request.url_for("download_file", name=stored)
-        return json_response({"translatedFileUrl": str(url)})
+        return await asyncio.to_thread(self.kept.keep, out_name, built)
 
     def read(self, name: str, data: bytes):
         """The document (reading.read), its mistakes a 400, too much of it a 413."""
@@ -136,6 +141,14 @@ class KeptFiles:
         except OSError:
             return None
         return path if fresh else None
+
+    def by_key(self, key: str) -> Path | None:
+        """The file kept under the random part of its name, `key` (DeepL's document_key), if
+        it is still kept."""
+        if not re.fullmatch(r"[0-9a-f]{32}", key):
+            return None
+        found = sorted(self.folder.glob(f"{key}.*")) if self.folder.is_dir() else []
+        return self.path(found[0].name) if found else None
 
     def sweep(self, coming: int = 0) -> None:
         """Removes the files kept past keep_s, then the oldest until `coming` more bytes fit

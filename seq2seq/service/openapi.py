@@ -331,9 +331,6 @@ def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
     )
     answer_ = strict({"translations": {"type": "array", "items": translated}})
     translate = post("DeepL's: texts translated", {JSON: {"schema": request}}, answer_, security)
-    for status, response in translate["post"]["responses"].items():
-        if status != "200":
-            response["content"][JSON]["schema"] = {"$ref": "#/components/schemas/DeepLError"}
     language = strict(
         {"language": STRING, "name": STRING, "supports_formality": BOOLEAN},
         optional=("supports_formality",),
@@ -342,12 +339,42 @@ def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
     languages = get("DeepL's: the languages translated from (source) or into (target)",
                     {"type": "array", "items": language})  # fmt: skip
     languages["get"]["parameters"] = [kind]
-    invalid = {"$ref": "#/components/schemas/DeepLError"}
-    languages["get"]["responses"]["400"] = {
-        "description": "a type neither source nor target",
-        "content": {JSON: {"schema": invalid}},
+    languages["get"]["responses"]["400"] = error("a type neither source nor target")
+    paths = {"/v2/translate": translate, "/v2/languages": languages, **document_paths(security)}
+    for path in paths.values():  # DeepL's errors: {"message"}
+        for status, response in next(iter(path.values()))["responses"].items():
+            if status != "200":
+                response["content"] = {
+                    JSON: {"schema": {"$ref": "#/components/schemas/DeepLError"}}
+                }
+    return paths
+
+
+def document_paths(security: list | None) -> dict:
+    """DeepL's /v2/document routes (deepl.py): upload, status, result."""
+    files = {
+        "403": "file translation is off (serve.files), or a key is needed",
+        "404": "no document of that id and document_key, or kept past serve.files_keep_minutes",
     }
-    return {"/v2/translate": translate, "/v2/languages": languages}
+    upload = strict(
+        {"file": {"type": "string", "contentMediaType": "application/octet-stream"},
+         "target_lang": STRING, "source_lang": STRING, "formality": {"enum": list(FORMALITIES)},
+         "filename": STRING, "auth_key": STRING},
+        optional=("source_lang", "formality", "filename", "auth_key"),
+    )  # fmt: skip
+    handle = strict({"document_id": STRING, "document_key": STRING})
+    keyed = {JSON: {"schema": strict({"document_key": STRING, "auth_key": STRING}, ("auth_key",))}}
+    done = strict({"document_id": STRING, "status": {"enum": ["done"]}})
+    form = {"multipart/form-data": {"schema": upload}}
+    document = post("DeepL's: a document translated, kept", form, handle, security, files)
+    polled = post("DeepL's: a document's status", keyed, done, security, files)
+    result = post("DeepL's: the translated document", keyed, STRING, security, files)
+    result["post"]["responses"]["200"]["content"] = {"application/octet-stream": {"schema": STRING}}
+    by_id = [{"name": "document_id", "in": "path", "required": True, "schema": STRING}]
+    for operation in (polled, result):
+        operation["post"]["parameters"] = by_id
+    return {"/v2/document": document, "/v2/document/{document_id}": polled,
+            "/v2/document/{document_id}/result": result}  # fmt: skip
 
 
 def kept(summary: str, ok: dict, security, by_id=False, method="get") -> dict:
@@ -388,6 +415,7 @@ STRING, NUMBER = {"type": "string"}, {"type": "number"}
 STRINGS = {"type": "array", "items": STRING}
 ERROR = strict({"error": STRING})
 DEEPL_ERROR = strict({"message": STRING})
+DEEPL_ERROR_REF = {"$ref": "#/components/schemas/DeepLError"}
 HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": NUMBER})}
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
 BOOLEAN = {"type": "boolean"}

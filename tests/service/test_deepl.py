@@ -1,7 +1,8 @@
 """DeepL's API on the service (seq2seq/service/deepl.py), through DeepL's own Python client
 pointed at it (server_url): texts translated as our API translates them, the languages, a
-glossary made by the client and followed, Weblate's <x id="N"/> placeholders kept in place,
-and every refusal the client's own exception."""
+glossary made by the client and followed, a document uploaded, polled and downloaded,
+Weblate's <x id="N"/> placeholders kept in place, and every refusal the client's own
+exception."""
 
 import deepl
 import pytest
@@ -17,7 +18,8 @@ SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
 def url(trained_numbers_checkpoint, tmp_path_factory):
     folder = tmp_path_factory.mktemp("deepl")
     (folder / "keys").write_text("first second\n")
-    settings = {"api_keys": str(folder / "keys"), "glossaries_file": str(folder / "g.db")}
+    settings = {"api_keys": str(folder / "keys"), "glossaries_file": str(folder / "g.db"),
+                "files": True, "files_dir": str(folder / "files")}  # fmt: skip
     with running(TorchEngine(trained_numbers_checkpoint[0]), **settings) as server:
         yield server.url
 
@@ -82,3 +84,18 @@ def test_each_refusal_is_the_clients_own_exception_naming_why(url):
         translator.translate_text(SENTENCES[0], target_lang="DIGITS", formality="more")
     with pytest.raises(deepl.DeepLException, match="text 1 of 'text' has 5,000 characters"):
         translator.translate_text("x" * 5_000, target_lang="DIGITS")
+
+
+def test_a_document_is_uploaded_polled_and_downloaded_as_its_lines_are_translated(url, tmp_path):
+    lines = ["three is three", "nine is nine"]
+    (tmp_path / "notes.txt").write_text("".join(line + "\n" for line in lines))
+    translator = client(url)
+    with (tmp_path / "notes.txt").open("rb") as source, (tmp_path / "out.txt").open("wb") as out:
+        status = translator.translate_document(source, out, target_lang="DIGITS")
+    assert status.done and (tmp_path / "out.txt").read_text().splitlines() == ours(url, lines)
+    with (tmp_path / "notes.txt").open("rb") as source:
+        handle = translator.translate_document_upload(source, target_lang="DIGITS")
+    assert translator.translate_document_get_status(handle).done
+    stranger = deepl.DocumentHandle(handle.document_id, "0" * 32)  # the id, not its key
+    with pytest.raises(deepl.DeepLException, match="no document"):
+        translator.translate_document_get_status(stranger)

@@ -55,7 +55,10 @@ def test_the_description_is_served_and_covers_every_route(served):
     assert described["paths"]["/translate"]["post"]["responses"]["200"]
 
 
-DEEPL = ("/v2/translate", "/v2/languages")  # DeepL's routes: its errors' shape, {"message"}
+DEEPL = (  # DeepL's routes: its errors' shape, {"message"}
+    "/v2/translate", "/v2/languages", "/v2/document", "/v2/document/{document_id}",
+    "/v2/document/{document_id}/result",
+)  # fmt: skip
 
 
 def an_error_if_4xx(ctx, response, case) -> None:
