@@ -11,7 +11,8 @@ A request's way through the modules of both, stop by stop, is docs/architecture.
                        kept for a while to download
     glossaries.py      DeepL's /v2/glossaries routes, and a /translate's glossary as the
                        terms its model follows
-    deepl.py           DeepL's /v2/translate and /v2/languages, over LibreTranslate's way
+    deepl.py           DeepL's /v2/translate, /v2/languages and /v2/document, over
+                       LibreTranslate's way to the models and its file translation
     openapi.py         the API described in OpenAPI 3.1
     prometheus.py      GET /metrics, Prometheus' (serve.metrics): requests, latency, errors,
                        the decoders' queues and batches, over every worker

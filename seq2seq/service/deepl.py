@@ -82,7 +82,8 @@ def deepl_errors(handler):
 
 
 class DeepL:
-    """DeepL's /v2/translate and /v2/languages, over LibreTranslate's way to the models."""
+    """DeepL's /v2/translate, /v2/languages and /v2/document routes, over LibreTranslate's
+    way to the models and its file translation."""
 
     def __init__(self, libretranslate: LibreTranslate, files: FileTranslation):
         self.libretranslate, self.files, self.core = libretranslate, files, libretranslate.core
@@ -139,12 +140,7 @@ class DeepL:
         tags = fields.get("tag_handling")
         if tags not in (None, "xml", "html"):
             raise api.HTTPError(400, f"'tag_handling' is xml or html, not {tags!r}")
-        formality = fields.get("formality", "default")
-        if formality not in FORMALITIES:
-            raise api.HTTPError(
-                400, f"'formality' {formality!r}: no model here has a formal register to choose "
-                f"(one of {', '.join(FORMALITIES)})",
-            )  # fmt: skip
+        formality_checked(fields)
         source = fields.get("source_lang")
         served = self.core.models.names()
         target = self.code(api.text_field(fields, "target_lang"), served, "target_lang")
@@ -200,8 +196,7 @@ class DeepL:
         target = self.code(fields["target_lang"], served, "target_lang")
         source = fields.get("source_lang")
         source = "auto" if source is None else self.code(source, served, "source_lang")
-        if fields.get("formality", "default") not in FORMALITIES:
-            raise api.HTTPError(400, "'formality': no model here has a formal register to choose")
+        formality_checked(fields)
         if "filename" in fields:
             upload.filename = fields["filename"]
         stored = await self.files.kept_translation(request, upload, source, target, limits)
@@ -235,6 +230,16 @@ class DeepL:
     async def result(self, request: Request) -> Response:
         path, _ = await self.document(request)
         return FileResponse(path, filename=path.name.partition(".")[2])
+
+
+def formality_checked(fields: dict) -> None:
+    """A request's formality: one of FORMALITIES (absent: default); "more" or "less" a 400."""
+    formality = fields.get("formality", "default")
+    if formality not in FORMALITIES:
+        raise api.HTTPError(
+            400, f"'formality' {formality!r}: no model here has a formal register to choose "
+            f"(one of {', '.join(FORMALITIES)})",
+        )  # fmt: skip
 
 
 def document_id(key: str) -> str:
