@@ -84,9 +84,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
             return await libretranslate.post_translate(request, fields)
         return await ours.post_translate(request, body)
 
-    targets = [t for source in models.sources for t in models.targets(source)]
     names = list(dict.fromkeys(model.name for model in models.all))
-    choices = openapi.Choices(models.sources, list(dict.fromkeys(targets)), names)
+    choices = openapi.Choices(models.sources, models.reached, names)
     routes = [
         *ours.page_routes(),
         Route("/health", ours.health, methods=["GET"]),

@@ -41,10 +41,10 @@ import functools
 import hashlib
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from seq2seq.service.file_translation import FileTranslation
+from seq2seq.service.file_translation import FileTranslation, attachment
 from seq2seq.service.libretranslate import Asked, LibreTranslate, marked_up
 from seq2seq.serving import api
 
@@ -141,12 +141,16 @@ class DeepL:
         if tags not in (None, "xml", "html"):
             raise api.HTTPError(400, f"'tag_handling' is xml or html, not {tags!r}")
         formality_checked(fields)
-        source = fields.get("source_lang")
-        served = self.core.models.names()
-        target = self.code(api.text_field(fields, "target_lang"), served, "target_lang")
-        source = "auto" if source is None else self.code(source, served, "source_lang")
+        api.text_field(fields, "target_lang")  # given, a string
+        source, target = self.pair(fields)
         glossary = fields.get("glossary_id")
         return Asked(texts, False, tags is not None, source, target, 0, None, None, glossary)
+
+    def pair(self, fields: dict) -> tuple[str, str]:
+        """A request's source_lang ("auto" if absent) and target_lang, in the service's codes."""
+        served, source = self.core.models.names(), fields.get("source_lang")
+        target = self.code(fields["target_lang"], served, "target_lang")
+        return "auto" if source is None else self.code(source, served, "source_lang"), target
 
     @staticmethod
     def code(asked, served: dict, name: str) -> str:
@@ -173,13 +177,7 @@ class DeepL:
         if kind not in ("source", "target"):
             raise api.HTTPError(400, f"'type' is source or target, not {kind!r}")
         models, served = self.core.models, self.core.models.names()
-        codes = (
-            models.sources
-            if kind == "source"
-            else dict.fromkeys(
-                target for source in models.sources for target in models.targets(source)
-            )
-        )
+        codes = models.sources if kind == "source" else models.reached
         listed = [{"language": code.upper(), "name": served[code].name} for code in codes]
         if kind == "target":
             listed = [{**language, "supports_formality": False} for language in listed]
@@ -192,10 +190,7 @@ class DeepL:
         body = api.Body(request, self.core.settings, "max_file_bytes")
         upload, fields = await body.file_fields(DOCUMENT_FIELDS, required=("target_lang",))
         limits = self.core.checks.key(api.key_given(request, fields))
-        served = self.core.models.names()
-        target = self.code(fields["target_lang"], served, "target_lang")
-        source = fields.get("source_lang")
-        source = "auto" if source is None else self.code(source, served, "source_lang")
+        source, target = self.pair(fields)
         formality_checked(fields)
         if "filename" in fields:
             upload.filename = fields["filename"]
@@ -229,7 +224,7 @@ class DeepL:
     @api.answers(api.STATUSES)
     async def result(self, request: Request) -> Response:
         path, _ = await self.document(request)
-        return FileResponse(path, filename=path.name.partition(".")[2])
+        return attachment(path)
 
 
 def formality_checked(fields: dict) -> None:

@@ -108,7 +108,12 @@ class FileTranslation:
             raise HTTPError(404, f"no file {name!r} here: each is kept "
                             f"{self.settings.files_keep_minutes:g} minutes "
                             "(serve.files_keep_minutes)")  # fmt: skip
-        return FileResponse(path, filename=name.partition(".")[2])
+        return attachment(path)
+
+
+def attachment(path: Path) -> FileResponse:
+    """A kept file as an attachment named as it was uploaded, translated (report.de.docx)."""
+    return FileResponse(path, filename=path.name.partition(".")[2])
 
 
 class KeptFiles:

@@ -217,6 +217,11 @@ class Models:
         """The languages `source` reaches, directly or through others, nearest first."""
         return list(self.reach.get(source, {}))
 
+    @property
+    def reached(self) -> list[str]:
+        """Every language some source reaches, in the sources' order, each once."""
+        return list(dict.fromkeys(t for source in self.sources for t in self.targets(source)))
+
     def languages(self) -> list[dict]:
         """LibreTranslate's /languages: each language with the targets it reaches, itself
         among them (as Argos Translate, each language translates into itself unchanged),
