@@ -83,14 +83,31 @@ package: data train eval $(STAMP)-export
 serve: $(STAMP)-serve
 	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
 
+# DeepL's official Node client (deepl-node, pinned by tests/service/node/package-lock.json) for
+# tests/service/test_deepl_node.py, installed as the dev extra is: once, and again when the lock
+# changes. No npm on PATH: nothing installed, and that test skips, saying why. npm there but
+# failing (offline, say): make stops, as a failing pip does, rather than pass with a test quietly
+# skipped; `make test NPM=` goes on without it.
+NPM ?= $(shell command -v npm)
+DEEPL_NODE := tests/service/node/node_modules/.installed
+$(DEEPL_NODE): tests/service/node/package.json tests/service/node/package-lock.json
+ifneq ($(NPM),)
+	$(NPM) ci --prefix tests/service/node --no-audit --no-fund || { echo "error: npm ci failed:" \
+		"DeepL's Node client is not installed (make test NPM= skips its test)" >&2; exit 1; }
+	@touch $@
+else
+	@echo "no npm (none on PATH, or NPM= given): DeepL's Node client is not installed," \
+		"tests/service/test_deepl_node.py skips"
+endif
+
 # The suite in one process a core (pytest-xdist), each computing on one thread
 # (tests/conftest.py): most tests wait on processes, servers and files as much as they compute.
 # test-all adds the tests marked long: whole benchmark and check scripts, whose parts the others
 # cover (pyproject.toml's markers).
-test: $(DEV)
+test: $(DEV) $(DEEPL_NODE)
 	$(PYTHON) -m pytest -q -n auto -m "not long"
 
-test-all: $(DEV)
+test-all: $(DEV) $(DEEPL_NODE)
 	$(PYTHON) -m pytest -q -n auto
 
 # Speed figures against baselines measured in the same run -> benchmarks/results/bench.{json,md}.
@@ -191,7 +208,8 @@ $(LIBRETRANSLATE_VENV)/.installed: constraints.txt
 	@touch $@
 
 # The service from 1 to 64 clients, with each engine and 2 workers, against LibreTranslate 1.9.6
-# serving our Argos export of the same model (after make train) -> benchmarks/results/serve_latency.{json,md}
+# serving our Argos export of the same model (after make train), and with torch by each API it
+# speaks (ours, LibreTranslate's, DeepL's) -> benchmarks/results/serve_latency.{json,md}
 # (a few minutes; SERVE_ARGS="--quick": seconds). Not in CI: the first run installs LibreTranslate.
 SERVE_ARGS ?=
 # LibreTranslate's npm client (libretranslate 1.0.1, AGPL: installed here, not shipped), for
@@ -347,4 +365,4 @@ clean:
 	find data -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .installed-* $(JOEYNMT_VENV)
+	rm -rf $(VENV) .installed-* $(JOEYNMT_VENV) tests/service/node/node_modules

@@ -1,8 +1,10 @@
 """API keys with limits of their own, in a keys database, as LibreTranslate's `ltmanage keys`.
 
-    python -m seq2seq.keys add [--requests-per-minute N] [--max-chars N] [--key KEY]
+    python -m seq2seq.keys add [--requests-per-minute N] [--max-chars N]
+        [--chars-per-month N] [--key KEY]
         a key (a new random one unless given), printed: keep it, the file holds its SHA-256
-    python -m seq2seq.keys list              each key's id, limits and when it was added
+    python -m seq2seq.keys list    each key's id, limits, when it was added, and the
+                                   characters it sent this month (DeepL's /v2/usage)
     python -m seq2seq.keys remove KEY_OR_ID
 
 The file (seq2seq/serving/keystore.py): --db, else the config's serve.api_keys if it ends in
@@ -10,6 +12,7 @@ The file (seq2seq/serving/keystore.py): --db, else the config's serve.api_keys i
 see a key added or removed within a second, without a restart.
 """
 
+from dataclasses import astuple
 from pathlib import Path
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
@@ -35,6 +38,10 @@ def main(argv: list[str] | None = None) -> None:
     add = commands.add_parser("add", help="add a key and print it")
     add.add_argument("--requests-per-minute", type=int, default=0, help="0: no limit of its own")
     add.add_argument("--max-chars", type=int, default=0, help="a request's; 0: none of its own")
+    add.add_argument(
+        "--chars-per-month", type=int, default=0,
+        help="a month's characters to translate (UTC), a quota; 0: none",
+    )  # fmt: skip
     add.add_argument("--key", help="the key (default: a new random one)")
     commands.add_parser("list", help="each key's id, limits and when it was added")
     remove = commands.add_parser("remove", help="remove a key, given or by its id")
@@ -42,17 +49,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     path = keys_file(args.db, args.config)
     if args.command == "add":
-        if args.requests_per_minute < 0 or args.max_chars < 0:
-            parser.error("--requests-per-minute and --max-chars are 0 (none) or more")
-        store = KeyStore(path, create=True)
-        print(store.add(KeyLimits(args.requests_per_minute, args.max_chars), args.key))
+        limits = KeyLimits(args.requests_per_minute, args.max_chars, args.chars_per_month)
+        if min(astuple(limits)) < 0:
+            parser.error(
+                "--requests-per-minute, --max-chars and --chars-per-month are 0 (none) or more"
+            )
+        print(KeyStore(path, create=True).add(limits, args.key))
     elif args.command == "list":
         listed = KeyStore(path).listed()
-        for id_, limits, added in listed:
+        for id_, limits, added, used in listed:
             per_minute = limits.requests_per_minute or "no limit of its own"
             chars = limits.max_chars or "no limit of its own"
+            quota = f" of {limits.chars_per_month:,}" if limits.chars_per_month else ""
             print(f"{id_}  requests a minute: {per_minute}  characters a request: {chars}  "
-                  f"added {added}")  # fmt: skip
+                  f"characters this month: {used:,}{quota}  added {added}")  # fmt: skip
         if not listed:
             print(f"no keys in {path}")
     elif not KeyStore(path).remove(args.key):

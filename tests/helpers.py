@@ -275,6 +275,18 @@ def call(url: str, method: str, path: str, body=None, headers=JSON) -> tuple[int
     return response.status, answer, response.headers
 
 
+METERED = 60  # the characters a month of tests/service/conftest.py's key `metered`
+
+
+def ours(url: str, texts: list[str], key: str = "first") -> list[str]:
+    """The texts' translations by our API (POST /translate with this key), what a client of
+    another API (DeepL's: tests/service/conftest.py's `url`) must answer the same."""
+    bearer = {**JSON, "Authorization": f"Bearer {key}"}
+    status, answer, _ = call(url, "POST", "/translate", {"text": texts}, bearer)
+    assert status == 200, answer
+    return answer["translations"]
+
+
 def start_server(*args: str, **popen) -> subprocess.Popen:
     """`python -m seq2seq.serve args --port 0` started (Popen's `popen` arguments), its stderr
     piped as text: read_address gives its URL; stop_server (benchmarks/service/process.py), as

@@ -2,7 +2,9 @@
 what they measure): how a request asks for one sentence, and keep-alive clients sharing
 numbered requests.
 
-    Shape.ours(beam_size=1), Shape.libretranslate("de", "en"), libretranslate_shape(url)
+    Shape.ours(beam_size=1), Shape.libretranslate("de", "en"), Shape.deepl("en", "de"),
+    Shape.asking(api, "de", "en")   one sentence's request by an API of APIS, from and to a pair
+    named_pair(url), libretranslate_shape(url)   the pair the service names at GET /languages
     ask(url, shape, sentence) -> (status, translation)     one request, alone
     run_load(service, shape, sentences, expected, requests, clients, processes) -> a turn
         `requests` requests of one sentence each (request i asks sentences[i % n] and expects
@@ -25,13 +27,17 @@ from urllib.parse import urlencode, urlsplit
 
 from benchmarks.service.process import HANG, Service, get_json, spending
 
+APIS = ("ours", "libretranslate", "deepl")  # the APIs a request may speak (Shape.api)
+
 
 @dataclass(frozen=True)
 class Shape:
     """How a request asks for the translation of one sentence: our API's JSON (with `fields`
-    such as beam_size) or LibreTranslate's form (q, with source and target)."""
+    such as beam_size) at POST /translate, LibreTranslate's form (q, with source and target)
+    there too, or DeepL's JSON (text, with source_lang and target_lang) at POST
+    /v2/translate."""
 
-    api: str  # "ours" or "libretranslate"
+    api: str  # one of APIS
     fields: dict = field(default_factory=dict)
 
     @classmethod
@@ -42,34 +48,55 @@ class Shape:
     def libretranslate(cls, source: str, target: str) -> "Shape":
         return cls("libretranslate", {"source": source, "target": target})
 
+    @classmethod
+    def deepl(cls, source: str, target: str) -> "Shape":
+        return cls("deepl", {"source_lang": source.upper(), "target_lang": target.upper()})
+
+    @classmethod
+    def asking(cls, api: str, source: str, target: str) -> "Shape":
+        """A request by `api` (APIS) from `source` to `target`, in that API's fields."""
+        if api == "deepl":
+            return cls.deepl(source, target)
+        return cls(api, {"source": source, "target": target})
+
+    @property
+    def path(self) -> str:
+        return "/v2/translate" if self.api == "deepl" else "/translate"
+
     def body(self, sentence: str) -> tuple[bytes, dict]:
-        if self.api == "ours":
-            body = json.dumps({"text": [sentence], **self.fields}).encode()
-            return body, {"Content-Type": "application/json"}
-        body = urlencode({"q": sentence, **self.fields}).encode()
-        return body, {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.api == "libretranslate":
+            body = urlencode({"q": sentence, **self.fields}).encode()
+            return body, {"Content-Type": "application/x-www-form-urlencoded"}
+        body = json.dumps({"text": [sentence], **self.fields}).encode()  # ours, DeepL's
+        return body, {"Content-Type": "application/json"}
 
     def translation(self, answer: dict) -> str:
-        return answer["translations"][0] if self.api == "ours" else answer["translatedText"]
+        if self.api == "libretranslate":
+            return answer["translatedText"]
+        first = answer["translations"][0]
+        return first["text"] if self.api == "deepl" else first
 
 
-def libretranslate_shape(url: str) -> Shape:
-    """LibreTranslate's request for the pair the service at `url` names at GET /languages
-    (where each language is also listed as a target of itself)."""
+def named_pair(url: str) -> tuple[str, str]:
+    """The first pair the service at `url` names at GET /languages (LibreTranslate's route,
+    where each language is also listed as a target of itself): (source, target)."""
     status, languages = get_json(url, "/languages")
     if status != 200:
         sys.exit(f"the service answered GET /languages with {status}: no LibreTranslate API")
-    return Shape.libretranslate(
-        *next(
-            (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
-        )
+    return next(
+        (lang["code"], to) for lang in languages for to in lang["targets"] if to != lang["code"]
     )
+
+
+def libretranslate_shape(url: str) -> Shape:
+    """LibreTranslate's request for the pair the service at `url` names (named_pair)."""
+    return Shape.libretranslate(*named_pair(url))
 
 
 def post(connection, shape: Shape, sentence: str) -> tuple[int, str | None]:
     """One request on `connection` -> (its status, the translation if it is 200)."""
     body, headers = shape.body(sentence)
-    connection.request("POST", "/translate", body, headers)
+    connection.request("POST", shape.path, body, headers)
     response = connection.getresponse()
     answer = response.read()
     return response.status, shape.translation(

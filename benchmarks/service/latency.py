@@ -1,26 +1,32 @@
 """make bench-serve: the service from 1 to 64 clients, against the real LibreTranslate on the
-same model, a selection of the matrix (matrix.py): four servers x LibreTranslate's API x the
-pair they name x greedy x 1, 4, 16, 32 and 64 clients.
+same model, and by each API it speaks; a selection of the matrix (matrix.py): four servers x
+LibreTranslate's API (ours, torch: x our API, LibreTranslate's and DeepL's) x the pair they
+name x greedy x 1, 4, 16, 32 and 64 clients.
 
     python -m benchmarks.service.latency [--quick] [--config FILE] [--checkpoint C]
         [--libretranslate-python P] [--no-libretranslate] [--harness wrk|python]
         [--seconds 2] [--requests 1000]
 
     the servers (contenders.py), all started at once on 127.0.0.1, on this machine:
-      ours, torch          python -m seq2seq.serve --engine torch --model C, greedy, one thread
+      ours, torch          python -m seq2seq.serve --engine torch --model C, greedy, one thread;
+                           asked by each API it speaks (clients.APIS): ours (POST /translate,
+                           JSON text), LibreTranslate's (POST /translate, a form: q, source,
+                           target) and DeepL's (POST /v2/translate, JSON text, source_lang,
+                           target_lang), each its own rows
       ours, CTranslate2    the same with the default engine (greedy decoding by CTranslate2 on
                            the export cached beside C)
       ours, 2 workers      the same with serve.workers=2 (its batches and share not shown:
                            /health speaks for the worker that answers it)
       LibreTranslate       1.9.6 serving our Argos export of C, like for like: greedy, one
                            thread (skipped, saying why, if its venv is missing)
-    first, the check (and warm-up) of each server: every test sentence (up to 1,000; 100:
-      --quick) asked once by 4 keep-alive Python clients (clients.py), each answer read
+    first, the check (and warm-up) of each server by each of its APIs: every test sentence
+      (up to 1,000; 100: --quick) asked once by 4 keep-alive Python clients (clients.py), each
+      answer read
       -> unlike: answers unlike `translate --engine torch`'s (0 expected, but where
          LibreTranslate's answer is formatted otherwise or runs past our length limit)
-    then, at each number of clients, each server in turn, five times (interleaved; each
-    server's five turns pooled; one turn: --quick), each request one test sentence in
-    LibreTranslate's form (q, source, target), by the harness (harness.py): --seconds of wrk
+    then, at each number of clients, each server by each of its APIs in turn, five times
+    (interleaved; each row's five turns pooled; one turn: --quick), each request one test
+    sentence in that API's shape (clients.Shape), by the harness (harness.py): --seconds of wrk
     a turn (1: --quick), or --requests (100: --quick) from that many Python client threads of
     this process, on the cores the server uses
       -> requests/s, p50, p99, the server's CPU ms per request (Linux: its process and its
@@ -28,6 +34,8 @@ pair they name x greedy x 1, 4, 16, 32 and 64 clients.
       -> ours: the service's share of its engine's speed in-process, on batches of that size
          (the engine loaded here, the same sentences translated in batches of that size,
          timed alone)
+      -> ours, torch by LibreTranslate's API and by DeepL's / by our API: CPU per request
+         (DeepL's aim: within 1.1)
       -> ours / LibreTranslate: requests/s, p99, CPU per request
 
 Results: benchmarks/results/serve_latency.{json,md} (--out DIR elsewhere).
@@ -40,7 +48,7 @@ from functools import cache
 from pathlib import Path
 
 from benchmarks import common
-from benchmarks.service.clients import run_load
+from benchmarks.service.clients import APIS, run_load
 from benchmarks.service.contenders import SETTINGS, like_for_like
 from benchmarks.service.harness import Load
 from benchmarks.service.load import timed_command, with_checkpoint
@@ -59,17 +67,18 @@ PEER = "LibreTranslate 1.9.6"
 
 def servers(checkpoint: Path, args, folder: Path) -> list[Server]:
     """Ours with each engine and with 2 workers, and LibreTranslate on the Argos export of
-    `checkpoint` (made into `folder`) unless skipped; all asked by LibreTranslate's API."""
+    `checkpoint` (made into `folder`) unless skipped; all asked by LibreTranslate's API, ours
+    with torch by every API it speaks."""
     # 64 clients and the benchmark's own GET /health, whose connection the server may not have
     # seen closed when the load starts: past the default serve.max_client_connections
     most = f"serve.max_client_connections={2 * max(CLIENTS)}"
 
-    def ours(label: str, engine: str, workers: int = 1) -> Server:
+    def ours(label: str, engine: str, workers: int = 1, apis=("libretranslate",)) -> Server:
         settings = ("--engine", engine, f"serve.workers={workers}", most)
         alone = engine if workers == 1 else None
-        return Server(label, "ours", (checkpoint,), settings, "libretranslate", alone)
+        return Server(label, "ours", (checkpoint,), settings, apis, alone)
 
-    chosen = [ours("ours, torch", "torch"), ours("ours, CTranslate2", "auto"),
+    chosen = [ours("ours, torch", "torch", apis=APIS), ours("ours, CTranslate2", "auto"),
               ours("ours, CTranslate2, 2 workers", "auto", workers=2)]  # fmt: skip
     if args.no_libretranslate:
         print("LibreTranslate skipped (--no-libretranslate)")
@@ -83,16 +92,17 @@ def servers(checkpoint: Path, args, folder: Path) -> list[Server]:
 
 
 def checker(sentences: list[str], expected: list[str], requests: int, checks: dict):
-    """The check (and warm-up) of each server: the first `requests` sentences asked by 4
-    keep-alive Python clients, each answer read -> checks[label]."""
+    """The check (and warm-up) of each server by each API: the first `requests` sentences
+    asked by 4 keep-alive Python clients, each answer read -> checks[label][API]."""
 
     def check(server: Server, service, shape, route, setting) -> list[str]:
         asked = min(requests, len(sentences))
         checked = Load(batches=False)
         checked.add(run_load(service, shape, sentences, expected, asked, 4, batches=False))
         figures = checked.figures()
-        checks[server.label] = {"requests": asked, "unlike": figures["unlike"],
-                                "failed": figures["failed"]}  # fmt: skip
+        checks.setdefault(server.label, {})[shape.api] = {
+            "requests": asked, "unlike": figures["unlike"], "failed": figures["failed"]
+        }  # fmt: skip
         return expected
 
     return check
@@ -112,23 +122,26 @@ def engine_speed(checkpoint: Path, engine: str, sentences: list[str], batch: int
 
 
 def shares(servers: list[Server], figures: dict, checkpoint: Path, sentences) -> None:
-    """Each of our points gets its engine's in-process speed at its batch size, and the
-    service's share of it."""
+    """Each of our points (by each API) gets its engine's in-process speed at its batch size,
+    and the service's share of it."""
     speeds: dict = {}
     for server in servers:
-        for point in figures[server.label].values() if server.engine else ():
-            batch = max(1, round(point["sentences_per_batch"]))
-            key = (server.engine, batch)
-            if key not in speeds:
-                speeds[key] = engine_speed(checkpoint, server.engine, sentences, batch)
-            point["engine_in_process_sentences_per_s"] = speeds[key]
-            point["share_of_engine"] = point["requests_per_s"] / speeds[key]
+        for points in figures[server.label].values() if server.engine else ():  # by API
+            for point in points.values():
+                batch = max(1, round(point["sentences_per_batch"]))
+                key = (server.engine, batch)
+                if key not in speeds:
+                    speeds[key] = engine_speed(checkpoint, server.engine, sentences, batch)
+                point["engine_in_process_sentences_per_s"] = speeds[key]
+                point["share_of_engine"] = point["requests_per_s"] / speeds[key]
 
 
-HEADER = ["server", "clients", "req/s", "p50 ms", "p99 ms", "server CPU ms/request",
-          "sentences/batch", "share of its engine", "req/s vs LibreTranslate",
+API_NAMES = {"ours": "ours", "libretranslate": "LibreTranslate's", "deepl": "DeepL's"}
+HEADER = ["server", "API", "clients", "req/s", "p50 ms", "p99 ms", "server CPU ms/request",
+          "CPU vs our API", "sentences/batch", "share of its engine", "req/s vs LibreTranslate",
           "p99 vs LibreTranslate", "CPU vs LibreTranslate"]  # fmt: skip
-VERSUS = ("requests_per_s", "p99_ms", "server_cpu_ms_per_request")  # ours / LibreTranslate's
+CPU = "server_cpu_ms_per_request"
+VERSUS = ("requests_per_s", "p99_ms", CPU)  # ours / LibreTranslate's
 
 
 def markdown(results: dict) -> str:
@@ -137,33 +150,51 @@ def markdown(results: dict) -> str:
              f"{results['rounds']} turns each.")  # fmt: skip
     rows = []
     for clients in map(str, CLIENTS):
-        theirs = servers.get(peer, {}).get(clients) if peer else None
-        for label, points in servers.items():
-            p = points[clients]
-            versus = [f"{p[key] / theirs[key]:.2f}" if theirs and label != peer else ""
-                      for key in VERSUS]  # fmt: skip
-            rows.append([label, clients, f"{p['requests_per_s']:,.0f}", f"{p['p50_ms']:.1f}",
-                         f"{p['p99_ms']:.1f}", f"{p['server_cpu_ms_per_request']:.2f}",
-                         shown(p, "sentences_per_batch", ".1f"),
-                         shown(p, "share_of_engine", ".2f"), *versus])  # fmt: skip
+        theirs = servers[peer]["libretranslate"][clients] if peer else None
+        for label, apis in servers.items():
+            ours = apis["ours"][clients] if "ours" in apis else None
+            for api, points in apis.items():
+                versus = (ours if api != "ours" else None, theirs if label != peer else None)
+                rows.append(row(label, api, clients, points[clients], *versus))
+    table = common.markdown_table(HEADER, rows, *notes(results), right=True)
+    title = "The service from 1 to 64 clients, against LibreTranslate"
+    return common.service_page(title, results, "latency", about, table)
+
+
+def row(label: str, api: str, clients: str, p: dict, ours, theirs) -> list[str]:
+    """The table's row of the point `p`: its server `label` by `api`, its CPU per request
+    over `ours` (the same server's by our API, if any), and over `theirs` (LibreTranslate's
+    by its own, if any)."""
+    by_ours = f"{p[CPU] / ours[CPU]:.2f}" if ours else ""
+    versus = [f"{p[key] / theirs[key]:.2f}" if theirs else "" for key in VERSUS]
+    return [label, API_NAMES[api], clients, f"{p['requests_per_s']:,.0f}", f"{p['p50_ms']:.1f}",
+            f"{p['p99_ms']:.1f}", f"{p[CPU]:.2f}", by_ours, shown(p, "sentences_per_batch", ".1f"),
+            shown(p, "share_of_engine", ".2f"), *versus]  # fmt: skip
+
+
+def notes(results: dict) -> list[str]:
+    """The notes under the table: the checks and failures of each server by each API, what
+    "CPU vs our API" is, and LibreTranslate's settings."""
     checks = []
-    for label, points in servers.items():
-        checked = results["checked"][label]
-        failed = sum(p["failed"] for p in points.values())
-        checks.append(f"- {label}: {checked['unlike']} unlike of {checked['requests']:,} "
-                      f"({checked['failed']} failed), {failed} failed under load")  # fmt: skip
-    notes = ["Answers unlike `translate --engine torch`'s, of the check's (each read), and "
-             "requests failed under load:", "\n".join(checks)]  # fmt: skip
-    if peer:
+    for label, apis in results["servers"].items():
+        for api, points in apis.items():
+            checked = results["checked"][label][api]
+            failed = sum(p["failed"] for p in points.values())
+            checks.append(f"- {label}, by {API_NAMES[api]}: {checked['unlike']} unlike of "
+                          f"{checked['requests']:,} ({checked['failed']} failed), {failed} "
+                          "failed under load")  # fmt: skip
+    found = ["Answers unlike `translate --engine torch`'s, of the check's (each read), and "
+             "requests failed under load:", "\n".join(checks),
+             "CPU vs our API: the server's CPU per request by that API over its CPU per "
+             "request by ours (POST /translate, JSON), at as many clients (DeepL's "
+             "POST /v2/translate: aimed within 1.10)."]  # fmt: skip
+    if results["peer"]:
         overrides = ", ".join(f"{k}={v}" for k, v in results["peer_overrides"].items())
         defaults = [f"- {key}: {value}" for key, value in results["peer_settings"].items()]
-        notes += [f"LibreTranslate's settings: its defaults, but {overrides}, like for like "
+        found += [f"LibreTranslate's settings: its defaults, but {overrides}, like for like "
                   "with our greedy decoding on one thread. Its defaults:",
                   "\n".join(defaults)]  # fmt: skip
-    title = "The service from 1 to 64 clients, against LibreTranslate"
-    return common.service_page(
-        title, results, "latency", about, common.markdown_table(HEADER, rows, *notes, right=True)
-    )
+    return found
 
 
 def shown(point: dict, key: str, spec: str) -> str:
@@ -188,7 +219,9 @@ def main() -> None:
         cells = measure(
             chosen, {"": None}, {"greedy": 1}, CLIENTS, sentences, check, args, together=True
         )
-    figures = {s.label: {str(n): cells[s.label, "", "greedy", n] for n in CLIENTS} for s in chosen}
+    figures: dict = {}  # by server, API and clients
+    for (label, api, _, _, clients), point in cells.items():
+        figures.setdefault(label, {}).setdefault(api, {})[str(clients)] = point
     shares(chosen, figures, checkpoint, sentences)
     peer = PEER if PEER in figures else None
     results = {"machine": common.machine(), "harness": args.harness, "load": load,

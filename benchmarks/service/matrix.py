@@ -2,16 +2,18 @@
 clients, each target a selection of it (latency.py, pairs.py), loaded by the one harness
 (harness.py).
 
-    Server(label, name, models, settings, api, engine)   one row's server: a contender
-        (contenders.contender: ours or LibreTranslate) asked by an API, ours or LibreTranslate's
+    Server(label, name, models, settings, apis, engine)   a server: a contender
+        (contenders.contender: ours or LibreTranslate) and the APIs it is asked by, each its
+        own rows (clients.APIS: ours, LibreTranslate's, DeepL's; none named: its own)
     measure(servers, pairs, beams, clients, sentences, check, args, together) -> figures by
-      (label, pair's name, beam's name, clients)
+      (label, API, pair's name, beam's name, clients)
         for each beam, the servers started at it, all together (their turns interleaved, so
         that a change in the machine's load falls on all) or each alone; for each pair (its
         languages; None: the ones the server names at GET /languages):
           check(server, service, shape, pair's name, beam's name) -> the answers expected of the
-            server (its answers read, one way or another; a warm-up too)
-          for each number of clients: args.rounds turns of load of each server, pooled
+            server by the shape's API (its answers read, one way or another; a warm-up too)
+          for each number of clients: args.rounds turns of load of each server by each of its
+            APIs, pooled
     arguments(doc, seconds, per, quick)   the command line both targets share;
     loads(args, rounds, processes, quick)  each cell's load set on args, told in words
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import common
-from benchmarks.service.clients import Shape, libretranslate_shape
+from benchmarks.service.clients import Shape, named_pair
 from benchmarks.service.contenders import PYTHON as LIBRETRANSLATE_PYTHON
 from benchmarks.service.contenders import contender
 from benchmarks.service.harness import Load, turn
@@ -38,17 +40,14 @@ class Server:
     name: str  # contenders.SERVERS: ours or libretranslate
     models: tuple[Path, ...]
     settings: tuple[str, ...] = ()  # more of our server's (contenders.contender)
-    api: str = ""  # the API it is asked by, ours or libretranslate (Shape.api); "": its own
+    apis: tuple[str, ...] = ()  # the APIs it is asked by (clients.APIS); (): its own, `name`
     engine: str | None = None  # ours in one process (its /health counts its batches): --engine
 
 
-def shape(server: Server, url: str, languages: tuple[str, str] | None) -> Shape:
-    """One sentence's request to `server` at `url` by its API, from and to `languages` (None:
-    by LibreTranslate's API, the pair the server names)."""
-    if languages is None:
-        return libretranslate_shape(url)
-    source, target = languages
-    return Shape(server.api or server.name, {"source": source, "target": target})
+def shape(api: str, url: str, languages: tuple[str, str] | None) -> Shape:
+    """One sentence's request by `api` to the server at `url`, from and to `languages` (None:
+    the pair the server names at GET /languages)."""
+    return Shape.asking(api, *(languages or named_pair(url)))
 
 
 def measure(
@@ -76,20 +75,21 @@ def measure(
 
 
 def loaded(running: dict[Server, Service], cell, clients, sentences, check, args) -> dict:
-    """One pair's cells at one beam: each server checked, then at each number of clients,
-    args.rounds turns of each, interleaved."""
+    """One pair's cells at one beam: each server checked by each of its APIs, then at each
+    number of clients, args.rounds turns of each server by each API, interleaved."""
     pair, languages, setting = cell
-    asked = {server: shape(server, service.url, languages) for server, service in running.items()}
-    expected = {s: check(s, running[s], asked[s], pair, setting) for s in running}
+    rows = [(server, api) for server in running for api in server.apis or (server.name,)]
+    asked = {(s, api): shape(api, running[s].url, languages) for s, api in rows}
+    expected = {(s, api): check(s, running[s], asked[s, api], pair, setting) for s, api in rows}
     figures = {}
     for number in clients:
-        loads = {server: Load(batches=server.engine is not None) for server in running}
+        loads = {(s, api): Load(batches=s.engine is not None) for s, api in rows}
         for _ in range(args.rounds):
-            for s, service in running.items():
-                turn(loads[s], service, asked[s], sentences, expected[s], number, args)
-        for server, load in loads.items():
-            figures[server.label, pair, setting, number] = point = load.figures()
-            print(server.label, pair, setting, number, "clients:", point, flush=True)
+            for (s, api), load in loads.items():
+                turn(load, running[s], asked[s, api], sentences, expected[s, api], number, args)
+        for (s, api), load in loads.items():
+            figures[s.label, api, pair, setting, number] = point = load.figures()
+            print(s.label, api, pair, setting, number, "clients:", point, flush=True)
     return figures
 
 

@@ -127,7 +127,7 @@ def main() -> None:
     check = checker(sentences, unlike)
     cells = measure(servers, pairs_of(packages), BEAMS, CLIENTS, sentences, check, args, False)
     figures: dict = {}
-    for (name, route, setting, clients), point in cells.items():
+    for (name, _, route, setting, clients), point in cells.items():
         row = figures.setdefault(setting, {}).setdefault(route, {})
         row.setdefault(str(clients), {})[name] = point
     results = {"machine": machine(), "packages": [str(p) for p in args.package],

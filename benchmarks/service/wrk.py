@@ -8,9 +8,10 @@ little, on a core of its own where the machine has one.
       socket_errors say which), p50_ms and p99_ms, the cores each side ran on, and what the
       server spent (process.spending)
         a Lua script (request: the next of the sentences' bodies, in turn, from each of wrk's
-        threads; done: the summary as one JSON line) -> wrk -t1 -c CLIENTS -d SECONDS
-        --latency, on the machine's last core (taskset), the server and its children on the
-        others; the answers are not read (clients.py's ask checks them, one at a time)
+        threads, to the shape's path; done: the summary as one JSON line) -> wrk -t1
+        -c CLIENTS -d SECONDS --latency, on the machine's last core (taskset), the server and
+        its children on the others; the answers are not read (clients.py's ask checks them,
+        one at a time)
 """
 
 import json
@@ -30,7 +31,7 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "%s"
 request = function()
   i = i %% #bodies + 1
-  return wrk.format(nil, "/translate", nil, bodies[i])
+  return wrk.format(nil, "%s", nil, bodies[i])
 end
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -52,7 +53,8 @@ def lua_string(text: str) -> str:
 def script(shape: Shape, sentences: list[str]) -> str:
     bodies = [shape.body(sentence) for sentence in sentences]
     content_type = bodies[0][1]["Content-Type"]
-    return SCRIPT % (", ".join(lua_string(body.decode()) for body, _ in bodies), content_type)
+    listed = ", ".join(lua_string(body.decode()) for body, _ in bodies)
+    return SCRIPT % (listed, content_type, shape.path)
 
 
 def cores() -> tuple[set[int], set[int]]:

@@ -1,6 +1,7 @@
 """DeepL's API on the translation service's port, so that the tools that speak it (Weblate's
 DeepL backend, DeepL's own client libraries given a server_url, CAT-tool plugins) use the
-models: its /v2/translate and /v2/languages here, its glossary routes in glossaries.py.
+models: its /v2/translate, /v2/languages and /v3/languages here, its glossary routes in
+glossaries.py.
 
     POST /v2/translate  {"text": "..." | [...], "target_lang": "DE" | "EN-US" | "PT-BR" ...,
                          "source_lang": "EN" (absent: each text's language detected),
@@ -12,12 +13,28 @@ models: its /v2/translate and /v2/languages here, its glossary routes in glossar
                          "context", "split_sentences", "preserve_formatting", "ignore_tags",
                          "non_splitting_tags", "splitting_tags", "outline_detection",
                          "tag_handling_version", "model_type" (accepted, not used)}
-                        as JSON, or a form with one text
+                        as JSON, or a form (text once or more; a boolean 1, 0, true or
+                        false; a list's tags repeated or comma-separated)
                         -> {"translations": [{"detected_source_language": "EN", "text": ...,
                             "billed_characters": 12 (if asked)}, ...]}
     GET /v2/languages?type=source | target
                         -> [{"language": "EN", "name": "English"
                              (targets: , "supports_formality": false)}, ...]
+    GET /v3/languages?resource=translate_text | translate_document | glossary
+                        (&include=beta | external: accepted, everything here is stable)
+                        -> [{"lang": "en" (BCP 47's case: en-US, zh-Hans), "name": "English",
+                             "usable_as_source": true, "usable_as_target": false,
+                             "status": "stable", "features": {"tag_handling": {"status":
+                             "stable"}, ...}}, ...]: each language of the resource, usable as
+                             a source, a target or both, with what it has (v3_languages);
+                             another resource (DeepL's voice, write, style_rules) a 400
+    GET /v3/languages/resources -> [{"name": "translate_text", "features": [{"name":
+                             "glossary", "needs_source_support": true,
+                             "needs_target_support": true}, ...]}, ...]: RESOURCES
+    GET /v2/usage       -> {"character_count": the characters the key sent to translate this
+                            month (keystore.py: a keys database's keys; else 0),
+                            "character_limit": its chars_per_month}; past it, a request to
+                            translate is refused (here: a 456, DeepL's status)
     POST /v2/document   multipart/form-data: file, target_lang, source_lang (absent:
                         detected), formality, filename -> {"document_id", "document_key"}:
                         translated at once, as LibreTranslate's /translate_file translates
@@ -37,7 +54,6 @@ memory), the answer DeepL's. The key: `Authorization: DeepL-Auth-Key KEY` or `au
 """
 
 import asyncio
-import functools
 import hashlib
 
 from starlette.requests import Request
@@ -64,26 +80,31 @@ KINDS = {
     "outline_detection": bool, "ignore_tags": list, "non_splitting_tags": list,
     "splitting_tags": list,
 }  # fmt: skip
+LISTS = tuple(name for name, kind in KINDS.items() if kind is list)
+# In a form: text given once or more, each list's tags repeated or comma-separated, and a
+# boolean one of these.
+REPEATED, BOOLEANS = ("text", *LISTS), {"0": False, "1": True, "false": False, "true": True}
 SPLITTING = ("0", "1", "nonewlines")  # split_sentences: accepted; every text is split
+NO_QUOTA = 1_000_000_000_000  # DeepL's character_limit of an account without one
 DOCUMENT_FIELDS = ("file", "target_lang", "source_lang", "formality", "filename", "auth_key")
-
-
-def deepl_errors(handler):
-    """A route's handler whose errors are answered as DeepL answers them: {"message"}."""
-
-    @functools.wraps(handler)
-    async def answering(*args) -> Response:
-        try:
-            return await handler(*args)
-        except api.HTTPError as error:
-            return api.json_response({"message": str(error)}, error.status, error.headers)
-
-    return answering
+# DeepL's /v3 resources served here (not its voice, write, style_rules), each with the features
+# some language of it has here, and whether a pair's source, its target must have one
+# (DeepL's needs_source_support, needs_target_support): DeepL.v3_languages says which have.
+RESOURCES = {
+    "translate_text": {
+        "tag_handling": (True, True), "glossary": (True, True), "auto_detection": (True, False),
+    },
+    "translate_document": {"auto_detection": (True, False)},
+    "glossary": {},
+}  # fmt: skip
+NEEDS = ("needs_source_support", "needs_target_support")
+INCLUDES = ("beta", "external")  # /v3/languages' include: accepted; all here is stable
+STABLE = {"status": "stable"}
 
 
 class DeepL:
-    """DeepL's /v2/translate, /v2/languages and /v2/document routes, over LibreTranslate's
-    way to the models and its file translation."""
+    """DeepL's /v2/translate, /v2/languages, /v3/languages and /v2/document routes, over
+    LibreTranslate's way to the models and its file translation."""
 
     def __init__(self, libretranslate: LibreTranslate, files: FileTranslation):
         self.libretranslate, self.files, self.core = libretranslate, files, libretranslate.core
@@ -92,20 +113,26 @@ class DeepL:
         return [
             Route("/v2/translate", self.translate, methods=["POST"]),
             Route("/v2/languages", self.languages, methods=["GET"]),
+            Route("/v3/languages", self.v3_languages, methods=["GET"]),
+            Route("/v3/languages/resources", self.v3_resources, methods=["GET"]),
+            Route("/v2/usage", self.usage, methods=["GET"]),
             Route("/v2/document", self.upload, methods=["POST"]),
             Route("/v2/document/{document_id}", self.status, methods=["POST"]),
             Route("/v2/document/{document_id}/result", self.result, methods=["POST"]),
         ]
 
-    @deepl_errors
-    @api.answers(api.STATUSES)
+    @api.deepl_errors
+    @api.answers(api.DEEPL)
     async def translate(self, request: Request) -> Response:
-        fields = await api.Body(request, self.core.settings).fields(TRANSLATE_FIELDS)
+        body = api.Body(request, self.core.settings)
+        fields = await body.fields(TRANSLATE_FIELDS, REPEATED)
+        if body.media_type in api.FORMS:
+            fields = form_typed(fields)
         key = api.key_given(request, fields)
-        limits = self.core.checks.key(key)
+        account = self.core.checks.key(key)
         asked = self.asked(fields)
         translations, detected, _ = await self.libretranslate.translated(
-            request, key, limits, asked
+            request, key, account, asked
         )
         if asked.html:
             translations = marked_up(translations, asked)
@@ -167,7 +194,7 @@ class DeepL:
             400, f"Value for '{name}' not supported: {asked} (this service: {names})"
         )
 
-    @deepl_errors
+    @api.deepl_errors
     async def languages(self, request: Request) -> Response:
         """GET /v2/languages: its type in the query string, or in a form as the body (DeepL's
         Python client sends it so)."""
@@ -176,25 +203,101 @@ class DeepL:
         kind = fields.get("type") or request.query_params.get("type", "source")
         if kind not in ("source", "target"):
             raise api.HTTPError(400, f"'type' is source or target, not {kind!r}")
-        models, served = self.core.models, self.core.models.names()
+        models = self.core.models
         codes = models.sources if kind == "source" else models.reached
-        listed = [{"language": code.upper(), "name": served[code].name} for code in codes]
+        listed = [{"language": code.upper(), "name": name} for code, name in self.named(codes)]
         if kind == "target":
             listed = [{**language, "supports_formality": False} for language in listed]
         return api.json_response(listed)
 
-    @deepl_errors
-    @api.answers(api.STATUSES)
+    def named(self, codes) -> list[tuple[str, str]]:
+        """Each of `codes` (the service's, in their order) with its language's name: what
+        /v2/languages and /v3/languages list, each with the codes in its own case."""
+        served = self.core.models.names()
+        return [(code, served[code].name) for code in codes]
+
+    @api.deepl_errors
+    async def v3_languages(self, request: Request) -> Response:
+        """GET /v3/languages?resource=: the resource's languages (v3_sources_targets), each
+        with its features: those of RESOURCES[resource] it has here (v3_features)."""
+        resource = resource_asked(request.query_params)
+        sources, targets = self.v3_sources_targets(resource)
+        features, has_one = self.v3_features(resource), sources | targets
+        listed = [
+            {"lang": bcp47(code), "name": name, "usable_as_source": code in sources,
+             "usable_as_target": code in targets, "status": "stable",
+             "features": {feature: STABLE for feature, has in features.items() if code in has}}
+            for code, name in self.named(c for c in self.core.models.names() if c in has_one)
+        ]  # fmt: skip
+        return api.json_response(listed)
+
+    def v3_sources_targets(self, resource: str) -> tuple[set[str], set[str]]:
+        """A /v3 resource's languages usable as a source, as a target. Text and documents:
+        the models' sources, every language they reach (through pivots too), as /v2/languages
+        lists them; none for documents while serve.files is off (/v2/document: a 403).
+        Glossaries: the languages of the pairs a model translates directly, as
+        /v2/glossary-language-pairs lists them, since a glossary is only followed by a direct
+        model (glossaries.py); which pairs exactly, that route says (/v3 lists languages: a
+        source and a target each of some pair are not always a pair)."""
+        models = self.core.models
+        if resource == "glossary":
+            return {pair[0] for pair in models.by_pair}, {pair[1] for pair in models.by_pair}
+        if resource == "translate_document" and not self.core.settings.files:
+            return set(), set()
+        return set(models.sources), set(models.reached)
+
+    def v3_features(self, resource: str) -> dict[str, set[str]]:
+        """The languages that have each of a /v3 resource's features here (RESOURCES):
+        tag_handling: all (/v2/translate's tag_handling keeps the markup of any pair);
+        glossary: each language of a pair a model translates directly (a glossary through a
+        pivot is a 400); auto_detection: every source where a text without source_lang is
+        translated (one source language, or a detector among several: languages.py).
+        formality: none, no model here has a formal register (/v2/translate's "more" and
+        "less" are a 400); a document's markup is kept without tag_handling, and a glossary on
+        a document is not followed yet: documents have auto_detection alone."""
+        models, languages = self.core.models, self.libretranslate.languages
+        detects = len(models.sources) == 1 or languages.detector is not None
+        has = {
+            "tag_handling": set(models.names()),
+            "glossary": {code for pair in models.by_pair for code in pair},
+            "auto_detection": set(models.sources) if detects else set(),
+        }
+        return {feature: has[feature] for feature in RESOURCES[resource]}
+
+    @api.deepl_errors
+    async def v3_resources(self, request: Request) -> Response:
+        """GET /v3/languages/resources: each resource served, with its features (RESOURCES)."""
+        listed = [
+            {"name": resource, "features": [
+                {"name": feature, **{n: True for n, on in zip(NEEDS, needs, strict=True) if on}}
+                for feature, needs in features.items()
+            ]}
+            for resource, features in RESOURCES.items()
+        ]  # fmt: skip
+        return api.json_response(listed)
+
+    @api.deepl_errors
+    @api.answers(api.DEEPL)
+    async def usage(self, request: Request) -> Response:
+        """The characters the request's key sent this month, and its quota (none: DeepL's
+        figure for none, NO_QUOTA)."""
+        account = self.core.checks.key(api.key_given(request))
+        used = await asyncio.to_thread(self.core.checks.keys.used, account.digest)
+        quota = account.limits.chars_per_month or NO_QUOTA
+        return api.json_response({"character_count": used, "character_limit": quota})
+
+    @api.deepl_errors
+    @api.answers(api.DEEPL)
     async def upload(self, request: Request) -> Response:
         self.files.refuse_if_off()
         body = api.Body(request, self.core.settings, "max_file_bytes")
         upload, fields = await body.file_fields(DOCUMENT_FIELDS, required=("target_lang",))
-        limits = self.core.checks.key(api.key_given(request, fields))
+        account = self.core.checks.key(api.key_given(request, fields))
         source, target = self.pair(fields)
         formality_checked(fields)
         if "filename" in fields:
             upload.filename = fields["filename"]
-        stored = await self.files.kept_translation(request, upload, source, target, limits)
+        stored = await self.files.kept_translation(request, upload, source, target, account)
         key = stored.partition(".")[0]
         return api.json_response({"document_id": document_id(key), "document_key": key})
 
@@ -214,17 +317,29 @@ class DeepL:
             )
         return path, id_
 
-    @deepl_errors
-    @api.answers(api.STATUSES)
+    @api.deepl_errors
+    @api.answers(api.DEEPL)
     async def status(self, request: Request) -> Response:
         _, id_ = await self.document(request)
         return api.json_response({"document_id": id_, "status": "done"})
 
-    @deepl_errors
-    @api.answers(api.STATUSES)
+    @api.deepl_errors
+    @api.answers(api.DEEPL)
     async def result(self, request: Request) -> Response:
         path, _ = await self.document(request)
         return attachment(path)
+
+
+def form_typed(fields: dict) -> dict:
+    """A form's fields as JSON would give them (a boolean's "1", "0", "true" or "false"; a
+    list's tags), so that one check serves both bodies."""
+    typed = dict(fields)
+    for name in fields.keys() & KINDS.keys():
+        if KINDS[name] is bool:
+            typed[name] = BOOLEANS.get(fields[name].lower(), fields[name])
+        elif KINDS[name] is list:
+            typed[name] = [tag for value in fields[name] for tag in value.split(",") if tag]
+    return typed
 
 
 def formality_checked(fields: dict) -> None:
@@ -235,6 +350,34 @@ def formality_checked(fields: dict) -> None:
             400, f"'formality' {formality!r}: no model here has a formal register to choose "
             f"(one of {', '.join(FORMALITIES)})",
         )  # fmt: skip
+
+
+def resource_asked(query) -> str:
+    """A /v3/languages request's resource, one of RESOURCES, and its include (each one of
+    INCLUDES, not used); else a 400 naming them."""
+    resource = query.get("resource")
+    if resource not in RESOURCES:
+        why = "missing" if resource is None else f"not supported: {resource}"
+        raise api.HTTPError(
+            400, f"'resource' {why} (this service: {', '.join(RESOURCES)}; DeepL's voice, "
+            "write and style_rules are not served here)",
+        )  # fmt: skip
+    if unknown := [value for value in query.getlist("include") if value not in INCLUDES]:
+        raise api.HTTPError(400, f"'include' is beta or external, not {unknown[0]!r}")
+    return resource
+
+
+def bcp47(code: str) -> str:
+    """A service's language code as DeepL's /v3 writes one, in BCP 47's case: the language
+    lower case, a script title case (zh-Hans), a region upper case (en-US, pt-BR, es-419)."""
+    first, *rest = code.split("-")
+    cased = [
+        part.title() if len(part) == 4 and part.isalpha()
+        else part.upper() if len(part) == 2 or len(part) == 3 and part.isdigit()
+        else part.lower()
+        for part in rest
+    ]  # fmt: skip
+    return "-".join([first.lower(), *cased])
 
 
 def document_id(key: str) -> str:

@@ -58,18 +58,19 @@ class FileTranslation:
         self.refuse_if_off()
         body = Body(request, self.settings, "max_file_bytes")
         upload, fields = await body.file_fields(FILE_FIELDS, required=("source", "target"))
-        limits = self.core.checks.key(key_given(request, fields))
+        account = self.core.checks.key(key_given(request, fields))
         source, target = fields["source"], fields["target"]
-        stored = await self.kept_translation(request, upload, source, target, limits)
+        stored = await self.kept_translation(request, upload, source, target, account)
         url = request.url_for("download_file", name=stored)
         return json_response({"translatedFileUrl": str(url)})
 
-    async def kept_translation(self, request: Request, upload, source, target, limits) -> str:
+    async def kept_translation(self, request: Request, upload, source, target, account) -> str:
         """The uploaded document translated from `source` ("auto": detected) to `target`
-        within the key's `limits`, and kept: its stored name (DeepL's /v2/document's too)."""
+        within the limits of the key's `account` (checks.py), and kept: its stored name
+        (DeepL's /v2/document's too)."""
         name, data = reading.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
-        self.core.checks.chars(limits, document.chars)
+        await self.core.checks.charge(account, document.chars)
         if source == "auto":
             first = " ".join(document.texts)[:DETECTED_CHARS]
             source = self.languages.detected(first)["language"] if first else target

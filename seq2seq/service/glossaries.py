@@ -1,5 +1,6 @@
 """Glossaries over HTTP: DeepL's routes to keep them (the API Weblate syncs its glossaries
-to), and the `glossary` field of both /translate's (ours.py, libretranslate.py).
+to: /v2's, one pair a glossary, and /v3's, a glossary of dictionaries, editable), and the
+`glossary` field of every /translate (ours.py, libretranslate.py, deepl.py).
 
     POST   /v2/glossaries  {"name", "source_lang", "target_lang", "entries",
                             "entries_format": "tsv" (default) | "csv" | "tbx" (ours)}
@@ -12,6 +13,24 @@ to), and the `glossary` field of both /translate's (ours.py, libretranslate.py).
     GET    /v2/glossaries/{id}/entries    -> its entries, text/tab-separated-values
     GET    /v2/glossary-language-pairs    -> {"supported_languages": [{"source_lang",
                                              "target_lang"}, ...]}: each model's pair
+    POST   /v3/glossaries  {"name", "dictionaries": [{"source_lang", "target_lang",
+                            "entries", "entries_format"}, ...]} -> 201, its multilingual facts:
+                           {"glossary_id", "name", "dictionaries": [{"source_lang",
+                            "target_lang", "entry_count"}, ...], "creation_time"}
+    GET    /v3/glossaries                 -> {"glossaries": [facts, ...]}
+    GET    /v3/glossaries/{id}            -> its facts
+    PATCH  /v3/glossaries/{id}            {"name"?, "dictionaries"?} -> its facts: renamed,
+                                             each dictionary's entries added to its pair's
+                                             (a source term's replacing the one kept)
+    DELETE /v3/glossaries/{id}            -> 204
+    GET    /v3/glossaries/{id}/entries?source_lang=&target_lang=
+                                          -> {"dictionaries": [{"source_lang", "target_lang",
+                                             "entries": TSV, "entries_format": "tsv"}]}
+    PUT    /v3/glossaries/{id}/dictionaries  a dictionary -> its pair's replaced (or added):
+                                          {"source_lang", "target_lang", "entry_count"}
+    DELETE /v3/glossaries/{id}/dictionaries?source_lang=&target_lang= -> 204
+    One store for both (glossary_store.py): a /v2 glossary is one of one dictionary; /v2's
+    routes answer for those (one of several dictionaries: a 400 naming /v3's route).
     an unknown id -> 404; a mistake in the entries -> 400 naming the line and the fault
     (localization/glossary.py), nothing kept; the glossaries file failing -> 500
 
@@ -19,9 +38,10 @@ The key: `Authorization: DeepL-Auth-Key KEY` (DeepL's clients), or `Bearer KEY`,
 route of these (the GETs too) where serve.api_keys is set; each key has glossaries of its own
 (glossary_store.py). Languages are matched to the models' in any case (EN is en).
 
-A /translate's "glossary" (Glossaries.terms): a kept glossary's id, or its entries inline,
-{"source term": "target term"}: checked as a file's, of the request's pair (a glossary's pair
-not the request's, a pair with no model of its own, LibreTranslate's source "auto": a 400),
+A /translate's "glossary" (Glossaries.terms): a kept glossary's id (its dictionary of the
+request's pair), or its entries inline, {"source term": "target term"}: checked as a file's
+(a glossary without a dictionary of the request's pair, a pair with no model of its own,
+LibreTranslate's source "auto": a 400),
 -> the entries as the request's Options' terms (batcher.py), which the engine follows.
 """
 
@@ -47,6 +67,8 @@ from seq2seq.serving.api import (
     Body,
     HTTPError,
     answers,
+    check_names,
+    deepl_errors,
     json_response,
     key_given,
     text_field,
@@ -55,14 +77,17 @@ from seq2seq.serving.core import Core
 from seq2seq.serving.glossary_store import GlossaryStore
 from seq2seq.serving.models import Model
 
-CREATE_FIELDS = ("name", "source_lang", "target_lang", "entries", "entries_format", "api_key")
+DICTIONARY_FIELDS = ("source_lang", "target_lang", "entries", "entries_format")
+CREATE_FIELDS = ("name", *DICTIONARY_FIELDS, "api_key")
+MULTILINGUAL_FIELDS = ("name", "dictionaries")
 Terms = tuple[tuple[str, str], ...]  # a glossary's entries, (source, target) in order
 
 
 def by_method(path: str, **handlers) -> Route:
     """One route of `path` for all its methods, each with its handler (a 405 names them all;
-    HEAD is GET's)."""
+    HEAD is GET's), its errors in DeepL's shape."""
 
+    @deepl_errors
     async def answer(request: Request) -> Response:
         method = "get" if request.method == "HEAD" else request.method.lower()
         return await handlers[method](request)
@@ -84,6 +109,15 @@ class Glossaries:
             by_method("/v2/glossaries/{id}", get=self.get, delete=self.delete),
             by_method("/v2/glossaries/{id}/entries", get=self.entries),
             by_method("/v2/glossary-language-pairs", get=self.language_pairs),
+            by_method("/v3/glossaries", post=self.create_multilingual, get=self.list_all),
+            by_method(
+                "/v3/glossaries/{id}",
+                get=self.get_multilingual,
+                patch=self.patch,
+                delete=self.delete,
+            ),  # fmt: skip
+            by_method("/v3/glossaries/{id}/entries", get=self.dictionary_entries),
+            by_method("/v3/glossaries/{id}/dictionaries", put=self.put, delete=self.drop),
         ]
 
     def owner(self, presented: str | None) -> str:
@@ -101,21 +135,105 @@ class Glossaries:
     async def create(self, request: Request) -> Response:
         fields = await Body(request, self.core.settings).fields(CREATE_FIELDS)
         owner = self.checked_owner(request, fields)
-        name = text_field(fields, "name")
-        if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-            raise HTTPError(400, f"'name' has more than {MAX_NAME_BYTES:,} bytes")
+        name = name_field(fields)
+        dictionary = await self.dictionary_of(fields, name)
+        stored = await asyncio.to_thread(self.store.create, name, [dictionary], owner)
+        return json_response(stored.glossary_info(), 201)
+
+    async def dictionary_of(self, fields: dict, name: str, where: str = "") -> Glossary:
+        """A request's dictionary (`fields`: DICTIONARY_FIELDS; `where` names it in an
+        error): its pair, a model's, and its entries, checked."""
         source, target = self.pair_of(fields)
         entries_format = fields.get("entries_format", "tsv")
         if entries_format not in FORMATS:
-            raise HTTPError(
-                400, f"'entries_format' is tsv, csv or tbx, not {json.dumps(entries_format)}"
-            )
+            raise HTTPError(400, f"{where}'entries_format' is tsv, csv or tbx, not "
+                            f"{json.dumps(entries_format)}")  # fmt: skip
         text = text_field(fields, "entries")
-        entries = await asyncio.to_thread(parse_entries, text, entries_format, "'entries'",
-                                          (source, target))  # fmt: skip
-        glossary = Glossary(name, source, target, entries)
-        stored = await asyncio.to_thread(self.store.create, glossary, owner)
-        return json_response(stored.glossary_info(), 201)
+        entries = await asyncio.to_thread(parse_entries, text, entries_format,
+                                          f"{where}'entries'", (source, target))  # fmt: skip
+        return Glossary(name, source, target, entries)
+
+    async def dictionaries_of(self, fields: dict, name: str) -> list[Glossary]:
+        """A /v3 request's "dictionaries": a list of dictionaries, each of a pair once."""
+        given = fields.get("dictionaries")
+        if not isinstance(given, list) or not all(isinstance(one, dict) for one in given):
+            raise HTTPError(
+                400,
+                "'dictionaries' must be a list of dictionaries, "
+                '[{"source_lang", "target_lang", "entries", "entries_format"}]',
+            )
+        dictionaries = []
+        for number, one in enumerate(given, 1):
+            check_names(one, DICTIONARY_FIELDS)
+            dictionaries.append(await self.dictionary_of(one, name, f"dictionary {number}: "))
+        pairs = [(one.source_lang, one.target_lang) for one in dictionaries]
+        if len(set(pairs)) < len(pairs):
+            raise HTTPError(400, "'dictionaries' has two dictionaries of one pair")
+        return dictionaries
+
+    @answers(STATUSES)
+    async def create_multilingual(self, request: Request) -> Response:
+        fields = await Body(request, self.core.settings).fields(MULTILINGUAL_FIELDS)
+        owner, name = self.checked_owner(request, fields), name_field(fields)
+        dictionaries = await self.dictionaries_of(fields, name)
+        if not dictionaries:
+            raise HTTPError(400, "'dictionaries' is empty: a glossary holds one at least")
+        stored = await asyncio.to_thread(self.store.create, name, dictionaries, owner)
+        return json_response(stored.multilingual_info(), 201)
+
+    @answers(STATUSES)
+    async def list_all(self, request: Request) -> Response:
+        kept = await asyncio.to_thread(self.store.listed, self.checked_owner(request))
+        return json_response({"glossaries": [stored.multilingual_info() for stored in kept]})
+
+    @answers(STATUSES)
+    async def get_multilingual(self, request: Request) -> Response:
+        stored = await self.kept(request, self.store.get)
+        return json_response(stored.multilingual_info())
+
+    @answers(STATUSES)
+    async def patch(self, request: Request) -> Response:
+        """PATCH: a new name, and each dictionary given merged into its pair's."""
+        fields = await Body(request, self.core.settings).fields(MULTILINGUAL_FIELDS)
+        owner, id_ = self.checked_owner(request, fields), request.path_params["id"]
+        name = name_field(fields) if "name" in fields else None
+        given = "dictionaries" in fields
+        dictionaries = await self.dictionaries_of(fields, name or "") if given else []
+        stored = await asyncio.to_thread(self.store.update, id_, owner, name, dictionaries, True)
+        return json_response(found(stored, id_).multilingual_info())
+
+    @answers(STATUSES)
+    async def put(self, request: Request) -> Response:
+        """PUT .../dictionaries: a dictionary replacing its pair's, or added."""
+        fields = await Body(request, self.core.settings).fields(DICTIONARY_FIELDS)
+        owner, id_ = self.checked_owner(request, fields), request.path_params["id"]
+        dictionary = await self.dictionary_of(fields, "")
+        stored = await asyncio.to_thread(self.store.update, id_, owner, None, [dictionary], False)
+        found(stored, id_)
+        pair = dictionary.source_lang, dictionary.target_lang
+        return json_response({"source_lang": pair[0], "target_lang": pair[1],
+                              "entry_count": len(dictionary.entries)})  # fmt: skip
+
+    @answers(STATUSES)
+    async def drop(self, request: Request) -> Response:
+        """DELETE .../dictionaries?source_lang=&target_lang=: the dictionary of that pair."""
+        owner, id_ = self.checked_owner(request), request.path_params["id"]
+        pair = self.pair_of(dict(request.query_params))
+        if not await asyncio.to_thread(self.store.drop, id_, owner, pair):
+            raise HTTPError(404, f"no dictionary {pair[0]}-{pair[1]} in a glossary {id_}")
+        return Response(status_code=204)
+
+    @answers(STATUSES)
+    async def dictionary_entries(self, request: Request) -> Response:
+        """GET /v3/.../entries?source_lang=&target_lang=: that dictionary's entries."""
+        owner, id_ = self.checked_owner(request), request.path_params["id"]
+        pair = self.pair_of(dict(request.query_params))
+        dictionaries = await asyncio.to_thread(self.store.dictionaries, id_, owner, pair)
+        if not found(dictionaries, id_):  # a glossary without that dictionary
+            raise HTTPError(404, f"no dictionary {pair[0]}-{pair[1]} in glossary {id_}")
+        listed = [{"source_lang": pair[0], "target_lang": pair[1], "entries_format": "tsv",
+                   "entries": entries_tsv(dictionaries[0].entries)}]  # fmt: skip
+        return json_response({"dictionaries": listed})
 
     def pair_of(self, fields: dict) -> tuple[str, str]:
         """A request's source_lang and target_lang: a pair a model of the service translates,
@@ -133,8 +251,10 @@ class Glossaries:
 
     @answers(STATUSES)
     async def list_glossaries(self, request: Request) -> Response:
+        """/v2's: those of one dictionary (the others are /v3's)."""
         kept = await asyncio.to_thread(self.store.listed, self.checked_owner(request))
-        return json_response({"glossaries": [stored.glossary_info() for stored in kept]})
+        listed = [stored.glossary_info() for stored in kept if len(stored.dictionaries) == 1]
+        return json_response({"glossaries": listed})
 
     async def kept(self, request: Request, look_up):
         """look_up(id, owner) of the store for the glossary a route names (its path's id, the
@@ -148,6 +268,7 @@ class Glossaries:
     @answers(STATUSES)
     async def get(self, request: Request) -> Response:
         stored = await self.kept(request, self.store.get)
+        one_pair(len(stored.dictionaries), stored.id)
         return json_response(stored.glossary_info())
 
     @answers(STATUSES)
@@ -157,8 +278,9 @@ class Glossaries:
 
     @answers(STATUSES)
     async def entries(self, request: Request) -> Response:
-        glossary = await self.kept(request, self.store.glossary)
-        return Response(entries_tsv(glossary.entries), media_type=TSV)  # charset=utf-8 added
+        dictionaries = await self.kept(request, self.store.dictionaries)
+        one_pair(len(dictionaries), request.path_params["id"])
+        return Response(entries_tsv(dictionaries[0].entries), media_type=TSV)  # charset added
 
     @answers(STATUSES)
     async def language_pairs(self, request: Request) -> Response:
@@ -176,16 +298,18 @@ class Glossaries:
             why = f"the pair goes through {pivots}" if chain else "the text is given back as it is"
             raise HTTPError(400, f"a glossary needs a model from {pair[0]} to {pair[1]}: {why}")
         if isinstance(value, str):
-            glossary = await asyncio.to_thread(self.store.glossary, value, self.owner(presented))
-            if glossary is None:
-                raise HTTPError(400, f"'glossary': no glossary {value} (GET /v2/glossaries)")
             served = chain[0].source.code, chain[0].target.code
-            if (glossary.source_lang, glossary.target_lang) != served:
+            found = await asyncio.to_thread(
+                self.store.dictionaries, value, self.owner(presented), served
+            )
+            if found is None:
+                raise HTTPError(400, f"'glossary': no glossary {value} (GET /v2/glossaries)")
+            if not found:
                 raise HTTPError(
-                    400, f"'glossary' {value} is {glossary.source_lang}-{glossary.target_lang}, "
-                    f"the request {served[0]}-{served[1]}",
+                    400, f"'glossary' {value} has no dictionary of the request's pair, "
+                    f"{served[0]}-{served[1]}",
                 )  # fmt: skip
-            return tuple(glossary.entries.items())
+            return tuple(found[0].entries.items())
         if isinstance(value, dict) and all(isinstance(t, str) for t in value.values()):
             rows = ((number, s, t) for number, (s, t) in enumerate(value.items(), 1))
             entries = checked_entries(rows, "'glossary'", "entry")
@@ -194,3 +318,25 @@ class Glossaries:
             400, "'glossary' must be a glossary's id (a string) or its entries, "
             '{"source term": "target term", ...}',
         )  # fmt: skip
+
+
+def name_field(fields: dict) -> str:
+    """A glossary's name: a string of MAX_NAME_BYTES at most."""
+    name = text_field(fields, "name")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise HTTPError(400, f"'name' has more than {MAX_NAME_BYTES:,} bytes")
+    return name
+
+
+def one_pair(count: int, id_: str) -> None:
+    """A glossary /v2 answers for: one of one dictionary (v2's), else a 400."""
+    if count != 1:
+        raise HTTPError(400, f"glossary {id_} has {count} dictionaries: /v2's routes are for "
+                        f"a glossary of one, /v3's for all (GET /v3/glossaries/{id_})")  # fmt: skip
+
+
+def found(stored, id_: str):
+    """What the store found of a glossary (None: no such glossary of the key's: a 404)."""
+    if stored is None:
+        raise HTTPError(404, f"no glossary {id_} (GET /v3/glossaries lists them)")
+    return stored

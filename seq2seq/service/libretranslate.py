@@ -87,20 +87,20 @@ class LibreTranslate:
     async def post_translate(self, request: Request, fields: dict) -> Response:
         """POST /translate, LibreTranslate's: its `fields` (see `fields`)."""
         key = key_given(request, fields)
-        limits = self.core.checks.key(key)
+        account = self.core.checks.key(key)
         asked = asked_of(fields, self.core.checks)
-        translations, detected, memory = await self.translated(request, key, limits, asked)
+        translations, detected, memory = await self.translated(request, key, account, asked)
         answer = await off_the_loop(
             asked.chars, libretranslate_answer, translations, asked, detected, memory
         )
         return json_response(answer)
 
-    async def translated(self, request: Request, key: str | None, limits, asked: "Asked"):
+    async def translated(self, request: Request, key: str | None, account, asked: "Asked"):
         """The request's translations (a part's each), source auto's detected languages and
-        (serve.memory) each text's from the memory: `asked` of the key `key` with its
-        `limits`; DeepL's /v2/translate's too (deepl.py)."""
+        (serve.memory) each text's from the memory: `asked` of the key `key` (checks.py's
+        `account`); DeepL's /v2/translate's too (deepl.py)."""
         chars = asked.chars
-        self.core.checks.chars(limits, chars)
+        await self.core.checks.charge(account, chars)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
         groups = by_source(parts)
         chain = self.core.models.chain  # each group's first: a pair lacking, before decoding

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from seq2seq.config import ServeConfig
-from seq2seq.service.deepl import FORMALITIES, OPTIONAL
+from seq2seq.service.deepl import FORMALITIES, INCLUDES, NEEDS, OPTIONAL, RESOURCES
 from seq2seq.serving.api import FORM, JSON, TSV, json_response
 
 
@@ -34,7 +34,7 @@ class Choices(NamedTuple):
 ERRORS = {
     "400": "a mistake in the request, named (LibreTranslate's too: a text too long, too many "
     "texts or sentences, a language pair the model does not translate)",
-    "403": "no API key, or not one of serve.api_keys",
+    "403": "no API key, or not one of serve.api_keys; ours: its characters of the month used",
     "408": "the body did not arrive within serve.timeout_s",
     "413": "too large: the body (serve.max_body_bytes) or, in our API, a text, the texts' "
     "sentences (serve.max_sentences) or their characters (the API key's max_chars)",
@@ -155,7 +155,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                     },
                 }
             },
-            **glossary_paths(header),
+            **in_deepl_shape(glossary_paths(header)),
             **deepl_paths(settings, header),
             **({"/metrics": metrics(settings)} if settings.metrics else {}),
         },  # fmt: skip
@@ -308,11 +308,58 @@ def glossary_paths(security: list | None) -> dict:
         },
         "/v2/glossaries/{id}/entries": kept("a glossary's entries", tsv, security, by_id=True),
         "/v2/glossary-language-pairs": kept("the pairs of glossaries", answer(pairs), security),
+        **multilingual_paths(security),
+    }
+
+
+def multilingual_paths(security: list | None) -> dict:
+    """DeepL's /v3 glossary routes (glossaries.py): glossaries of dictionaries, editable."""
+    dictionary = strict(
+        {"source_lang": STRING, "target_lang": STRING, "entries": STRING,
+         "entries_format": {"enum": ["tsv", "csv", "tbx"]}},
+        optional=("entries_format",),
+    )  # fmt: skip
+    dictionaries = {"type": "array", "items": dictionary, "minItems": 1}
+    body = strict({"name": STRING, "dictionaries": dictionaries})
+    edits = strict({"name": STRING, "dictionaries": dictionaries}, ("name", "dictionaries"))
+    listed = strict({"glossaries": {"type": "array", "items": MULTILINGUAL_INFO}})
+    pair = [{"name": name, "in": "query", "required": True, "schema": STRING}
+            for name in ("source_lang", "target_lang")]  # fmt: skip
+    entries = strict({"dictionaries": {"type": "array", "items": strict(
+        {"source_lang": STRING, "target_lang": STRING, "entries": STRING,
+         "entries_format": {"enum": ["tsv"]}}
+    )}})  # fmt: skip
+    counted = strict({"source_lang": STRING, "target_lang": STRING, "entry_count": NUMBER})
+    by_id = {"name": "id", "in": "path", "required": True, "schema": STRING}
+    created = post("DeepL's: a glossary of dictionaries kept, each checked whole first",
+                   {JSON: {"schema": body}}, MULTILINGUAL_INFO, security, ok="201")  # fmt: skip
+    patched = post("DeepL's: a glossary renamed, its dictionaries' entries added",
+                   {JSON: {"schema": edits}}, MULTILINGUAL_INFO, security)["post"]  # fmt: skip
+    put = post("DeepL's: a dictionary replaced, or added", {JSON: {"schema": dictionary}},
+               counted, security)["post"]  # fmt: skip
+    for operation in (patched, put):
+        operation["parameters"] = [by_id]
+        operation["responses"]["404"] = error("no glossary of that id (of this API key's)")
+    read = kept("a dictionary's entries", answer(entries), security, by_id=True)
+    dropped = kept("a dictionary deleted", {"description": "deleted"}, security, True, "delete")
+    for operation in (read["get"], dropped["delete"]):
+        operation["parameters"] += pair
+        operation["responses"]["400"] = error("a pair no model of the service translates")
+    return {
+        "/v3/glossaries": {**created, **kept("the glossaries kept", answer(listed), security)},
+        "/v3/glossaries/{id}": {
+            **kept("a glossary's facts", answer(MULTILINGUAL_INFO), security, by_id=True),
+            "patch": patched,
+            **kept("a glossary deleted", {"description": "deleted"}, security, True, "delete"),
+        },
+        "/v3/glossaries/{id}/entries": read,
+        "/v3/glossaries/{id}/dictionaries": {"put": put, **dropped},
     }
 
 
 def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
-    """DeepL's /v2/translate and /v2/languages (deepl.py), its errors {"message"}."""
+    """DeepL's /v2/translate, /v2/languages, /v3/languages, /v2/usage and /v2/document
+    (deepl.py), its errors {"message"}."""
     text = sentence(settings)
     many = {"type": "array", "items": text, "minItems": 1}
     request = strict(
@@ -330,7 +377,8 @@ def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
         optional=("billed_characters",),
     )
     answer_ = strict({"translations": {"type": "array", "items": translated}})
-    translate = post("DeepL's: texts translated", {JSON: {"schema": request}}, answer_, security)
+    translate = post("DeepL's: texts translated", {JSON: {"schema": request}}, answer_, security,
+                     QUOTA)  # fmt: skip
     language = strict(
         {"language": STRING, "name": STRING, "supports_formality": BOOLEAN},
         optional=("supports_formality",),
@@ -340,14 +388,50 @@ def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
                     {"type": "array", "items": language})  # fmt: skip
     languages["get"]["parameters"] = [kind]
     languages["get"]["responses"]["400"] = error("a type neither source nor target")
-    paths = {"/v2/translate": translate, "/v2/languages": languages, **document_paths(security)}
-    for path in paths.values():  # DeepL's errors: {"message"}
-        for status, response in next(iter(path.values()))["responses"].items():
-            if status != "200":
-                response["content"] = {
-                    JSON: {"schema": {"$ref": "#/components/schemas/DeepLError"}}
-                }
+    usage = get("DeepL's: the characters this key sent this month, and its quota",
+                strict({"character_count": NUMBER, "character_limit": NUMBER}))  # fmt: skip
+    usage["get"]["responses"]["403"] = error(ERRORS["403"])
+    paths = {"/v2/translate": translate, "/v2/languages": languages, "/v2/usage": usage,
+             **v3_languages_paths(), **document_paths(security)}  # fmt: skip
+    return in_deepl_shape(paths)
+
+
+def in_deepl_shape(paths: dict) -> dict:
+    """`paths` with each refusal in DeepL's shape, {"message"} (api.py's deepl_errors; a
+    failure of the service's own, a 500, is its {"error"})."""
+    for path in paths.values():
+        for operation in path.values():
+            for status, response in operation["responses"].items():
+                if status[0] == "4":
+                    response["content"] = {JSON: {"schema": DEEPL_ERROR_REF}}
     return paths
+
+
+def v3_languages_paths() -> dict:
+    """DeepL's GET /v3/languages?resource= and /v3/languages/resources (deepl.py)."""
+    stable = {"enum": ["stable"]}  # all here: no beta, early_access
+    language = strict(
+        {"lang": STRING, "name": STRING, "usable_as_source": BOOLEAN, "usable_as_target": BOOLEAN,
+         "status": stable, "features": {"type": "object",
+                                        "additionalProperties": strict({"status": stable})}}
+    )  # fmt: skip
+    summary = "DeepL's /v3: a resource's languages, usable as a source, a target or both"
+    languages = get(summary, {"type": "array", "items": language})
+    resource = {"name": "resource", "in": "query", "required": True,
+                "schema": {"enum": list(RESOURCES)}}  # fmt: skip
+    include = {"name": "include", "in": "query", "schema": {"enum": list(INCLUDES)},
+               "description": "repeatable; accepted, not used: all here is stable"}  # fmt: skip
+    languages["get"]["parameters"] = [resource, include]
+    languages["get"]["responses"]["400"] = error(
+        f"no resource, or not one of {', '.join(RESOURCES)}; an include not one of "
+        f"{', '.join(INCLUDES)}"
+    )
+    feature = strict({"name": STRING, **dict.fromkeys(NEEDS, {"const": True})}, optional=NEEDS)
+    listed = strict({"name": {"enum": list(RESOURCES)},
+                     "features": {"type": "array", "items": feature}})  # fmt: skip
+    resources = get("DeepL's /v3: each resource served and its features",
+                    {"type": "array", "items": listed})  # fmt: skip
+    return {"/v3/languages": languages, "/v3/languages/resources": resources}
 
 
 def document_paths(security: list | None) -> dict:
@@ -356,6 +440,7 @@ def document_paths(security: list | None) -> dict:
         "403": "file translation is off (serve.files), or a key is needed",
         "404": "no document of that id and document_key, or kept past serve.files_keep_minutes",
     }
+    uploaded = {**files, **QUOTA}
     upload = strict(
         {"file": {"type": "string", "contentMediaType": "application/octet-stream"},
          "target_lang": STRING, "source_lang": STRING, "formality": {"enum": list(FORMALITIES)},
@@ -366,7 +451,7 @@ def document_paths(security: list | None) -> dict:
     keyed = {JSON: {"schema": strict({"document_key": STRING, "auth_key": STRING}, ("auth_key",))}}
     done = strict({"document_id": STRING, "status": {"enum": ["done"]}})
     form = {"multipart/form-data": {"schema": upload}}
-    document = post("DeepL's: a document translated, kept", form, handle, security, files)
+    document = post("DeepL's: a document translated, kept", form, handle, security, uploaded)
     polled = post("DeepL's: a document's status", keyed, done, security, files)
     result = post("DeepL's: the translated document", keyed, STRING, security, files)
     result["post"]["responses"]["200"]["content"] = {"application/octet-stream": {"schema": STRING}}
@@ -416,6 +501,7 @@ STRINGS = {"type": "array", "items": STRING}
 ERROR = strict({"error": STRING})
 DEEPL_ERROR = strict({"message": STRING})
 DEEPL_ERROR_REF = {"$ref": "#/components/schemas/DeepLError"}
+QUOTA = {"456": "the key's characters of the month are used (python -m seq2seq.keys)"}
 HYPOTHESES = {"type": "array", "items": strict({"translation": STRING, "score": NUMBER})}
 EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translation, or n-best
 BOOLEAN = {"type": "boolean"}
@@ -429,6 +515,12 @@ DETECTION = strict({"confidence": NUMBER, "language": STRING})
 GLOSSARY_INFO = strict(
     {"glossary_id": STRING, "name": STRING, "ready": {"type": "boolean"}, "source_lang": STRING,
      "target_lang": STRING, "creation_time": STRING, "entry_count": {"type": "integer"}}
+)  # fmt: skip
+MULTILINGUAL_INFO = strict(
+    {"glossary_id": STRING, "name": STRING, "creation_time": STRING, "dictionaries": {
+        "type": "array", "items": strict(
+            {"source_lang": STRING, "target_lang": STRING, "entry_count": {"type": "integer"}}
+        )}}
 )  # fmt: skip
 DETECTIONS = {"type": "array", "items": DETECTION}
 LIBRETRANSLATE_ANSWER = strict(

@@ -106,12 +106,12 @@ class OurApi:
     async def post_translate(self, request: Request, body: Body) -> Response:
         """POST /translate, ours: `body` may have been read already (app.py)."""
         key = bearer(request)
-        limits = self.checks.key(key)
+        account = self.checks.key(key)
         fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model",
                   "glossary")  # fmt: skip
         data = await read_json(body, fields)
         texts = text_list(data, self.checks)
-        self.checks.chars(limits, sum(map(len, texts)))
+        await self.checks.charge(account, sum(map(len, texts)))
         beam_size, nbest = (beam_field(data, name, self.checks) for name in ("beam_size", "nbest"))
         placeholders, pair = placeholders_field(data), self.pair(data)
         chain = self.core.models.chain(*pair, model_field(data))

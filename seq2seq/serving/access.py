@@ -3,9 +3,9 @@ CORS, and a per-client rate limit, before any route (the API keys are each route
 checks.py, keystore.py).
 
     every request
-      Guard, before anything: a Host not this service's -> 400 (DNS rebinding); a POST from a
-        page of another origin -> 403, unless serve.cors_origins allows it; every answer gets
-        SECURITY_HEADERS
+      Guard, before anything: a Host not this service's -> 400 (DNS rebinding); a request
+        that CHANGES something, from a page of another origin -> 403, unless
+        serve.cors_origins allows it; every answer gets SECURITY_HEADERS
       then CORS: Starlette's middleware for the pages of serve.cors_origins (cross_origin)
     a POST request (/translate, /attention, /detect, /suggest)
       RateLimit, before any route: the client's address (the connection's; the one
@@ -29,6 +29,9 @@ from seq2seq.serving.refusals import Slowdown
 from seq2seq.support.errors import warn
 
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+# The methods that change something (DeepL's glossary routes take PUT, PATCH and DELETE): a
+# page of another origin may send them only where serve.cors_origins allows it.
+CHANGES = ("POST", "PUT", "PATCH", "DELETE")
 
 # On every answer: no content-type guessing; the page's scripts, styles and requests from
 # this service only, and no other site may frame it.
@@ -42,8 +45,9 @@ SECURITY_HEADERS = [
 class Guard:
     """Before any route: a request whose Host is not this service is refused, so that a web
     page on another name that resolves here (DNS rebinding) cannot read or spend it; so is a
-    POST that a page of another origin sends (a form: browsers send those without asking),
-    unless serve.cors_origins allows that origin. Every answer gets SECURITY_HEADERS."""
+    request that CHANGES something from a page of another origin (a form's POST: browsers
+    send those without asking), unless serve.cors_origins allows that origin. Every answer
+    gets SECURITY_HEADERS."""
 
     def __init__(self, app, settings: ServeConfig):
         self.app, self.settings = app, settings
@@ -60,7 +64,7 @@ class Guard:
                 "or add the name to serve.allowed_hosts"
             )
             return await error_response(400, message)(scope, receive, send)
-        if scope["method"] == "POST" and origin and not self.same_or_allowed(origin, host):
+        if scope["method"] in CHANGES and origin and not self.same_or_allowed(origin, host):
             message = (
                 f"a request from a page of {origin} is refused: allow it in serve.cors_origins"
             )
@@ -74,7 +78,8 @@ class Guard:
         await self.app(scope, receive, send_securely)
 
     def same_or_allowed(self, origin: str, host: str) -> bool:
-        """Whether a page of `origin` may POST: the service's own page, or one allowed."""
+        """Whether a page of `origin` may change something: the service's own page, or one
+        allowed."""
         allowed = self.settings.cors_origins
         return (
             urlsplit(origin).netloc.lower() == host.lower() or origin in allowed or "*" in allowed
@@ -96,7 +101,7 @@ def cross_origin(settings: ServeConfig) -> list[Middleware]:
         Middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", *CHANGES],
             allow_headers=["Authorization", "Content-Type"],
         )
     ]

@@ -37,11 +37,13 @@ from seq2seq.serving.refusals import (
     Invalid,
     NoRoom,
     OverLimit,
+    QuotaUsed,
     Refused,
     Slowdown,
     Stopping,
     Unwanted,
 )
+from seq2seq.support.errors import UserError
 
 JSON, FORM = "application/json", "application/x-www-form-urlencoded"  # the media types
 TSV = "text/tab-separated-values"  # DeepL's glossary entries (glossaries.py)
@@ -62,12 +64,12 @@ class HTTPError(Exception):
 
 
 # Each refusal's status (refusals.py), in our API; LibreTranslate's answers every limit passed
-# with a 400, as LibreTranslate does.
+# with a 400, as LibreTranslate does; DeepL's a quota used with its own 456.
 STATUSES = {
-    Invalid: 400, Unwanted: 400, Forbidden: 403, OverLimit: 413, Slowdown: 429, Busy: 503,
-    Stopping: 503, NoRoom: 507,
+    Invalid: 400, Unwanted: 400, Forbidden: 403, QuotaUsed: 403, OverLimit: 413,
+    Slowdown: 429, Busy: 503, Stopping: 503, NoRoom: 507,
 }  # fmt: skip
-LIBRETRANSLATE = {**STATUSES, OverLimit: 400}
+LIBRETRANSLATE, DEEPL = {**STATUSES, OverLimit: 400}, {**STATUSES, QuotaUsed: 456}
 
 
 def answers(statuses: dict[type, int]):
@@ -90,6 +92,22 @@ def answers(statuses: dict[type, int]):
         return answering
 
     return wrap
+
+
+def deepl_errors(handler):
+    """A route's handler whose errors (an HTTPError; a UserError: a 400) are answered as
+    DeepL answers them: {"message"} (DeepL's routes: deepl.py, glossaries.py)."""
+
+    @functools.wraps(handler)
+    async def answering(*args) -> Response:
+        try:
+            return await handler(*args)
+        except HTTPError as error:
+            return json_response({"message": str(error)}, error.status, error.headers)
+        except UserError as error:  # a glossary's fault
+            return json_response({"message": str(error)}, 400)
+
+    return answering
 
 
 def json_response(data: dict, status: int = 200, headers: dict | None = None) -> Response:
@@ -145,9 +163,10 @@ class Body:
             raise HTTPError(400, f"the body must be a JSON object, like {example}")
         return data
 
-    async def fields(self, names: tuple[str, ...]) -> dict:
-        """A LibreTranslate request's fields, `names` only: a JSON object, or a form's (each a
-        string, either encoding; `api_key` may also be in the query string)."""
+    async def fields(self, names: tuple[str, ...], repeated: tuple[str, ...] = ()) -> dict:
+        """A request's fields, `names` only: a JSON object, or a form's (each a string, either
+        encoding; `api_key` may also be in the query string; those `repeated`, as DeepL's
+        `text`, a list of each value given, once or more)."""
         if self.media_type not in (JSON, *FORMS):
             raise HTTPError(
                 415, f"send the body as JSON or as a form ({FORM}), not {self.media_type!r}"
@@ -157,9 +176,14 @@ class Body:
         else:
             data = await self.read()
             pairs = form_pairs(data) if self.media_type == FORM else await self.multipart(data)
-            fields = dict(pairs)
-            if len(fields) < len(pairs):
-                raise HTTPError(400, "malformed form: a field is given twice")
+            fields = {name: [] for name, _ in pairs if name in repeated}
+            for name, value in pairs:
+                if name in repeated:
+                    fields[name].append(value)
+                elif name in fields:
+                    raise HTTPError(400, f"malformed form: the field '{name}' is given twice")
+                else:
+                    fields[name] = value
             self.key_in_query(fields)
         check_names(fields, names)
         return fields

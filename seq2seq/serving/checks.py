@@ -5,13 +5,14 @@ rate limit (the key's, the client's: access.py's RateLimit, suggestions: suggest
 raises what is wrong in the service's own terms (refusals.py), which the route answers with its
 API's status (api.py).
 
-    a route -> Checks.key(the key it was given: api.py's key_given) -> its KeyLimits, or
-                 Forbidden (none where one is needed, or not a key), Slowdown (past the
-                 key's requests a minute)
+    a route -> Checks.key(the key it was given: api.py's key_given) -> its Account (digest,
+                 KeyLimits), or Forbidden (none where one is needed, or not a key),
+                 Slowdown (past the key's requests a minute)
             -> Checks.texts(texts, names): serve.max_sentences texts at most (each one
                  sentence at least), each of serve.max_chars characters at most and valid
-                 Unicode (OverLimit, Invalid); Checks.chars(limits, chars): all together
-                 the key's max_chars at most (OverLimit)
+                 Unicode (OverLimit, Invalid); Checks.charge(account, chars): all
+                 together the key's max_chars at most (OverLimit), counted against its
+                 month's chars_per_month (QuotaUsed; keystore.py)
             -> Checks.beams(value, name): beam_size, nbest, alternatives within
                  serve.max_beam_size (Invalid)
     core.py, once the texts are split -> Checks.sentences: serve.max_sentences (OverLimit)
@@ -32,12 +33,14 @@ API's status (api.py).
       (suggest.py: flooding, past serve.suggestions_per_hour from one address or one key)
 """
 
+import asyncio
 import json
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from seq2seq.config import ServeConfig
 from seq2seq.corpora.cleaning import primary
@@ -89,6 +92,14 @@ class Buckets:
             raise Slowdown(f"Slowdown: {self.most}; try again in {wait} s", wait)
 
 
+@dataclass(frozen=True)
+class Account:
+    """Whose request it is: its key's digest ("" for none) and that key's limits."""
+
+    digest: str
+    limits: KeyLimits
+
+
 class Checks:
     """Each request's checks, with the settings in force and the keys (keystore.py)."""
 
@@ -96,16 +107,16 @@ class Checks:
         self.settings, self.keys = settings, keys
         self.per_key: dict[str, Buckets] = {}  # each key's own rate limit, by its digest
 
-    def key(self, presented: str | None) -> KeyLimits:
-        """The limits of the key the request `presented` (None: none): Forbidden unless keys
-        are off, it is one of them, or none is given where none is required
+    def key(self, presented: str | None) -> Account:
+        """The account of the key the request `presented` (None: none): Forbidden unless
+        keys are off, it is one of them, or none is given where none is required
         (serve.keys_required); Slowdown past its own requests a minute."""
         digest, limits = self.keys.limits(presented)
         if limits.requests_per_minute:
             most = f"this API key may make {limits.requests_per_minute} requests per minute at most"
             self.per_key.setdefault(digest, Buckets(limits.requests_per_minute, 60, most))
             self.per_key[digest].check(digest)
-        return limits
+        return Account(digest, limits)
 
     def texts(self, texts: list[str], names: Callable[[int], str]) -> None:
         """A request's texts: serve.max_sentences of them at most, each within serve.max_chars
@@ -143,13 +154,14 @@ class Checks:
                 "(serve.max_sentences)"
             )
 
-    @staticmethod
-    def chars(limits: KeyLimits, chars: int) -> None:
-        """A request's texts of `chars` characters within its key's max_chars."""
-        if limits.max_chars and chars > limits.max_chars:
-            raise OverLimit(
-                f"this API key may send {limits.max_chars} characters a request, not {chars}"
-            )
+    async def charge(self, account: Account, chars: int) -> None:
+        """A request's texts of `chars` characters within its key's max_chars, and counted
+        against its month's chars_per_month (a keys database's: a write, off the loop)."""
+        most = account.limits.max_chars
+        if most and chars > most:
+            raise OverLimit(f"this API key may send {most} characters a request, not {chars}")
+        if self.keys.store is not None:
+            await asyncio.to_thread(self.keys.charge, account.digest, account.limits, chars)
 
     def beams(self, value, name: str, spare: int = 0) -> int:
         """`value`, a number of beams (beam_size, nbest) within serve.max_beam_size; `spare` 1:

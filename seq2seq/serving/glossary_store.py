@@ -1,22 +1,29 @@
 """The service's glossaries, kept in SQLite (serve.glossaries_file) beside its other state:
-each one whole in one row, so that a glossary is kept whole or not at all, and gone at once.
+a glossary (DeepL's) holds dictionaries, each one pair's entries; each change is one
+transaction, so that a glossary is kept whole or not at all, and gone at once.
 
-    GlossaryStore(path)          opened at the first use (its folder and table made then)
-      create(glossary, owner)    -> its Stored facts, with a new id (a UUID, as DeepL's
-                                 glossary_id); past MAX_GLOSSARIES of the owner's: a
+    GlossaryStore(path)          opened at the first use (its folder and tables made then; a
+                                 file of an earlier version, each glossary one pair, read as
+                                 glossaries of one dictionary)
+      create(name, dictionaries, owner) -> its Stored facts, with a new id (a UUID, as
+                                 DeepL's glossary_id); past MAX_GLOSSARIES of the owner's: a
                                  GlossaryError
       listed(owner)              the owner's, oldest first (without their entries)
       get(id, owner)             one's facts, or None
-      glossary(id, owner)        one with its entries (localization/glossary.py's Glossary), or None
+      dictionaries(id, owner, pair) its dictionaries (localization/glossary.py's Glossary,
+                                 each with its entries; of `pair` only, if given), or None
+      update(id, owner, name, dictionaries, merge), drop(id, owner, pair)
+                                 DeepL's edits (/v3/glossaries): its facts after, or None
       delete(id, owner)          whether there was one to delete
 
-    glossaries(id, owner, name, source_lang, target_lang, created_at, entry_count, entries)
+    glossaries(id, owner, name, created_at)
       owner     the SHA-256 of the API key that made it (keystore.py's digest; "" without
                 keys): each key sees its own glossaries, as each DeepL account its own
+    dictionaries(glossary, source_lang, target_lang, entry_count, entries)
       entries   a JSON list of [source, target], in their order
 
-Each call is one transaction (the create's count and insert together); the connection is
-shared by the threads of one process (a lock), the file by serve.workers (SQLite's locking).
+The connection is shared by the threads of one process (a lock), the file by serve.workers
+(SQLite's locking).
 """
 
 import datetime
@@ -27,21 +34,26 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from seq2seq.localization.glossary import Glossary, GlossaryError
+from seq2seq.localization.glossary import MAX_ENTRIES, Glossary, GlossaryError
 from seq2seq.support.files import shared_database
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS glossaries (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
     name TEXT NOT NULL,
+    created_at TEXT NOT NULL
+)"""
+DICTIONARIES = """CREATE TABLE IF NOT EXISTS dictionaries (
+    glossary TEXT NOT NULL,
     source_lang TEXT NOT NULL,
     target_lang TEXT NOT NULL,
-    created_at TEXT NOT NULL,
     entry_count INTEGER NOT NULL,
-    entries TEXT NOT NULL
+    entries TEXT NOT NULL,
+    PRIMARY KEY (glossary, source_lang, target_lang)
 )"""
-FACTS = "id, name, source_lang, target_lang, created_at, entry_count"
+EARLIER = ("source_lang", "target_lang", "entry_count", "entries")  # glossaries' columns once
 MAX_GLOSSARIES = 1000  # an owner's, at most (DeepL's, an account's)
+Pair = tuple[str, str]  # (source_lang, target_lang)
 
 
 class StoreFailed(Exception):
@@ -50,21 +62,29 @@ class StoreFailed(Exception):
 
 @dataclass(frozen=True)
 class Stored:
-    """A kept glossary's facts, as DeepL's API gives them (glossary_info)."""
+    """A kept glossary's facts: its dictionaries' pairs and entry counts, in order."""
 
     id: str
     name: str
-    source_lang: str
-    target_lang: str
     created_at: str  # ISO 8601, UTC
-    entry_count: int
+    dictionaries: tuple[tuple[str, str, int], ...]  # (source_lang, target_lang, entry_count)
 
     def glossary_info(self) -> dict:
+        """As DeepL's /v2 gives a glossary (of one dictionary: v2's)."""
+        [(source, target, count)] = self.dictionaries
         return {
-            "glossary_id": self.id, "name": self.name, "ready": True,
-            "source_lang": self.source_lang, "target_lang": self.target_lang,
-            "creation_time": self.created_at, "entry_count": self.entry_count,
+            "glossary_id": self.id, "name": self.name, "ready": True, "source_lang": source,
+            "target_lang": target, "creation_time": self.created_at, "entry_count": count,
         }  # fmt: skip
+
+    def multilingual_info(self) -> dict:
+        """As DeepL's /v3 gives a glossary."""
+        dictionaries = [
+            {"source_lang": source, "target_lang": target, "entry_count": count}
+            for source, target, count in self.dictionaries
+        ]
+        return {"glossary_id": self.id, "name": self.name, "dictionaries": dictionaries,
+                "creation_time": self.created_at}  # fmt: skip
 
 
 class GlossaryStore:
@@ -73,68 +93,175 @@ class GlossaryStore:
     def __init__(self, path: Path):
         self.path, self.connection, self.lock = path, None, threading.Lock()
 
-    def run(self, sql: str, parameters: tuple = ()) -> list[tuple]:
-        """One statement in a transaction of its own: its rows."""
+    def transaction(self, work):
+        """work(connection) in one transaction (a writer's from its start): what it returns."""
         with self.lock:
             try:
                 connection = self.connected()
-                with connection:
-                    return connection.execute(sql, parameters).fetchall()
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    done = work(connection)
+                except BaseException:
+                    connection.rollback()
+                    raise
+                connection.commit()
+                return done
             except (OSError, sqlite3.Error) as error:
                 raise StoreFailed(f"{self.path}: cannot keep glossaries there: {error}") from None
 
     def connected(self) -> sqlite3.Connection:
         if self.connection is None:
-            self.connection = shared_database(self.path, SCHEMA)
+            connection = shared_database(self.path, SCHEMA)
+            connection.isolation_level = None  # transactions: BEGIN IMMEDIATE, here
+            connection.execute(DICTIONARIES)
+            connection.execute("BEGIN IMMEDIATE")  # one worker migrates, the others wait
+            migrated(connection)
+            connection.commit()
+            self.connection = connection
         return self.connection
 
-    def create(self, glossary: Glossary, owner: str) -> Stored:
-        """Keeps `glossary` for `owner` (a GlossaryError past MAX_GLOSSARIES of theirs)."""
+    def create(self, name: str, dictionaries: list[Glossary], owner: str) -> Stored:
+        """Keeps a glossary of `dictionaries` for `owner` (a GlossaryError past
+        MAX_GLOSSARIES of theirs)."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
-        stored = Stored(
-            str(uuid.uuid4()), glossary.name, glossary.source_lang, glossary.target_lang,
-            now.replace("+00:00", "Z"), len(glossary.entries),
-        )  # fmt: skip
-        entries = json.dumps(list(glossary.entries.items()), ensure_ascii=False)
-        # one statement: the owner's count and the insert in one transaction
-        added = self.run(
-            f"INSERT INTO glossaries SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT count(*) FROM "
-            f"glossaries WHERE owner = ?) < {MAX_GLOSSARIES} RETURNING id",
-            (stored.id, owner, stored.name, stored.source_lang, stored.target_lang,
-             stored.created_at, stored.entry_count, entries, owner),
-        )  # fmt: skip
-        if not added:
-            raise GlossaryError(
-                f"{MAX_GLOSSARIES:,} glossaries are kept at most: delete one first "
-                "(DELETE /v2/glossaries/ID)"
+        id_, created = str(uuid.uuid4()), now.replace("+00:00", "Z")
+
+        def create(connection) -> None:
+            count = "SELECT count(*) FROM glossaries WHERE owner = ?"
+            if connection.execute(count, (owner,)).fetchone()[0] >= MAX_GLOSSARIES:
+                raise GlossaryError(
+                    f"{MAX_GLOSSARIES:,} glossaries are kept at most: delete one first "
+                    "(DELETE /v2/glossaries/ID)"
+                )
+            connection.execute(
+                "INSERT INTO glossaries VALUES (?, ?, ?, ?)", (id_, owner, name, created)
             )
-        return stored
+            for dictionary in dictionaries:
+                write(connection, id_, dictionary)
+
+        self.transaction(create)
+        return self.get(id_, owner)
 
     def listed(self, owner: str) -> list[Stored]:
-        rows = self.run(f"SELECT {FACTS} FROM glossaries WHERE owner = ? ORDER BY rowid", (owner,))
-        return [Stored(*row) for row in rows]
+        return self.transaction(lambda connection: facts(connection, owner))
 
     def get(self, id_: str, owner: str) -> Stored | None:
-        rows = self.run(f"SELECT {FACTS} FROM glossaries WHERE id = ? AND owner = ?", (id_, owner))
-        return Stored(*rows[0]) if rows else None
+        found = self.transaction(lambda connection: facts(connection, owner, id_))
+        return found[0] if found else None
 
-    def glossary(self, id_: str, owner: str) -> Glossary | None:
-        rows = self.run(
-            "SELECT name, source_lang, target_lang, entries FROM glossaries "
-            "WHERE id = ? AND owner = ?",
-            (id_, owner),
-        )
-        if not rows:
-            return None
-        name, source_lang, target_lang, entries = rows[0]
-        return Glossary(name, source_lang, target_lang, dict(json.loads(entries)))
+    def dictionaries(self, id_: str, owner: str, pair: Pair | None = None) -> list | None:
+        """The glossary's dictionaries (those of `pair` only, if given), each a Glossary with
+        its entries; None: no such glossary of the owner's."""
+
+        def read(connection):
+            rows = connection.execute(
+                "SELECT name, source_lang, target_lang, entries FROM glossaries JOIN "
+                "dictionaries ON glossary = id WHERE id = ? AND owner = ? ORDER BY "
+                "dictionaries.rowid",
+                (id_, owner),
+            ).fetchall()
+            if not rows and not facts(connection, owner, id_):
+                return None
+            return [
+                Glossary(name, source, target, dict(json.loads(entries)))
+                for name, source, target, entries in rows
+                if pair is None or (source, target) == pair
+            ]
+
+        return self.transaction(read)
+
+    def update(self, id_: str, owner: str, name: str | None, dictionaries: list[Glossary],
+               merge: bool) -> Stored | None:  # fmt: skip
+        """The glossary renamed (unless `name` is None), each of `dictionaries` replacing its
+        pair's (merge: its entries added to those kept, each replacing a kept one of its
+        source term), or added; in one transaction: its facts after, or None (not one of the
+        owner's)."""
+
+        def update(connection):
+            if not facts(connection, owner, id_):
+                return None
+            if name is not None:
+                connection.execute("UPDATE glossaries SET name = ? WHERE id = ?", (name, id_))
+            for dictionary in dictionaries:
+                write(connection, id_, merged(connection, id_, dictionary) if merge else dictionary)
+            return facts(connection, owner, id_)[0]
+
+        return self.transaction(update)
+
+    def drop(self, id_: str, owner: str, pair: Pair) -> bool:
+        """Whether the glossary had a dictionary of `pair`, now gone."""
+
+        def drop(connection) -> bool:
+            if not facts(connection, owner, id_):
+                return False
+            return bool(connection.execute(
+                "DELETE FROM dictionaries WHERE glossary = ? AND source_lang = ? AND "
+                "target_lang = ? RETURNING glossary", (id_, *pair),
+            ).fetchall())  # fmt: skip
+
+        return self.transaction(drop)
 
     def delete(self, id_: str, owner: str) -> bool:
-        rows = self.run(
-            "DELETE FROM glossaries WHERE id = ? AND owner = ? RETURNING id", (id_, owner)
-        )
-        return bool(rows)
+        def delete(connection) -> bool:
+            if not facts(connection, owner, id_):
+                return False
+            connection.execute("DELETE FROM dictionaries WHERE glossary = ?", (id_,))
+            connection.execute("DELETE FROM glossaries WHERE id = ?", (id_,))
+            return True
+
+        return self.transaction(delete)
 
     def close(self) -> None:
         if self.connection is not None:
             self.connection.close()
+
+
+def facts(connection: sqlite3.Connection, owner: str, id_: str | None = None) -> list[Stored]:
+    """The owner's glossaries (or the one of id `id_`), oldest first, with their
+    dictionaries' pairs and counts."""
+    where = "owner = ?" + (" AND id = ?" if id_ else "")
+    rows = connection.execute(
+        f"SELECT id, name, created_at FROM glossaries WHERE {where} ORDER BY rowid",
+        (owner, id_) if id_ else (owner,),
+    ).fetchall()
+    return [Stored(glossary, name, created, tuple(connection.execute(
+        "SELECT source_lang, target_lang, entry_count FROM dictionaries WHERE glossary = ? "
+        "ORDER BY rowid", (glossary,),
+    ).fetchall())) for glossary, name, created in rows]  # fmt: skip
+
+
+def merged(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> Glossary:
+    """`dictionary`'s entries added to those the glossary keeps for its pair."""
+    pair = dictionary.source_lang, dictionary.target_lang
+    kept = connection.execute(
+        "SELECT entries FROM dictionaries WHERE glossary = ? AND source_lang = ? AND "
+        "target_lang = ?", (id_, *pair),
+    ).fetchall()  # fmt: skip
+    entries = {**(dict(json.loads(kept[0][0])) if kept else {}), **dictionary.entries}
+    if len(entries) > MAX_ENTRIES:
+        raise GlossaryError(f"a dictionary holds at most {MAX_ENTRIES:,} entries")
+    return Glossary(dictionary.name, *pair, entries)
+
+
+def write(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> None:
+    """The glossary's dictionary of `dictionary`'s pair: it, in place of any kept."""
+    entries = json.dumps(list(dictionary.entries.items()), ensure_ascii=False)
+    connection.execute(
+        "INSERT INTO dictionaries VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+        "entry_count = excluded.entry_count, entries = excluded.entries",  # in its place
+        (id_, dictionary.source_lang, dictionary.target_lang, len(dictionary.entries), entries),
+    )
+
+
+def migrated(connection: sqlite3.Connection) -> None:
+    """A file of an earlier version (each glossary one pair, its entries in its row): each
+    glossary's entries moved to a dictionary of it."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(glossaries)")}
+    if "entries" not in columns:
+        return
+    connection.execute(
+        "INSERT OR IGNORE INTO dictionaries SELECT id, source_lang, target_lang, entry_count, "
+        "entries FROM glossaries"
+    )
+    for column in EARLIER:
+        connection.execute(f"ALTER TABLE glossaries DROP COLUMN {column}")

@@ -6,13 +6,19 @@ database, which `python -m seq2seq.keys` manages (add, list, remove).
       a database is read again when it changes, so that keys added or removed count at once)
     ApiKeys.limits(the key a request presented): its KeyLimits, looked up by its SHA-256, or
       Forbidden (checks.py's Checks.key asks, for every route)
+    ApiKeys.charge(digest, limits, chars): a request's characters counted against the key's
+      month (a keys database only), or QuotaUsed past its chars_per_month; used(digest): the
+      month's count so far (DeepL's /v2/usage)
 
-    keys(digest, id, requests_per_minute, max_chars, added_at)   one row a key
+    keys(digest, id, requests_per_minute, max_chars, added_at, chars_per_month)   a key a row
       digest   the key's SHA-256 (hex): the key itself is not kept, so that the file does not
                give the keys away; `add` prints a new key once
       id       the digest's first ID_CHARS characters, to list and remove a key by
       requests_per_minute   its POSTs a minute at most (0: no limit of its own)
       max_chars             characters in one request's texts at most (0: none of its own)
+      chars_per_month       characters in its requests of a month (UTC) at most (0: no quota)
+    usage(digest, month, chars)   the characters each key sent to translate each month
+                                  ("" the requests without a key, where none is required)
 """
 
 import datetime
@@ -21,11 +27,12 @@ import math
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from seq2seq.serving.refusals import Forbidden
+from seq2seq.serving.refusals import Forbidden, QuotaUsed
 from seq2seq.support.errors import UserError
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS keys (
@@ -33,9 +40,17 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS keys (
     id TEXT NOT NULL,
     requests_per_minute INTEGER NOT NULL,
     max_chars INTEGER NOT NULL,
-    added_at TEXT NOT NULL
+    added_at TEXT NOT NULL,
+    chars_per_month INTEGER NOT NULL DEFAULT 0
+)"""
+USAGE = """CREATE TABLE IF NOT EXISTS usage (
+    digest TEXT NOT NULL,
+    month TEXT NOT NULL,
+    chars INTEGER NOT NULL,
+    PRIMARY KEY (digest, month)
 )"""
 ID_CHARS = 8
+LIMITS = "requests_per_minute, max_chars, chars_per_month"  # KeyLimits' fields, in order
 
 
 @dataclass(frozen=True)
@@ -44,6 +59,12 @@ class KeyLimits:
 
     requests_per_minute: int = 0
     max_chars: int = 0
+    chars_per_month: int = 0
+
+
+def this_month() -> str:
+    """The month a request's characters count in: 2026-11 (UTC)."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m")
 
 
 def digest(key: str) -> str:
@@ -59,9 +80,15 @@ class KeyStore:
             raise UserError(f"{path}: no such API keys file (python -m seq2seq.keys add makes it)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.connection = sqlite3.connect(path, timeout=30)
-            self.connection.execute(SCHEMA)
-            self.connection.commit()
+            self.connection = sqlite3.connect(path, timeout=30, check_same_thread=False)
+            with self.connection:
+                self.connection.execute(SCHEMA)
+                self.connection.execute(USAGE)
+                columns = [row[1] for row in self.connection.execute("PRAGMA table_info(keys)")]
+                if "chars_per_month" not in columns:  # a file of an earlier version
+                    self.connection.execute(
+                        "ALTER TABLE keys ADD COLUMN chars_per_month INTEGER NOT NULL DEFAULT 0"
+                    )
         except (OSError, sqlite3.Error) as error:
             raise UserError(f"{path}: not an API keys file ({error})") from None
 
@@ -71,10 +98,11 @@ class KeyStore:
         if not (key.isascii() and key.isprintable() and " " not in key):
             raise UserError("an API key is printable ASCII without spaces")
         added = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        row = (digest(key), digest(key)[:ID_CHARS], *astuple(limits), added)
+        per_minute, chars, per_month = astuple(limits)
+        row = (digest(key), digest(key)[:ID_CHARS], per_minute, chars, added, per_month)
         try:
             with self.connection:
-                self.connection.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?)", row)
+                self.connection.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)", row)
         except sqlite3.IntegrityError:
             raise UserError(f"{self.path}: that key is there already") from None
         return key
@@ -87,19 +115,43 @@ class KeyStore:
             )
         return found.rowcount
 
-    def listed(self) -> list[tuple[str, KeyLimits, str]]:
-        """Each key's id, limits and when it was added, oldest first."""
+    def listed(self) -> list[tuple[str, KeyLimits, str, int]]:
+        """Each key's id, limits, when it was added and its characters this month, oldest
+        first."""
         rows = self.connection.execute(
-            "SELECT id, requests_per_minute, max_chars, added_at FROM keys ORDER BY rowid"
+            f"SELECT id, {LIMITS}, added_at, coalesce(chars, 0) FROM keys LEFT JOIN usage "
+            "ON usage.digest = keys.digest AND month = ? ORDER BY keys.rowid",
+            (this_month(),),
         )
-        return [
-            (id_, KeyLimits(per_minute, chars), added) for id_, per_minute, chars, added in rows
-        ]
+        return [(id_, KeyLimits(*limits), added, used) for id_, *limits, added, used in rows]
 
     def limits(self) -> dict[str, KeyLimits]:
         """Each key's limits, by its digest."""
-        rows = self.connection.execute("SELECT digest, requests_per_minute, max_chars FROM keys")
-        return {key: KeyLimits(per_minute, chars) for key, per_minute, chars in rows}
+        rows = self.connection.execute(f"SELECT digest, {LIMITS} FROM keys")
+        return {key: KeyLimits(*limits) for key, *limits in rows}
+
+    def charge(self, key: str, chars: int, quota: int) -> bool:
+        """Adds `chars` to the month's count of the key of digest `key`, unless that passes
+        its `quota` (0: none): whether it did. One statement: workers charging together
+        never pass a quota."""
+        if quota and chars > quota:
+            return False
+        with self.connection:
+            return bool(
+                self.connection.execute(
+                    "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (digest, month) DO UPDATE "
+                    "SET chars = chars + excluded.chars WHERE ? = 0 OR chars + excluded.chars "
+                    "<= ? RETURNING chars",
+                    (key, this_month(), chars, quota, quota),
+                ).fetchall()
+            )
+
+    def used(self, key: str) -> int:
+        """The characters the key of digest `key` sent this month."""
+        rows = self.connection.execute(
+            "SELECT chars FROM usage WHERE digest = ? AND month = ?", (key, this_month())
+        ).fetchall()
+        return rows[0][0] if rows else 0
 
     def close(self) -> None:
         self.connection.close()
@@ -116,6 +168,8 @@ class ApiKeys:
                  link: str = ""):  # fmt: skip
         self.keys = {digest(key): KeyLimits() for key in keys}
         self.store, self.changed, self.looked = store, None, -math.inf
+        self.ledger: KeyStore | None = None  # the keys database, open to count usage in
+        self.lock = threading.Lock()  # the ledger's, shared by the threads of a process
         self.required, self.link = required, link  # serve.keys_required, serve.api_key_link
 
     @classmethod
@@ -175,3 +229,26 @@ class ApiKeys:
         if key not in self.keys:
             raise Forbidden("Invalid API key")
         return key, self.keys[key]
+
+    def charge(self, key: str, limits: KeyLimits, chars: int) -> None:
+        """A request's `chars` counted for the key of digest `key` (with a keys database;
+        else not counted), or QuotaUsed past its chars_per_month."""
+        quota = limits.chars_per_month
+        if self.store is None or self.in_ledger(lambda ledger: ledger.charge(key, chars, quota)):
+            return
+        raise QuotaUsed(
+            f"Quota exceeded: this API key has sent {self.used(key):,} of its {quota:,} "
+            f"characters of {this_month()}; this request has {chars:,}"
+        )
+
+    def used(self, key: str) -> int:
+        """The characters the key of digest `key` sent this month (0 without a keys
+        database)."""
+        return 0 if self.store is None else self.in_ledger(lambda ledger: ledger.used(key))
+
+    def in_ledger(self, count):
+        """count(the keys database), opened the first time, one thread at a time."""
+        with self.lock:
+            if self.ledger is None:
+                self.ledger = KeyStore(self.store)
+            return count(self.ledger)

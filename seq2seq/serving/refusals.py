@@ -8,6 +8,7 @@ answers a refusal with a status of its API's (api.py's STATUSES: ours, LibreTran
     OverLimit   past one of the service's limits (serve.max_sentences, max_chars, the
                 beams; the API key's max_chars)
     Forbidden   no API key where one is needed, or not one of the keys
+    QuotaUsed   the API key's characters of the month are used (its chars_per_month)
     Slowdown    past a rate (checks.py's Buckets): `wait_s` says when to try again
     NoRoom      no room on the disk to keep a translated file
     Busy        the decoder's queue is full (batcher.py), or another writer (an import)
@@ -35,6 +36,10 @@ class OverLimit(Refused):
 
 
 class Forbidden(Refused):
+    pass
+
+
+class QuotaUsed(Refused):
     pass
 
 

@@ -4,36 +4,19 @@ glossary made by the client and followed, a document uploaded, polled and downlo
 Weblate's <x id="N"/> placeholders kept in place, and every refusal the client's own
 exception."""
 
+from urllib.parse import urlencode
+
 import deepl
 import pytest
+from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
-from seq2seq.decoding.engines import TorchEngine
-
-from helpers import call, running
+from helpers import FORM, METERED, call, ours
 
 SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
 
 
-@pytest.fixture(scope="module")
-def url(trained_numbers_checkpoint, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("deepl")
-    (folder / "keys").write_text("first second\n")
-    settings = {"api_keys": str(folder / "keys"), "glossaries_file": str(folder / "g.db"),
-                "files": True, "files_dir": str(folder / "files")}  # fmt: skip
-    with running(TorchEngine(trained_numbers_checkpoint[0]), **settings) as server:
-        yield server.url
-
-
-def client(url: str, key: str = "first") -> deepl.Translator:
-    return deepl.Translator(key, server_url=url.rstrip("/"))
-
-
-def ours(url: str, texts: list[str]) -> list[str]:
-    """The texts' translations by our API."""
-    bearer = {"Content-Type": "application/json", "Authorization": "Bearer first"}
-    status, answer, _ = call(url, "POST", "/translate", {"text": texts}, bearer)
-    assert status == 200, answer
-    return answer["translations"]
+def client(url: str, key: str = "first") -> deepl.DeepLClient:
+    return deepl.DeepLClient(key, server_url=url.rstrip("/"))
 
 
 def test_the_client_translates_as_our_api_and_lists_the_languages(url):
@@ -48,6 +31,16 @@ def test_the_client_translates_as_our_api_and_lists_the_languages(url):
     ]
     [target] = translator.get_target_languages()
     assert (target.code, target.supports_formality) == ("DIGITS", False)
+    # /v3/languages: no call of the client's yet; one source (detected: the only one), en -> digits
+    status, languages, _ = call(url, "GET", "/v3/languages?resource=translate_text")
+    stable = {"status": "stable"}
+    features = {"tag_handling": stable, "glossary": stable}
+    assert (status, languages) == (200, [
+        {"lang": "en", "name": "English", "usable_as_source": True, "usable_as_target": False,
+         "status": "stable", "features": {**features, "auto_detection": stable}},
+        {"lang": "digits", "name": "Digits", "usable_as_source": False, "usable_as_target": True,
+         "status": "stable", "features": features},
+    ])  # fmt: skip
 
 
 def test_weblates_placeholders_come_back_each_once_in_place(url):
@@ -99,3 +92,71 @@ def test_a_document_is_uploaded_polled_and_downloaded_as_its_lines_are_translate
     stranger = deepl.DocumentHandle(handle.document_id, "0" * 32)  # the id, not its key
     with pytest.raises(deepl.DeepLException, match="no document"):
         translator.translate_document_get_status(stranger)
+
+
+def test_usage_counts_a_keys_characters_and_its_quota_is_a_456(url):
+    """The key `metered` (conftest.py) may send METERED characters a month."""
+    translator = client(url, "metered")
+    assert (translator.get_usage().character.count, translator.get_usage().character.limit) == (
+        0, METERED,
+    )  # fmt: skip
+    translator.translate_text(SENTENCES, source_lang="EN", target_lang="DIGITS")
+    sent = sum(map(len, SENTENCES))
+    assert translator.get_usage().character.count == sent and sent < METERED
+    with pytest.raises(deepl.QuotaExceededException, match=f"{sent:,} of its {METERED:,}"):
+        translator.translate_text(SENTENCES[0], target_lang="DIGITS")
+    assert translator.get_usage().character.count == sent  # the refused one not counted
+    assert not client(url).get_usage().any_limit_reached  # no quota: DeepL's figure for none
+
+
+def test_a_form_gives_text_once_or_more_and_booleans_as_deepl_documents_them(url):
+    form = {**FORM, "Authorization": "DeepL-Auth-Key first"}
+    body = urlencode(
+        [("text", SENTENCES[0]), ("text", SENTENCES[1]), ("target_lang", "DIGITS"),
+         ("preserve_formatting", "1"), ("show_billed_characters", "true"),
+         ("ignore_tags", "x,y")],
+    ).encode()  # fmt: skip
+    status, answer, _ = call(url, "POST", "/v2/translate", body, form)
+    assert status == 200, answer
+    assert [t["text"] for t in answer["translations"]] == ours(url, SENTENCES[:2])
+    assert answer["translations"][0]["billed_characters"] == len(SENTENCES[0])
+    wrong = urlencode({"text": "one", "target_lang": "DIGITS", "outline_detection": "yes"})
+    status, answer, _ = call(url, "POST", "/v2/translate", wrong.encode(), form)
+    assert (status, answer) == (400, {"message": "'outline_detection' must be true or false"})
+
+
+def test_a_multilingual_glossary_is_made_edited_followed_and_deleted_by_the_client(url):
+    """DeepL's /v3 glossaries: the client's every call, on the glossaries /v2 keeps too."""
+    translator = client(url)
+    entries = MultilingualGlossaryDictionaryEntries("EN", "DIGITS", {"five": "five"})
+    glossary = translator.create_multilingual_glossary("numbers", [entries])
+    assert [(d.source_lang, d.target_lang, d.entry_count) for d in glossary.dictionaries] == [
+        ("EN", "DIGITS", 1)
+    ]
+    assert translator.get_multilingual_glossary(glossary.glossary_id).name == "numbers"
+    assert [g.glossary_id for g in translator.list_multilingual_glossaries()] == [
+        glossary.glossary_id
+    ]
+    assert [g.glossary_id for g in translator.list_glossaries()] == [glossary.glossary_id]
+    nine = MultilingualGlossaryDictionaryEntries("EN", "DIGITS", {"nine": "nine"})
+    translator.update_multilingual_glossary_dictionary(glossary, nine)  # PATCH: merged
+    renamed = translator.update_multilingual_glossary_name(glossary, "digits")
+    assert (renamed.name, renamed.dictionaries[0].entry_count) == ("digits", 2)
+    [kept] = translator.get_multilingual_glossary_entries(glossary, "EN", "DIGITS").dictionaries
+    assert kept.entries.splitlines() == ["five\tfive", "nine\tnine"]
+    text = "twenty one is five nine is nine"
+    followed = translator.translate_text(
+        text, source_lang="EN", target_lang="DIGITS", glossary=glossary
+    )
+    assert "five" in followed.text and "nine" in followed.text
+    translator.replace_multilingual_glossary_dictionary(glossary, nine)  # PUT: replaced
+    assert (
+        translator.get_multilingual_glossary(glossary.glossary_id).dictionaries[0].entry_count == 1
+    )
+    translator.delete_multilingual_glossary_dictionary(glossary, None, "EN", "DIGITS")
+    assert translator.get_multilingual_glossary(glossary.glossary_id).dictionaries == []
+    with pytest.raises(deepl.GlossaryNotFoundException):  # a 404: no such dictionary
+        translator.get_multilingual_glossary_entries(glossary, "EN", "DIGITS")
+    translator.delete_multilingual_glossary(glossary)
+    with pytest.raises(deepl.GlossaryNotFoundException):
+        translator.get_multilingual_glossary(glossary.glossary_id)

@@ -5,13 +5,14 @@ form too; each key's own; a fault a 400 naming the line, nothing kept; the `glos
 page's glossary box, in a real browser."""
 
 import http.client
+import sqlite3
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
-from seq2seq.localization.glossary import Glossary, GlossaryError
+from seq2seq.localization.glossary import MAX_ENTRIES, Glossary, GlossaryError
 from seq2seq.serving import batcher, glossary_store
 from seq2seq.serving.glossary_store import GlossaryStore, StoreFailed
 
@@ -82,7 +83,7 @@ def test_a_glossary_kept_listed_read_and_deleted_as_weblate_calls_deepl(numbers)
         200, ENTRIES, "text/tab-separated-values; charset=utf-8")  # fmt: skip
     assert raw(url, "DELETE", path, deepl())[:2] == (204, "")
     status, answer, _ = call(url, "GET", path, headers=deepl())
-    assert (status, answer) == (404, {"error": f"no glossary {info['glossary_id']} "
+    assert (status, answer) == (404, {"message": f"no glossary {info['glossary_id']} "
                                       "(GET /v2/glossaries lists them)"})  # fmt: skip
     assert raw(url, "DELETE", path, deepl())[0] == 404
     assert call(url, "GET", "/v2/glossaries", headers=deepl())[:2] == (200, {"glossaries": []})
@@ -139,7 +140,7 @@ def test_a_form_with_csv_and_each_keys_own_glossaries(numbers):
 def test_a_fault_is_a_400_naming_it_and_nothing_is_kept(numbers, fields, fault):
     url, _ = numbers
     status, answer = create(url, **fields)
-    assert status == 400 and answer["error"].startswith(fault), answer
+    assert status == 400 and answer["message"].startswith(fault), answer
     assert call(url, "GET", "/v2/glossaries", headers=deepl())[1] == {"glossaries": []}
 
 
@@ -213,20 +214,58 @@ def test_a_kept_glossary_is_its_owners_and_of_its_pair(numbers):
 def test_the_store_keeps_each_glossary_whole_within_its_limit(tmp_path, monkeypatch):
     store = GlossaryStore(tmp_path / "folder" / "g.db")
     glossary = Glossary("g", "en", "de", {"Layer": "Ebene", "GIMP": "GIMP"})
-    kept = store.create(glossary, "owner")
+    kept = store.create("g", [glossary], "owner")
     assert store.listed("owner") == [kept] and store.listed("other") == []
-    assert store.glossary(kept.id, "owner") == glossary
+    assert store.dictionaries(kept.id, "owner") == [glossary]
     assert store.get(kept.id, "other") is None
     monkeypatch.setattr(glossary_store, "MAX_GLOSSARIES", 1)
     with pytest.raises(GlossaryError, match="1 glossaries are kept at most: delete one first"):
-        store.create(glossary, "owner")
-    assert store.create(glossary, "other").entry_count == 2  # another owner's count
+        store.create("g", [glossary], "owner")
+    assert store.create("g", [glossary], "other").dictionaries == (("en", "de", 2),)
     assert store.delete(kept.id, "owner") and not store.delete(kept.id, "owner")
     assert store.listed("owner") == []
     store.close()
     (tmp_path / "file").write_text("")
     with pytest.raises(StoreFailed, match="cannot keep glossaries there"):
         GlossaryStore(tmp_path / "file" / "g.db").listed("")
+
+
+def test_a_glossary_holds_dictionaries_edited_in_one_transaction_each(tmp_path):
+    store = GlossaryStore(tmp_path / "g.db")
+    en_de = Glossary("g", "en", "de", {"Layer": "Ebene"})
+    de_en = Glossary("g", "de", "en", {"Ebene": "Layer"})
+    kept = store.create("g", [en_de, de_en], "owner")
+    assert kept.dictionaries == (("en", "de", 1), ("de", "en", 1))
+    more = Glossary("", "en", "de", {"Layer": "Schicht", "GIMP": "GIMP"})
+    after = store.update(kept.id, "owner", "h", [more], merge=True)
+    assert (after.name, after.dictionaries[0]) == ("h", ("en", "de", 2))
+    assert store.dictionaries(kept.id, "owner", ("en", "de"))[0].entries == more.entries
+    assert store.update(kept.id, "other", "x", [], merge=True) is None  # not theirs
+    too_many = Glossary("", "en", "de", {str(n): "x" for n in range(MAX_ENTRIES)})
+    with pytest.raises(GlossaryError, match="at most"):  # merged past the limit: nothing kept
+        store.update(kept.id, "owner", "lost", [too_many], merge=True)
+    assert store.get(kept.id, "owner").name == "h"
+    assert store.drop(kept.id, "owner", ("de", "en")) and not store.drop(
+        kept.id, "owner", ("de", "en")
+    )
+    assert store.dictionaries(kept.id, "owner", ("de", "en")) == []
+    assert store.delete(kept.id, "owner") and store.dictionaries(kept.id, "owner") is None
+
+
+def test_a_glossaries_file_of_an_earlier_version_is_read_as_glossaries_of_one_dictionary(tmp_path):
+    earlier = sqlite3.connect(tmp_path / "g.db")
+    earlier.execute(
+        "CREATE TABLE glossaries (id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, "
+        "source_lang TEXT NOT NULL, target_lang TEXT NOT NULL, created_at TEXT NOT NULL, "
+        "entry_count INTEGER NOT NULL, entries TEXT NOT NULL)"
+    )
+    with earlier:
+        earlier.execute("INSERT INTO glossaries VALUES ('id', 'me', 'g', 'en', 'de', 'then', 1, "
+                        "'[[\"Layer\", \"Ebene\"]]')")  # fmt: skip
+    earlier.close()
+    store = GlossaryStore(tmp_path / "g.db")
+    assert store.listed("me")[0].glossary_info()["entry_count"] == 1
+    assert store.dictionaries("id", "me") == [Glossary("g", "en", "de", {"Layer": "Ebene"})]
 
 
 def test_a_glossaries_file_that_fails_is_the_servers_fault(trained_numbers_checkpoint, tmp_path):

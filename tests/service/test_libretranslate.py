@@ -233,7 +233,7 @@ def test_forms_where_libretranslate_takes_them_and_json_elsewhere(numbers):
     status, answer, _ = call(url, "POST", "/attention", b"text=one", FORM)
     assert status == 415 and "JSON" in answer["error"]
     status, answer, _ = call(url, "POST", D, b"q=one&q=two", FORM)
-    assert status == 400 and answer["error"] == "malformed form: a field is given twice"
+    assert status == 400 and answer["error"] == "malformed form: the field 'q' is given twice"
     status, answer, _ = call(url, "POST", D, b"q=%ff", FORM)
     assert status == 400 and "malformed form" in answer["error"]
     status, answer, _ = call(url, "POST", D, b"one", {"Content-Type": "text/plain"})

@@ -104,7 +104,7 @@ def test_the_address_localhost_and_allowed_hosts_are_served(seed_model):
         assert call(server.url, "GET", "/info", headers={"Host": "other.example"})[0] == 400
 
 
-def test_a_page_of_another_origin_cannot_post_unless_cors_origins_allows_it(seed_model):
+def test_a_page_of_another_origin_cannot_post_or_delete_unless_cors_origins_allows_it(seed_model):
     """A form another site's page submits (browsers send those without asking, with an
     Origin header) was once translated: 200. Programs send no Origin."""
     form = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -127,6 +127,14 @@ def test_a_page_of_another_origin_cannot_post_unless_cors_origins_allows_it(seed
         headers = {**JSON, "Origin": "https://app.example"}
         _, _, answered = call(server.url, "POST", "/translate", {"text": ["one is one"]}, headers)
         assert answered["access-control-allow-origin"] == "https://app.example"
+        # DeepL's glossary routes: DELETE, PATCH and PUT, preflighted, allowed as POST is
+        connection = http.client.HTTPConnection(urlsplit(server.url).netloc, timeout=HANG)
+        preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "DELETE"}
+        connection.request("OPTIONS", "/v2/glossaries/x", headers=preflight)
+        methods = connection.getresponse().headers["access-control-allow-methods"]
+        assert {"DELETE", "PATCH", "PUT"} <= set(methods.split(", "))
+        evil = {"Origin": "http://evil.example"}
+        assert call(server.url, "DELETE", "/v2/glossaries/x", headers=evil)[0] == 403
 
 
 def test_every_answer_forbids_sniffing_and_the_page_has_a_content_security_policy(url):

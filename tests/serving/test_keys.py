@@ -2,12 +2,14 @@
 by `python -m seq2seq.keys` as LibreTranslate's `ltmanage keys`, and held to by the service:
 a key's requests a minute and characters a request, a key added or removed while it serves."""
 
+import sqlite3
+
 import pytest
 
 from seq2seq import keys
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.serving import checks, keystore
-from seq2seq.serving.keystore import KeyLimits, KeyStore
+from seq2seq.serving.keystore import KeyLimits, KeyStore, digest
 from seq2seq.support.errors import UserError
 
 from helpers import JSON, call, running
@@ -22,13 +24,14 @@ def cli(capsys, *argv: str) -> str:
 
 def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_path, capsys):
     db = str(tmp_path / "keys.db")
-    key = cli(capsys, "--db", db, "add", "--requests-per-minute", "5", "--max-chars", "40")
-    key = key.strip()
+    key = cli(capsys, "--db", db, "add", "--requests-per-minute", "5", "--max-chars", "40",
+              "--chars-per-month", "1000").strip()  # fmt: skip
     assert len(key) >= 32 and key not in (tmp_path / "keys.db").read_bytes().decode("latin-1")
     assert cli(capsys, "--db", db, "add", "--key", "sesame").strip() == "sesame"
     listed = cli(capsys, "--db", db, "list").splitlines()
     assert len(listed) == 2
     assert "requests a minute: 5  characters a request: 40" in listed[0]
+    assert "characters this month: 0 of 1,000" in listed[0]
     assert "requests a minute: no limit of its own" in listed[1]
     first_id = listed[0].split()[0]
     cli(capsys, "--db", db, "remove", first_id)  # by its id
@@ -42,6 +45,24 @@ def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_p
     store.add(KeyLimits(), "sesame")
     with pytest.raises(UserError, match="there already"):
         store.add(KeyLimits(), "sesame")
+
+
+def test_a_keys_file_of_an_earlier_version_keeps_its_keys_and_counts_their_characters(tmp_path):
+    path = tmp_path / "keys.db"
+    earlier = sqlite3.connect(path)  # the table as it was before chars_per_month
+    earlier.execute(
+        "CREATE TABLE keys (digest TEXT PRIMARY KEY, id TEXT NOT NULL, requests_per_minute "
+        "INTEGER NOT NULL, max_chars INTEGER NOT NULL, added_at TEXT NOT NULL)"
+    )
+    with earlier:
+        earlier.execute("INSERT INTO keys VALUES (?, 'old', 5, 40, 'then')", (digest("old"),))
+    earlier.close()
+    store = KeyStore(path)
+    assert store.limits() == {digest("old"): KeyLimits(5, 40, 0)}
+    store.add(KeyLimits(chars_per_month=10), "new")
+    assert store.charge(digest("new"), 6, 10) and not store.charge(digest("new"), 5, 10)
+    assert (store.used(digest("new")), store.used(digest("old"))) == (6, 0)
+    assert [used for *_, used in store.listed()] == [0, 6]
 
 
 def test_a_key_is_held_to_its_own_limits_and_a_new_one_counts_at_once(
