@@ -93,7 +93,7 @@ HOPS = {
     ("LibreTranslate.post_translate", "Core.translate"): (
         "calls, through translated (DeepL's route's too), once per source language",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "await self.translated(request, key, limits, asked)",
+        "await self.translated(request, key, account, asked)",
         "service/libretranslate.py LibreTranslate.translated: "
         "await self.core.translate(request, chains[source])",
     ),

@@ -20,6 +20,8 @@ from helpers import ROOT
 # what `make` in a shell with nothing active inherits; MAKEFLAGS would carry the PYTHON=... of a
 # `make test PYTHON=...` that runs this file
 NOT_INHERITED = ("VIRTUAL_ENV", "CONDA_PREFIX", "PYTHON", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+# DeepL's Node client's pins, which `make test` installs from (npm ci)
+NODE_CLIENT = ("tests/service/node/package.json", "tests/service/node/package-lock.json")
 
 # A python3 whose `-m venv` fails half-way, as Debian's and Ubuntu's do without python3-venv: a
 # message of several lines, and a half-made environment left behind. {ensurepip} hides that
@@ -37,10 +39,14 @@ exec(sys.argv[2])
 """
 
 
+MAKES_FROM = ("Makefile", "pyproject.toml", "constraints.txt", *NODE_CLIENT)  # what make reads
+
+
 @pytest.fixture
 def project(tmp_path):
-    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
-        shutil.copy(ROOT / name, tmp_path)
+    for name in MAKES_FROM:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
 

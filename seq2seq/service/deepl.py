@@ -36,7 +36,9 @@ glossaries.py.
                             "character_limit": its chars_per_month}; past it, a request to
                             translate is refused (here: a 456, DeepL's status)
     POST /v2/document   multipart/form-data: file, target_lang, source_lang (absent:
-                        detected), formality, filename -> {"document_id", "document_key"}:
+                        detected), formality, filename, glossary_id (its source_lang named),
+                        output_format (its own: a document comes back in its format)
+                        -> {"document_id", "document_key"}:
                         translated at once, as LibreTranslate's /translate_file translates
                         it (file_translation.py), and kept as long (serve.files)
     POST /v2/document/{document_id}         {"document_key"} -> {"document_id", "status":
@@ -55,14 +57,16 @@ memory), the answer DeepL's. The key: `Authorization: DeepL-Auth-Key KEY` or `au
 
 import asyncio
 import hashlib
+from pathlib import PurePosixPath
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from seq2seq.service.file_translation import FileTranslation, attachment
+from seq2seq.service.file_translation import MODELS_OWN, FileTranslation, attachment
 from seq2seq.service.libretranslate import Asked, LibreTranslate, marked_up
 from seq2seq.serving import api
+from seq2seq.serving.batcher import Options
 
 TRANSLATE_FIELDS = (
     "text", "target_lang", "source_lang", "tag_handling", "glossary_id", "formality",
@@ -86,7 +90,8 @@ LISTS = tuple(name for name, kind in KINDS.items() if kind is list)
 REPEATED, BOOLEANS = ("text", *LISTS), {"0": False, "1": True, "false": False, "true": True}
 SPLITTING = ("0", "1", "nonewlines")  # split_sentences: accepted; every text is split
 NO_QUOTA = 1_000_000_000_000  # DeepL's character_limit of an account without one
-DOCUMENT_FIELDS = ("file", "target_lang", "source_lang", "formality", "filename", "auth_key")
+DOCUMENT_FIELDS = ("file", "target_lang", "source_lang", "formality", "filename",
+                   "glossary_id", "output_format", "auth_key")  # fmt: skip
 # DeepL's /v3 resources served here (not its voice, write, style_rules), each with the features
 # some language of it has here, and whether a pair's source, its target must have one
 # (DeepL's needs_source_support, needs_target_support): DeepL.v3_languages says which have.
@@ -94,7 +99,7 @@ RESOURCES = {
     "translate_text": {
         "tag_handling": (True, True), "glossary": (True, True), "auto_detection": (True, False),
     },
-    "translate_document": {"auto_detection": (True, False)},
+    "translate_document": {"glossary": (True, True), "auto_detection": (True, False)},
     "glossary": {},
 }  # fmt: skip
 NEEDS = ("needs_source_support", "needs_target_support")
@@ -253,8 +258,8 @@ class DeepL:
         pivot is a 400); auto_detection: every source where a text without source_lang is
         translated (one source language, or a detector among several: languages.py).
         formality: none, no model here has a formal register (/v2/translate's "more" and
-        "less" are a 400); a document's markup is kept without tag_handling, and a glossary on
-        a document is not followed yet: documents have auto_detection alone."""
+        "less" are a 400); a document's markup is kept without tag_handling: documents have
+        glossary and auto_detection."""
         models, languages = self.core.models, self.libretranslate.languages
         detects = len(models.sources) == 1 or languages.detector is not None
         has = {
@@ -292,14 +297,30 @@ class DeepL:
         self.files.refuse_if_off()
         body = api.Body(request, self.core.settings, "max_file_bytes")
         upload, fields = await body.file_fields(DOCUMENT_FIELDS, required=("target_lang",))
-        account = self.core.checks.key(api.key_given(request, fields))
+        key = api.key_given(request, fields)
+        account = self.core.checks.key(key)
         source, target = self.pair(fields)
         formality_checked(fields)
         if "filename" in fields:
             upload.filename = fields["filename"]
-        stored = await self.files.kept_translation(request, upload, source, target, account)
+        own_format(fields.get("output_format"), upload.filename or "")
+        options = await self.document_options(key, fields.get("glossary_id"), source, target)
+        stored = await self.files.kept_translation(
+            request, upload, source, target, account, options
+        )
         key = stored.partition(".")[0]
         return api.json_response({"document_id": document_id(key), "document_key": key})
+
+    async def document_options(self, key: str | None, glossary, source: str, target: str):
+        """How a document is decoded: each model's own way, following the terms of the
+        glossary `glossary` (None: none; its source language named, as DeepL asks)."""
+        if glossary is None:
+            return MODELS_OWN
+        if source == "auto":
+            raise api.HTTPError(400, "a glossary needs the document's source_lang")
+        chain = self.core.models.chain(source, target, itself=True)
+        terms = await self.libretranslate.glossaries.terms(key, glossary, chain, (source, target))
+        return Options(terms=terms)
 
     async def document(self, request: Request):
         """The kept translation a status or result request names (its key checked first),
@@ -340,6 +361,16 @@ def form_typed(fields: dict) -> dict:
         elif KINDS[name] is list:
             typed[name] = [tag for value in fields[name] for tag in value.split(",") if tag]
     return typed
+
+
+def own_format(asked, filename: str) -> None:
+    """A document's output_format (None: not asked): its own (a document is given back in
+    the format it came in), else a 400."""
+    own = PurePosixPath(filename).suffix.lower().removeprefix(".")
+    if asked is not None and (not isinstance(asked, str) or asked.lower() != own):
+        raise api.HTTPError(
+            400, f"'output_format' {asked!r}: a document is given back in its own format, {own}"
+        )
 
 
 def formality_checked(fields: dict) -> None:

@@ -64,10 +64,12 @@ class FileTranslation:
         url = request.url_for("download_file", name=stored)
         return json_response({"translatedFileUrl": str(url)})
 
-    async def kept_translation(self, request: Request, upload, source, target, account) -> str:
+    async def kept_translation(
+        self, request: Request, upload, source, target, account, options: Options = MODELS_OWN
+    ) -> str:
         """The uploaded document translated from `source` ("auto": detected) to `target`
-        within the limits of the key's `account` (checks.py), and kept: its stored name
-        (DeepL's /v2/document's too)."""
+        within the limits of the key's `account` (checks.py), decoded with `options` (DeepL's:
+        a glossary's terms), and kept: its stored name (DeepL's /v2/document's too)."""
         name, data = reading.safe_name(upload.filename or ""), await upload.read()
         document = await asyncio.to_thread(self.read, name, data)
         await self.core.checks.charge(account, document.chars)
@@ -75,7 +77,7 @@ class FileTranslation:
             first = " ".join(document.texts)[:DETECTED_CHARS]
             source = self.languages.detected(first)["language"] if first else target
         chain = self.core.models.chain(source, target, itself=True)
-        translations = await self.translated(request, document.texts, chain)
+        translations = await self.translated(request, document.texts, chain, options)
         built = await asyncio.to_thread(document.rebuilt, translations)
         out_name = reading.translated_name(name, target)
         return await asyncio.to_thread(self.kept.keep, out_name, built)
@@ -91,13 +93,15 @@ class FileTranslation:
         except BadDocument as error:
             raise HTTPError(400, str(error)) from None
 
-    async def translated(self, request: Request, texts: list[str], chain: list) -> list[str]:
+    async def translated(
+        self, request: Request, texts: list[str], chain: list, options: Options
+    ) -> list[str]:
         """The texts through the pair's `chain`, serve.max_sentences a job in turn (the most
         a request may send); their sentences not counted: serve.max_file_chars holds them."""
         step, translations = self.settings.max_sentences, []
         for start in range(0, len(texts), step):
             chunk = texts[start : start + step]
-            done = await self.core.translate(request, chain, chunk, MODELS_OWN, counted=False)
+            done = await self.core.translate(request, chain, chunk, options, counted=False)
             translations += done.translations
         return translations
 

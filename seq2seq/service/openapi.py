@@ -444,8 +444,9 @@ def document_paths(security: list | None) -> dict:
     upload = strict(
         {"file": {"type": "string", "contentMediaType": "application/octet-stream"},
          "target_lang": STRING, "source_lang": STRING, "formality": {"enum": list(FORMALITIES)},
-         "filename": STRING, "auth_key": STRING},
-        optional=("source_lang", "formality", "filename", "auth_key"),
+         "filename": STRING, "glossary_id": STRING, "output_format": STRING, "auth_key": STRING},
+        optional=("source_lang", "formality", "filename", "glossary_id", "output_format",
+                  "auth_key"),
     )  # fmt: skip
     handle = strict({"document_id": STRING, "document_key": STRING})
     keyed = {JSON: {"schema": strict({"document_key": STRING, "auth_key": STRING}, ("auth_key",))}}

@@ -89,6 +89,16 @@ def test_a_document_is_uploaded_polled_and_downloaded_as_its_lines_are_translate
     with (tmp_path / "notes.txt").open("rb") as source:
         handle = translator.translate_document_upload(source, target_lang="DIGITS")
     assert translator.translate_document_get_status(handle).done
+    glossary = translator.create_glossary("kept", "EN", "DIGITS", {"nine": "nine"})
+    with (tmp_path / "notes.txt").open("rb") as source, (tmp_path / "out.txt").open("wb") as out:
+        translator.translate_document(
+            source, out, source_lang="EN", target_lang="DIGITS", glossary=glossary
+        )
+    assert (tmp_path / "out.txt").read_text().splitlines()[1].endswith("nine")
+    translator.delete_glossary(glossary)
+    own_format = pytest.raises(deepl.DeepLException, match="given back in its own format, txt")
+    with own_format, (tmp_path / "notes.txt").open("rb") as source:
+        translator.translate_document_upload(source, target_lang="DIGITS", output_format="pdf")
     stranger = deepl.DocumentHandle(handle.document_id, "0" * 32)  # the id, not its key
     with pytest.raises(deepl.DeepLException, match="no document"):
         translator.translate_document_get_status(stranger)
