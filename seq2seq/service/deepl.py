@@ -10,7 +10,8 @@ glossaries.py.
                          "glossary_id": ID (a kept glossary: glossaries.py),
                          "formality": "default" | "prefer_more" | "prefer_less",
                          "show_billed_characters": true,
-                         "context", "split_sentences", "preserve_formatting", "ignore_tags",
+                         "split_sentences": "0" (each text whole) | "1" | "nonewlines",
+                         "context", "preserve_formatting", "ignore_tags",
                          "non_splitting_tags", "splitting_tags", "outline_detection",
                          "tag_handling_version", "model_type" (accepted, not used)}
                         as JSON, or a form (text once or more; a boolean 1, 0, true or
@@ -88,7 +89,9 @@ LISTS = tuple(name for name, kind in KINDS.items() if kind is list)
 # In a form: text given once or more, each list's tags repeated or comma-separated, and a
 # boolean one of these.
 REPEATED, BOOLEANS = ("text", *LISTS), {"0": False, "1": True, "false": False, "true": True}
-SPLITTING = ("0", "1", "nonewlines")  # split_sentences: accepted; every text is split
+# split_sentences: 0 each text translated whole; 1 and nonewlines split into its sentences
+# (serve.split_sentences), a line break ending one wherever the splitter says
+SPLITTING = ("0", "1", "nonewlines")
 NO_QUOTA = 1_000_000_000_000  # DeepL's character_limit of an account without one
 DOCUMENT_FIELDS = ("file", "target_lang", "source_lang", "formality", "filename",
                    "glossary_id", "output_format", "auth_key")  # fmt: skip
@@ -175,8 +178,8 @@ class DeepL:
         formality_checked(fields)
         api.text_field(fields, "target_lang")  # given, a string
         source, target = self.pair(fields)
-        glossary = fields.get("glossary_id")
-        return Asked(texts, False, tags is not None, source, target, 0, None, None, glossary)
+        glossary, split = fields.get("glossary_id"), fields.get("split_sentences", "1") != "0"
+        return Asked(texts, False, tags is not None, source, target, 0, None, None, glossary, split)
 
     def pair(self, fields: dict) -> tuple[str, str]:
         """A request's source_lang ("auto" if absent) and target_lang, in the service's codes."""

@@ -187,6 +187,7 @@ class Asked(NamedTuple):
     model: str | None  # the name of one of the pair's models; None: its first
     placeholders: str | None  # protect | off; None: each model's decode.placeholders
     glossary: str | dict | None  # a kept glossary's id or its entries (glossaries.py), or none
+    split: bool = True  # each text split into its sentences; False: each whole (DeepL's)
 
     @property
     def nbest(self) -> int | None:
@@ -203,7 +204,7 @@ class Asked(NamedTuple):
 
     def options(self, terms: Terms) -> Options:
         """How its texts are decoded, following `terms` (its glossary's entries)."""
-        return Options(None, self.nbest, self.placeholders, terms)
+        return Options(None, self.nbest, self.placeholders, terms, self.split)
 
 
 def asked_of(fields: dict, checks: Checks) -> Asked:

@@ -53,6 +53,9 @@ class Options:
     nbest: int | None = None  # None: the best translation only, as text
     placeholders: str | None = None  # protect | off; None: the model's decode.placeholders
     terms: tuple[tuple[str, str], ...] = ()  # a glossary's (source, target) entries to follow
+    # each text split into its sentences (where serve.split_sentences); False: each whole
+    # (DeepL's split_sentences 0)
+    split: bool = True
 
     def applied(self, decode: DecodeConfig, beams: int) -> DecodeConfig:
         """A model's `decode` settings with these options, decoding with `beams` beams."""

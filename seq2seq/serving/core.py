@@ -55,12 +55,15 @@ class Core:
     memory: Suggestions | None
     improvements: Improvements | None = None
 
-    def split(self, texts: list[str], counted: bool, language: str, more: int = 0) -> Texts:
+    def split(
+        self, texts: list[str], counted: bool, language: str, more: int = 0, whole=False
+    ) -> Texts:
         """A request's texts, each split into its sentences by `language`'s rules
-        (serve.split_sentences; else each whole); `counted`: more than serve.max_sentences
-        sentences in all (with `more`: those of its texts found in the cache) are refused
-        (not counted: a pivot's hypotheses, a document's texts)."""
-        split = Texts(texts, language if self.settings.split_sentences else None)
+        (serve.split_sentences, unless the request wants each `whole`); `counted`: more than
+        serve.max_sentences sentences in all (with `more`: those of its texts found in the
+        cache) are refused (not counted: a pivot's hypotheses, a document's texts)."""
+        splits = self.settings.split_sentences and not whole
+        split = Texts(texts, language if splits else None)
         if counted:
             self.checks.sentences(more + len(split.sentences), "sentences")
         return split
@@ -150,8 +153,9 @@ class Core:
             flat = [text for each in hypotheses for _, text in each]
             language, more = model.source.code, cached.sentences  # more: those found's
             split = await off_the_loop(
-                sum(map(len, flat)), self.split, flat, counted and number == 1, language, more
-            )
+                sum(map(len, flat)), self.split, flat, counted and number == 1, language, more,
+                not options.split,
+            )  # fmt: skip
             first = split if number == 1 else first
             translated = await self.run_job(request, model, Job(split, options))
             said = "" if number == 1 else f"through {language}: "

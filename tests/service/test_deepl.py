@@ -10,6 +10,9 @@ import deepl
 import pytest
 from deepl.api_data import MultilingualGlossaryDictionaryEntries
 
+from seq2seq.decoding.engines import TorchEngine, translate_texts
+from seq2seq.text.sentences import Texts
+
 from helpers import FORM, METERED, call, ours
 
 SENTENCES = ["three is three", "twenty one is five", "four hundred six is nine"]
@@ -119,7 +122,9 @@ def test_usage_counts_a_keys_characters_and_its_quota_is_a_456(url):
     assert not client(url).get_usage().any_limit_reached  # no quota: DeepL's figure for none
 
 
-def test_a_form_gives_text_once_or_more_and_booleans_as_deepl_documents_them(url):
+def test_a_form_gives_text_once_or_more_and_booleans_as_deepl_documents_them(
+    url, trained_numbers_checkpoint
+):
     form = {**FORM, "Authorization": "DeepL-Auth-Key first"}
     body = urlencode(
         [("text", SENTENCES[0]), ("text", SENTENCES[1]), ("target_lang", "DIGITS"),
@@ -130,6 +135,12 @@ def test_a_form_gives_text_once_or_more_and_booleans_as_deepl_documents_them(url
     assert status == 200, answer
     assert [t["text"] for t in answer["translations"]] == ours(url, SENTENCES[:2])
     assert answer["translations"][0]["billed_characters"] == len(SENTENCES[0])
+    both = "three is three. nine is nine"
+    whole = urlencode({"text": both, "target_lang": "DIGITS", "split_sentences": "0"})
+    status, answer, _ = call(url, "POST", "/v2/translate", whole.encode(), form)
+    model = TorchEngine(trained_numbers_checkpoint[0])  # split_sentences 0: one sentence
+    [whole_reference] = translate_texts(model, Texts([both], None), model.config.decode)[0]
+    assert answer["translations"][0]["text"] == whole_reference
     wrong = urlencode({"text": "one", "target_lang": "DIGITS", "outline_detection": "yes"})
     status, answer, _ = call(url, "POST", "/v2/translate", wrong.encode(), form)
     assert (status, answer) == (400, {"message": "'outline_detection' must be true or false"})
