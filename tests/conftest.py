@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from benchmarks.service.swap import seed_preset
 from seq2seq import data
-from seq2seq.checkpoint import Checkpoint, load_checkpoint
+from seq2seq.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from seq2seq.config import CorpusConfig, config_from_dict
 from seq2seq.corpora import numbers
 from seq2seq.decoding.engines import TorchEngine
@@ -59,37 +60,49 @@ def numbers_workdir(tmp_path, monkeypatch):
     return make
 
 
-def small_numbers_model(vocab: dict, **model_options) -> tuple[Checkpoint, list]:
+def small_numbers_model(
+    tmp_path_factory, name: str, vocab: dict, **model_options
+) -> tuple[Checkpoint, list]:
     """A small model trained for a few seconds on part of the default numbers corpus: far from
     right, but its outputs on the 1,000-sentence test split vary in content and length.
     `vocab`: the vocabulary settings (config.vocab); `model_options`: config.model's, beside
-    the sizes."""
+    the sizes. Under pytest-xdist, trained once for all the workers of a run (`name`: its
+    file's, in the run's folder above theirs): the first trains and saves it, the others load
+    it."""
     model = {"d_model": 64, "n_heads": 4, "enc_layers": 1, "dec_layers": 1, "d_ff": 128}
     model |= model_options
     config = config_from_dict({"model": model, "vocab": vocab})
     corpus = numbers.generate(CorpusConfig())  # the default corpus: its test split is make data's
-    return briefly_trained(config, corpus["train"][:3000]), corpus["test"]
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return briefly_trained(config, corpus["train"][:3000]), corpus["test"]
+    path = tmp_path_factory.getbasetemp().parent / f"{name}.pt"
+    with FileLock(f"{path}.lock"):
+        if not path.exists():
+            made = briefly_trained(config, corpus["train"][:3000])
+            save_checkpoint(path, made.config, made.model, made.src_vocab, made.tgt_vocab, {})
+    return load_checkpoint(path), corpus["test"]
 
 
 @pytest.fixture(scope="session")
-def trained_numbers_checkpoint():
+def trained_numbers_checkpoint(tmp_path_factory):
     """small_numbers_model with two vocabularies, and no normalisation."""
-    return small_numbers_model({})
+    return small_numbers_model(tmp_path_factory, "numbers", {})
 
 
 @pytest.fixture(scope="session")
-def trained_joint_numbers_checkpoint():
+def trained_joint_numbers_checkpoint(tmp_path_factory):
     """small_numbers_model with one vocabulary for both sides, as make all's config has it
     (lowercase, hyphens as spaces)."""
-    return small_numbers_model({"joint": True, "lowercase": True, "hyphens_as_spaces": True})
+    vocab = {"joint": True, "lowercase": True, "hyphens_as_spaces": True}
+    return small_numbers_model(tmp_path_factory, "joint", vocab)
 
 
 @pytest.fixture(scope="session")
-def trained_shared_numbers_checkpoint():
+def trained_shared_numbers_checkpoint(tmp_path_factory):
     """trained_joint_numbers_checkpoint's model with one matrix for its two embeddings and its
     output projection (model.share_embeddings and tie_embeddings)."""
     vocab = {"joint": True, "lowercase": True, "hyphens_as_spaces": True}
-    return small_numbers_model(vocab, share_embeddings=True)
+    return small_numbers_model(tmp_path_factory, "shared", vocab, share_embeddings=True)
 
 
 @pytest.fixture(scope="session")
