@@ -28,7 +28,7 @@ def read(name: str, data: bytes, most_chars: int) -> formats.Document:
     reader = FORMATS.get(suffix)
     if reader is None:
         raise formats.BadDocument(
-            f"{name}: {suffix or 'a name without an extension'} is not a format translated "
+            f"{name}: {suffix or 'a name without an extension'} is not a file extension translated "
             f"here; the formats: {', '.join(FORMATS)}"
         )
     try:

@@ -13,7 +13,8 @@ glossaries.py.
                          "split_sentences": "0" (each text whole) | "1" | "nonewlines",
                          "context", "preserve_formatting", "ignore_tags",
                          "non_splitting_tags", "splitting_tags", "outline_detection",
-                         "tag_handling_version", "model_type" (accepted, not used)}
+                         "tag_handling_version", "model_type", "custom_instructions"
+                         (accepted, not used), "glossary_ids": [ID] (one)}
                         as JSON, or a form (text once or more; a boolean 1, 0, true or
                         false; a list's tags repeated or comma-separated)
                         -> {"translations": [{"detected_source_language": "EN", "text": ...,
@@ -73,7 +74,7 @@ TRANSLATE_FIELDS = (
     "text", "target_lang", "source_lang", "tag_handling", "glossary_id", "formality",
     "show_billed_characters", "context", "split_sentences", "preserve_formatting",
     "ignore_tags", "non_splitting_tags", "splitting_tags", "outline_detection",
-    "tag_handling_version", "model_type", "auth_key",
+    "tag_handling_version", "model_type", "auth_key", "glossary_ids", "custom_instructions",
 )  # fmt: skip
 FORMALITIES = ("default", "prefer_more", "prefer_less")  # answered; "more", "less": a 400
 OPTIONAL = TRANSLATE_FIELDS[2:]  # all but text and target_lang
@@ -83,7 +84,7 @@ KINDS = {
     "glossary_id": str, "context": str, "tag_handling_version": str, "model_type": str,
     "auth_key": str, "show_billed_characters": bool, "preserve_formatting": bool,
     "outline_detection": bool, "ignore_tags": list, "non_splitting_tags": list,
-    "splitting_tags": list,
+    "splitting_tags": list, "glossary_ids": list, "custom_instructions": list,
 }  # fmt: skip
 LISTS = tuple(name for name, kind in KINDS.items() if kind is list)
 # In a form: text given once or more, each list's tags repeated or comma-separated, and a
@@ -178,8 +179,11 @@ class DeepL:
         formality_checked(fields)
         api.text_field(fields, "target_lang")  # given, a string
         source, target = self.pair(fields)
-        glossary, split = fields.get("glossary_id"), fields.get("split_sentences", "1") != "0"
-        return Asked(texts, False, tags is not None, source, target, 0, None, None, glossary, split)
+        glossary, split = glossary_of(fields), fields.get("split_sentences", "1") != "0"
+        ignored = tuple(fields.get("ignore_tags", ()))
+        return Asked(
+            texts, False, tags is not None, source, target, 0, None, None, glossary, split, ignored
+        )
 
     def pair(self, fields: dict) -> tuple[str, str]:
         """A request's source_lang ("auto" if absent) and target_lang, in the service's codes."""
@@ -366,6 +370,16 @@ def form_typed(fields: dict) -> dict:
     return typed
 
 
+def glossary_of(fields: dict) -> str | None:
+    """A request's glossary: its glossary_id, or its glossary_ids (DeepL's newer field) of
+    one; more than one: a 400 (a text follows one glossary here)."""
+    ids = [*([fields["glossary_id"]] if "glossary_id" in fields else []),
+           *fields.get("glossary_ids", [])]  # fmt: skip
+    if len(ids) > 1:
+        raise api.HTTPError(400, f"one glossary a request here, not {len(ids)} (glossary_ids)")
+    return ids[0] if ids else None
+
+
 def own_format(asked, filename: str) -> None:
     """A document's output_format (None: not asked): its own (a document is given back in
     the format it came in), else a 400."""
@@ -381,8 +395,9 @@ def formality_checked(fields: dict) -> None:
     formality = fields.get("formality", "default")
     if formality not in FORMALITIES:
         raise api.HTTPError(
-            400, f"'formality' {formality!r}: no model here has a formal register to choose "
-            f"(one of {', '.join(FORMALITIES)})",
+            400, f"'formality' {formality!r}: target language {fields.get('target_lang')} does "
+            "not support formality: no model here has a formal register to choose (one of "
+            f"{', '.join(FORMALITIES)})",
         )  # fmt: skip
 
 

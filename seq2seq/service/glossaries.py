@@ -232,7 +232,7 @@ class Glossaries:
         if not found(dictionaries, id_):  # a glossary without that dictionary
             raise HTTPError(404, f"no dictionary {pair[0]}-{pair[1]} in glossary {id_}")
         listed = [{"source_lang": pair[0], "target_lang": pair[1], "entries_format": "tsv",
-                   "entries": entries_tsv(dictionaries[0].entries)}]  # fmt: skip
+                   "entries": entries_tsv(dictionaries[0].entries).rstrip("\n")}]  # fmt: skip
         return json_response({"dictionaries": listed})
 
     def pair_of(self, fields: dict) -> tuple[str, str]:

@@ -135,7 +135,9 @@ class LibreTranslate:
         """What the request translates: each text, or (format html) each of its text nodes,
         with its source language; and source auto's detected language of each text (else
         None)."""
-        nodes = [markup.texts(text) if asked.html else [text] for text in asked.texts]
+        nodes = [
+            markup.texts(text, asked.ignored) if asked.html else [text] for text in asked.texts
+        ]
         self.core.checks.sentences(sum(map(len, nodes)), asked.what)
         detected = None
         sources = [asked.source] * len(nodes)
@@ -188,6 +190,7 @@ class Asked(NamedTuple):
     placeholders: str | None  # protect | off; None: each model's decode.placeholders
     glossary: str | dict | None  # a kept glossary's id or its entries (glossaries.py), or none
     split: bool = True  # each text split into its sentences; False: each whole (DeepL's)
+    ignored: tuple[str, ...] = ()  # html: the elements whose content is kept (DeepL's ignore_tags)
 
     @property
     def nbest(self) -> int | None:
@@ -269,7 +272,7 @@ def libretranslate_answer(
 def marked_up(translations: list[str], asked: Asked) -> list[str]:
     """Each text's markup with its text nodes' `translations` in place (format html)."""
     pieces = iter(translations)
-    return [markup.put_back(text, pieces) for text in asked.texts]
+    return [markup.put_back(text, pieces, asked.ignored) for text in asked.texts]
 
 
 PUNCTUATION = "!?.,;。"  # the marks a translation's end is made to match

@@ -369,7 +369,8 @@ def deepl_paths(settings: ServeConfig, security: list | None) -> dict:
          "context": STRING, "split_sentences": {"enum": ["0", "1", "nonewlines"]},
          "preserve_formatting": BOOLEAN, "ignore_tags": STRINGS, "non_splitting_tags": STRINGS,
          "splitting_tags": STRINGS, "outline_detection": BOOLEAN,
-         "tag_handling_version": STRING, "model_type": STRING, "auth_key": STRING},
+         "tag_handling_version": STRING, "model_type": STRING, "auth_key": STRING,
+         "glossary_ids": {**STRINGS, "maxItems": 1}, "custom_instructions": STRINGS},
         optional=OPTIONAL,
     )  # fmt: skip
     translated = strict(

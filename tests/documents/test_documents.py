@@ -225,8 +225,8 @@ def test_plain_text_html_and_subtitles_keep_everything_but_their_texts():
 @pytest.mark.parametrize(
     "name, data, error",
     [
-        ("report.pdf", b"%PDF-1.7", r"report.pdf: .pdf is not a format translated here; the "
-                                    r"formats: .txt, .html, .htm, .srt, .docx"),
+        ("report.pdf", b"%PDF-1.7", r"report.pdf: .pdf is not a file extension translated "
+                                    r"here; the formats: .txt, .html, .htm, .srt, .docx"),
         ("report", b"text", "a name without an extension"),
         ("report.docx", b"plain text, not a zip", "report.docx: not a zip file"),
         ("slides.pptx", zipped({"word/document.xml": word_xml(b"")}), "no ppt/presentation.xml"),

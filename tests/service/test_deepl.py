@@ -54,6 +54,11 @@ def test_weblates_placeholders_come_back_each_once_in_place(url):
     )
     expected = ours(url, ["three is three", "nine is nine"])
     assert result.text == f'{expected[0]} <x id="0"/> {expected[1]} <x id="1"/>'
+    kept = "three is three <raw>nine is nine</raw>"  # DeepL's ignore_tags: kept as it is
+    result = client(url).translate_text(
+        kept, source_lang="EN", target_lang="DIGITS", tag_handling="xml", ignore_tags=["raw"]
+    )
+    assert result.text == f"{expected[0]} <raw>nine is nine</raw>"
 
 
 def test_a_glossary_the_client_makes_is_followed(url):
@@ -66,6 +71,10 @@ def test_a_glossary_the_client_makes_is_followed(url):
         SENTENCES[1], source_lang="EN", target_lang="DIGITS", glossary=glossary
     )
     assert followed.text.endswith("five")  # do-not-translate: kept verbatim
+    by_ids = translator.translate_text(  # DeepL's newer glossary_ids, of one
+        SENTENCES[1], source_lang="EN", target_lang="DIGITS", glossary_ids=[glossary.glossary_id]
+    )
+    assert by_ids.text == followed.text
     translator.delete_glossary(glossary)
     assert translator.list_glossaries() == []
 
@@ -164,7 +173,7 @@ def test_a_multilingual_glossary_is_made_edited_followed_and_deleted_by_the_clie
     renamed = translator.update_multilingual_glossary_name(glossary, "digits")
     assert (renamed.name, renamed.dictionaries[0].entry_count) == ("digits", 2)
     [kept] = translator.get_multilingual_glossary_entries(glossary, "EN", "DIGITS").dictionaries
-    assert kept.entries.splitlines() == ["five\tfive", "nine\tnine"]
+    assert kept.entries == "five\tfive\nnine\tnine"  # as DeepL's, no line break at the end
     text = "twenty one is five nine is nine"
     followed = translator.translate_text(
         text, source_lang="EN", target_lang="DIGITS", glossary=glossary

@@ -176,6 +176,16 @@ def test_html_of_random_markup_keeps_every_tag_attribute_and_comment():
         assert markup.texts(translated) == [f"<{t.upper()}>" for t in texts], fragment
 
 
+def test_html_keeps_what_is_marked_not_to_translate_and_the_ignored_tags():
+    """HTML's translate="no" (nested elements of its name too), and DeepL's ignore_tags."""
+    fragment = ('<p>one</p><p translate="no">two <p>three</p> four</p><raw>five</raw>'
+                '<x id="0"></x>six')  # fmt: skip
+    assert markup.texts(fragment) == ["one", "five", "six"]
+    assert markup.texts(fragment, ("raw", "x")) == ["one", "six"]
+    kept = markup.put_back(fragment, iter(["1", "6"]), ("raw",))
+    assert kept == fragment.replace("one", "1").replace("six", "6")
+
+
 @pytest.mark.same_outputs
 def test_html_keeps_its_tags_and_translates_the_text_between(numbers):
     url, model, test = numbers

@@ -75,7 +75,7 @@ def test_every_bad_file_gets_a_4xx_naming_it_and_others_are_served_meanwhile(mod
     bomb = zipped({"word/document.xml": word_xml(b""), "padding": bytes(60 * 2**20)})
     long = zipped({"word/document.xml": word_xml(b"<w:p><w:r><w:t>one</w:t></w:r></w:p>" * 500)})
     bad = {
-        "report.pdf": (b"%PDF-1.7", 400, ".pdf is not a format translated here"),
+        "report.pdf": (b"%PDF-1.7", 400, ".pdf is not a file extension translated here"),
         "lies.docx": (b"not a zip", 400, "lies.docx: not a zip file"),
         "bomb.docx": (bomb, 413, "a zip bomb"),
         "long.docx": (long, 413, "1,500 characters of text; the limit is 1,000"),
