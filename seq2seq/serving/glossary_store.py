@@ -126,7 +126,7 @@ class GlossaryStore:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
         id_, created = str(uuid.uuid4()), now.replace("+00:00", "Z")
 
-        def create(connection) -> None:
+        def create(connection) -> Stored:
             count = "SELECT count(*) FROM glossaries WHERE owner = ?"
             if connection.execute(count, (owner,)).fetchone()[0] >= MAX_GLOSSARIES:
                 raise GlossaryError(
@@ -138,9 +138,9 @@ class GlossaryStore:
             )
             for dictionary in dictionaries:
                 write(connection, id_, dictionary)
+            return facts(connection, owner, id_)[0]
 
-        self.transaction(create)
-        return self.get(id_, owner)
+        return self.transaction(create)
 
     def listed(self, owner: str) -> list[Stored]:
         return self.transaction(lambda connection: facts(connection, owner))
@@ -218,16 +218,20 @@ class GlossaryStore:
 
 def facts(connection: sqlite3.Connection, owner: str, id_: str | None = None) -> list[Stored]:
     """The owner's glossaries (or the one of id `id_`), oldest first, with their
-    dictionaries' pairs and counts."""
+    dictionaries' pairs and counts: one query."""
     where = "owner = ?" + (" AND id = ?" if id_ else "")
     rows = connection.execute(
-        f"SELECT id, name, created_at FROM glossaries WHERE {where} ORDER BY rowid",
+        "SELECT id, name, created_at, source_lang, target_lang, entry_count FROM glossaries "
+        f"LEFT JOIN dictionaries ON glossary = id WHERE {where} "
+        "ORDER BY glossaries.rowid, dictionaries.rowid",
         (owner, id_) if id_ else (owner,),
     ).fetchall()
-    return [Stored(glossary, name, created, tuple(connection.execute(
-        "SELECT source_lang, target_lang, entry_count FROM dictionaries WHERE glossary = ? "
-        "ORDER BY rowid", (glossary,),
-    ).fetchall())) for glossary, name, created in rows]  # fmt: skip
+    found: dict[str, tuple[str, str, list]] = {}  # id -> (name, created_at, dictionaries)
+    for glossary, name, created, source, target, count in rows:
+        dictionaries = found.setdefault(glossary, (name, created, []))[2]
+        if source is not None:  # a glossary without a dictionary: none joined
+            dictionaries.append((source, target, count))
+    return [Stored(glossary, *kept[:2], tuple(kept[2])) for glossary, kept in found.items()]
 
 
 def merged(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> Glossary:
