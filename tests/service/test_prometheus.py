@@ -173,6 +173,8 @@ def test_two_workers_figures_are_summed_whichever_answers(seed_run):
         wait_until(lambda: len(spawned_workers(process.pid) - workers) == 1, "a new worker")
         (new,) = spawned_workers(process.pid) - workers
         wait_until(lambda: (folder / f"gauge_livesum_{new}.db").exists(), "the new one's gauges")
+        # its gauge file comes before its model is loaded: wait for that, not 3 (the dead one's)
+        wait_until(lambda: loaded(scrape(url, {})) >= 2, "the new one's model loaded")
         samples = scrape(url, {})
         assert samples[translated] == sent and loaded(samples) == 2  # not 3: the dead one's gone
         process.send_signal(signal.SIGTERM)
