@@ -617,7 +617,7 @@ assert tuple(cache.layers[0].cross_attn.keys.shape) == (9, 2, 4, 16)  # (9, H, S
 
 # %%
 limits = max_lengths(model, src, DecodeConfig())  # (9,): the longest output allowed
-assert greedy_decode_cached(model, src, limits) == step_by_step
+assert greedy_decode_cached(model, src, limits).ids == step_by_step
 translations = translate_sentences(model, src_vocab, tgt_vocab, sources, DecodeConfig())
 for source, translation in zip(sources, translations, strict=True):
     print(f"{source:15} -> {translation}")

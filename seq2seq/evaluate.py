@@ -1,7 +1,7 @@
 """`make eval`: decode the test split with the best checkpoint and score it.
 
     python -m seq2seq.evaluate [--config config.yaml] [--checkpoint runs/<exp>/best.pt] [--again]
-                               [--glossary terms.tsv]
+                               [--glossary terms.tsv] [--calibrate]
 
 Greedy decoding always; beam search too when decode.beam_size > 1; always by our torch code
 (the engine eval.json names), whatever is installed. The decode settings are the
@@ -15,6 +15,14 @@ signatures beside its figures), and prints a few lines:
     greedy     exact match 98.6%  BLEU 99.76  chrF 99.89  (1,000 sentences, 2,140/s)
     beam 4     exact match 98.9%  BLEU 99.81  chrF 99.92  (1,000 sentences, 310/s)
     wrote runs/numbers/test.hyp, runs/numbers/test.beam.hyp and runs/numbers/eval.json
+
+A calibrated model's confidences (seq2seq/decoding/confidence.py) are judged too: each test
+sentence's is written to test.hyp.confidence (and test.beam.hyp.confidence), a line each, and
+eval.json's "confidence" says how well they tell the good translations from the bad (Pearson
+and Spearman against sentence chrF, ROC AUC, expected calibration error, the chrF kept when
+the least sure are withheld). --calibrate first fits the checkpoint's calibration on the
+config's validation split and writes it into the checkpoint (for a model trained, imported or
+improved before confidences were; training, import and improvement fit their own).
 
 With --glossary FILE (.tsv, .csv or .tbx: seq2seq/localization/glossary.py, for the model's pair),
 every decoding follows its terms (seq2seq/localization/terms.py); a fault in it ends the command in
@@ -31,6 +39,7 @@ import json
 import time
 from pathlib import Path
 
+from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import (
     Config,
     DecodeConfig,
@@ -39,12 +48,19 @@ from seq2seq.config import (
     load_config,
 )
 from seq2seq.corpora.corpus_types import corpus_type
+from seq2seq.decoding.confidence import (
+    NOT_CALIBRATED,
+    confidence_of,
+    fit,
+    measured,
+    sentence_chrfs,
+)
 from seq2seq.decoding.engine_choice import described, load_engine
 from seq2seq.decoding.engines import languages_of, translate_texts
 from seq2seq.localization.glossary import read_glossary
 from seq2seq.support.errors import command_parser, run_cli
 from seq2seq.support.files import file_hash, write_json, write_lines
-from seq2seq.support.paths import BEAM_HYPOTHESES, EVAL, HYPOTHESES, text_files
+from seq2seq.support.paths import BEAM_HYPOTHESES, CONFIDENCES, EVAL, HYPOTHESES, text_files
 from seq2seq.text.parallel import load_split
 from seq2seq.text.placeholders import bare
 from seq2seq.text.sentences import Texts
@@ -63,11 +79,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--glossary", metavar="FILE", help="follow a glossary's terms (.tsv, .csv or .tbx)"
     )
+    parser.add_argument(
+        "--calibrate", action="store_true",
+        help="fit the checkpoint's confidence calibration on the validation split first",
+    )  # fmt: skip
     args = parser.parse_intermixed_args(argv)  # options before or after the overrides
     config = load_config(args.config, args.overrides)
     decode = decode_overrides(args.overrides)
     checkpoint = Path(args.checkpoint or config.checkpoint_path)
     glossary = Path(args.glossary) if args.glossary else None
+    if args.calibrate:
+        calibrate(config, checkpoint, decode)
     inputs = inputs_of(config, checkpoint, decode, glossary)
     if not args.again and (done := scored_before(config, inputs)):
         print(f"{config.run_dir / EVAL} is up to date (--again to decode anyway):")
@@ -87,11 +109,17 @@ def main(argv: list[str] | None = None) -> None:
     def evaluate(decoding: DecodeConfig, hypotheses_file: str) -> dict:
         translate_texts(engine, Texts(sources[:WARM_UP]), decoding, terms=terms)  # untimed
         start = time.perf_counter()
-        hypotheses = translate_texts(engine, Texts(sources), decoding, terms=terms).translations
+        hypotheses, _, signals = translate_texts(engine, Texts(sources), decoding, terms=terms)
         seconds = time.perf_counter() - start
         write_lines(config.run_dir / hypotheses_file, hypotheses)
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
         result["bare_outputs"] = sum(map(bare, sources, hypotheses))  # empty, or placeables
+        if engine.calibration:
+            sure = [confidence_of(engine.calibration, each).text for each in signals]
+            lines = [f"{p:.4f}" for p in sure]
+            write_lines(config.run_dir / (hypotheses_file + CONFIDENCES), lines)
+            chrfs = sentence_chrfs(hypotheses, references)
+            result["confidence"] = measured(sure, chrfs, engine.calibration.bound)
         return {**result, "decode_seconds": seconds, "sentences_per_s": len(sources) / seconds}
 
     result = evaluate(dataclasses.replace(decoding, beam_size=1), HYPOTHESES)
@@ -108,12 +136,32 @@ def main(argv: list[str] | None = None) -> None:
             "length_penalty": decoding.length_penalty,
             **evaluate(decoding, BEAM_HYPOTHESES),
         }
+    if engine.calibration is None:
+        print(f"no confidences: {NOT_CALIBRATED}")
     write_json(config.run_dir / EVAL, {**result, "inputs": inputs})
     print_summary(result)
     files = [config.run_dir / HYPOTHESES]
     if "beam" in result:
         files.append(config.run_dir / BEAM_HYPOTHESES)
     print(f"wrote {', '.join(map(str, files))} and {config.run_dir / EVAL}")
+
+
+def calibrate(config: Config, path: Path, decode: dict) -> None:
+    """Fit the confidence calibration of the checkpoint at `path` on the config's validation
+    split (greedy, as validation decodes by default), and write it into the checkpoint."""
+    engine = load_engine(config, str(path), "torch", device=config.train.device, decode=decode)
+    valid = load_split(config, "valid")
+    sources, references = [s for s, _ in valid], [t for _, t in valid]
+    greedy = dataclasses.replace(engine.config.decode, beam_size=1)
+    hypotheses, _, signals = translate_texts(engine, Texts(sources), greedy)
+    calibration = fit([each[0] for each in signals], sentence_chrfs(hypotheses, references))
+    c = engine.checkpoint
+    info = {**c.info, "confidence": calibration.to_dict()}
+    save_checkpoint(path, c.config, c.model, c.src_vocab, c.tgt_vocab, info)
+    print(
+        f"calibrated {path} on {calibration.sentences:,} validation sentences "
+        f"({calibration.acceptable:.0%} at chrF {calibration.bound:g} or above)"
+    )
 
 
 def inputs_of(
@@ -157,10 +205,16 @@ def print_summary(result: dict) -> None:
 
 def summary_line(decoding: str, scores: dict) -> str:
     """One decoding's headline figures; eval.json has them all."""
+    sure = scores.get("confidence")
+    judged = (
+        f"  confidence: Spearman {sure['spearman']:.2f}, calibration error "
+        f"{sure['calibration_error']:.3f}" if sure else ""
+    )  # fmt: skip
     return (
         f"{decoding:<10} exact match {scores['exact_match']:.1%}  BLEU {scores['bleu']:.2f}  "
         f"chrF {scores['chrf']:.2f}  ({scores['n_sentences']:,} sentences, "
         f"{scores.get('bare_outputs', 0):,} empty or bare, {scores['sentences_per_s']:,.0f}/s)"
+        + judged
     )
 
 

@@ -4,6 +4,7 @@ background, safely: a fine-tune from the experiment's original best.pt, a gate, 
     python -m seq2seq.improve --config CONFIG --suggestions FILE [--minutes 10]
                               [--max-test-loss 1.0] [key.sub=value ...]
     python -m seq2seq.improve --config CONFIG --list
+    python -m seq2seq.improve --config CONFIG --ask TEXTS [--count 20]
     python -m seq2seq.improve --config CONFIG --rollback [NNNN|original] [--force]
 
     runs/<experiment>/versions/improving.lock taken: one improvement of an experiment at a time
@@ -19,6 +20,13 @@ background, safely: a fine-tune from the experiment's original best.pt, a gate, 
 
 Always from the original best.pt, never from the version served: a correction removed from
 the file (python -m seq2seq.suggestions remove) is forgotten by the next improvement.
+
+--ask: which corrections to ask a person for first. TEXTS (a file, a text a line; - for stdin:
+say, the strings your users translated lately, or a program's new ones) are translated by the
+version served, and the `--count` least sure (seq2seq/decoding/confidence.py) printed first,
+a line each: confidence, text and translation, separated by tabs. Their corrections, sent as
+suggestions (POST /suggest, `python -m seq2seq.suggestions import`), teach the next improvement
+what the model knows least.
 """
 
 import argparse
@@ -27,13 +35,16 @@ import datetime
 import fcntl
 import hashlib
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from seq2seq import data
 from seq2seq.config import Config, add_config_arguments, load_config
-from seq2seq.decoding.engine_choice import prepare
+from seq2seq.decoding.confidence import calibration_of, confidence_of
+from seq2seq.decoding.engine_choice import load_engine, prepare
+from seq2seq.decoding.engines import languages_of, one_line, translate_texts
 from seq2seq.support.errors import UserError, command_parser, run_cli, say, warn
 from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
@@ -44,12 +55,14 @@ from seq2seq.support.paths import (
     served_checkpoint,
     version_folder,
 )
-from seq2seq.text.parallel import read_parallel
+from seq2seq.text.parallel import read_parallel, utf8_lines
+from seq2seq.text.sentences import Texts
 from seq2seq.train import train
 from seq2seq.training import gate, improvement, versions
 
 MINUTES = 10.0  # --minutes: the training's budget
 MAX_TEST_LOSS = 1.0  # --max-test-loss: the original test set's BLEU an improvement may lose
+ASKED = 20  # --count: how many of the least sure texts --ask prints
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,6 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     run_dir = config.run_dir
     if args.list:
         print("\n".join(versions.listed(run_dir)))
+    elif args.ask:
+        for sure, text, translation in least_sure(config, read_texts(args.ask), args.count):
+            print(f"{sure:.2f}\t{one_line(text)}\t{translation}")
     elif args.rollback:
         print(versions.roll_back(run_dir, args.rollback, args.force))
     else:
@@ -77,16 +93,48 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     )  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the versions")
     parser.add_argument(
+        "--ask", metavar="TEXTS",
+        help="print the least sure translations of these texts (a file, a line each; -: stdin)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--count", type=int, default=ASKED, help=f"how many --ask prints (default {ASKED})"
+    )
+    parser.add_argument(
         "--rollback", nargs="?", const=versions.ORIGINAL, metavar="NNNN|original",
         help="serve an earlier version again, or the original (the default)",
     )  # fmt: skip
     parser.add_argument("--force", action="store_true", help="--rollback to a version kept aside")
     args = parser.parse_intermixed_args(argv)
-    if not (args.list or args.rollback or args.suggestions):
-        parser.error("--suggestions FILE (or --list, or --rollback)")
+    if not (args.list or args.rollback or args.suggestions or args.ask):
+        parser.error("--suggestions FILE (or --list, --rollback or --ask)")
+    if args.count < 1:
+        parser.error("--count must be at least 1")
     if args.minutes <= 0:
         parser.error("--minutes must be positive")
     return args
+
+
+def read_texts(name: str) -> list[str]:
+    """The non-empty lines of the file `name` (- : stdin)."""
+    if name == "-":
+        return [line for line in utf8_lines(sys.stdin.buffer, "stdin") if line.strip()]
+    try:
+        with open(name, "rb") as file:
+            return [line for line in utf8_lines(file, name) if line.strip()]
+    except OSError as error:
+        raise UserError(f"cannot read {name}: {error.strerror}") from None
+
+
+def least_sure(config: Config, texts: list[str], count: int) -> list[tuple[float, str, str]]:
+    """The `count` least sure of `texts`' translations by the version served, least sure
+    first: (confidence, text, translation)."""
+    engine = load_engine(config, served_checkpoint(config.run_dir))
+    calibration = calibration_of(engine)  # its one-line error before anything is translated
+    language = languages_of(engine)[0].code
+    translated = translate_texts(engine, Texts(texts, language), engine.config.decode)
+    sure = [confidence_of(calibration, each).text for each in translated.signals]
+    ranked = sorted(zip(sure, texts, map(one_line, translated.translations), strict=True))
+    return ranked[:count]
 
 
 def improve(

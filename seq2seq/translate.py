@@ -30,6 +30,10 @@ for the model's pair), its terms are followed (seq2seq/localization/terms.py; an
 target is its source comes back verbatim); a fault in it ends the command in one line naming
 the file and the line, before anything is translated.
 
+With --confidence, each translation is followed by a tab and its confidence: the chance,
+from 0 to 1, that it is acceptable (seq2seq/decoding/confidence.py; docs/confidence.md: what it
+does and does not promise), the lowest of its sentences'.
+
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability; for a line of several
 sentences, the Nth best of each joined, with the sum of their scores), searched with a beam
@@ -62,6 +66,7 @@ from tqdm import tqdm
 
 from seq2seq.config import DEFAULT_CONFIG, is_override, load_config
 from seq2seq.decoding.beam import beams_for
+from seq2seq.decoding.confidence import calibration_of, confidence_of
 from seq2seq.decoding.engine_choice import (
     add_engine_arguments,
     compute_type_set,
@@ -103,14 +108,21 @@ def translate_lines(
     first_line: int = 1,
     language: str | None = None,
     terms: dict[str, str] | None = None,
+    confidence: bool = False,
 ) -> list[str]:
-    """The output lines for the input `lines`: one translation each, or `nbest` lines each.
-    Each line is split into its sentences by the rules of `language` (None: translated
-    whole), and the sentences of all lines are translated together, following `terms`."""
+    """The output lines for the input `lines`: one translation each (with `confidence`: a tab
+    and its confidence after it), or `nbest` lines each. Each line is split into its
+    sentences by the rules of `language` (None: translated whole), and the sentences of all
+    lines are translated together, following `terms`."""
     texts = Texts(lines, language)
-    translations, warnings = translate_texts(engine, texts, engine.config.decode, nbest, terms)
+    translations, warnings, signals = translate_texts(
+        engine, texts, engine.config.decode, nbest, terms
+    )
     if nbest is None:  # a line out for a line in, whatever white space joined its sentences
         translations = [one_line(text) for text in translations]
+        if confidence:
+            sure = [confidence_of(engine.calibration, each).text for each in signals]
+            translations = [f"{text}\t{p:.2f}" for text, p in zip(translations, sure, strict=True)]
     else:
         translations = [
             f"{number} ||| {one_line(text)} ||| {score:.4f}"
@@ -134,7 +146,12 @@ def main(argv: list[str] | None = None) -> None:
     pair = [language.code for language in languages_of(engine)]
     terms = read_glossary(Path(args.glossary), *pair).entries if args.glossary else None
     language = None if args.no_split else pair[0]
-    translated = partial(translate_lines, engine, nbest=args.nbest, language=language, terms=terms)
+    if args.confidence:
+        calibration_of(engine)  # its one-line error, before anything is translated
+    translated = partial(
+        translate_lines, engine, nbest=args.nbest, language=language, terms=terms,
+        confidence=args.confidence,
+    )  # fmt: skip
     if args.file:
         print(translate_file(engine, Path(args.file), language, terms))
     elif args.sentences:
@@ -198,6 +215,10 @@ def parse_arguments(argv: list[str] | None):
         "--nbest", type=int, metavar="N", help="print the N best translations of each input"
     )
     parser.add_argument(
+        "--confidence", action="store_true",
+        help="a tab and each translation's confidence (0-1: the chance it is acceptable) after it",
+    )  # fmt: skip
+    parser.add_argument(
         "--vmap", action="store_true", default=None,
         help="CTranslate2 scores only the target pieces the export's vocabulary map lists for "
         "the input's pieces (default: decode.vmap, false)",
@@ -235,6 +256,8 @@ def parse_arguments(argv: list[str] | None):
     args = parser.parse_intermixed_args(argv)  # options before or after the sentences
     if args.file and (args.sentences or args.nbest):
         raise UserError("--file translates a document alone: no sentences, no --nbest with it")
+    if args.confidence and (args.nbest or args.file):
+        raise UserError("--confidence follows each translation: not with --nbest or --file")
     if overrides := [sentence for sentence in args.sentences if is_override(sentence)]:
         raise UserError(
             f"{overrides[0]!r} sets a config option, which translate does not take: the "

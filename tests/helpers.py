@@ -169,7 +169,8 @@ def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[l
     otherwise; no BOS or EOS), in their order."""
     decoding = dataclasses.replace(checkpoint.config.decode, beam_size=1, precision="fp32")
     decoding = dataclasses.replace(decoding, **decode)
-    return search_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
+    sources = checkpoint.src_vocab.encode(sentences)
+    return [output.ids for output in search_sources(checkpoint.model, sources, decoding)]
 
 
 def length_limits(checkpoint: Checkpoint, sentences: list[str]) -> list[int]:

@@ -110,6 +110,11 @@ def test_seed_preset_end_to_end(tmp_path, monkeypatch, capsys):
     assert [(n, text) for n, text, _ in nbest][::2] == [("0", "4 la 4"), ("1", "2 la 2")]
     assert [n for n, _, _ in nbest] == ["0", "0", "1", "1"]
     assert float(nbest[0][2]) >= float(nbest[1][2]) and float(nbest[2][2]) >= float(nbest[3][2])
+    # every validation fitted a confidence: all nine right, so each is sure, and says so
+    translate.main(["--confidence", "three is three", "nine is nine"])
+    assert capsys.readouterr().out == "3 la 3\t0.99\n9 la 9\t0.99\n"
+    sure = (tmp_path / "runs/seed/test.hyp.confidence").read_text().splitlines()
+    assert sure == ["0.9900"] * 9 and result["confidence"]["acceptable"] == 1.0
     assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
 
     # The checkpoint is self-contained: no config file or data directory needed.

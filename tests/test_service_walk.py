@@ -127,7 +127,7 @@ HOPS = {
     ),
     ("translate_texts", "Exported"): (
         "calls its engine's translate (Engine's): by default (engine_choice.py) an Exported",
-        "decoding/engines.py translate_texts: outputs, warnings = engine.translate(sentences)",
+        "decoding/engines.py translate_texts: outputs, warnings, signals = engine.translate(...)",
         "decoding/engine_choice.py engine_of: return ... if ... else Exported(ours.checkpoint)",
         "decoding/exported.py Exported: def translate(self, sentences, decoding): ...",
     ),

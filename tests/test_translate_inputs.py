@@ -120,7 +120,7 @@ def test_a_line_of_one_sentence_is_translated_as_it_was(checkpoint):
 def test_a_line_of_sentences_has_the_nbest_of_its_sentences_joined(checkpoint):
     engine = TorchEngine(checkpoint)
     decoding = dataclasses.replace(checkpoint.config.decode, beam_size=2)
-    (first, second, _), _ = engine.translate_nbest(SENTENCES, decoding)
+    (first, second, _), *_ = engine.translate_nbest(SENTENCES, decoding)
     checkpoint.config.decode.beam_size = 2
     try:
         lines = translate_lines(engine, ["one is one. two is two!"], nbest=2, language="en")

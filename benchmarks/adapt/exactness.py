@@ -53,8 +53,8 @@ def ctranslate2_outputs(folder: Path, sentences: list[str], beam: int) -> list[s
 def our_outputs(checkpoint, sentences: list[str], beam: int) -> list[str]:
     decoding = DecodeConfig(beam_size=beam, length_penalty=0.2, max_len_a=0, max_len_b=LONGEST,
                             no_repeat_ngram=0, precision="fp32", batch_size=64)  # fmt: skip
-    ids = search_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
-    return checkpoint.tgt_vocab.detokenize(ids)
+    outputs = search_sources(checkpoint.model, checkpoint.src_vocab.encode(sentences), decoding)
+    return checkpoint.tgt_vocab.detokenize([output.ids for output in outputs])
 
 
 def compare(package: Path, sentences: list[str], references: list[str]) -> dict:

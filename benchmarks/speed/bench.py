@@ -58,7 +58,7 @@ def decode_speed(
         limits = max_lengths(model, src, decode_cfg)
         if limits_override is not None:
             limits = torch.full_like(limits, limits_override)
-        return greedy(model, src, limits)
+        return greedy(model, src, limits).ids
 
     def translate(some: list[list[int]], _) -> list[list[int]]:  # called as an engine's
         return in_length_order(model, some, batch_size, search, [])

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     sources = [s for s, _ in valid[1]]
     decoding = replace(config.decode, beam_size=config.train.valid_beam_size)
     outputs = [
-        valid_translations(checkpoint.model, settings[e], vocabs, sources, decoding, CPU)
+        valid_translations(checkpoint.model, settings[e], vocabs, sources, decoding, CPU).outputs
         for e in ENGINES
     ]
     results = {

@@ -8,6 +8,8 @@
     attention_maps.py  the attention weights of one translation, for plots and the page
     engines.py         the one interface every translating command and the service use, our
                        torch engine, and translate_texts: texts in, translations out
+    confidence.py      how sure a translation is: its signal, calibrated to the chance it is
+                       acceptable, and the measures of how well that holds
     ctranslate2_engine.py  the CTranslate2 engine, on an export (seq2seq/exports/ctranslate2.py)
     argos_engine.py    an Argos Translate package as an engine, decoded as Argos decodes it
     argos_tokenizers.py  an Argos package's tokenizer: its sentencepiece.model, or its

@@ -35,7 +35,13 @@ from seq2seq.config import Config, DecodeConfig, Language, config_from_dict
 from seq2seq.decoding.argos_tokenizers import package_tokenizer
 from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
-from seq2seq.decoding.ctranslate2_engine import compute_type_fact, load_translator, texts_of
+from seq2seq.decoding.confidence import Calibration
+from seq2seq.decoding.ctranslate2_engine import (
+    compute_type_fact,
+    load_translator,
+    signals_of,
+    texts_of,
+)
 from seq2seq.decoding.engines import Translations, warned
 from seq2seq.exports.argos_package import (
     BEAM_SIZE,
@@ -64,6 +70,7 @@ class ArgosEngine:
     translator: object  # ctranslate2.Translator
     origin: str
     why: str = ""  # how its compute type was chosen (compute_types.py)
+    calibration: Calibration | None = None  # its metadata's "confidence" (confidence.py)
     shows_attention = False
     longest_source = LONGEST_INPUT  # CTranslate2 cuts a source there
     unused: ClassVar[dict[str, str]] = {
@@ -98,7 +105,10 @@ class ArgosEngine:
         config = config_from_dict({"decode": OWN_DECODE | taught}, source=str(folder / METADATA))
         prefix = metadata.get("target_prefix", "")
         origin = origin or str(folder)
-        return cls(config, (source, target), tokenizer, prefix, translator, origin, why)
+        calibration = Calibration.read(metadata.get("confidence"), str(folder / METADATA))
+        return cls(
+            config, (source, target), tokenizer, prefix, translator, origin, why, calibration
+        )
 
     @property
     def src_vocab(self):
@@ -153,12 +163,14 @@ class ArgosEngine:
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         tokens, warnings = self.encoded(sentences)
         results = self.search(tokens, decoding, 1)
-        return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
+        texts = texts_of(results, self.detokenize, ranked=False)
+        return Translations(texts, warnings, signals_of(results, decoding.length_penalty))
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         tokens, warnings = self.encoded(sentences)
         results = self.search(tokens, decoding, decoding.beam_size)
-        return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
+        texts = texts_of(results, self.detokenize, ranked=True)
+        return Translations(texts, warnings, signals_of(results, decoding.length_penalty))
 
     def attention(self, sentence: str) -> Attention:
         raise UserError("attention maps need our torch model, not an Argos package")

@@ -59,7 +59,7 @@ def attention_maps(checkpoint: Checkpoint, sentence: str) -> Attention:
         raise UserError("nothing to show: the sentence is empty")
     device = next(model.parameters()).device
     src = source_tensor([src_ids], model.cfg.source_eos).to(device)  # (1, S)
-    out_ids = search_batch(model, src, checkpoint.config.decode)[0]
+    out_ids = search_batch(model, src, checkpoint.config.decode)[0].ids
     source = src_vocab.pieces(src_ids) + ["</s>"]  # the tokens the model saw
     output = ["<s>"] + tgt_vocab.pieces(out_ids)
 

@@ -5,18 +5,20 @@ autocast, greedy or beam search.
       -> search_batch: greedy.py (cached or recompute), or beam.py's best with beam_size > 1
       -> the outputs, put back in the order of the sources (an empty source: an empty output)
 
-`search_sources` gives each source its output ids, `nbest_of_sources` its beam_size best with
-their scores, `translate_sentences` goes from raw text to raw text (validation during
-training). The engines (engines.py) call these for everyone else.
+`search_sources` gives each source its output ids and their mean log-probability a piece (the
+signal of its confidence: confidence.py), `nbest_of_sources` its beam_size best with their
+scores, `translate_sentences` goes from raw text to raw text (the walkthrough's). The engines
+(engines.py) call these for everyone else.
 """
 
 from contextlib import contextmanager
 from functools import partial
+from typing import NamedTuple
 
 import torch
 
 from seq2seq.config import DecodeConfig
-from seq2seq.decoding.beam import beam_search
+from seq2seq.decoding.beam import beam_search, per_piece
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
 from seq2seq.support.device import autocast, autocast_dtype
@@ -24,16 +26,27 @@ from seq2seq.tokens.batching import source_tensor
 from seq2seq.tokens.vocab import Vocab
 
 
-def search_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[list[int]]:
-    """src: (B, S) padded source ids -> B lists of output ids: greedy (with or without the
-    cache) or, with decoding.beam_size > 1, the best hypothesis of beam search."""
+class Output(NamedTuple):
+    """One source's output."""
+
+    ids: list[int]
+    log_prob: float  # mean log-probability a piece, EOS counted (beam.per_piece)
+
+
+EMPTY = Output([], 0.0)  # an empty source's: nothing to get wrong
+
+
+def search_batch(model: Transformer, src: torch.Tensor, decoding: DecodeConfig) -> list[Output]:
+    """src: (B, S) padded source ids -> B Outputs: greedy (with or without the cache) or,
+    with decoding.beam_size > 1, the best hypothesis of beam search."""
     limits, no_repeat = max_lengths(model, src, decoding), decoding.no_repeat_ngram
     if decoding.beam_size > 1:
         beams, alpha = decoding.beam_size, decoding.length_penalty
         nbest = beam_search(model, src, limits, beams, alpha, no_repeat)
-        return [hypotheses[0][1] for hypotheses in nbest]
+        return [Output(ids, per_piece(score, len(ids), alpha)) for (score, ids), *_ in nbest]
     greedy = greedy_decode_cached if decoding.cache else greedy_decode_recompute
-    return greedy(model, src, limits, no_repeat)
+    found = greedy(model, src, limits, no_repeat)
+    return [Output(ids, per_piece(total, len(ids), 0.0)) for ids, total in zip(*found, strict=True)]
 
 
 def in_length_order(model: Transformer, sources: list[list[int]], batch_size: int, decode, empty):
@@ -67,11 +80,13 @@ def evaluating(model: Transformer, precision: str):
         model.train(was_training)
 
 
-def search_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
-    """Source id lists -> the output id list of each (greedy, or beam search's best)."""
+def search_sources(
+    model: Transformer, sources: list[list[int]], decoding: DecodeConfig
+) -> list[Output]:
+    """Source id lists -> the Output of each (greedy, or beam search's best)."""
     with evaluating(model, decoding.precision):
-        search = partial(search_batch, model, decoding=decoding)  # src (B, S) -> B id lists
-        return in_length_order(model, sources, decoding.batch_size, search, [])
+        search = partial(search_batch, model, decoding=decoding)  # src (B, S) -> B Outputs
+        return in_length_order(model, sources, decoding.batch_size, search, EMPTY)
 
 
 def nbest_of_sources(model: Transformer, sources: list[list[int]], decoding: DecodeConfig) -> list:
@@ -95,4 +110,5 @@ def translate_sentences(
     decoding: DecodeConfig,
 ) -> list[str]:
     """Raw source sentences -> detokenized translations, in the same order."""
-    return tgt_vocab.detokenize(search_sources(model, src_vocab.encode(sentences), decoding))
+    outputs = search_sources(model, src_vocab.encode(sentences), decoding)
+    return tgt_vocab.detokenize([output.ids for output in outputs])

@@ -47,6 +47,13 @@ def normalised(log_prob, pieces, alpha: float):
     return log_prob / pieces**alpha
 
 
+def per_piece(score: float, pieces: int, alpha: float) -> float:
+    """A hypothesis's mean log-probability a piece (a translation's confidence reads it:
+    confidence.py), from its score normalised at `alpha` and its `pieces` (EOS not among
+    them, counted here): CTranslate2's scores are normalised the same way."""
+    return score * (pieces + 1) ** (alpha - 1)
+
+
 def beams_for(beam_size: int, nbest: int | None) -> int:
     """The beams a search needs for the `nbest` best hypotheses (None: the best only) when
     asked for `beam_size`: a search of K beams finds K hypotheses at most."""

@@ -22,6 +22,8 @@ import torch
 
 from seq2seq.config import Config, DecodeConfig, config_from_dict
 from seq2seq.decoding.attention_maps import Attention
+from seq2seq.decoding.beam import per_piece
+from seq2seq.decoding.confidence import Calibration
 from seq2seq.decoding.engines import Translations, encoded, published
 from seq2seq.decoding.greedy import length_limits
 from seq2seq.exports.ctranslate2 import import_ctranslate2
@@ -57,6 +59,12 @@ def texts_of(results: list, detokenize, ranked: bool) -> list:
         list(zip(r.scores, map(detokenize, r.hypotheses), strict=True)) if r else [(0.0, "")]
         for r in results
     ]
+
+
+def signals_of(results: list, alpha: float) -> list[float]:
+    """Each best hypothesis's mean log-probability a piece (beam.per_piece), from
+    CTranslate2's score normalised at `alpha` (decode.length_penalty); 0 for an empty source."""
+    return [per_piece(r.scores[0], len(r.hypotheses[0]), alpha) if r else 0.0 for r in results]
 
 
 def load_translator(directory: Path, device: str, compute_type: str, workers: int = 1):
@@ -101,6 +109,7 @@ class CTranslate2Engine:
     tgt_vocab: Vocab
     translator: object  # ctranslate2.Translator
     why: str = ""  # how its compute type was chosen (compute_types.py)
+    calibration: Calibration | None = None  # the export's (confidence.py)
     shows_attention = False
     unused: ClassVar[dict[str, str]] = {
         "cache": "CTranslate2 decodes it, keeping keys and values always (--engine torch "
@@ -130,7 +139,8 @@ class CTranslate2Engine:
         src_vocab = read_vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = read_vocab(tgt_path.read_bytes())
         translator = load_translator(directory, device, compute_type, workers)
-        return cls(config, src_vocab, tgt_vocab, translator, why)
+        calibration = Calibration.load(directory)
+        return cls(config, src_vocab, tgt_vocab, translator, why, calibration)
 
     @property
     def longest_source(self) -> int:
@@ -183,7 +193,7 @@ class CTranslate2Engine:
             max_decoding_length=limit,
             min_decoding_length=MIN_OUTPUT_PIECES,
             suppress_sequences=[["<pad>"], ["<s>"]],  # never outputs, as in greedy.py
-            return_scores=nbest > 1,
+            return_scores=True,  # the confidence's signal: nearly free
             use_vmap=decoding.vmap,  # the export's vmap.txt, if it has one (vocab_map.py)
         )
 
@@ -199,12 +209,14 @@ class CTranslate2Engine:
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         results = self.search(sources, decoding, 1)
-        return Translations(texts_of(results, self.detokenize, ranked=False), warnings)
+        texts = texts_of(results, self.detokenize, ranked=False)
+        return Translations(texts, warnings, signals_of(results, decoding.length_penalty))
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         results = self.search(sources, decoding, decoding.beam_size)
-        return Translations(texts_of(results, self.detokenize, ranked=True), warnings)
+        texts = texts_of(results, self.detokenize, ranked=True)
+        return Translations(texts, warnings, signals_of(results, decoding.length_penalty))
 
     def attention(self, sentence: str) -> Attention:
         raise UserError("attention maps need the torch engine (--engine torch)")

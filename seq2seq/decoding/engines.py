@@ -29,11 +29,16 @@ asks which one it has):
     engine.longest_source             source pieces the model takes (longer inputs are cut)
     engine.facts()                    what it says of itself: engine, device, parameters,
                                       config (the settings it knows it has) ...
-    engine.translate(sentences, decoding)        -> Translations: one text each, and each
+    engine.translate(sentences, decoding)        -> Translations: one text each, each
                                                     sentence's warnings (unknown words, a
-                                                    cut to fit), from one encoding
+                                                    cut to fit), from one encoding, and the
+                                                    mean log-probability a piece of each
+                                                    translation (its confidence's signal)
     engine.translate_nbest(sentences, decoding)  -> the same with decoding.beam_size
                                                     (score, text) pairs each, best first
+    engine.calibration                what maps a signal to a confidence (confidence.py): the
+                                      model's, fitted on its validation set; None if it has
+                                      none
     engine.attention(sentence)        the attention weights of one translation (torch only:
                                       engine.shows_attention says whether it can)
 
@@ -53,6 +58,8 @@ from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig, Language, ServeConfig, translation_pair
 from seq2seq.decoding.attention_maps import Attention, attention_maps
 from seq2seq.decoding.batches import nbest_of_sources, search_sources
+from seq2seq.decoding.beam import per_piece
+from seq2seq.decoding.confidence import SURE_SIGNAL, UNTRANSLATED_SIGNAL, Calibration
 from seq2seq.decoding.warnings import source_warnings
 from seq2seq.localization.terms import Term, found_in, shielded, used
 from seq2seq.text.placeholders import (
@@ -77,6 +84,7 @@ class Translations(NamedTuple):
 
     outputs: list  # a text each (translate), or (score, text) pairs best first (translate_nbest)
     warnings: list[list[str]]  # each sentence's, unnumbered (warnings.numbered)
+    signals: list[float]  # each best translation's mean log-probability a piece (beam.per_piece)
 
 
 def encoded(engine, sentences: list[str]) -> tuple[list[list[int]], list[list[str]]]:
@@ -135,6 +143,10 @@ class TorchEngine:
     def device(self) -> str:
         return str(next(self.checkpoint.model.parameters()).device)
 
+    @property
+    def calibration(self) -> Calibration | None:
+        return Calibration.read(self.checkpoint.info.get("confidence"))
+
     def facts(self) -> dict:
         return {
             "engine": "torch",
@@ -147,13 +159,16 @@ class TorchEngine:
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         outputs = search_sources(self.checkpoint.model, sources, decoding)
-        return Translations(self.tgt_vocab.detokenize(outputs), warnings)
+        texts = self.tgt_vocab.detokenize([output.ids for output in outputs])
+        return Translations(texts, warnings, [output.log_prob for output in outputs])
 
     def translate_nbest(self, sentences: list[str], decoding: DecodeConfig) -> Translations:
         sources, warnings = encoded(self, sentences)
         nbest = nbest_of_sources(self.checkpoint.model, sources, decoding)
         texts = [[(score, self.tgt_vocab.detokenize([ids])[0]) for score, ids in n] for n in nbest]
-        return Translations(texts, warnings)
+        alpha = decoding.length_penalty
+        signals = [per_piece(score, len(ids), alpha) for (score, ids), *_ in nbest]
+        return Translations(texts, warnings, signals)
 
     def attention(self, sentence: str) -> Attention:
         return attention_maps(self.checkpoint, sentence)
@@ -168,6 +183,7 @@ class Engine(Protocol):
     src_vocab: Vocab
     tgt_vocab: Vocab
     longest_source: int
+    calibration: Calibration | None
 
     def facts(self) -> dict: ...
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations: ...
@@ -193,6 +209,7 @@ class Translated(NamedTuple):
 
     translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
     warnings: list[list[str]]  # each text's, its sentences' in order, unnumbered
+    signals: list[list[float]]  # each text's sentences' confidence signals (confidence.py)
 
 
 def translate_texts(
@@ -200,10 +217,10 @@ def translate_texts(
     terms: Mapping[str, str] | None = None,
 ) -> Translated:  # fmt: skip
     """Texts -> each one's translation (its sentences' joined in the white space that stood
-    between them) or, with `nbest`, its `nbest` best (score, text), and its warnings. The
-    sentences of all the texts are decoded together; no translated sentence spans two lines.
-    `terms` (a glossary's entries, source -> target) are followed
-    (seq2seq/localization/terms.py)."""
+    between them) or, with `nbest`, its `nbest` best (score, text), its warnings, and its
+    sentences' confidence signals. The sentences of all the texts are decoded together; no
+    translated sentence spans two lines. `terms` (a glossary's entries, source -> target) are
+    followed (seq2seq/localization/terms.py)."""
     protecting = decoding.placeholders == "protect"
     keys = [unaccelerated(s) if protecting else Accelerated(s, None) for s in texts.sentences]
     plain = [key.text for key in keys]  # without their accelerators
@@ -212,23 +229,35 @@ def translate_texts(
     shields = protected(engine, plain, decoding.placeholders, each, annotate)
     sentences = [shield.source for shield in shields]
     if nbest is None:
-        outputs, warnings = engine.translate(sentences, decoding)
+        outputs, warnings, signals = engine.translate(sentences, decoding)
         lines = [
             shield.restore(one_line(text)) for shield, text in zip(shields, outputs, strict=True)
         ]
         if annotate:
-            lines = with_terms(engine, plain, decoding, each, lines)
-        lines = unbared(engine, plain, decoding, lines, warnings)
+            lines = with_terms(engine, plain, decoding, each, lines, signals)
+        lines = unbared(engine, plain, decoding, lines, warnings, signals)
         lines = [key.restore(line) for key, line in zip(keys, lines, strict=True)]
         translations = texts.joined(lines)
     else:
-        ranked, warnings = engine.translate_nbest(sentences, decoding)
+        ranked, warnings, signals = engine.translate_nbest(sentences, decoding)
         lines = [
             [(score, key.restore(shield.restore(one_line(text)))) for score, text in best]
             for key, shield, best in zip(keys, shields, ranked, strict=True)
         ]
         translations = [best[:nbest] for best in texts.nbest(lines)]
-    return Translated(translations, texts.warnings(warnings))
+    if each:
+        whole = [all_terms(sentence, found) for sentence, found in zip(plain, each, strict=True)]
+        signals = [SURE_SIGNAL if w else x for w, x in zip(whole, signals, strict=True)]
+    return Translated(translations, texts.warnings(warnings), texts.grouped(signals))
+
+
+def all_terms(sentence: str, terms: list[Term]) -> bool:
+    """Whether every word of `sentence` is one of its glossary `terms` (then its translation
+    is the glossary's: sure)."""
+    rest = list(sentence)
+    for term in terms:
+        rest[term.start : term.end] = " " * (term.end - term.start)
+    return bool(terms) and not any(c.isalnum() for c in rest)
 
 
 def term_method(engine: Engine, decoding: DecodeConfig) -> str:
@@ -241,10 +270,11 @@ def term_method(engine: Engine, decoding: DecodeConfig) -> str:
 
 def with_terms(
     engine: Engine, sentences: list[str], decoding: DecodeConfig, each: list[list[Term]],
-    lines: list[str],
+    lines: list[str], signals: list[float],
 ) -> list[str]:  # fmt: skip
     """`lines`, the annotated translations of `sentences`, each that lacks a term of its
-    sentence's (`each`) translated again with its terms masked, so that every term is there."""
+    sentence's (`each`) translated again with its terms masked, so that every term is there
+    (its `signals` the new translation's)."""
     missed = [
         i for i, (line, terms) in enumerate(zip(lines, each, strict=True))
         if not all(used(line, term.target) for term in terms if not term.verbatim)
@@ -253,30 +283,31 @@ def with_terms(
         return lines
     again = [sentences[i] for i in missed]
     shields = protected(engine, again, decoding.placeholders, [each[i] for i in missed], False)
-    outputs = engine.translate([shield.source for shield in shields], decoding).outputs
+    outputs, _, new = engine.translate([shield.source for shield in shields], decoding)
     lines = list(lines)
-    for i, shield, text in zip(missed, shields, outputs, strict=True):
-        lines[i] = shield.restore(one_line(text))
+    for i, shield, text, signal in zip(missed, shields, outputs, new, strict=True):
+        lines[i], signals[i] = shield.restore(one_line(text)), signal
     return lines
 
 
 def unbared(
     engine: Engine, sentences: list[str], decoding: DecodeConfig, lines: list[str],
-    warnings: list[list[str]],
+    warnings: list[list[str]], signals: list[float],
 ) -> list[str]:  # fmt: skip
     """`lines`, the translations of `sentences`, each that is bare (no letter or digit where
-    its sentence has one: placeholders.bare) translated again with its placeables lifted out;
-    one still bare is its sentence itself, untranslated, which its `warnings` say."""
+    its sentence has one: placeholders.bare) translated again with its placeables lifted out
+    (its `signals` the new translation's); one still bare is its sentence itself,
+    untranslated, which its `warnings` say (its signal: UNTRANSLATED_SIGNAL)."""
     again = [i for i, (s, line) in enumerate(zip(sentences, lines, strict=True)) if bare(s, line)]
     if not again:
         return lines
     shields = [protect(sentences[i], None) for i in again]
-    outputs = engine.translate([shield.source for shield in shields], decoding).outputs
+    outputs, _, new = engine.translate([shield.source for shield in shields], decoding)
     lines = list(lines)
-    for i, shield, text in zip(again, shields, outputs, strict=True):
-        lines[i] = shield.restore(one_line(text))
+    for i, shield, text, signal in zip(again, shields, outputs, new, strict=True):
+        lines[i], signals[i] = shield.restore(one_line(text)), signal
         if bare(sentences[i], lines[i]):
-            lines[i] = sentences[i]
+            lines[i], signals[i] = sentences[i], UNTRANSLATED_SIGNAL
             warnings[i] = [*warnings[i], UNTRANSLATED]  # lists an engine may share
     return lines
 

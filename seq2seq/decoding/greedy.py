@@ -21,11 +21,14 @@ Two implementations give the same tokens:
   once half of it has finished, so they stop costing work. This is the default
   (`decode.cache: true`).
 
-Both take one batch of encoded sentences; batches.py runs them (or beam.py's beam search) over
-many sentences.
+Both take one batch of encoded sentences and give each sentence's output and its
+log-probability (the sum of its pieces', EOS counted: a translation's confidence reads it,
+seq2seq/decoding/confidence.py); batches.py runs them (or beam.py's beam search) over many
+sentences.
 """
 
 from math import inf
+from typing import NamedTuple
 
 import torch
 
@@ -46,6 +49,26 @@ def length_limits(source_lengths: torch.Tensor, decoding: DecodeConfig, longest:
     max_len_b pieces, at least 1 and at most `longest` (the positions the model has)."""
     limits = (decoding.max_len_a * source_lengths + decoding.max_len_b).long()
     return limits.clamp(1, longest)
+
+
+class Greedy(NamedTuple):
+    """A batch's greedy outputs, each sentence's in order."""
+
+    ids: list[list[int]]  # its output ids (no BOS, no EOS)
+    log_probs: list[float]  # the sum of their log-probabilities, its EOS's counted
+
+
+def chosen(logits: torch.Tensor, token: torch.Tensor, finished: torch.Tensor) -> torch.Tensor:
+    """logits (b, V) as allowed, token (b,) chosen -> (b,) its log-probability (0 where the
+    sentence had `finished` before: what comes after its end counts for nothing)."""
+    logits = logits.to(scores_type(logits))
+    log_probs = torch.log_softmax(logits, dim=-1).gather(1, token[:, None]).squeeze(1)
+    return log_probs.masked_fill(finished, 0.0)
+
+
+def scores_type(memory: torch.Tensor) -> torch.dtype:
+    """The type log-probabilities add up in: the model's, fp32 at least."""
+    return torch.promote_types(memory.dtype, torch.float32)
 
 
 def strip(outputs: torch.Tensor) -> list[list[int]]:
@@ -71,23 +94,27 @@ def allowed(logits: torch.Tensor, forbidden: torch.Tensor, history: torch.Tensor
 def greedy_decode_recompute(
     model: Transformer, src: torch.Tensor, limits: torch.Tensor, no_repeat: int = 0
 ):
-    """src: (B, S), limits: (B,) -> B lists of output ids (no BOS, no EOS). no_repeat > 0:
-    no output repeats an n-gram of that many pieces (repeats.py)."""
+    """src: (B, S), limits: (B,) -> Greedy: B lists of output ids (no BOS, no EOS) and their
+    log-probabilities. no_repeat > 0: no output repeats an n-gram of that many pieces
+    (repeats.py)."""
     memory, src_mask = model.encode(src)  # (B, S, D), (B, 1, 1, S)
     batch = src.size(0)
     ys = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (B, 1 + steps)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    total = torch.zeros(batch, dtype=scores_type(memory), device=src.device)  # (B,) so far
     forbidden = non_output_logits(memory, model.generator.out_features)  # (V,)
     first = first_step(forbidden)
     for step in range(int(limits.max())):
         logits = model.decode(ys, memory, src_mask)[:, -1]  # the whole prefix, again
         logits = allowed(logits, forbidden if step else first, ys[:, 1:], no_repeat)
-        token = logits.argmax(dim=-1).masked_fill(finished, PAD)  # (B,)
+        token = logits.argmax(dim=-1)  # (B,)
+        total += chosen(logits, token, finished)
+        token = token.masked_fill(finished, PAD)
         ys = torch.cat([ys, token[:, None]], dim=1)
         finished |= (token == EOS) | (step + 1 >= limits)
         if finished.all():
             break
-    return strip(ys[:, 1:])
+    return Greedy(strip(ys[:, 1:]), total.tolist())
 
 
 @torch.inference_mode()
@@ -111,13 +138,16 @@ def greedy_decode_cached(
     first = first_step(forbidden)
     rows = torch.arange(batch, device=src.device)  # the batch row of each sentence in the loop
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)  # (b,)
+    total = torch.zeros(batch, dtype=scores_type(memory), device=src.device)  # (B,) so far
     cache = DecoderCache.empty(len(model.decoder))
     token = torch.full((batch, 1), BOS, dtype=torch.long, device=src.device)  # (b, 1)
     for step in range(longest):
         logits = model.decode(token, memory, src_mask, cache)[:, -1]  # (b, V)
         history = outputs[rows, :step] if no_repeat else None  # (b, step)
-        new = allowed(logits, forbidden if step else first, history, no_repeat).argmax(dim=-1)
-        new = new.masked_fill(finished, PAD)  # (b,)
+        logits = allowed(logits, forbidden if step else first, history, no_repeat)
+        new = logits.argmax(dim=-1)  # (b,)
+        total[rows] += chosen(logits, new, finished)
+        new = new.masked_fill(finished, PAD)
         outputs[rows, step] = new
         finished |= (new == EOS) | (step + 1 >= limits)
         running = len(rows) - int(finished.sum())
@@ -131,4 +161,4 @@ def greedy_decode_cached(
             src_mask = None if src_mask is None else src_mask[keep]
             cache.select(keep)
         token = new[:, None]
-    return strip(outputs)
+    return Greedy(strip(outputs), total.tolist())

@@ -127,9 +127,12 @@ def package_version(origin: dict) -> str:
 def metadata(checkpoint: Checkpoint) -> dict:
     """metadata.json: the versions, and the languages' codes and names (config.translation_pair);
     for a model taught terms (train.terms), "terms": "annotate" (Argos Translate ignores it; our
-    engine follows glossaries the way the model was taught: localization/terms.py)."""
+    engine follows glossaries the way the model was taught: localization/terms.py); and its
+    "confidence" calibration, where it has one (decoding/confidence.py; ignored as well)."""
     source, target = translation_pair(checkpoint.config, checkpoint.config.serve)
     taught = {"terms": "annotate"} if checkpoint.config.train.terms else {}
+    info = checkpoint.info
+    calibrated = {"confidence": info["confidence"]} if "confidence" in info else {}
     return {
         "package_version": package_version(checkpoint.info.get("origin", {})),
         "argos_version": ARGOS_VERSION,
@@ -138,6 +141,7 @@ def metadata(checkpoint: Checkpoint) -> dict:
         "to_code": target.code,
         "to_name": target.name,
         **taught,
+        **calibrated,
     }
 
 

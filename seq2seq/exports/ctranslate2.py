@@ -42,7 +42,7 @@ from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.exports.vocab_map import VMAP, training_pairs, vocab_map
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import replacing_folder
-from seq2seq.support.paths import EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
+from seq2seq.support.paths import CONFIDENCE, EXPORT_CONFIG, EXPORT_SOURCE, vocab_files
 
 
 def import_ctranslate2():
@@ -138,6 +138,13 @@ def save_spec(spec, directory: Path, quantization: str = "float32") -> None:
     spec.save(str(directory))
 
 
+def export_calibration(info: dict, folder: Path) -> None:
+    """A checkpoint's confidence calibration (its `info`'s: decoding/confidence.py), where it
+    has one, into an export's folder (CTranslate2 and transformers ignore the file)."""
+    if "confidence" in info:
+        (folder / CONFIDENCE).write_text(json.dumps(info["confidence"], indent=2))
+
+
 def export_ctranslate2(
     checkpoint: Checkpoint, out_dir: Path, quantization: str = "float32", with_vmap: bool = True
 ):
@@ -152,6 +159,7 @@ def export_ctranslate2(
             path.write_bytes(vocab.model_bytes)
         (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
         (staging / EXPORT_SOURCE).write_text(checkpoint.sha256)
+        export_calibration(checkpoint.info, staging)
         if with_vmap and (pairs := training_pairs(checkpoint.config.data_dir, *vocabs)):
             pieces = (vocab.all_pieces() for vocab in vocabs)
             (staging / VMAP).write_text(vocab_map(pairs, *pieces), encoding="utf-8")

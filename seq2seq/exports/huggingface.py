@@ -67,6 +67,7 @@ import torch
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import translation_pair
 from seq2seq.corpora.corpus_types import is_language
+from seq2seq.exports.ctranslate2 import export_calibration
 from seq2seq.exports.layer_names import GENERATOR, Sublayer, stacks
 from seq2seq.exports.model_card import facts
 from seq2seq.model.transformer import Transformer
@@ -266,6 +267,7 @@ def export_huggingface(
         write_tokenizer(checkpoint, staging)
         (staging / "README.md").write_text(model_card(checkpoint, out_dir, checkpoint_path))
         (staging / EXPORT_CONFIG).write_text(json.dumps(checkpoint.config.to_dict(), indent=2))
+        export_calibration(checkpoint.info, staging)
 
 
 def hub_languages(checkpoint: Checkpoint) -> list[str]:

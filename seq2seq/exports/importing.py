@@ -130,6 +130,8 @@ def import_folder(folder: Path, origin: str) -> Imported:
     src_vocab = read_vocab(src.model_bytes)
     tgt_vocab = src_vocab if tgt is src else read_vocab(tgt.model_bytes)
     info = {"step": 0, "example": "", "origin": origin_of(Path(origin), languages, stored)}
+    if "confidence" in languages:  # a package of ours: its calibration (decoding/confidence.py)
+        info["confidence"] = languages["confidence"]
     report = {"from": origin, "model": stored.spec, "weights": stored_types(stored),
               "source_pieces": src_report, "target_pieces": tgt_report}  # fmt: skip
     return Imported(Checkpoint(config, model, src_vocab, tgt_vocab, info), report)

@@ -82,17 +82,18 @@ class Core:
         if self.memory is None or not chain:
             decoded = await self.decode(request, chain, texts, options, counted)
             off = None if self.memory is None else [False] * len(texts)
-            return Answer(*decoded, off, None if self.memory is None else [None] * len(texts))
+            fuzzy = None if self.memory is None else [None] * len(texts)
+            return Answer(decoded.translations, decoded.warnings, off, fuzzy)
         pair = chain[0].source.code, chain[-1].target.code
         recalled = [self.memory.recall(text, *pair) for text in texts]  # each: s or None
         answered = sum(s is not None for s in recalled)
         request.scope[REMEMBERED] = request.scope.get(REMEMBERED, 0) + answered
         missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
-        decoded = Translated([], [])
+        decoded = Translated([], [], [])
         if missing or not texts:
             decoded = await self.decode(request, chain, missing, options, counted)
         scores = await self.repair(request, chain, missing, options, decoded)
-        found = iter(zip(*decoded, scores, strict=True))
+        found = iter(zip(decoded.translations, decoded.warnings, scores, strict=True))
         translations, warnings, fuzzy = [], [], []
         for s in recalled:
             translation, said, score = (
@@ -141,13 +142,14 @@ class Core:
         its answer. `counted`: the texts' sentences held to serve.max_sentences (split)."""
         if not chain:
             itself = [[(0.0, text)] for text in texts] if options.nbest else list(texts)
-            return Translated(itself, [[] for _ in texts])
+            return Translated(itself, [[] for _ in texts], [[] for _ in texts])
         cached = self.cache.lookup(chain, options, texts)  # cached.missing: those to decode
         if cached.complete:  # refused as it would be without the cache, if too large
             self.split([], counted, chain[0].source.code, cached.sentences)
-            return cached.answer(Translated([], []), None)
+            return cached.answer(Translated([], [], []), None)
         hypotheses = [[(0.0, text)] for text in cached.missing]  # each's so far: (score, text)
         warnings: list[list[str]] = [[] for _ in cached.missing]
+        signals: list[list[float]] = [[] for _ in cached.missing]  # the last model's
         first = None  # the missing texts' sentences, as the first model's job holds them
         for number, model in enumerate(chain, 1):
             flat = [text for each in hypotheses for _, text in each]
@@ -159,11 +161,11 @@ class Core:
             first = split if number == 1 else first
             translated = await self.run_job(request, model, Job(split, options))
             said = "" if number == 1 else f"through {language}: "
-            found = iter(zip(translated.translations, translated.warnings, strict=True))
-            for each, mine in zip(hypotheses, warnings, strict=True):
+            found = iter(zip(*translated, strict=True))
+            for each, mine, sure in zip(hypotheses, warnings, signals, strict=True):
                 chained = []
                 for score, _ in each:
-                    result, theirs = next(found)
+                    result, theirs, sure[:] = next(found)
                     best = result if options.nbest else [(0.0, result)]
                     chained += [(score + more, text) for more, text in best]
                     new = [said + message for message in theirs]
@@ -172,8 +174,9 @@ class Core:
                     chained.sort(key=lambda hypothesis: hypothesis[0], reverse=True)
                 each[:] = chained[: options.nbest or 1]
         if options.nbest:
-            return cached.answer(Translated(hypotheses, warnings), first)
-        return cached.answer(Translated([each[0][1] for each in hypotheses], warnings), first)
+            return cached.answer(Translated(hypotheses, warnings, signals), first)
+        best = [each[0][1] for each in hypotheses]
+        return cached.answer(Translated(best, warnings, signals), first)
 
     async def run_job(self, request: Request, model: Model, job: Job):
         """The job's result from the model's decoder thread (batcher.py: Busy, a queue too

@@ -37,6 +37,7 @@ class Entry(NamedTuple):
 
     translation: str | tuple[tuple[float, str], ...]  # the best, or the n best (score, text)
     warnings: tuple[str, ...]
+    signals: tuple[float, ...]  # its sentences' confidence signals (decoding/confidence.py)
     sentences: int  # what the text counts against serve.max_sentences (its first split)
 
 
@@ -95,15 +96,16 @@ class Lookup:
         if not self.cache.size:
             return translated
         splits = split.splits if split is not None else []
-        decoded = iter(zip(translated.translations, translated.warnings, splits, strict=True))
-        translations, warnings = [], []
+        decoded = iter(zip(*translated, splits, strict=True))
+        translations, warnings, signals = [], [], []
         for key, entry in zip(self.keys, self.found, strict=True):
             if entry is None:
-                translation, said, one = next(decoded)
+                translation, said, sure, one = next(decoded)
                 kept = tuple(translation) if isinstance(translation, list) else translation
-                entry = Entry(kept, tuple(said), len(one.sentences))
+                entry = Entry(kept, tuple(said), tuple(sure), len(one.sentences))
                 self.cache.put(key, entry)
             is_list = isinstance(entry.translation, tuple)
             translations.append(list(entry.translation) if is_list else entry.translation)
             warnings.append(list(entry.warnings))
-        return Translated(translations, warnings)
+            signals.append(list(entry.signals))
+        return Translated(translations, warnings, signals)

@@ -43,6 +43,7 @@ LAST = "last.pt"
 METRICS = "metrics.jsonl"
 HYPOTHESES = "test.hyp"
 BEAM_HYPOTHESES = "test.beam.hyp"
+CONFIDENCES = ".confidence"  # test.hyp.confidence: each test sentence's (decoding/confidence.py)
 EVAL = "eval.json"
 
 VERSIONS = "versions"
@@ -54,6 +55,7 @@ IMPROVE_LOG = "improve.log"  # the output of the improvements the service starts
 IMPROVE_RUN = ".improve"  # runs/<experiment>.improve/, data/<experiment>.improve/: a try's own
 
 EXPORT_CONFIG = "seq2seq.json"
+CONFIDENCE = "confidence.json"  # an export's confidence calibration (decoding/confidence.py)
 EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
 EXPORT_COMPUTE_TYPE = "compute_type.json"  # decode.compute_type auto's measures (compute_types.py)
 

@@ -132,6 +132,10 @@ class Texts:
         """A translation per sentence -> a translation per text."""
         return [one.join(share) for one, share in self.per_text(translations)]
 
+    def grouped(self, values: list) -> list[list]:
+        """A value per sentence -> each text's list of its sentences'."""
+        return [share for _, share in self.per_text(values)]
+
     def warnings(self, warnings: list[list[str]]) -> list[list[str]]:
         """Each sentence's warnings -> each text's, its sentences' in order."""
         return [[w for sentence in share for w in sentence] for _, share in self.per_text(warnings)]

@@ -2,7 +2,9 @@
 validation is the best so far.
 
     valid ids (TokenPairs)  -> batches -> loss per target token (no label smoothing)
-    valid text (pairs)      -> greedy, or beams -> exact match, BLEU
+    valid text (pairs)      -> greedy, or beams -> exact match, BLEU, and the confidence's
+                               calibration (decoding/confidence.py: its signals against
+                               each translation's sentence chrF), kept in the checkpoint
     train.keep_valid pairs  -> the same decoding -> BLEU (keep_bleu: what must not be lost)
                                decoded by our own code (decoding/batches.py), or on a CPU
                                by CTranslate2 from the model exported as it is now
@@ -20,9 +22,11 @@ import torch
 
 from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig
-from seq2seq.decoding.batches import evaluating, translate_sentences
+from seq2seq.decoding.batches import evaluating
+from seq2seq.decoding.confidence import fit, sentence_chrfs
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.decoding.engine_choice import ctranslate2_runs_on
+from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
 from seq2seq.model.transformer import Transformer
 from seq2seq.text.parallel import Pairs
@@ -46,8 +50,9 @@ def validate(
     keep: Pairs | None = None,
 ) -> dict:
     """Per-token cross-entropy (no label smoothing) on the valid split, and the exact match
-    and BLEU of its translations against the reference text, as `make eval` scores them; and
-    the BLEU of `keep`'s translations (train.keep_valid), if given."""
+    and BLEU of its translations against the reference text, as `make eval` scores them, and
+    the calibration of their confidence ("confidence"); and the BLEU of `keep`'s
+    translations (train.keep_valid), if given."""
     ids, pairs = valid
     total, tokens = torch.zeros((), device=device), 0
     decoding = replace(config.decode, beam_size=config.train.valid_beam_size)
@@ -62,12 +67,14 @@ def validate(
             total += batch_loss(model, batch, 0.0, reduction="sum").float()
     keep = keep or []
     sources = [s for s, _ in pairs + keep]  # decoded together: one export
-    outputs = valid_translations(model, config, vocabs, sources, decoding, device)
+    outputs, _, signals = valid_translations(model, config, vocabs, sources, decoding, device)
     hypotheses, references = outputs[: len(pairs)], [t for _, t in pairs]
+    calibration = fit(signals[: len(pairs)], sentence_chrfs(hypotheses, references))
     scores = {
         "valid_loss": total.item() / tokens,
         "valid_exact_match": exact_match(hypotheses, references),
         "valid_bleu": sacrebleu_scores(hypotheses, references)["bleu"],
+        "confidence": calibration.to_dict(),
     }
     if keep:
         kept = sacrebleu_scores(outputs[len(pairs) :], [t for _, t in keep])
@@ -82,19 +89,19 @@ def valid_translations(
     sentences: list[str],
     decoding: DecodeConfig,
     device: torch.device,
-) -> list[str]:
+) -> Translations:
     """The model's translations of `sentences`, by train.valid_engine: CTranslate2 decodes
     the model exported as it is now into a temporary folder (a fraction of a second for the
     models trained on a CPU), or our own code does."""
+    checkpoint = Checkpoint(config, model, *vocabs, info={})
     if not uses_ctranslate2(config.train.valid_engine, device):
-        return translate_sentences(model, *vocabs, sentences, decoding)
+        return TorchEngine(checkpoint).translate(sentences, decoding)
     with tempfile.TemporaryDirectory(prefix="valid-", dir=config.run_dir) as folder:
         export = Path(folder) / "model"
-        checkpoint = Checkpoint(config, model, *vocabs, info={})
         export_ctranslate2(checkpoint, export, with_vmap=False)  # validation decodes without
         # torch's threads are idle: as many batches at once, each on one thread
         engine = CTranslate2Engine.load(export, str(device), workers=torch.get_num_threads())
-        return engine.translate(sentences, decoding).outputs
+        return engine.translate(sentences, decoding)
 
 
 def uses_ctranslate2(choice: str, device: torch.device) -> bool:

@@ -7,8 +7,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from seq2seq.config import config_from_dict
-from seq2seq.decoding.batches import nbest_of_sources, search_sources, translate_sentences
-from seq2seq.decoding.beam import beam_search
+from seq2seq.decoding.batches import nbest_of_sources, search_sources
+from seq2seq.decoding.beam import beam_search, per_piece
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.decoding.greedy import greedy_decode_cached, greedy_decode_recompute, max_lengths
 from seq2seq.model.transformer import Transformer
 from seq2seq.tokens.batching import source_tensor
@@ -34,10 +35,16 @@ def test_cached_equals_recompute_on_random_models_and_inputs(seed):
     lengths = torch.randint(1, 12, (16,))
     src = source_tensor([torch.randint(4, vocab, (int(n),)).tolist() for n in lengths])
     limits = torch.randint(1, 40, (16,))
-    cached = greedy_decode_cached(model, src, limits)
-    assert cached == greedy_decode_recompute(model, src, limits)
+    cached, log_probs = greedy_decode_cached(model, src, limits)
+    recomputed = greedy_decode_recompute(model, src, limits)
+    assert cached == recomputed.ids
+    assert log_probs == pytest.approx(recomputed.log_probs, abs=1e-9)
     assert all(len(out) <= limit for out, limit in zip(cached, limits.tolist(), strict=True))
     assert len({len(out) for out in cached}) > 1, "the test should mix lengths"
+    for i, (out, limit) in enumerate(zip(cached, limits.tolist(), strict=True)):
+        ended = len(out) < limit  # else cut at its limit, without EOS
+        forced = sequence_log_prob(model, src[i : i + 1], out, eos=ended)
+        assert log_probs[i] == pytest.approx(forced, abs=1e-9)
 
 
 def test_long_outputs_stop_at_the_length_limit():
@@ -46,7 +53,7 @@ def test_long_outputs_stop_at_the_length_limit():
     src = source_tensor([[5, 6, 7], [8, 9]])
     limits = torch.tensor([64, 10])
     for decode in (greedy_decode_cached, greedy_decode_recompute):
-        out = decode(model, src, limits)
+        out = decode(model, src, limits).ids
         assert len(out[0]) <= 64 and len(out[1]) <= 10
         assert all(EOS not in ids and PAD not in ids for ids in out)
 
@@ -72,9 +79,9 @@ def test_translate_restores_the_input_order_whatever_the_batch_size(trained_numb
     sources = [s for s, _ in test[:40]]
     sources[5] = sources[17] = ""  # empty lines are answered by empty lines, in place
     cfg = dataclasses.replace(checkpoint.config.decode, cache=True, batch_size=7)
-    vocabs = checkpoint.src_vocab, checkpoint.tgt_vocab
-    batched = translate_sentences(checkpoint.model, *vocabs, sources, cfg)
-    one_by_one = [translate_sentences(checkpoint.model, *vocabs, [s], cfg)[0] for s in sources]
+    engine = TorchEngine(checkpoint)
+    batched = engine.translate(sources, cfg).outputs
+    one_by_one = [engine.translate([s], cfg).outputs[0] for s in sources]
     assert_same_or_tied(checkpoint, sources, batched, one_by_one)
     assert batched[5] == batched[17] == "" and all(batched[:5] + batched[6:17] + batched[18:])
 
@@ -87,7 +94,10 @@ def test_nbest_lists_are_the_beam_hypotheses_best_first(trained_numbers_model):
     beam = dataclasses.replace(cfg, beam_size=3, length_penalty=1.0)
     ids = src_vocab.encode(sources)
     nbest = nbest_of_sources(model, ids, beam)
-    assert [hyps[0][1] for hyps in nbest] == search_sources(model, ids, beam)
+    best = search_sources(model, ids, beam)
+    assert [hyps[0][1] for hyps in nbest] == [output.ids for output in best]
+    for hyps, output in zip(nbest, best, strict=True):  # the signal: the best's per piece
+        assert output.log_prob == pytest.approx(per_piece(hyps[0][0], len(output.ids), 1.0))
     assert nbest[-1] == [(0.0, [])]
     for hyps in nbest[:-1]:
         scores = [score for score, _ in hyps]
@@ -116,7 +126,9 @@ def test_beam_of_one_without_length_penalty_is_greedy_on_random_models(seed):
     src = source_tensor([torch.randint(4, 6 + seed, (int(n),)).tolist() for n in range(1, 13)])
     limits = torch.randint(1, 30, (12,))
     beams = beam_search(model, src, limits, beam_size=1, alpha=0.0)
-    assert [hyps[0][1] for hyps in beams] == greedy_decode_cached(model, src, limits)
+    greedy = greedy_decode_cached(model, src, limits)
+    assert [hyps[0][1] for hyps in beams] == greedy.ids
+    assert [hyps[0][0] for hyps in beams] == pytest.approx(greedy.log_probs, abs=1e-5)
 
 
 @pytest.mark.same_outputs
@@ -128,7 +140,7 @@ def test_beam_search_on_a_trained_model(trained_numbers_model):
         src = source_tensor(src_vocab.encode([s for s, _ in test[:100]]))
         limits = max_lengths(model, src, cfg)
         greedy = beam_search(model, src, limits, beam_size=1, alpha=0.0)
-        assert [h[0][1] for h in greedy] == greedy_decode_cached(model, src, limits)
+        assert [h[0][1] for h in greedy] == greedy_decode_cached(model, src, limits).ids
         beams = beam_search(model, src, limits, beam_size=4, alpha=0.0, wanted=4)
         for four, row, limit in zip(beams, src, limits.tolist(), strict=True):
             scores = [h[0] for h in four]

@@ -4,8 +4,12 @@ white space, n-best lists cut, warnings gathered text by text."""
 
 import dataclasses
 
+import pytest
+
 from seq2seq.config import config_from_dict
+from seq2seq.decoding.confidence import SURE_SIGNAL, UNTRANSLATED_SIGNAL, calibration_of
 from seq2seq.decoding.engines import UNTRANSLATED, TorchEngine, Translations, translate_texts
+from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
 
@@ -102,7 +106,7 @@ class Dotting:
 
     def translate(self, sentences: list[str], decoding) -> Translations:
         self.calls.append(list(sentences))
-        return Translations(["."] * len(sentences), [[]] * len(sentences))
+        return Translations(["."] * len(sentences), [[]] * len(sentences), [-0.5] * len(sentences))
 
 
 def test_a_translation_without_a_word_is_made_again_then_given_back_untranslated():
@@ -112,3 +116,18 @@ def test_a_translation_without_a_word_is_made_again_then_given_back_untranslated
     assert translated.translations == ["Middle English (1100-1500)", ".", "Save"]  # "." kept
     assert translated.warnings == [[UNTRANSLATED], [], [UNTRANSLATED]]
     assert engine.calls[1] == ["Middle English (1100-1500)", "Save"]  # the second try
+    # given back untranslated: confidence 0; answered: the engine's signal
+    assert translated.signals == [[UNTRANSLATED_SIGNAL], [-0.5], [UNTRANSLATED_SIGNAL]]
+
+
+def test_a_sentence_of_glossary_terms_alone_is_sure_and_the_others_are_the_models(
+    trained_numbers_checkpoint,
+):
+    engine = TorchEngine(trained_numbers_checkpoint[0])
+    texts = Texts(["seven", "seven is seven", "Seven!"])
+    translated = translate_texts(engine, texts, engine.config.decode, terms={"seven": "7"})
+    assert translated.translations[0] == "7"
+    assert translated.signals[0] == translated.signals[2] == [SURE_SIGNAL]
+    assert -10 < translated.signals[1][0] < 0
+    with pytest.raises(UserError, match="no confidence calibration"):
+        calibration_of(engine)  # a model trained before confidences: none to read

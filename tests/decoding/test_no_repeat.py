@@ -71,11 +71,11 @@ SOURCES = [[5 + (i * j) % 25 for j in range(3 + i % 9)] for i in range(24)]
 def test_greedy_stops_the_loops_of_a_model_that_loops(n):
     model, src = looping_model(), source_tensor(SOURCES)
     limits = torch.full((len(SOURCES),), 40)
-    loops = greedy_decode_cached(model, src, limits)
-    assert loops == greedy_decode_recompute(model, src, limits)
+    loops = greedy_decode_cached(model, src, limits).ids
+    assert loops == greedy_decode_recompute(model, src, limits).ids
     assert sum(first_repeat(ids, n) is not None for ids in loops) >= len(SOURCES) // 2, loops
-    stopped = greedy_decode_cached(model, src, limits, no_repeat=n)
-    assert stopped == greedy_decode_recompute(model, src, limits, no_repeat=n)
+    stopped = greedy_decode_cached(model, src, limits, no_repeat=n).ids
+    assert stopped == greedy_decode_recompute(model, src, limits, no_repeat=n).ids
     assert all(first_repeat(ids, n) is None for ids in stopped)
     for before, after in zip(loops, stopped, strict=True):  # the same until the rule acts
         end = first_repeat(before, n)
@@ -93,7 +93,7 @@ def test_beam_search_keeps_no_hypothesis_that_repeats():
     assert any(first_repeat(ids, 3) is not None for hypotheses in loops for _, ids in hypotheses)
     # a beam of one, without length penalty, is greedy decoding, rule included
     one = beam_search(model, src, limits, 1, 0.0, no_repeat=3)
-    assert [h[0][1] for h in one] == greedy_decode_cached(model, src, limits, no_repeat=3)
+    assert [h[0][1] for h in one] == greedy_decode_cached(model, src, limits, no_repeat=3).ids
 
 
 def test_the_default_reaches_decoding_and_zero_turns_it_off():
@@ -101,8 +101,8 @@ def test_the_default_reaches_decoding_and_zero_turns_it_off():
     assert default.no_repeat_ngram == 7
     on = search_sources(model, SOURCES, default)
     off = search_sources(model, SOURCES, dataclasses.replace(default, no_repeat_ngram=0))
-    assert all(first_repeat(ids, 7) is None for ids in on)
-    assert any(first_repeat(ids, 7) is not None for ids in off)
+    assert all(first_repeat(output.ids, 7) is None for output in on)
+    assert any(first_repeat(output.ids, 7) is not None for output in off)
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,12 @@ from seq2seq import export
 from seq2seq.checkpoint import save_checkpoint
 from seq2seq.config import Language
 from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.confidence import Calibration
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
 from seq2seq.exports.argos import export_argos
 from seq2seq.exports.argos_package import package_folders
 from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.exports.importing import import_model
 from seq2seq.support.errors import UserError
 from seq2seq.tokens.special import EOS
 
@@ -37,6 +39,8 @@ from helpers import (
 
 pytest.importorskip("argostranslate", reason='Argos Translate is an optional extra: ".[argos]"')
 
+CALIBRATION = Calibration(1.5, 2.0, sentences=40, acceptable=0.7)
+
 
 def messy(sentences: list[str]) -> list[str]:
     """The same sentences as a user may type them: capitals and hyphens, which the model's
@@ -51,7 +55,8 @@ def argos(trained_joint_numbers_checkpoint, tmp_path_factory):
     checkpoint, test = trained_joint_numbers_checkpoint
     tmp = tmp_path_factory.mktemp("argos")
     package = tmp / "numbers.argosmodel"
-    export_argos(checkpoint, package)
+    calibrated = {**checkpoint.info, "confidence": CALIBRATION.to_dict()}  # Argos ignores it
+    export_argos(dataclasses.replace(checkpoint, info=calibrated), package)
     long = " ".join(["seven hundred"] * 600)  # 1,200 pieces: past CTranslate2's cut at 1,024
     sentences = [s for s, _ in test] + messy([s for s, _ in test[:200]]) + [long]
     home = tmp / "home"
@@ -140,6 +145,10 @@ def test_the_package_is_what_argos_reads(argos):
     assert (metadata["from_code"], metadata["to_name"]) == ("en", "Digits")
     assert results["to_code"] == "digits"
     assert "parameters" in results["readme"] and "Not evaluated" in results["readme"]
+    # the calibration travels in the metadata, which Argos Translate read past (above)
+    assert metadata["confidence"] == CALIBRATION.to_dict()
+    assert ArgosEngine.load(package).calibration == CALIBRATION
+    assert import_model(package).checkpoint.info["confidence"] == CALIBRATION.to_dict()
 
 
 def test_what_a_package_cannot_hold_is_refused(

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from seq2seq.decoding.batches import nbest_of_sources, search_sources
+from seq2seq.decoding.confidence import Calibration
 from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
@@ -35,6 +36,10 @@ def exported(trained_numbers_checkpoint, tmp_path_factory):
     ids = greedy_ids(checkpoint, sources)
     greedy = dataclasses.replace(checkpoint.config.decode, beam_size=1)
     return out_dir, sources, ids, checkpoint.tgt_vocab.detokenize(ids), greedy
+
+
+def greedy_or_beam_ids(model, ids: list[list[int]], decoding) -> list[list[int]]:
+    return [output.ids for output in search_sources(model, ids, decoding)]
 
 
 def ctranslate2_ids(out_dir, sources: list[str], decoding) -> list[list[int]]:
@@ -73,10 +78,10 @@ def test_float32_export_decodes_our_beam_outputs(
         checkpoint.config.decode, beam_size=beam_size, length_penalty=alpha, precision="fp32"
     )
     ids = checkpoint.src_vocab.encode(sources)
-    ours = search_sources(checkpoint.model, ids, decoding)
+    ours = greedy_or_beam_ids(checkpoint.model, ids, decoding)
     rounded_otherwise = [
-        search_sources(copy.deepcopy(checkpoint.model).double(), ids, decoding),
-        search_sources(checkpoint.model, ids, dataclasses.replace(decoding, batch_size=7)),
+        greedy_or_beam_ids(copy.deepcopy(checkpoint.model).double(), ids, decoding),
+        greedy_or_beam_ids(checkpoint.model, ids, dataclasses.replace(decoding, batch_size=7)),
     ]
     near_ties = {i for other in rounded_otherwise for i, o in enumerate(other) if o != ours[i]}
     assert len(near_ties) <= 10
@@ -232,3 +237,36 @@ def test_no_engine_answers_an_empty_output_and_both_score_it_alike(
     for our, their in zip(ours, theirs.translate_nbest(sources, beam).outputs, strict=True):
         assert our[0][1] and our[0][1] == their[0][1]
         assert our[0][0] == pytest.approx(their[0][0], abs=1e-3)
+
+
+@pytest.mark.parametrize("beam_size, alpha", [(1, 0.0), (4, 0.2), (4, 1.0)])
+def test_both_engines_give_each_translation_the_same_confidence_signal(
+    exported, trained_numbers_checkpoint, beam_size, alpha
+):
+    """The signal (the mean log-probability a piece, EOS counted) of CTranslate2's scores is
+    ours, greedy and beam, whatever the length penalty the search ranks by; an empty line's
+    is 0."""
+    out_dir, sources, *_ = exported
+    checkpoint = trained_numbers_checkpoint[0]
+    decoding = dataclasses.replace(
+        checkpoint.config.decode, beam_size=beam_size, length_penalty=alpha, precision="fp32"
+    )
+    sentences = [*sources[:40], ""]
+    ours = TorchEngine(checkpoint).translate(sentences, decoding)
+    theirs = CTranslate2Engine.load(out_dir, compute_type="float32").translate(sentences, decoding)
+    same = [i for i, (a, b) in enumerate(zip(ours.outputs, theirs.outputs, strict=True)) if a == b]
+    assert len(same) >= 35 and ours.signals[-1] == theirs.signals[-1] == 0.0
+    assert all(ours.signals[i] < 0 for i in same[:-1])
+    for i in same:
+        assert ours.signals[i] == pytest.approx(theirs.signals[i], abs=1e-3)
+    assert CTranslate2Engine.load(out_dir).calibration is None  # trained with none
+
+
+def test_a_calibrated_checkpoints_export_keeps_its_calibration(
+    trained_numbers_checkpoint, tmp_path
+):
+    checkpoint = trained_numbers_checkpoint[0]
+    calibration = Calibration(1.5, 2.0, sentences=40, acceptable=0.7)
+    info = {**checkpoint.info, "confidence": calibration.to_dict()}
+    export_ctranslate2(dataclasses.replace(checkpoint, info=info), tmp_path / "calibrated")
+    assert CTranslate2Engine.load(tmp_path / "calibrated").calibration == calibration

@@ -63,7 +63,7 @@ def both_outputs(folder, imported, beam):
     decoding = DecodeConfig(beam_size=beam, length_penalty=0.2, max_len_a=0, max_len_b=30,
                             no_repeat_ngram=0, precision="fp32")  # fmt: skip
     ours = search_sources(imported.model, vocab.encode(SENTENCES), decoding)
-    return theirs, [imported.tgt_vocab.pieces(ids) for ids in ours]
+    return theirs, [imported.tgt_vocab.pieces(output.ids) for output in ours]
 
 
 @pytest.mark.same_outputs

@@ -195,4 +195,4 @@ def test_an_argos_packages_sentences_are_encoded_once(numbers_package):
     engine.src_vocab.sp = counting = Counting(engine.src_vocab.sp)
     translated = engine.translate(["three is three", "seven is seven"], engine.config.decode)
     assert counting.encodes == 2
-    assert translated == (["3 la 3", "7 la 7"], [[], []])
+    assert translated[:2] == (["3 la 3", "7 la 7"], [[], []])

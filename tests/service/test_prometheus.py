@@ -198,9 +198,9 @@ def test_a_batchs_bare_translations_are_counted_text_by_text():
     """Texts answered with none of their words, empty or their placeholders alone; the best
     of an n-best; a job cancelled or failed counts nothing."""
     answered = Job(Texts(["Noise", "Delete %s", "%s", "Open"]), Options())
-    answered.future.set_result(Translated(["", "%s", "", "Öffnen"], [[]] * 4))
+    answered.future.set_result(Translated(["", "%s", "", "Öffnen"], [[]] * 4, [[]] * 4))
     ranked = Job(Texts(["Noise"]), Options(nbest=2))
-    ranked.future.set_result(Translated([[(-0.1, "%s"), (-0.2, "Rauschen")]], [[]]))
+    ranked.future.set_result(Translated([[(-0.1, "%s"), (-0.2, "Rauschen")]], [[]], [[]]))
     failed, cancelled = Job(Texts(["Noise"]), Options()), Job(Texts(["Noise"]), Options())
     failed.future.set_exception(RuntimeError("the model failed"))
     cancelled.future.cancel()

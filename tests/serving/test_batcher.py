@@ -33,7 +33,8 @@ class Shouting:
         assert self.gate.wait(HANG)
         if "boom" in sentences:
             raise RuntimeError("boom")
-        return Translations([sentence.upper() for sentence in sentences], [[]] * len(sentences))
+        upper = [sentence.upper() for sentence in sentences]
+        return Translations(upper, [[]] * len(sentences), [-0.5] * len(sentences))
 
 
 def batcher(model: Shouting, **settings) -> Batcher:

@@ -52,7 +52,8 @@ class Marking:
 
     def translate(self, sentences: list[str], decoding) -> Translations:
         warnings = self.seen(sentences)
-        return Translations([self.mark(s, decoding) for s in sentences], warnings)
+        marked = [self.mark(s, decoding) for s in sentences]
+        return Translations(marked, warnings, [-len(s) / 100 for s in sentences])
 
     def translate_nbest(self, sentences: list[str], decoding) -> Translations:
         warnings = self.seen(sentences)
@@ -60,7 +61,7 @@ class Marking:
             [(-0.5 * n - len(s) / 100, f"{self.mark(s, decoding)} #{n}") for n in range(3)]
             for s in sentences
         ]
-        return Translations(ranked, warnings)
+        return Translations(ranked, warnings, [best[0][0] for best in ranked])
 
 
 def loader(name: str, source: Language, target: Language, engine: Marking) -> Loader:

@@ -242,3 +242,17 @@ def test_a_version_that_cannot_be_prepared_is_served_all_the_same(monkeypatch, c
     said = capsys.readouterr().err
     assert "runs/small/versions/0001/best.pt: not prepared for the service" in said
     assert "No space left on device" in said
+
+
+def test_ask_prints_the_least_sure_translations_first(trained, tmp_path, monkeypatch, capsys):
+    copy_of(trained, tmp_path, monkeypatch)
+    texts = ["three is three", "four hundred and two is nine", "", "one is one", "two is two"]
+    Path("texts.txt").write_text("\n".join(texts) + "\n")
+    improve.main(["--config", "small.yaml", "--ask", "texts.txt", "--count", "3"])
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 3 and all(len(line) == 3 for line in lines)
+    sure = [float(confidence) for confidence, _, _ in lines]
+    assert sure == sorted(sure) and all(0 <= p <= 1 for p in sure)
+    assert {text for _, text, _ in lines} < set(texts) - {""}
+    with pytest.raises(UserError, match="cannot read missing.txt"):
+        improve.main(["--config", "small.yaml", "--ask", "missing.txt"])

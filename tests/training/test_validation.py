@@ -36,7 +36,8 @@ def test_ctranslate2_translates_the_valid_split_as_our_decoding(
         settings = dataclasses.replace(
             config, train=dataclasses.replace(config.train, valid_engine=engine)
         )
-        return valid_translations(checkpoint.model, settings, vocabs, sources, greedy, CPU)
+        found = valid_translations(checkpoint.model, settings, vocabs, sources, greedy, CPU)
+        return found.outputs
 
     ours, theirs = translations("torch"), translations("ctranslate2")
     assert len(set(ours)) > 50, "the outputs should vary"
