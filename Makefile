@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt bench-confidence config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -83,9 +83,11 @@ package: data train eval $(STAMP)-export
 serve: $(STAMP)-serve
 	$(PYTHON) -m seq2seq.serve --config $(CONFIG) $(ARGS)
 
-# DeepL's official Node client (deepl-node, pinned by tests/service/node/package-lock.json) for
-# tests/service/test_deepl_node.py, installed as the dev extra is: once, and again when the lock
-# changes. No npm on PATH: nothing installed, and that test skips, saying why. npm there but
+# DeepL's official Node client (deepl-node) and LibreTranslate's npm client (libretranslate,
+# AGPL: installed here, not shipped), pinned by tests/service/node/package-lock.json, for
+# tests/service/test_deepl_node.py and test_libretranslate.py, installed as the dev extra is:
+# once, and again when the lock changes. No npm on PATH: nothing installed, and those tests
+# skip, saying why. npm there but
 # failing (offline, say): make stops, as a failing pip does, rather than pass with a test quietly
 # skipped; `make test NPM=` goes on without it.
 NPM ?= $(shell command -v npm)
@@ -212,14 +214,6 @@ $(LIBRETRANSLATE_VENV)/.installed: constraints.txt
 # speaks (ours, LibreTranslate's, DeepL's) -> benchmarks/results/serve_latency.{json,md}
 # (a few minutes; SERVE_ARGS="--quick": seconds). Not in CI: the first run installs LibreTranslate.
 SERVE_ARGS ?=
-# LibreTranslate's npm client (libretranslate 1.0.1, AGPL: installed here, not shipped), for
-# tests/service/test_libretranslate.py's check that it works against the service (skipped
-# without it or without node). Not in CI.
-NPM_CLIENT := benchmarks/.npm-libretranslate
-$(NPM_CLIENT)/.installed:
-	npm install --silent --no-save --prefix $(NPM_CLIENT) libretranslate@1.0.1
-	touch $@
-
 bench-serve: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 	$(PYTHON) -m benchmarks.service.latency --config $(CONFIG) \
 		--libretranslate-python $(LIBRETRANSLATE_VENV)/bin/python $(SERVE_ARGS)
@@ -338,6 +332,17 @@ PROGRAM_ARGS ?= --minutes 10
 bench-adapt: $(DEV)
 	$(PYTHON) -m benchmarks.adapt.target $(ARGS)
 	$(PYTHON) -m benchmarks.adapt.program $(PROGRAM_ARGS)
+
+# How sure each translation is (docs/confidence.md): every confidence signal tried (the mean
+# log-probability a piece, the kept one; the sum; greedy-beam and n-best agreement) against
+# sentence chrF, on Multi30k's test set and the held-out programs' strings with the stand-in
+# package and on the user program's newer strings with its fine-tune: correlation, ROC AUC,
+# chrF kept when the least sure are withheld, calibration error (and a calibration fitted on
+# captions and software strings), a text's confidence as the lowest or the mean, CPU per
+# sentence with and without -> benchmarks/results/confidence.{json,md} and docs/confidence.png
+# (minutes). The stand-in and its fine-tune first: `make standin`, `make bench-adapt`.
+bench-confidence: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.confidence $(ARGS)
 
 # config.yaml and docs/configuration.md from the comments beside the options in
 # seq2seq/config.py, their one source (tests/test_config_docs.py checks they are up to date).

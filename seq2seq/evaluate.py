@@ -21,8 +21,9 @@ sentence's is written to test.hyp.confidence (and test.beam.hyp.confidence), a l
 eval.json's "confidence" says how well they tell the good translations from the bad (Pearson
 and Spearman against sentence chrF, ROC AUC, expected calibration error, the chrF kept when
 the least sure are withheld). --calibrate first fits the checkpoint's calibration on the
-config's validation split and writes it into the checkpoint (for a model trained, imported or
-improved before confidences were; training, import and improvement fit their own).
+config's validation split, translated at the model's own beam size (a calibration holds for
+the search it was fitted on), and writes it into the checkpoint (training's validations fit
+theirs at train.valid_beam_size).
 
 With --glossary FILE (.tsv, .csv or .tbx: seq2seq/localization/glossary.py, for the model's pair),
 every decoding follows its terms (seq2seq/localization/terms.py); a fault in it ends the command in
@@ -115,7 +116,10 @@ def main(argv: list[str] | None = None) -> None:
         result = {**score(hypotheses, references), **corpus_metrics(hypotheses, references)}
         result["bare_outputs"] = sum(map(bare, sources, hypotheses))  # empty, or placeables
         if engine.calibration:
-            sure = [confidence_of(engine.calibration, each).text for each in signals]
+            sure = [
+                confidence_of(engine.calibration, each, [source])
+                for each, source in zip(signals, sources, strict=True)
+            ]
             lines = [f"{p:.4f}" for p in sure]
             write_lines(config.run_dir / (hypotheses_file + CONFIDENCES), lines)
             chrfs = sentence_chrfs(hypotheses, references)
@@ -148,19 +152,22 @@ def main(argv: list[str] | None = None) -> None:
 
 def calibrate(config: Config, path: Path, decode: dict) -> None:
     """Fit the confidence calibration of the checkpoint at `path` on the config's validation
-    split (greedy, as validation decodes by default), and write it into the checkpoint."""
+    split, translated as the model translates (its decode settings, with `decode`'s: beam
+    search where it has a beam), and write it into the checkpoint."""
     engine = load_engine(config, str(path), "torch", device=config.train.device, decode=decode)
     valid = load_split(config, "valid")
     sources, references = [s for s, _ in valid], [t for _, t in valid]
-    greedy = dataclasses.replace(engine.config.decode, beam_size=1)
-    hypotheses, _, signals = translate_texts(engine, Texts(sources), greedy)
-    calibration = fit([each[0] for each in signals], sentence_chrfs(hypotheses, references))
+    decoding = engine.config.decode
+    hypotheses, _, signals = translate_texts(engine, Texts(sources), decoding)
+    chrfs = sentence_chrfs(hypotheses, references)
+    calibration = fit([each[0] for each in signals], chrfs, decoding.beam_size)
     c = engine.checkpoint
     info = {**c.info, "confidence": calibration.to_dict()}
     save_checkpoint(path, c.config, c.model, c.src_vocab, c.tgt_vocab, info)
     print(
-        f"calibrated {path} on {calibration.sentences:,} validation sentences "
-        f"({calibration.acceptable:.0%} at chrF {calibration.bound:g} or above)"
+        f"calibrated {path} on {calibration.sentences:,} validation sentences, beam "
+        f"{calibration.beam_size} ({calibration.acceptable:.0%} at chrF {calibration.bound:g} "
+        "or above)"
     )
 
 

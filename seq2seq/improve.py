@@ -131,8 +131,12 @@ def least_sure(config: Config, texts: list[str], count: int) -> list[tuple[float
     engine = load_engine(config, served_checkpoint(config.run_dir))
     calibration = calibration_of(engine)  # its one-line error before anything is translated
     language = languages_of(engine)[0].code
-    translated = translate_texts(engine, Texts(texts, language), engine.config.decode)
-    sure = [confidence_of(calibration, each).text for each in translated.signals]
+    split = Texts(texts, language)
+    translated = translate_texts(engine, split, engine.config.decode)
+    sure = [
+        confidence_of(calibration, each, one.sentences)
+        for each, one in zip(translated.signals, split.splits, strict=True)
+    ]
     ranked = sorted(zip(sure, texts, map(one_line, translated.translations), strict=True))
     return ranked[:count]
 

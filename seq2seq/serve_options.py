@@ -3,7 +3,8 @@ ServeConfig all of them, their fields flat (`serve.max_chars` in YAML, `settings
 Python), each with its type, default, range and comment, as seq2seq/options.py's sections.
 
     Listening           where it listens: host, port, url_prefix, workers, threads, drain_s
-    RequestLimits       what one request may hold: max_sentences, max_chars, max_body_bytes, ...
+    RequestLimits       what one request may hold: max_sentences, max_chars, max_body_bytes, ...;
+                        the least confidence its answer gives
     Batching            the decoder's batches and queue, the translation cache
     Connections         connections and their limits; the hosts, proxies and origins answered
     Keys                API keys, and the per-client rates
@@ -50,7 +51,7 @@ class Listening:
 
 @dataclass
 class RequestLimits:
-    """What one request may hold."""
+    """What one request may hold, and the least confidence its answer gives."""
 
     # sentences in one /translate request, its texts split (a text, or a text between tags of
     # LibreTranslate's format html, is one at least)
@@ -62,6 +63,12 @@ class RequestLimits:
     split_sentences: bool = True
     max_body_bytes: Annotated[int, "at least 1"] = 1_000_000  # larger bodies: refused unread
     max_beam_size: Annotated[int, "at least 1"] = 8  # the largest beam_size, nbest asked for
+    # No translation rather than a bad one: each sentence whose confidence (the calibrated
+    # chance, 0 to 1, that it is acceptable: docs/confidence.md) is below this is given back
+    # untranslated, and flagged in the answer, on every route that translates, unless a request
+    # asks for its own (min_confidence, withheld_as: docs/serve.md). 0: off. A model without a
+    # calibration has no confidence: nothing of it is withheld.
+    min_confidence: Annotated[float, "in [0, 1]"] = 0.0
 
 
 @dataclass

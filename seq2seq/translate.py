@@ -32,7 +32,7 @@ the file and the line, before anything is translated.
 
 With --confidence, each translation is followed by a tab and its confidence: the chance,
 from 0 to 1, that it is acceptable (seq2seq/decoding/confidence.py; docs/confidence.md: what it
-does and does not promise), the lowest of its sentences'.
+does and does not promise), its sentences' weighted by their lengths.
 
 With --nbest N, each input gets N lines "input number ||| translation ||| score" (numbered
 from 0, best first; score = length-normalised log-probability; for a line of several
@@ -121,7 +121,10 @@ def translate_lines(
     if nbest is None:  # a line out for a line in, whatever white space joined its sentences
         translations = [one_line(text) for text in translations]
         if confidence:
-            sure = [confidence_of(engine.calibration, each).text for each in signals]
+            sure = [
+                confidence_of(engine.calibration, each, one.sentences)
+                for each, one in zip(signals, texts.splits, strict=True)
+            ]
             translations = [f"{text}\t{p:.2f}" for text, p in zip(translations, sure, strict=True)]
     else:
         translations = [

@@ -99,10 +99,12 @@ HOPS = {
     ),
     ("Core.translate", "Core.run_job"): (
         "calls, through decode (the texts serve.memory does not answer), with the texts split "
-        "in a worker thread if large (api.off_the_loop)",
-        "serving/core.py Core.translate: decoded = await self.decode(request, chain, texts)",
-        "serving/core.py Core.decode: split = await off_the_loop(..., self.split)",
-        "serving/core.py Core.decode: await self.run_job(request, model, Job(split))",
+        "in a worker thread if large (api.off_the_loop), and through (a job a model)",
+        "serving/core.py Core.translate: decoded = await self.decode(request, chain, missing)",
+        "serving/core.py Core.decode: first = await off_the_loop(..., self.split)",
+        "serving/core.py Core.decode: await self.through(request, chain, first)",
+        "serving/core.py Core.through: job = Job(Texts(...), options)",
+        "serving/core.py Core.through: await self.run_job(request, model, job)",
     ),
     ("Core.run_job", "Batcher.run_batch"): (
         "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "
@@ -148,11 +150,11 @@ HOPS = {
         *ANSWERED,
         "service/libretranslate.py LibreTranslate.translated: "
         "translated = await self.core.translate()",
-        "service/libretranslate.py LibreTranslate.translated: translations[number] = translation",
+        "service/libretranslate.py LibreTranslate.translated: each[number] = answer",
+        "service/libretranslate.py LibreTranslate.translated: return given(parts, each)",
+        "service/libretranslate.py LibreTranslate.post_translate: given = await self.translated()",
         "service/libretranslate.py LibreTranslate.post_translate: "
-        "translations, detected, memory = await self.translated()",
-        "service/libretranslate.py LibreTranslate.post_translate: "
-        "answer = await off_the_loop(asked.chars, libretranslate_answer, translations)",
+        "answer = await off_the_loop(asked.chars, libretranslate_answer, given)",
     ),
     ("translate_answer", "json_response"): (
         "its answer is passed to",

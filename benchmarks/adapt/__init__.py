@@ -18,6 +18,8 @@ terms.py       make bench-terms: glossaries followed by the stand-in as it is an
                terms, with the right glossary, a random one and none
 learn.py       make bench-learn: the service learning from corrections, replayed on a
                held-out program's catalog (memory, fuzzy matches, an improvement)
+confidence.py  make bench-confidence: how sure a translation is, each signal tried against
+               sentence chrF on captions, the held-out programs and a fine-tune's program
 tuning.py      what laptop.py and target.py share: a package imported into a work folder,
                its corpus encoded, each setting trained in a process of its own and measured
 """

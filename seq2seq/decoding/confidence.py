@@ -8,7 +8,8 @@ read from the model that made it (no second model).
                                       fitted on the model's validation set at each validation
                                       (training, import, improvement), kept in the checkpoint
                                       (info "confidence"), the exports and a package's metadata
-    a text's sentences' confidences -> the text's: the lowest (text_confidence)
+    a text's sentences' confidences -> the text's: their mean weighted by each sentence's
+                                      length (text_confidence)
 
 "Acceptable" is a sentence chrF (sacrebleu's, 0-100) of at least ACCEPTABLE_CHRF against the
 reference. A confidence is a probability fitted on the model's own validation set: on text
@@ -24,7 +25,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from seq2seq.support.errors import UserError
 from seq2seq.support.paths import CONFIDENCE
@@ -45,6 +45,7 @@ class Calibration:
     bound: float = ACCEPTABLE_CHRF  # the sentence chrF that is acceptable
     sentences: int = 0  # how many it was fitted on
     acceptable: float = 0.0  # the share of those that were
+    beam_size: int = 1  # the search that translated them (a calibration holds for its own)
     signal: str = SIGNAL
 
     def probability(self, signal: float) -> float:
@@ -81,17 +82,10 @@ class Calibration:
         return cls.read(json.loads(path.read_text()), str(path)) if path.exists() else None
 
 
-class Confidence(NamedTuple):
-    """A translated text's confidence, and each of its sentences'."""
-
-    text: float
-    sentences: list[float]
-
-
-def confidence_of(calibration: Calibration, signals: Sequence[float]) -> Confidence:
-    """A text's Confidence from its sentences' signals (translate_texts' Translated.signals)."""
-    each = [calibration.probability(signal) for signal in signals]
-    return Confidence(text_confidence(each), each)
+def confidence_of(calibration: Calibration, signals: Sequence[float], sentences: Sequence[str]):
+    """A text's confidence from its sentences' signals (translate_texts' Translated.signals)
+    and the sentences themselves (Texts.splits)."""
+    return text_confidence([calibration.probability(s) for s in signals], sentences)
 
 
 def calibration_of(engine) -> Calibration:
@@ -108,10 +102,14 @@ NOT_CALIBRATED = (
 )
 
 
-def fit(signals: Sequence[float], chrfs: Sequence[float], bound: float = ACCEPTABLE_CHRF):
-    """The Calibration of `signals` against whether their sentence chrF (`chrfs`) reaches
-    `bound`: a logistic regression (Newton's method on the standardised signal, a little
-    ridge so that a set without overlap still has a finite slope)."""
+def fit(
+    signals: Sequence[float], chrfs: Sequence[float], beam_size: int = 1,
+    bound: float = ACCEPTABLE_CHRF,
+) -> Calibration:  # fmt: skip
+    """The Calibration of `signals` (of translations by a search of `beam_size`) against
+    whether their sentence chrF (`chrfs`) reaches `bound`: a logistic regression (Newton's
+    method on the standardised signal, a little ridge so that a set without overlap still
+    has a finite slope)."""
     points = [(s, c >= bound) for s, c in zip(signals, chrfs, strict=True) if math.isfinite(s)]
     n = len(points)
     share = sum(good for _, good in points) / n if n else 0.0
@@ -119,7 +117,7 @@ def fit(signals: Sequence[float], chrfs: Sequence[float], bound: float = ACCEPTA
     spread = math.sqrt(sum((s - mean) ** 2 for s, _ in points) / n) if n else 0.0
     if spread == 0 or share in (0.0, 1.0):  # nothing to tell apart: the share, for all
         rate = min(max(share, 0.01), 0.99)
-        return Calibration(0.0, math.log(rate / (1 - rate)), bound, n, share)
+        return Calibration(0.0, math.log(rate / (1 - rate)), bound, n, share, beam_size)
     xs = [(s - mean) / spread for s, _ in points]
     ys = [float(good) for _, good in points]
     a, b, ridge = 0.0, 0.0, 1e-3 * n
@@ -136,13 +134,17 @@ def fit(signals: Sequence[float], chrfs: Sequence[float], bound: float = ACCEPTA
         a, b = a - da, b - db
         if abs(da) + abs(db) < 1e-9:
             break
-    return Calibration(a / spread, b - a * mean / spread, bound, n, share)
+    return Calibration(a / spread, b - a * mean / spread, bound, n, share, beam_size)
 
 
-def text_confidence(confidences: Sequence[float]) -> float:
-    """A text's confidence from its sentences': the lowest (a text is as good as its worst
-    sentence; docs/confidence.md: measured against a length-weighted mean). SURE if none."""
-    return min(confidences, default=SURE)
+def text_confidence(confidences: Sequence[float], sentences: Sequence[str]) -> float:
+    """A text's confidence from its sentences': their mean weighted by each sentence's length
+    in characters (at least 1), which orders texts by their chrF better than the lowest does
+    and is nearer calibrated (docs/confidence.md); SURE if it has none."""
+    weights = [max(len(sentence), 1) for sentence in sentences]
+    if not weights:
+        return SURE
+    return sum(c * w for c, w in zip(confidences, weights, strict=True)) / sum(weights)
 
 
 def sentence_chrfs(hypotheses: Sequence[str], references: Sequence[str]) -> list[float]:

@@ -140,9 +140,8 @@ class DeepL:
         key = api.key_given(request, fields)
         account = self.core.checks.key(key)
         asked = self.asked(fields)
-        translations, detected, _ = await self.libretranslate.translated(
-            request, key, account, asked
-        )
+        given = await self.libretranslate.translated(request, key, account, asked)
+        translations, detected = given.translations, given.detected
         if asked.html:
             translations = marked_up(translations, asked)
         named = [{"language": asked.source}] * len(asked.texts)  # source_lang given: no detection
@@ -181,9 +180,11 @@ class DeepL:
         source, target = self.pair(fields)
         glossary, split = glossary_of(fields), fields.get("split_sentences", "1") != "0"
         ignored = tuple(fields.get("ignore_tags", ()))
+        bound = api.withholding_field({}, self.core.settings)  # serve.min_confidence's
         return Asked(
-            texts, False, tags is not None, source, target, 0, None, None, glossary, split, ignored
-        )
+            texts, False, tags is not None, source, target, 0, None, None, glossary, bound,
+            split, ignored,
+        )  # fmt: skip
 
     def pair(self, fields: dict) -> tuple[str, str]:
         """A request's source_lang ("auto" if absent) and target_lang, in the service's codes."""
@@ -312,8 +313,9 @@ class DeepL:
             upload.filename = fields["filename"]
         own_format(fields.get("output_format"), upload.filename or "")
         options = await self.document_options(key, fields.get("glossary_id"), source, target)
-        stored = await self.files.kept_translation(
-            request, upload, source, target, account, options
+        bound = api.withholding_field({}, self.core.settings)  # serve.min_confidence's
+        stored, _ = await self.files.kept_translation(
+            request, upload, source, target, account, bound, options
         )
         key = stored.partition(".")[0]
         return api.json_response({"document_id": document_id(key), "document_key": key})

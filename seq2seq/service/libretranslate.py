@@ -9,10 +9,17 @@ routes beside it: languages.py (/languages, /frontend/settings, /detect), sugges
                       "model": "tuned" (ours: one of the pair's models by name, else its
                       first; LibreTranslate's clients send none),
                       "glossary": "ID" | {"Layer": "Ebene"} (ours: a kept glossary's id, a
-                      form's only, or its entries inline; source not "auto": glossaries.py)}
+                      form's only, or its entries inline; source not "auto": glossaries.py),
+                      "min_confidence": 0.5, "withheld_as": "source" | "empty" (ours:
+                      api.withholding_field)}
                      as JSON, or as a form (application/x-www-form-urlencoded, q a string)
                      -> {"translatedText": str | [str], "alternatives": [...] | [[...]],
                          "detectedLanguage": {"confidence", "language"} | [...],
+                         "confidence": number | null | [...] (ours: each text's, from its
+                         sentences', all its text nodes' with format html; null: not known:
+                         serving/confidences.py),
+                         "withheld": bool | [bool] (ours, with a min_confidence in force:
+                         whether a sentence of the text was given back untranslated),
                          "fromMemory": bool | [bool] (ours, with serve.memory: each text's
                          answered from the memory, all its text nodes with format html)}
 
@@ -48,14 +55,16 @@ from seq2seq.serving.api import (
     off_the_loop,
     placeholders_field,
     text_field,
+    withholding_field,
 )
 from seq2seq.serving.batcher import Options
 from seq2seq.serving.checks import Checks
+from seq2seq.serving.confidences import Withholding, combined, rounded
 from seq2seq.serving.core import Core
 
 TRANSLATE_FIELDS = (
     "q", "source", "target", "format", "alternatives", "api_key", "apiKey", "placeholders",
-    "model", "glossary",
+    "model", "glossary", "min_confidence", "withheld_as",
 )  # fmt: skip
 
 
@@ -89,16 +98,13 @@ class LibreTranslate:
         key = key_given(request, fields)
         account = self.core.checks.key(key)
         asked = asked_of(fields, self.core.checks)
-        translations, detected, memory = await self.translated(request, key, account, asked)
-        answer = await off_the_loop(
-            asked.chars, libretranslate_answer, translations, asked, detected, memory
-        )
+        given = await self.translated(request, key, account, asked)
+        answer = await off_the_loop(asked.chars, libretranslate_answer, given, asked)
         return json_response(answer)
 
     async def translated(self, request: Request, key: str | None, account, asked: "Asked"):
-        """The request's translations (a part's each), source auto's detected languages and
-        (serve.memory) each text's from the memory: `asked` of the key `key` (checks.py's
-        `account`); DeepL's /v2/translate's too (deepl.py)."""
+        """The request's Given: `asked` of the key `key` (checks.py's `account`); DeepL's
+        /v2/translate's too (deepl.py)."""
         chars = asked.chars
         await self.core.checks.charge(account, chars)
         parts, detected = await off_the_loop(chars, self.parts, asked)  # parsing, detecting
@@ -106,20 +112,18 @@ class LibreTranslate:
         chain = self.core.models.chain  # each group's first: a pair lacking, before decoding
         chains = {s: chain(s, asked.target, asked.model, itself=True) for s in groups}
         options = asked.options(await self.terms(key, asked, chains))
-        translations: list = [None] * len(parts)
-        remembered = [False] * len(parts)  # each part's from the memory (serve.memory)
+        each: list = [None] * len(parts)  # (translation, from memory, Sentences, withheld)
         for source, numbers in groups.items():
             texts = [parts[number].text for number in numbers]
-            translated = await self.core.translate(request, chains[source], texts, options)
-            for number, translation in zip(numbers, translated.translations, strict=True):
-                translations[number] = translation
+            translated = await self.core.translate(
+                request, chains[source], texts, options, bound=asked.bound
+            )
             flags = translated.remembered or [False] * len(numbers)
-            for number, flag in zip(numbers, flags, strict=True):
-                remembered[number] = flag
-        memory = None  # each text's from the memory, all its parts (serve.memory; else None)
-        if self.core.memory is not None:
-            memory = [bool(f) and all(f) for f in by_text(parts, remembered, len(asked.texts))]
-        return translations, detected, memory
+            held = translated.withheld or [[]] * len(numbers)
+            answers = zip(translated.translations, flags, translated.sentences, held, strict=True)
+            for number, answer in zip(numbers, answers, strict=True):
+                each[number] = answer
+        return given(parts, each, detected, asked, self.core.memory is not None)
 
     async def terms(self, key: str | None, asked: "Asked", chains: dict) -> Terms:
         """The entries of the request's glossary (none: ()); a glossary needs its source
@@ -150,6 +154,33 @@ class LibreTranslate:
             for n in ns
         ]
         return parts, detected
+
+
+class Given(NamedTuple):
+    """What LibreTranslate's /translate gives (DeepL's too): each part's translation, and
+    for each text of q its source language detected (source auto; else None), whether it
+    came from the memory (serve.memory; else None), its confidence (from its parts':
+    confidences.combined; None: not known) and whether a sentence of it was withheld (a
+    bound in force; else None)."""
+
+    translations: list  # each part's, or (Asked.nbest) its n best (score, text), best first
+    detected: list[dict] | None
+    memory: list[bool] | None
+    confidence: list[float | None]
+    withheld: list[bool] | None
+
+
+def given(parts: list["Part"], each: list, detected, asked: "Asked", memory: bool) -> Given:
+    """The Given of the request's `parts`, `each` part's (translation, from memory,
+    Sentences, withheld)."""
+    columns = [list(column) for column in zip(*each, strict=True)] or [[], [], [], []]
+    translations, flags, sentences, held = columns
+    count = len(asked.texts)
+    remembered = [bool(f) and all(f) for f in by_text(parts, flags, count)] if memory else None
+    each_sure = by_text(parts, [s.confidence for s in sentences], count)
+    sure = list(map(combined, each_sure, by_text(parts, [part.text for part in parts], count)))
+    withheld = [any(h) for h in by_text(parts, held, count)] if asked.bound.least else None
+    return Given(translations, detected, remembered, sure, withheld)
 
 
 class Part(NamedTuple):
@@ -189,6 +220,7 @@ class Asked(NamedTuple):
     model: str | None  # the name of one of the pair's models; None: its first
     placeholders: str | None  # protect | off; None: each model's decode.placeholders
     glossary: str | dict | None  # a kept glossary's id or its entries (glossaries.py), or none
+    bound: Withholding  # what its answer withholds (api.withholding_field)
     split: bool = True  # each text split into its sentences; False: each whole (DeepL's)
     ignored: tuple[str, ...] = ()  # html: the elements whose content is kept (DeepL's ignore_tags)
 
@@ -231,17 +263,18 @@ def asked_of(fields: dict, checks: Checks) -> Asked:
         texts, isinstance(q, str), text_format == "html", source, target,
         checks.beams(alternatives, "alternatives", spare=1), model_field(fields),
         placeholders_field(fields), fields.get("glossary"),
+        withholding_field(fields, checks.settings),
     )  # fmt: skip
 
 
-def libretranslate_answer(
-    translations: list, asked: Asked, detected: list | None, memory: list[bool] | None
-) -> dict:
-    """The translations of the request's parts (Asked.nbest: each its n best (score, text),
-    best first) as LibreTranslate's answer: format html, each text's markup with its text
-    nodes' translations (no alternatives); else each text's, formatted as LibreTranslate
-    formats it (but one from the memory: as it was sent), and its alternatives; `detected`:
-    source auto's language of each text; `memory` (serve.memory): each text's from it."""
+def libretranslate_answer(given: Given, asked: Asked) -> dict:
+    """The Given translations of the request's parts (Asked.nbest: each its n best (score,
+    text), best first) as LibreTranslate's answer: format html, each text's markup with its
+    text nodes' translations (no alternatives); else each text's, formatted as LibreTranslate
+    formats it (but one from the memory, or with a sentence withheld: as it was given), and
+    its alternatives; source auto's language of each text; each text's confidence; whether
+    it had a sentence withheld, and (serve.memory) whether it came from the memory."""
+    translations = given.translations
     others = [[] for _ in translations]
     if asked.nbest:
         others = [[text for _, text in best[1:]] for best in translations]
@@ -251,7 +284,8 @@ def libretranslate_answer(
         translations = marked_up(translations, asked)
         others = [[] for _ in texts]
     else:
-        kept = memory or [False] * len(texts)
+        none = [False] * len(texts)  # as given: from the memory, or with a sentence withheld
+        kept = [m or w for m, w in zip(given.memory or none, given.withheld or none, strict=True)]
         translations = [
             t if k else formatted(s, t) for s, t, k in zip(texts, translations, kept, strict=True)
         ]
@@ -262,10 +296,13 @@ def libretranslate_answer(
     shaped = {"translatedText": translations}
     if asked.alternatives:
         shaped["alternatives"] = others
-    if detected is not None:
-        shaped["detectedLanguage"] = detected
-    if memory is not None:
-        shaped["fromMemory"] = memory
+    if given.detected is not None:
+        shaped["detectedLanguage"] = given.detected
+    shaped["confidence"] = [rounded(sure) for sure in given.confidence]
+    if given.withheld is not None:
+        shaped["withheld"] = given.withheld
+    if given.memory is not None:
+        shaped["fromMemory"] = given.memory
     return {key: value[0] for key, value in shaped.items()} if asked.one else shaped
 
 

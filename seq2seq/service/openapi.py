@@ -20,6 +20,7 @@ from starlette.routing import Route
 from seq2seq.config import ServeConfig
 from seq2seq.service.deepl import FORMALITIES, INCLUDES, NEEDS, OPTIONAL, RESOURCES
 from seq2seq.serving.api import FORM, JSON, TSV, json_response
+from seq2seq.serving.confidences import INSTEAD
 
 
 class Choices(NamedTuple):
@@ -129,7 +130,7 @@ def description(settings: ServeConfig, choices: Choices, keys: bool) -> dict:
                 "LibreTranslate's: a document translated (.docx, .odt, .epub, ...), kept to "
                 "download for serve.files_keep_minutes",
                 {"multipart/form-data": {"schema": file_request(choices)}},
-                strict({"translatedFileUrl": STRING}),
+                strict({"translatedFileUrl": STRING, "confidence": REPORT}),
                 header_or_field,
                 extra={
                     "403": "file translation is off (serve.files), or a key is needed",
@@ -237,6 +238,11 @@ def beams(settings: ServeConfig) -> dict:
 
 
 PLACEHOLDERS = {"enum": ["protect", "off", None]}  # decode.placeholders; null: the model's
+WITHHOLDING = {  # what an answer withholds (api.withholding_field); null: serve's, source
+    "min_confidence": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+    "withheld_as": {"enum": [*INSTEAD, None]},
+}
+FORM_CONFIDENCE = {"type": "string", "pattern": r"^(0(\.[0-9]+)?|1(\.0+)?)$"}  # a form's
 # a kept glossary's id, or its entries inline (glossaries.py); null: none
 GLOSSARY = {"oneOf": [
     {"type": "string"}, {"type": "object", "additionalProperties": {"type": "string"}},
@@ -254,8 +260,8 @@ def ours(settings: ServeConfig, choices: Choices) -> dict:
     properties = {"text": text, "beam_size": beams(settings), "nbest": beams(settings)}
     properties |= {"source": {"enum": choices.sources}, "target": {"enum": choices.targets}}
     properties |= {"placeholders": PLACEHOLDERS, "model": model(choices), "glossary": GLOSSARY}
-    optional = ("beam_size", "nbest", "source", "target", "placeholders", "model", "glossary")
-    return strict(properties, optional=optional)
+    properties |= {"sentences": {"type": ["boolean", "null"]}, **WITHHOLDING}
+    return strict(properties, optional=tuple(name for name in properties if name != "text"))
 
 
 def attention_request(settings: ServeConfig) -> dict:
@@ -277,9 +283,11 @@ def libretranslate_request(settings: ServeConfig, choices: Choices, list_q=False
         "placeholders": PLACEHOLDERS,
         "model": model(choices),
         "glossary": GLOSSARY if list_q else STRING,  # a form's: an id
+        **WITHHOLDING,
+        **({} if list_q else {"min_confidence": FORM_CONFIDENCE}),
     }
     optional = ("format", "alternatives", "api_key", "apiKey", "placeholders", "model")
-    return strict(properties, optional=(*optional, "glossary"))
+    return strict(properties, optional=(*optional, "glossary", *WITHHOLDING))
 
 
 def glossary_paths(security: list | None) -> dict:
@@ -493,7 +501,8 @@ def file_request(choices: Choices) -> dict:
     properties = {"file": {"type": "string", "contentMediaType": "application/octet-stream"}}
     properties |= {"source": {"enum": ["auto", *choices.sources]}}
     properties |= {"target": {"enum": choices.targets}, "api_key": {"type": "string"}}
-    return strict(properties, optional=("api_key",))
+    properties |= {"min_confidence": FORM_CONFIDENCE, "withheld_as": {"enum": [*INSTEAD]}}
+    return strict(properties, optional=("api_key", *WITHHOLDING))
 
 
 PAGE = {"/": page("text/html"), "/style.css": page("text/css"), "/app.js": page("text/javascript")}
@@ -509,10 +518,17 @@ EACH = {"type": "array", "items": {"oneOf": [STRING, HYPOTHESES]}}  # a translat
 BOOLEAN = {"type": "boolean"}
 BOOLEANS = {"type": "array", "items": BOOLEAN}
 SIMILARITIES = {"type": "array", "items": {"oneOf": [NUMBER, {"type": "null"}]}}
+CONFIDENCE = {"oneOf": [{**NUMBER, "minimum": 0, "maximum": 1}, {"type": "null"}]}  # null: unknown
+CONFIDENCES = {"type": "array", "items": CONFIDENCE}
+SENTENCES = {"type": "array", "items": {"type": "array", "items": strict(
+    {"source": STRING, "translation": STRING, "confidence": CONFIDENCE}
+)}}  # fmt: skip
+NUMBERS = {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}
 TRANSLATIONS = strict(  # memory: each text's from it or not; fuzzy: each repaired by a match's
-    {"translations": EACH, "warnings": STRINGS, "memory": BOOLEANS, "fuzzy": SIMILARITIES},
-    optional=("memory", "fuzzy"),
-)
+    {"translations": EACH, "warnings": STRINGS, "confidence": CONFIDENCES,
+     "sentences": SENTENCES, "withheld": NUMBERS, "memory": BOOLEANS, "fuzzy": SIMILARITIES},
+    optional=("sentences", "withheld", "memory", "fuzzy"),
+)  # fmt: skip
 DETECTION = strict({"confidence": NUMBER, "language": STRING})
 GLOSSARY_INFO = strict(
     {"glossary_id": STRING, "name": STRING, "ready": {"type": "boolean"}, "source_lang": STRING,
@@ -530,10 +546,16 @@ LIBRETRANSLATE_ANSWER = strict(
         "translatedText": {"oneOf": [STRING, STRINGS]},
         "alternatives": {"anyOf": [STRINGS, {"type": "array", "items": STRINGS}]},
         "detectedLanguage": {"anyOf": [DETECTION, DETECTIONS]},
+        "confidence": {"oneOf": [CONFIDENCE, CONFIDENCES]},  # ours
+        "withheld": {"oneOf": [BOOLEAN, BOOLEANS]},  # ours, with a min_confidence in force
         "fromMemory": {"oneOf": [BOOLEAN, BOOLEANS]},  # ours, with serve.memory
     },
-    optional=("alternatives", "detectedLanguage", "fromMemory"),
+    optional=("alternatives", "detectedLanguage", "withheld", "fromMemory"),
 )
+REPORT = {"oneOf": [{"type": "null"}, strict({  # file_translation.py's confidence_report
+    "min_confidence": NUMBER, "below": {"type": "integer"}, "least_sure": {"type": "array",
+    "items": strict({"segment": {"type": "integer"}, "confidence": NUMBER, "text": STRING})},
+})]}  # fmt: skip
 LANGUAGES = {"type": "array", "items": strict({"code": STRING, "name": STRING, "targets": STRINGS})}
 NAMED = strict({"code": STRING, "name": STRING})
 FRONTEND = strict(

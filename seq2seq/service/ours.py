@@ -2,15 +2,22 @@
 
     POST /translate  {"text": ["three is three"], "beam_size": 1, "nbest": 2,
                       "placeholders": "off", "source": "en", "target": "de", "model": "tuned",
-                      "glossary": "ID" | {"Layer": "Ebene"}}
+                      "glossary": "ID" | {"Layer": "Ebene"}, "sentences": true,
+                      "min_confidence": 0.5, "withheld_as": "source" | "empty"}
                      (all but text optional; placeholders: decode.placeholders; source and
                      target: the first model's pair; model: the name of one of the pair's
                      models, else its first: models.py; glossary: a kept glossary's id, or
-                     its entries, the terms to follow: glossaries.py)
-                     -> {"translations": [...], "warnings": [...]}, what translate prints
-                     (a text of several sentences: each translated, in the text's spacing);
-                     with serve.memory, "memory": [true | false, ...], each text's answered
-                     from the memory or not (core.py)
+                     its entries, the terms to follow: glossaries.py; min_confidence: else
+                     serve.min_confidence, withheld_as: else source: api.withholding_field)
+                     -> {"translations": [...], "warnings": [...], "confidence": [...]}, what
+                     translate prints (a text of several sentences: each translated, in the
+                     text's spacing), and each text's confidence (0 to 1, from its
+                     sentences'; null: not known: serving/confidences.py); with sentences,
+                     "sentences": each text's [{"source", "translation", "confidence"}, ...];
+                     with a min_confidence in force, "withheld": each text's sentences
+                     given back untranslated (or empty), their numbers from 0; with
+                     serve.memory, "memory": [true | false, ...], each text's answered from
+                     the memory or not (core.py)
     POST /attention  {"text": "three is three"} -> the translation, and the attention weights
                      of every layer and head with their tokens (the torch engine only: 501)
     GET  /health, /info (model, vocabularies, config, limits), / (the page, static/)
@@ -43,9 +50,11 @@ from seq2seq.serving.api import (
     json_response,
     model_field,
     placeholders_field,
+    withholding_field,
 )
 from seq2seq.serving.batcher import Job, Options
 from seq2seq.serving.checks import Checks
+from seq2seq.serving.confidences import Sentences, rounded
 from seq2seq.serving.core import Answer, Core
 from seq2seq.serving.models import Models
 from seq2seq.text.sentences import Texts
@@ -108,7 +117,7 @@ class OurApi:
         key = bearer(request)
         account = self.checks.key(key)
         fields = ("text", "beam_size", "nbest", "source", "target", "placeholders", "model",
-                  "glossary")  # fmt: skip
+                  "glossary", "sentences", "min_confidence", "withheld_as")  # fmt: skip
         data = await read_json(body, fields)
         texts = text_list(data, self.checks)
         await self.checks.charge(account, sum(map(len, texts)))
@@ -117,8 +126,9 @@ class OurApi:
         chain = self.core.models.chain(*pair, model_field(data))
         terms = await self.glossaries.terms(key, data.get("glossary"), chain, pair)
         options = Options(beam_size, nbest, placeholders, terms)
-        translated = await self.core.translate(request, chain, texts, options)
-        return json_response(translate_answer(translated, ranked=options.nbest is not None))
+        bound, sentences = withholding_field(data, self.settings), flag(data, "sentences")
+        translated = await self.core.translate(request, chain, texts, options, bound=bound)
+        return json_response(translate_answer(translated, options.nbest is not None, sentences))
 
     def pair(self, data: dict) -> tuple[str, str]:
         """The request's "source" and "target" (codes); each absent: the first model's."""
@@ -146,19 +156,36 @@ class OurApi:
 # The answers: what the decoder thread gave, as our JSON.
 
 
-def translate_answer(translated: Answer, ranked: bool) -> dict:
+def translate_answer(translated: Answer, ranked: bool, sentences: bool = False) -> dict:
     """/translate's answer: each text's translation (or, `ranked`, its n best, each with its
-    score), and the warnings of all, "line N" naming the Nth text; with serve.memory, whether
-    each came from the memory."""
+    score), the warnings of all, "line N" naming the Nth text, and each text's confidence
+    (its best translation's); with `sentences`, each text's sentences; with a bound in
+    force, those withheld; with serve.memory, whether each came from the memory."""
     translations = translated.translations
     if ranked:
         translations = [[{"translation": t, "score": s} for s, t in best] for best in translations]
     answer = {"translations": translations, "warnings": numbered(translated.warnings)}
+    answer["confidence"] = [rounded(each.confidence) for each in translated.sentences]
+    if sentences:
+        answer["sentences"] = [sentence_list(each) for each in translated.sentences]
+    if translated.withheld is not None:
+        answer["withheld"] = translated.withheld
     if translated.remembered is not None:
         answer["memory"] = translated.remembered
     if translated.fuzzy is not None and any(score is not None for score in translated.fuzzy):
         answer["fuzzy"] = translated.fuzzy
     return answer
+
+
+def sentence_list(sentences: Sentences) -> list[dict]:
+    """A text's sentences as our answer gives them: each one's source, translation (as given:
+    a withheld one's source, or empty) and confidence."""
+    return [
+        {"source": source, "translation": line, "confidence": rounded(sure)}
+        for source, line, sure in zip(
+            sentences.split.sentences, sentences.lines, sentences.sure, strict=True
+        )
+    ]
 
 
 def attention_answer(attention: Attention) -> dict:
@@ -210,6 +237,14 @@ def one_sentence(data: dict, checks: Checks) -> str:
         raise HTTPError(400, "'text' must be a string (one sentence)")
     checks.text(text, "'text'")
     return text
+
+
+def flag(data: dict, key: str) -> bool:
+    """A field that is true or false (absent or null: false)."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise HTTPError(400, f"'{key}' must be true or false, got {json.dumps(value)}")
+    return bool(value)
 
 
 def beam_field(data: dict, key: str, checks: Checks) -> int | None:

@@ -10,14 +10,17 @@ route, a 404, and nothing below is installed), through the official client, prom
          a route's counts as "other"; the route as the app names it, without serve.url_prefix
          (/translate-api/health counts as /health, and /health outside the prefix as "other")
       -> Metrics.request_said: what the route left in the request's scope: the texts core.py
-         answered from the memory (REMEMBERED) -> seq2seq_memory_answers_total {pair}; why
-         suggest.py refused a suggestion (REFUSED) -> seq2seq_suggestions_refused_total
-         {reason} (checks.py's REASONS, each there from the start, at 0, with
-         serve.suggestions)
+         answered from the memory (REMEMBERED) -> seq2seq_memory_answers_total {pair}; the
+         confidence of each sentence the models translated for it (CONFIDENCES; the memory's
+         answers aside, those cached counted again) -> seq2seq_sentence_confidence {pair} (a
+         histogram, buckets of 0.1; none not known); why suggest.py refused a suggestion
+         (REFUSED) -> seq2seq_suggestions_refused_total {reason} (checks.py's REASONS, each
+         there from the start, at 0, with serve.suggestions)
     each batch (batcher.py's on_batch, one call a batch, on its decoder thread)
       -> Metrics.batch_done: seq2seq_batch_sentences {pair, model} (a histogram),
          seq2seq_decoder_busy_seconds_total {pair, model}, seq2seq_bare_translations_total
-         {pair, model} (texts answered with no letter or digit: bare_answers), then refresh()
+         {pair, model} (texts answered with no letter or digit: bare_answers; a job's texts
+         are its sentences, core.py's), then refresh()
     refresh(), after each batch and at each scrape: the gauges seq2seq_queue_sentences
       {pair, model} (sentences waiting) and seq2seq_models_loaded {pair, model, engine}
     GET /metrics -> Metrics.answer: serve.metrics_auth_token set and not the request's
@@ -57,7 +60,7 @@ from seq2seq.service.suggest import REFUSED
 from seq2seq.serving.api import HTTPError, bearer
 from seq2seq.serving.batcher import Batcher, Job
 from seq2seq.serving.checks import REASONS
-from seq2seq.serving.core import PAIR, REMEMBERED
+from seq2seq.serving.core import CONFIDENCES, PAIR, REMEMBERED
 from seq2seq.serving.models import Models
 from seq2seq.text.placeholders import bare
 
@@ -154,6 +157,14 @@ class Metrics:
             ["pair"],
             registry=into,
         )
+        self.confidences = Histogram(
+            "seq2seq_sentence_confidence",
+            "The confidence (0 to 1: the chance it is acceptable) of each sentence the models "
+            "translated, by language pair",
+            ["pair"],
+            registry=into,
+            buckets=[tenth / 10 for tenth in range(1, 11)],
+        )
         self.queued = Gauge(
             "seq2seq_queue_sentences",
             "Sentences waiting for a decoder",
@@ -184,9 +195,13 @@ class Metrics:
 
     def request_said(self, scope: dict) -> None:
         """(The event loop.) What the request's route left in its scope to count: the texts
-        answered from the memory, a suggestion's refusal."""
+        answered from the memory, the sentences' confidences, a suggestion's refusal."""
         if scope.get(REMEMBERED):
             self.remembered.labels(scope.get(PAIR, "")).inc(scope[REMEMBERED])
+        for pair, confidences in scope.get(CONFIDENCES, {}).items():
+            histogram = self.confidences.labels(pair)
+            for confidence in confidences:
+                histogram.observe(confidence)
         if REFUSED in scope:
             self.refused.labels(scope[REFUSED]).inc()
 

@@ -14,6 +14,8 @@ request's checks to the core, the models' batchers and versions, and the stores.
     checks.py          each request's checks, in one place: its key, texts, sentences, beams;
                        the one token bucket behind every rate limit
     batcher.py         one thread that decodes the requests' sentences a batch at a time
+    confidences.py     how sure each sentence answered is (its models' calibrations, a
+                       pivot's hops multiplied), and what a request's min_confidence withholds
     loaders.py         the models a service is given (serve --model), known before they load
     models.py          the models served, by pair; a pair's chain, through pivots if need be
     versions.py        serve.watch_versions_s: each model of an experiment swapped to the

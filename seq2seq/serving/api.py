@@ -20,6 +20,7 @@ translations get the 403's error.
 """
 
 import asyncio
+import contextlib
 import difflib
 import functools
 import json
@@ -31,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from seq2seq.config import ServeConfig
+from seq2seq.serving.confidences import INSTEAD, Withholding
 from seq2seq.serving.refusals import (
     Busy,
     Forbidden,
@@ -291,6 +293,27 @@ def placeholders_field(fields: dict) -> str | None:
             400, f'\'placeholders\' must be "protect" or "off", got {json.dumps(value)}'
         )
     return value
+
+
+def withholding_field(fields: dict, settings: ServeConfig) -> Withholding:
+    """What a request's answer withholds (confidences.py): its "min_confidence", a number
+    from 0 to 1 (a form's as text; absent or null: serve.min_confidence), and its
+    "withheld_as", source | empty (absent or null: source)."""
+    least, instead = fields.get("min_confidence"), fields.get("withheld_as")
+    number = least
+    if isinstance(least, str):  # a form's
+        with contextlib.suppress(ValueError):
+            number = float(least)
+    if least is None:
+        number = settings.min_confidence
+    elif isinstance(number, bool) or not isinstance(number, int | float) or not 0 <= number <= 1:
+        raise HTTPError(
+            400, f"'min_confidence' must be a number from 0 to 1, got {json.dumps(least)}"
+        )
+    if instead not in (None, *INSTEAD):
+        choices = " or ".join(f'"{choice}"' for choice in INSTEAD)
+        raise HTTPError(400, f"'withheld_as' must be {choices}, got {json.dumps(instead)}")
+    return Withholding(number, instead or INSTEAD[0])
 
 
 def model_field(fields: dict) -> str | None:

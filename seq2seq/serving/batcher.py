@@ -1,7 +1,8 @@
 """The translation service's batcher: one thread that runs the model, a batch at a time.
 
     submit(job), from any thread (the HTTP handlers): a job holds a request's texts, each as its
-      sentences (seq2seq/text/sentences.py; the route split them)
+      sentences (seq2seq/text/sentences.py; core.py split the request's, and gives each
+      sentence as a text of its own)
       -> Busy if the waiting jobs would hold more than serve.max_queue_work (characters x
          beam size); Stopping once drain() was called; else the job waits in its client's
          line, and submit returns its future
@@ -15,8 +16,9 @@
          all its jobs' sentences (a group that fails is decoded again job by job: only a
          failing job gets the error)
       -> each job's future gets its own result (engines.py's Translated: its texts'
-         translations, or n-best, and warnings; the Attention of an attention job), or its
-         exception: each route makes its own JSON of it
+         translations, or n-best, warnings and confidence signals, the job holding the
+         engine's calibration; the Attention of an attention job), or its exception: each
+         route makes its own JSON of it
       -> on_batch(batcher, batch, seconds), if set: prometheus.py's figures (serve.metrics)
     swap(engine, version, load), from any thread (versions.py): the engine of the model's
              next batch on; the batch decoding now ends on the one it began with (a batch
@@ -39,6 +41,7 @@ from concurrent.futures import Future
 
 from seq2seq.config import DecodeConfig, ServeConfig
 from seq2seq.decoding.beam import beams_for
+from seq2seq.decoding.confidence import Calibration
 from seq2seq.decoding.engines import Engine, Translated, translate_texts
 from seq2seq.serving.refusals import Busy, Stopping
 from seq2seq.text.sentences import Texts
@@ -71,6 +74,9 @@ class Job:
     options: Options | None  # None: the attention of the one sentence (the torch engine)
     client: str = ""  # its client's address: each client's jobs wait in their own line
     future: Future = dataclasses.field(default_factory=Future)
+    # set by the decoder thread: the calibration of the engine that decoded it (None: none),
+    # which maps its answer's signals to confidences (confidences.py)
+    calibration: Calibration | None = None
 
     @property
     def sentences(self) -> list[str]:
@@ -301,5 +307,5 @@ class Batcher:
         for job in jobs:
             end = start + len(job.texts)
             answers.append(Translated(*(part[start:end] for part in translated)))
-            start = end
+            job.calibration, start = engine.calibration, end
         return answers

@@ -4,9 +4,13 @@ settings in force, the per-request checks (checks.py), the translations kept
 request's texts from its route to the decoder threads and back: Core.translate, each text the
 memory knows answered from it (counted in the request's scope: REMEMBERED), the others through
 the models of its chain (models.py), each text split into its sentences (in a worker thread
-past api.INLINE_CHARS characters), a Job for each model on its batcher (batcher.py), the
-client's hang-up cancelling it. A request's whole way, from its
-route to its answer, is docs/architecture.md's.
+past api.INLINE_CHARS characters), a Job for each model on its batcher (batcher.py) holding
+those sentences each as a text of its own (so that a pivot's hops translate the same
+sentences), the client's hang-up cancelling it; each sentence's confidence, its hops'
+calibrated signals multiplied (confidences.py; counted in the scope: CONFIDENCES); the texts
+joined again in their white space; and each sentence below the request's bound (else
+serve.min_confidence) withheld. A request's whole way, from its route to its answer, is
+docs/architecture.md's.
 """
 
 import asyncio
@@ -16,29 +20,50 @@ from typing import NamedTuple
 from starlette.requests import ClientDisconnect, Request
 
 from seq2seq.config import ServeConfig
-from seq2seq.decoding.engines import Translated
+from seq2seq.decoding.confidence import SURE
 from seq2seq.localization.fuzzy import repaired
 from seq2seq.localization.suggestions import Suggestions
-from seq2seq.serving.api import off_the_loop
+from seq2seq.serving.api import off_the_loop, withholding_field
 from seq2seq.serving.batcher import Job, Options
 from seq2seq.serving.checks import Checks
+from seq2seq.serving.confidences import (
+    Sentences,
+    Withholding,
+    hop_confidences,
+    times,
+    withheld,
+)
 from seq2seq.serving.improving import Improvements
 from seq2seq.serving.models import Model, Models
-from seq2seq.serving.translation_cache import TranslationCache
+from seq2seq.serving.translation_cache import Decoded, TranslationCache
 from seq2seq.text.sentences import Texts
 
 PAIR = "seq2seq.pair"  # the request's pair, in its ASGI scope, once known (prometheus.py's label)
 REMEMBERED = "seq2seq.remembered"  # its texts answered from the memory, counted (prometheus.py)
+# each pair's confidences of the sentences its models translated for the request (prometheus.py)
+CONFIDENCES = "seq2seq.confidences"
 
 
 class Answer(NamedTuple):
-    """Core.translate's answer, for each text in order: decoding's (a Translated), and with
-    serve.memory whether it came from the memory (else None)."""
+    """Core.translate's answer, for each text in order: decoding's (a Decoded), with
+    serve.memory whether it came from the memory (else None), and with a bound in force
+    which of its sentences were withheld."""
 
     translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
     warnings: list[list[str]]  # each text's, unnumbered
     remembered: list[bool] | None
     fuzzy: list[float | None] | None  # serve.memory: each repaired by a fuzzy match's similarity
+    sentences: list[Sentences]  # each text's, as given (withheld ones replaced), and how sure
+    withheld: list[list[int]] | None  # each text's sentences withheld (from 0); None: no bound
+
+
+class Hypothesis(NamedTuple):
+    """A sentence's translation so far, through a chain's models: its score (the hops'
+    summed), its text and its confidence (the hops' multiplied; None: not known)."""
+
+    score: float
+    text: str
+    sure: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,53 +95,56 @@ class Core:
 
     async def translate(
         self, request: Request, chain: list[Model], texts: list[str], options: Options,
-        counted: bool = True,
+        counted: bool = True, bound: Withholding | None = None,
     ) -> Answer:  # fmt: skip
         """`texts` translated by `chain` (models.py): with serve.memory, a text whose
         normalised form has a suggestion for the chain's pair is answered with it (with
-        nbest, as the one hypothesis, scored 0), whatever the options, and neither decoded
-        nor counted against serve.max_sentences; the others decoded (decode), and with
-        serve.memory_fuzzy each that has a fuzzy match repaired by it (repair)."""
-        if chain:
-            request.scope[PAIR] = f"{chain[0].source.code}-{chain[-1].target.code}"
-        if self.memory is None or not chain:
-            decoded = await self.decode(request, chain, texts, options, counted)
-            off = None if self.memory is None else [False] * len(texts)
-            fuzzy = None if self.memory is None else [None] * len(texts)
-            return Answer(decoded.translations, decoded.warnings, off, fuzzy)
-        pair = chain[0].source.code, chain[-1].target.code
-        recalled = [self.memory.recall(text, *pair) for text in texts]  # each: s or None
-        answered = sum(s is not None for s in recalled)
-        request.scope[REMEMBERED] = request.scope.get(REMEMBERED, 0) + answered
+        nbest, as the one hypothesis, scored 0), whatever the options, SURE, and neither
+        decoded nor counted against serve.max_sentences; the others decoded (decode), and
+        with serve.memory_fuzzy each that has a fuzzy match repaired by it (repair). Then
+        each sentence below `bound` (None: serve.min_confidence's, given back as its source)
+        withheld (withhold)."""
+        pair = (chain[0].source.code, chain[-1].target.code) if chain else None
+        if pair:
+            request.scope[PAIR] = "-".join(pair)
+        recalled = self.recall(request, pair, texts)  # each: s or None
         missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
-        decoded = Translated([], [], [])
+        decoded = Decoded([], [], [])
         if missing or not texts:
             decoded = await self.decode(request, chain, missing, options, counted)
         scores = await self.repair(request, chain, missing, options, decoded)
-        found = iter(zip(decoded.translations, decoded.warnings, scores, strict=True))
-        translations, warnings, fuzzy = [], [], []
-        for s in recalled:
-            translation, said, score = (
-                next(found) if s is None else (remembered(s, options), [], None)
-            )
-            translations.append(translation)
-            warnings.append(said)
-            fuzzy.append(score)
-        return Answer(translations, warnings, [s is not None for s in recalled], fuzzy)
+        if pair:  # the models' (CONFIDENCES): the memory's aside
+            sure = [p for each in decoded.sentences for p in each.sure if p is not None]
+            figures = request.scope.setdefault(CONFIDENCES, {})
+            figures.setdefault("-".join(pair), []).extend(sure)
+        answer = merged(texts, recalled, decoded, scores, options, self.memory is not None)
+        return withhold(answer, bound or withholding_field({}, self.settings))
+
+    def recall(self, request: Request, pair: tuple[str, str] | None, texts: list[str]) -> list:
+        """Each text's suggestion for the pair in the memory, or None (serve.memory off, or
+        no pair: each None); those found counted in the request's scope (REMEMBERED)."""
+        if self.memory is None or pair is None:
+            return [None] * len(texts)
+        recalled = [self.memory.recall(text, *pair) for text in texts]
+        answered = sum(s is not None for s in recalled)
+        request.scope[REMEMBERED] = request.scope.get(REMEMBERED, 0) + answered
+        return recalled
 
     async def repair(
         self, request: Request, chain: list[Model], texts: list[str], options: Options,
-        decoded: Translated,
+        decoded: Decoded,
     ) -> list[float | None]:  # fmt: skip
         """Each text with a fuzzy match in the memory (serve.memory_fuzzy: its similarity at
         least that; localization/suggestions.py) has its translation repaired by the match's
         correction (localization/fuzzy.py: the user's edits of the model's translation of the match,
-        merged with what the new text changed of it), in place; -> each text's match's
-        similarity where it was repaired, else None. The matches' texts are translated
-        too (not counted against serve.max_sentences; the translation cache keeps them)."""
-        least, pair = self.settings.memory_fuzzy, (chain[0].source.code, chain[-1].target.code)
-        if not least or options.nbest or not texts:
+        merged with what the new text changed of it), in place, as one sentence of the text's
+        confidence; -> each text's match's similarity where it was repaired, else None. The
+        matches' texts are translated too (not counted against serve.max_sentences; the
+        translation cache keeps them)."""
+        least = self.settings.memory_fuzzy
+        if self.memory is None or not least or options.nbest or not texts or not chain:
             return [None] * len(texts)
+        pair = chain[0].source.code, chain[-1].target.code
         matches = await asyncio.to_thread(self.memory.similar, texts, *pair, least)
         theirs = list(dict.fromkeys(match.text for match in matches if match))
         translated = (await self.decode(request, chain, theirs, options, False)).translations
@@ -126,57 +154,68 @@ class Core:
             merged = match and repaired(before[match.text], match.s, decoded.translations[number])
             if merged:
                 decoded.translations[number] = merged
+                sure = decoded.sentences[number].confidence
+                decoded.sentences[number] = Sentences.whole(texts[number], merged, sure)
             scores.append(match.score if merged else None)
         return scores
 
     async def decode(
         self, request: Request, chain: list[Model], texts: list[str], options: Options,
         counted: bool,
-    ) -> Translated:  # fmt: skip
-        """`texts` through each model of `chain` (models.py) in turn, each hop's translations
-        the next one's texts; no model: each text itself, as Argos Translate translates a
-        language into itself. The n best through several models are Argos Translate's: each
-        model's n best of each of the previous one's, their scores summed, the n highest kept.
-        A pivot's warnings are the text's too, saying which language they were found in.
-        A text cached (translation_cache.py) is not decoded again: what decoding it gave is
-        its answer. `counted`: the texts' sentences held to serve.max_sentences (split)."""
+    ) -> Decoded:  # fmt: skip
+        """`texts` through the models of `chain` (models.py; through), each split into its
+        sentences by the first model's language; no model: each text itself, as Argos
+        Translate translates a language into itself (SURE). A text cached
+        (translation_cache.py) is not decoded again: what decoding it gave is its answer.
+        `counted`: the texts' sentences held to serve.max_sentences (split)."""
         if not chain:
             itself = [[(0.0, text)] for text in texts] if options.nbest else list(texts)
-            return Translated(itself, [[] for _ in texts], [[] for _ in texts])
+            sure = [Sentences.whole(text, text, SURE) for text in texts]
+            return Decoded(itself, [[] for _ in texts], sure)
         cached = self.cache.lookup(chain, options, texts)  # cached.missing: those to decode
+        language = chain[0].source.code
         if cached.complete:  # refused as it would be without the cache, if too large
-            self.split([], counted, chain[0].source.code, cached.sentences)
-            return cached.answer(Translated([], [], []), None)
-        hypotheses = [[(0.0, text)] for text in cached.missing]  # each's so far: (score, text)
-        warnings: list[list[str]] = [[] for _ in cached.missing]
-        signals: list[list[float]] = [[] for _ in cached.missing]  # the last model's
-        first = None  # the missing texts' sentences, as the first model's job holds them
+            self.split([], counted, language, cached.sentences)
+            return cached.answer(Decoded([], [], []))
+        first = await off_the_loop(
+            sum(map(len, cached.missing)), self.split, cached.missing, counted, language,
+            cached.sentences, not options.split,
+        )  # fmt: skip
+        return cached.answer(await self.through(request, chain, first, options))
+
+    async def through(
+        self, request: Request, chain: list[Model], first: Texts, options: Options
+    ) -> Decoded:
+        """The sentences of `first` through each model of `chain` in turn, a Job for each on
+        its batcher, each sentence alone: a hop's translation of one is the next hop's
+        sentence (not split again). The n best through several models are Argos
+        Translate's: each model's n best of each of the previous one's, their scores summed,
+        the n highest kept (chained). Each text's translation: its sentences' joined in its
+        white space (Texts.joined; the n best: Texts.nbest); its warnings, each hop's in turn
+        (a pivot's saying which language they were found in)."""
+        hypotheses = [[Hypothesis(0.0, sentence, SURE)] for sentence in first.sentences]
+        hops = []  # each hop's warnings, a list a sentence
         for number, model in enumerate(chain, 1):
-            flat = [text for each in hypotheses for _, text in each]
-            language, more = model.source.code, cached.sentences  # more: those found's
-            split = await off_the_loop(
-                sum(map(len, flat)), self.split, flat, counted and number == 1, language, more,
-                not options.split,
-            )  # fmt: skip
-            first = split if number == 1 else first
-            translated = await self.run_job(request, model, Job(split, options))
-            said = "" if number == 1 else f"through {language}: "
-            found = iter(zip(*translated, strict=True))
-            for each, mine, sure in zip(hypotheses, warnings, signals, strict=True):
-                chained = []
-                for score, _ in each:
-                    result, theirs, sure[:] = next(found)
-                    best = result if options.nbest else [(0.0, result)]
-                    chained += [(score + more, text) for more, text in best]
-                    new = [said + message for message in theirs]
-                    mine += new if len(each) == 1 else [m for m in new if m not in mine]
-                if len(chain) > 1:  # one model's n best stay in its own order
-                    chained.sort(key=lambda hypothesis: hypothesis[0], reverse=True)
-                each[:] = chained[: options.nbest or 1]
+            job = Job(Texts([h.text for each in hypotheses for h in each]), options)
+            translated = await self.run_job(request, model, job)
+            sure = hop_confidences(job.calibration, translated.signals)
+            found = iter(zip(translated.translations, translated.warnings, sure, strict=True))
+            said = "" if number == 1 else f"through {model.source.code}: "
+            hopped = [
+                chained(each, found, said, options.nbest, len(chain) > 1) for each in hypotheses
+            ]
+            hypotheses = [each for each, _ in hopped]
+            hops.append([warned for _, warned in hopped])
+        best = [each[0] for each in hypotheses]
+        lines, sure = first.grouped([h.text for h in best]), first.grouped([h.sure for h in best])
+        sentences = list(map(Sentences, first.splits, lines, sure))
         if options.nbest:
-            return cached.answer(Translated(hypotheses, warnings, signals), first)
-        best = [each[0][1] for each in hypotheses]
-        return cached.answer(Translated(best, warnings, signals), first)
+            translations = first.nbest([[(h.score, h.text) for h in each] for each in hypotheses])
+        else:
+            translations = [each.text for each in sentences]
+        texts_hops = zip(*map(first.warnings, hops), strict=True)  # each text's, hop by hop
+        warnings = [[w for hop in per_text for w in hop] for per_text in texts_hops]
+        return Decoded(translations, warnings, sentences)
 
     async def run_job(self, request: Request, model: Model, job: Job):
         """The job's result from the model's decoder thread (batcher.py: Busy, a queue too
@@ -199,9 +238,67 @@ class Core:
         return result
 
 
-def remembered(s: str, options: Options) -> str | list[tuple[float, str]]:
-    """A suggestion as a translation: itself, or with nbest its one hypothesis, scored 0."""
-    return [(0.0, s)] if options.nbest else s
+def chained(
+    each: list[Hypothesis], found, said: str, nbest: int | None, ranked: bool
+) -> tuple[list[Hypothesis], list[str]]:
+    """A sentence's hypotheses after one more hop, and the hop's warnings (`said` before
+    each; of several hypotheses, each warning once): each hypothesis's translations (`found`
+    gives its translation or n best, its warnings and its confidence), scores summed,
+    confidences multiplied (known for each one's best alone), the n best kept (nbest; else
+    the best), in order of score if `ranked` (through several models; one model's n best
+    stay in its own order)."""
+    hypotheses, warned = [], []
+    for hypothesis in each:
+        result, theirs, sure = next(found)
+        best = result if nbest else [(0.0, result)]
+        for rank, (score, text) in enumerate(best):  # the hop's confidence: its best's
+            known = times(hypothesis.sure, sure) if rank == 0 else None
+            hypotheses.append(Hypothesis(hypothesis.score + score, text, known))
+        new = [said + message for message in theirs]
+        warned += new if len(each) == 1 else [m for m in new if m not in warned]
+    if ranked:
+        hypotheses.sort(key=lambda hypothesis: hypothesis.score, reverse=True)
+    return hypotheses[: nbest or 1], warned
+
+
+def merged(
+    texts: list[str], recalled: list, decoded: Decoded, scores: list, options: Options,
+    memory: bool,
+) -> Answer:  # fmt: skip
+    """The answer to `texts`: each text's suggestion (`recalled`) SURE, else the next of
+    `decoded` (and its fuzzy repair's score); with serve.memory (`memory`), which is which."""
+    found = iter(zip(*decoded, scores, strict=True))
+    rows = [
+        next(found) if s is None else remembered(text, s, options)
+        for text, s in zip(texts, recalled, strict=True)
+    ]
+    columns = [list(column) for column in zip(*rows, strict=True)] or [[], [], [], []]
+    translations, warnings, sentences, fuzzy = columns
+    flags = [s is not None for s in recalled] if memory else None
+    return Answer(translations, warnings, flags, fuzzy if memory else None, sentences, None)
+
+
+def withhold(answer: Answer, bound: Withholding) -> Answer:
+    """`answer` with each sentence below `bound` given back as `bound.instead` asks, and
+    listed (`withheld`); a text with one withheld has one translation, no n best (its others
+    are not known to be surer). No bound (0): the answer as it is."""
+    if not bound.least:
+        return answer
+    translations, sentences = list(answer.translations), list(answer.sentences)
+    numbers = [withheld(each, bound) for each in answer.sentences]
+    for text, (each, these) in enumerate(zip(answer.sentences, numbers, strict=True)):
+        if these:
+            sentences[text] = each.given(these, bound.instead)
+            given = sentences[text].text
+            ranked = isinstance(translations[text], list)
+            translations[text] = [(translations[text][0][0], given)] if ranked else given
+    return answer._replace(translations=translations, sentences=sentences, withheld=numbers)
+
+
+def remembered(text: str, s: str, options: Options) -> tuple:
+    """A text's suggestion `s` as its answer: its translation (itself, or with nbest its one
+    hypothesis, scored 0), no warning, one sentence SURE, no fuzzy repair."""
+    return [(0.0, s)] if options.nbest else s, [], Sentences.whole(text, s, SURE), None
 
 
 async def hang_up(request: Request) -> None:

@@ -5,7 +5,7 @@ decoded again (LibreTranslate's --translation-cache, but per text and for every 
     cache.lookup(chain, options, texts)      -> Lookup: each text's entry found, or None; the
                                              texts missing (Core.translate decodes those
                                              alone) and the sentences of those found
-    lookup.answer(translated, first_split)   the missing texts' Translated, kept, and put back
+    lookup.answer(decoded)                   the missing texts' Decoded, kept, and put back
                                              in order among those found: the request's
 
 A text's key is what changes its translation, and nothing else: its chain's models in order
@@ -13,8 +13,9 @@ A text's key is what changes its translation, and nothing else: its chain's mode
 serving (versions.py), is another key), the text, and the request's
 decoding Options (batcher.py: beam_size, nbest, placeholders). Its entry is what
 decoding gave: the translation (or the n best with their scores, through every pivot), its
-warnings, and how many sentences it counts against serve.max_sentences, so that a request is
-refused as it would be without the cache. The engines are deterministic: an entry is what
+warnings, and its sentences (confidences.py's Sentences: the source's, their translations and
+confidences; how many it counts against serve.max_sentences, so that a request is refused as
+it would be without the cache). The engines are deterministic: an entry is what
 decoding the text again would give, so the cache never changes an answer; a model loaded
 again (serve.lazy, serve.models_mib) is the same file.
 
@@ -26,10 +27,17 @@ needs no lock. Each worker process (serve.workers) has its own.
 from collections import OrderedDict
 from typing import NamedTuple
 
-from seq2seq.decoding.engines import Translated
 from seq2seq.serving.batcher import Options
+from seq2seq.serving.confidences import Sentences
 from seq2seq.serving.models import Model
-from seq2seq.text.sentences import Texts
+
+
+class Decoded(NamedTuple):
+    """What decoding gave a request's texts (core.py's Core.decode), for each text in order."""
+
+    translations: list  # a text each, or (nbest) its n best (score, text) pairs, best first
+    warnings: list[list[str]]  # each text's, unnumbered
+    sentences: list[Sentences]  # each text's, with their confidences
 
 
 class Entry(NamedTuple):
@@ -37,8 +45,7 @@ class Entry(NamedTuple):
 
     translation: str | tuple[tuple[float, str], ...]  # the best, or the n best (score, text)
     warnings: tuple[str, ...]
-    signals: tuple[float, ...]  # its sentences' confidence signals (decoding/confidence.py)
-    sentences: int  # what the text counts against serve.max_sentences (its first split)
+    sentences: Sentences  # as its first model's job held them: what it counts (max_sentences)
 
 
 class TranslationCache:
@@ -82,30 +89,28 @@ class Lookup:
 
     def __init__(self, cache: TranslationCache, keys: list, found: list, missing: list[str]):
         self.cache, self.keys, self.found, self.missing = cache, keys, found, missing
-        self.sentences = sum(entry.sentences for entry in found if entry is not None)
+        self.sentences = sum(len(entry.sentences.lines) for entry in found if entry is not None)
 
     @property
     def complete(self) -> bool:
         """Every text found (and there is one): nothing to decode."""
         return bool(self.found) and not self.missing
 
-    def answer(self, translated: Translated, split: Texts | None) -> Translated:
-        """The missing texts' `translated` (`split`: their first split, as the first model's
-        job held them) kept, and put back in order among those found: the request's answer.
-        With the cache off, `translated` as it is."""
+    def answer(self, decoded: Decoded) -> Decoded:
+        """The missing texts' `decoded` kept, and put back in order among those found: the
+        request's answer. With the cache off, `decoded` as it is."""
         if not self.cache.size:
-            return translated
-        splits = split.splits if split is not None else []
-        decoded = iter(zip(*translated, splits, strict=True))
-        translations, warnings, signals = [], [], []
+            return decoded
+        fresh = iter(zip(*decoded, strict=True))
+        translations, warnings, sentences = [], [], []
         for key, entry in zip(self.keys, self.found, strict=True):
             if entry is None:
-                translation, said, sure, one = next(decoded)
+                translation, said, each = next(fresh)
                 kept = tuple(translation) if isinstance(translation, list) else translation
-                entry = Entry(kept, tuple(said), tuple(sure), len(one.sentences))
+                entry = Entry(kept, tuple(said), each)
                 self.cache.put(key, entry)
             is_list = isinstance(entry.translation, tuple)
             translations.append(list(entry.translation) if is_list else entry.translation)
             warnings.append(list(entry.warnings))
-            signals.append(list(entry.signals))
-        return Translated(translations, warnings, signals)
+            sentences.append(entry.sentences)
+        return Decoded(translations, warnings, sentences)

@@ -69,7 +69,8 @@ def validate(
     sources = [s for s, _ in pairs + keep]  # decoded together: one export
     outputs, _, signals = valid_translations(model, config, vocabs, sources, decoding, device)
     hypotheses, references = outputs[: len(pairs)], [t for _, t in pairs]
-    calibration = fit(signals[: len(pairs)], sentence_chrfs(hypotheses, references))
+    chrfs = sentence_chrfs(hypotheses, references)
+    calibration = fit(signals[: len(pairs)], chrfs, decoding.beam_size)
     scores = {
         "valid_loss": total.item() / tokens,
         "valid_exact_match": exact_match(hypotheses, references),

@@ -22,6 +22,7 @@ from seq2seq.decoding.confidence import (
     pearson,
     sentence_chrfs,
     spearman,
+    text_confidence,
 )
 from seq2seq.support.errors import UserError
 
@@ -73,9 +74,12 @@ def test_what_no_model_decided_is_sure_or_unsure_whatever_the_fit():
     for calibration in (Calibration(2.0, 1.0), Calibration(0.0, 4.6)):
         assert calibration.probability(SURE_SIGNAL) == 1.0
         assert calibration.probability(UNTRANSLATED_SIGNAL) == 0.0
-    text = confidence_of(Calibration(2.0, 1.0), [-0.1, UNTRANSLATED_SIGNAL, SURE_SIGNAL])
-    assert text.sentences[1:] == [0.0, 1.0] and text.text == 0.0  # the lowest
-    assert confidence_of(Calibration(2.0, 1.0), []).text == 1.0  # an empty text
+    calibration = Calibration(2.0, 1.0)
+    signals, sentences = [-0.5, UNTRANSLATED_SIGNAL, SURE_SIGNAL], ["Ja.", "Nein?", "Ok"]
+    # weighted by length: 3 x 0.5 (sigmoid(0)) + 5 x 0 + 2 x 1, over 10 characters
+    assert confidence_of(calibration, signals, sentences) == pytest.approx(0.35)
+    assert text_confidence([0.2, 0.8], ["", "x"]) == pytest.approx(0.5)  # at least 1 each
+    assert confidence_of(calibration, [], []) == 1.0  # an empty text
 
 
 def test_calibration_error_is_the_weighted_gap_of_each_bin():

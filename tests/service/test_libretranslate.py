@@ -66,18 +66,20 @@ def test_the_libretranslatepy_client_translates_detects_and_lists_languages(numb
     }
 
 
-NPM_CLIENT = ROOT / "benchmarks/.npm-libretranslate/node_modules/libretranslate/dist/translate.js"
+NPM_CLIENT = ROOT / "tests/service/node/node_modules/libretranslate/dist/translate.js"
 NPM_TRANSLATE = """require(process.argv[1]).translate({query: process.argv[2], source: "en",
   target: "digits", apiurl: process.argv[3], apiKey: "sesame"})
   .then(t => console.log(JSON.stringify(t)))"""
 
 
 def test_the_npm_client_translates_and_its_key_counts(numbers, tmp_path):
-    """LibreTranslate's npm client (libretranslate 1.0.1), run by node, as it is: it reads
-    /languages, then posts its key as `apiKey` (which LibreTranslate ignores; ours takes it
-    as api_key). Installed by `make benchmarks/.npm-libretranslate/.installed`, not in CI."""
+    """LibreTranslate's npm client (libretranslate 1.0.1, pinned in
+    tests/service/node/package-lock.json: `make test` installs it where npm is on PATH), run
+    by node, as it is: it reads /languages, then posts its key as `apiKey` (which
+    LibreTranslate ignores; ours takes it as api_key), and reads translatedText alone (ours
+    adds confidence)."""
     if shutil.which("node") is None or not NPM_CLIENT.exists():
-        pytest.skip("no node, or no npm client: make benchmarks/.npm-libretranslate/.installed")
+        pytest.skip("no node, or no npm client: npm ci --prefix tests/service/node")
     url, model, test = numbers
     (tmp_path / "keys").write_text("sesame\n")
 
@@ -119,14 +121,22 @@ def test_each_request_is_answered_in_its_own_shape(numbers):
         "translatedText": [best[0][1] for best in nbest],
         "alternatives": [[text for _, text in best[1:]] for best in nbest],
         "detectedLanguage": [{"confidence": 100.0, "language": "en"}] * 3,
+        "confidence": [None] * 3,  # ours: the model has no calibration
     }
     ours = call(url, "POST", "/translate", {"text": test[:3]})[1]
-    assert ours == {"translations": reference(model, test[:3]), "warnings": []}
+    expected = {
+        "translations": reference(model, test[:3]),
+        "warnings": [],
+        "confidence": [None] * 3,
+    }
+    assert ours == expected
     one = {"q": test[0], "source": "en", "target": "digits", "alternatives": "1"}
     status, answer, _ = call(url, "POST", "/translate", urlencode(one).encode(), FORM)
     decoding = dataclasses.replace(model.config.decode, beam_size=2)  # the best, 1 alternative
     ((best, alternative),) = model.translate_nbest(test[:1], decoding).outputs
-    assert status == 200 and answer == {"translatedText": best[1], "alternatives": [alternative[1]]}
+    assert status == 200 and answer == {
+        "translatedText": best[1], "alternatives": [alternative[1]], "confidence": None
+    }  # fmt: skip
 
 
 @pytest.mark.same_outputs
@@ -234,7 +244,7 @@ def test_every_mistake_gets_libretranslates_error(numbers, path, body, status, e
 
 def test_forms_where_libretranslate_takes_them_and_json_elsewhere(numbers):
     url, model, test = numbers
-    expected = {"translatedText": reference(model, test[:1])[0]}
+    expected = {"translatedText": reference(model, test[:1])[0], "confidence": None}
     form = urlencode({"q": test[0], **PAIR}).encode()
     assert call(url, "POST", T, form, FORM)[1] == expected
     assert call(url, "POST", T, form, JSON)[0] == 400

@@ -254,10 +254,11 @@ def test_a_text_already_in_the_target_language_comes_back_as_it_is(en_de_fr):
                                         german]  # fmt: skip
     assert answer["alternatives"][1] == []
     assert [d["language"] for d in answer["detectedLanguage"]] == ["en", "de"]
+    assert answer["confidence"][1] == 1.0  # itself: sure
     status, answer, _ = call(
         url, "POST", "/translate", {"q": german, "source": "de", "target": "de"}
     )
-    assert (status, answer) == (200, {"translatedText": german})
+    assert (status, answer) == (200, {"translatedText": german, "confidence": 1.0})
     status, answer, _ = call(
         url, "POST", "/translate", {"q": german, "source": "it", "target": "it"}
     )

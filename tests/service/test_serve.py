@@ -66,6 +66,7 @@ def test_translations_and_warnings_are_those_of_translate(numbers):
     assert call(url, "POST", "/translate", {"text": []})[1] == {
         "translations": [],
         "warnings": [],
+        "confidence": [],
     }
 
 

@@ -237,7 +237,8 @@ def test_shutdown_answers_what_still_waits_at_drain_s_with_a_503(seed_model, mon
                 status, body, _ = answer.result()
                 assert (status, body) == (503, {"error": "the service is shutting down"})
             gate.set()
-            assert first.result()[:2] == (200, {"translations": ["1 la 1"], "warnings": []})
+            status, body, _ = first.result()
+            assert (status, body["translations"], body["warnings"]) == (200, ["1 la 1"], [])
     assert decoded == [["one is one"]]
 
 

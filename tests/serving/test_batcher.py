@@ -22,6 +22,7 @@ class Shouting:
     decoding waits until `gate` is open."""
 
     config = config_from_dict({})
+    calibration = None  # no confidences
 
     def __init__(self):
         self.calls: list[list[str]] = []

@@ -35,6 +35,7 @@ class Marking:
     config = config_from_dict({})
     shows_attention = False
     src_vocab = tgt_vocab = Vocabulary()  # /info's: none
+    calibration = None  # no confidences
 
     def __init__(self, tag: str):
         self.tag, self.decoded, self.lock = tag, [], threading.Lock()

@@ -60,12 +60,16 @@ def test_a_suggested_text_is_answered_from_the_memory_on_both_apis(
         marked = call(server.url, "POST", "/translate", {**html, "format": "html"})[1]
     assert before["memory"] == [False] and before["translations"] != [BETTER]
     model_says = ours["translations"][1]
-    assert ours == {"translations": [BETTER, model_says], "warnings": [], "memory": [True, False]}
+    assert ours == {
+        "translations": [BETTER, model_says], "warnings": [], "memory": [True, False],
+        "confidence": [1.0, None],  # the memory's: sure; the model's: none (no calibration)
+    }  # fmt: skip
     assert theirs["translatedText"][0] == BETTER and theirs["fromMemory"] == [True, False]
-    assert one == {"translatedText": BETTER, "fromMemory": True}
+    assert one == {"translatedText": BETTER, "fromMemory": True, "confidence": 1.0}
     assert nbest["translations"] == [[{"translation": BETTER, "score": 0.0}]]
     assert marked["translatedText"][0] == f"<p>{BETTER}</p>"  # a text node, remembered
     assert marked["fromMemory"] == [True, False]  # a text: all its nodes, or not
+    assert marked["confidence"] == [1.0, None]  # a text: the least sure of its nodes
     with running(model, **kept) as server:  # the memory off: the same file, the model's
         ours_off, theirs_off, one_off = translations(server.url)
     assert ours_off["translations"] == [before["translations"][0], model_says]

@@ -1,13 +1,16 @@
 // The page of `python -m seq2seq.serve`: translate as you type, draw the attention.
 //
-//   typing --(250 ms quiet)--> POST /attention {"text": sentence}
+//   typing --(250 ms quiet)--> POST /translate {"text": [sentence], "sentences": true}
+//     -> {"translations", "warnings", "sentences": [[{source, translation, confidence}]]}
+//     -> the translation, each sentence less sure than UNSURE marked (class "unsure", its
+//        confidence in its title), and the warnings
+//   and at once, if the engine draws attention (/info says): POST /attention {"text": sentence}
 //     -> {"translation", "warnings", "maps": [{kind, layer, title, queries, keys, weights}]}
-//     -> the translation, the warnings, and the chosen map (kind, layer, head) as a table:
-//        rows the queries, columns the keys, each cell coloured by its weight (viridis, 0..1)
-//   (an engine without attention, as /info says: POST /translate, and no attention to draw)
-//   with terms in the glossary box, the translation is POST /translate's
-//     {"text": [sentence], "glossary": {source: target}}: one line each, "source<TAB>target",
-//     or a term alone, kept as it is (the attention stays the model's own)
+//     -> the chosen map (kind, layer, head) as a table: rows the queries, columns the keys,
+//        each cell coloured by its weight (viridis, 0..1)
+//   with terms in the glossary box, /translate's {"glossary": {source: target}} too: one line
+//     each, "source<TAB>target", or a term alone, kept as it is (the attention stays the
+//     model's own)
 //   on opening: /info's example sentence in the box, translated as if typed
 //   with serve.suggestions on (/info): under the translation, a box to correct it ->
 //     POST /suggest {"q": sentence, "s": the correction, "source", "target"}, kept
@@ -16,6 +19,7 @@
 "use strict";
 
 const DEBOUNCE_MS = 250;
+const UNSURE = 0.5; // a sentence less likely than this to be acceptable is marked
 const MOST_PIECES_SHOWN = 300;
 // matplotlib's viridis at 0, 1/8, ..., 1: the colours of `python -m seq2seq.plot attention`
 const VIRIDIS = [
@@ -57,6 +61,27 @@ function showError(message) {
   $("error").hidden = !message;
 }
 
+// The translation, each sentence's in a span of its own (found in turn in the text, which
+// holds the white space between them): its confidence in its title, marked below UNSURE.
+function showTranslation(text, sentences) {
+  const shown = $("translation");
+  shown.replaceChildren();
+  let at = 0;
+  for (const { translation, confidence } of sentences) {
+    const start = translation ? text.indexOf(translation, at) : -1;
+    if (start < 0) continue;
+    const span = document.createElement("span");
+    span.textContent = translation;
+    if (confidence !== null) {
+      span.title = `confidence ${confidence.toFixed(2)}`;
+      span.classList.toggle("unsure", confidence < UNSURE);
+    }
+    shown.append(text.slice(at, start), span);
+    at = start + translation.length;
+  }
+  shown.append(text.slice(at));
+}
+
 function showWarnings(warnings) {
   $("warnings").replaceChildren(
     ...warnings.map((text) => {
@@ -84,21 +109,18 @@ async function update() {
   $("translation").setAttribute("aria-busy", "true");
   try {
     const terms = glossary();
-    let translation, warnings;
-    if (showsAttention) {
-      attention = await post("attention", { text: sentence }, controller.signal);
-      ({ translation, warnings } = attention);
+    const asked = { text: [sentence], sentences: true, ...(terms && { glossary: terms }) };
+    const [answer, drawn] = await Promise.all([
+      post("translate", asked, controller.signal),
+      showsAttention ? post("attention", { text: sentence }, controller.signal) : null,
+    ]);
+    if (drawn) {
+      attention = drawn;
       chooseOptions();
       draw();
     }
-    if (!showsAttention || terms) {
-      const asked = terms ? { text: [sentence], glossary: terms } : { text: [sentence] };
-      const answer = await post("translate", asked, controller.signal);
-      [translation] = answer.translations;
-      warnings = answer.warnings;
-    }
-    $("translation").textContent = translation;
-    showWarnings(warnings);
+    showTranslation(answer.translations[0], answer.sentences[0]);
+    showWarnings(answer.warnings);
     offerSuggestion($("translation").textContent);
     showError("");
   } catch (error) {
