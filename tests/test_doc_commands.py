@@ -129,7 +129,7 @@ def fine_tuning_corpus(project: Path) -> None:
 
 
 GETTING_STARTED = "docs/getting-started.md"
-USAGE_PRINTS = [2, 2, 1, 1, 3, 1, 0, 1, 1]  # output lines of the Usage block's translations
+USAGE_PRINTS = [2, 2, 1, 1, 3, 1, 1, 0, 1, 1]  # output lines of the Usage block's translations
 
 
 @pytest.mark.slow
@@ -145,7 +145,7 @@ def test_the_getting_started_commands_run_as_written_in_a_fresh_clone(tmp_path):
     (tmp_path / "home").mkdir()
     env = offline(tmp_path / "home") | {"PYTHON": sys.executable}
     usage, training = commands(GETTING_STARTED, "Usage"), commands(GETTING_STARTED, "Training")
-    assert len(usage) == 16 and len(training) == 3
+    assert len(usage) == 17 and len(training) == 3
     printed = []
     for number, line in enumerate(usage + training):
         if number == len(usage):
