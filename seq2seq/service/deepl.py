@@ -69,6 +69,7 @@ from seq2seq.service.file_translation import MODELS_OWN, FileTranslation, attach
 from seq2seq.service.libretranslate import Asked, LibreTranslate, marked_up
 from seq2seq.serving import api
 from seq2seq.serving.batcher import Options
+from seq2seq.serving.confidences import Withholding
 
 TRANSLATE_FIELDS = (
     "text", "target_lang", "source_lang", "tag_handling", "glossary_id", "formality",
@@ -180,7 +181,7 @@ class DeepL:
         source, target = self.pair(fields)
         glossary, split = glossary_of(fields), fields.get("split_sentences", "1") != "0"
         ignored = tuple(fields.get("ignore_tags", ()))
-        bound = api.withholding_field({}, self.core.settings)  # serve.min_confidence's
+        bound = Withholding(self.core.settings.min_confidence)  # DeepL's have no field
         return Asked(
             texts, False, tags is not None, source, target, 0, None, None, glossary, bound,
             split, ignored,
@@ -313,7 +314,7 @@ class DeepL:
             upload.filename = fields["filename"]
         own_format(fields.get("output_format"), upload.filename or "")
         options = await self.document_options(key, fields.get("glossary_id"), source, target)
-        bound = api.withholding_field({}, self.core.settings)  # serve.min_confidence's
+        bound = Withholding(self.core.settings.min_confidence)  # DeepL's have no field
         stored, _ = await self.files.kept_translation(
             request, upload, source, target, account, bound, options
         )

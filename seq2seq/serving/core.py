@@ -23,7 +23,7 @@ from seq2seq.config import ServeConfig
 from seq2seq.decoding.confidence import SURE
 from seq2seq.localization.fuzzy import repaired
 from seq2seq.localization.suggestions import Suggestions
-from seq2seq.serving.api import off_the_loop, withholding_field
+from seq2seq.serving.api import off_the_loop
 from seq2seq.serving.batcher import Job, Options
 from seq2seq.serving.checks import Checks
 from seq2seq.serving.confidences import (
@@ -118,7 +118,7 @@ class Core:
             figures = request.scope.setdefault(CONFIDENCES, {})
             figures.setdefault("-".join(pair), []).extend(sure)
         answer = merged(texts, recalled, decoded, scores, options, self.memory is not None)
-        return withhold(answer, bound or withholding_field({}, self.settings))
+        return withhold(answer, bound or Withholding(self.settings.min_confidence))
 
     def recall(self, request: Request, pair: tuple[str, str] | None, texts: list[str]) -> list:
         """Each text's suggestion for the pair in the memory, or None (serve.memory off, or
