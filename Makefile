@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt bench-confidence config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-catalog-map bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt bench-confidence config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -143,10 +143,19 @@ bench-validation: $(DEV)
 	$(PYTHON) -m benchmarks.speed.validation $(ARGS)
 
 # Each model (the stand-in and its student, where trained) in each of CTranslate2's compute types:
-# test BLEU against sentences per CPU second, greedy and beam 4 -> benchmarks/results/
+# test BLEU against sentences per CPU second, greedy and beam 4, and that speed as a share of
+# CTranslate2 alone's on the same export (the limit) -> benchmarks/results/
 # speed_quality.{json,md} (a table per CPU) and docs/benchmarks/speed_quality.png.
 bench-speed-quality: $(DEV)
 	$(PYTHON) -m benchmarks.speed.speed_quality $(ARGS)
+
+# The stand-in package with a vocabulary map made of this system's German catalogs (translate
+# --vmap DIR), the held-out programs' left out, against it without: chrF and BLEU on those
+# programs' strings and on Multi30k's test captions, and sentences per CPU second, greedy and
+# beam 4 -> benchmarks/results/catalog_map.{json,md} (a table per CPU; a minute). The stand-in
+# first: `make standin`.
+bench-catalog-map: $(DEV)
+	$(PYTHON) -m benchmarks.adapt.catalog_map $(ARGS)
 
 # The data path from 20,000 to 5,000,000 training pairs -> benchmarks/results/scale.{json,md}
 # (many minutes, several GB of disk under runs/bench-scale/; --quick: 2,000 and 20,000 pairs).
@@ -226,7 +235,8 @@ bench-detect: $(DEV) $(LIBRETRANSLATE_VENV)/.installed
 
 # Two pairs and a pivot from one address, against LibreTranslate 1.9.6 serving the same two
 # Argos packages (PAIRS_PACKAGES="A.argosmodel B.argosmodel": B translates from A's target
-# language), greedy and beam 4, 1 and 16 clients, loaded by wrk (apt-get install wrk) ->
+# language), greedy and beam 4, 1 and 16 clients, loaded by wrk (apt-get install wrk), and ours
+# as a share of CTranslate2 alone on the first package (the limit) ->
 # benchmarks/results/pairs.{json,md} (minutes; PAIRS_ARGS="--quick": 3 s a row). Not in CI.
 PAIRS_PACKAGES ?=
 PAIRS_ARGS ?=

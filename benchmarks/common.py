@@ -12,6 +12,9 @@ and its results written (JSON and a Markdown table, put into a page between two 
                                   seconds of work(*args) and what it returned
     timed_translation(translate, sentences, decoding)   timed() of one decoding call, after a
                                   warm-up
+    ctranslate2_alone(engine, sentences, decoding, per_call)   CTranslate2 alone: an engine's
+                                  translator given its tokens and options, the limit its
+                                  figures are read against, in sentences per CPU second
     reset_cuda_peak, cuda_peak_mib, synchronize    CUDA's allocator peak; waiting for the GPU
     arguments(doc, out=..., ...)  the parser with the options every script has (--out, ...)
     markdown_table(header, rows, *notes)   a Markdown table, paragraphs under it;
@@ -45,6 +48,10 @@ from typing import TypeVar
 
 import torch
 
+from seq2seq.config import DecodeConfig
+from seq2seq.decoding.argos_engine import ArgosEngine
+from seq2seq.decoding.ctranslate2_engine import search_options
+from seq2seq.decoding.engines import encoded
 from seq2seq.support.device import cpu_name
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_json
@@ -202,6 +209,42 @@ def timed_translation(translate: Callable, sentences: list, decoding) -> tuple[f
     after a warm-up on the first WARMUP_SENTENCES: its wall seconds and what it returned."""
     translate(sentences[:WARMUP_SENTENCES], decoding)
     return timed(translate, sentences, decoding)
+
+
+def ctranslate2_alone(engine, sentences: list[str], decoding: DecodeConfig, per_call: int) -> float:
+    """CTranslate2 alone, the physical limit of an engine on CTranslate2 (a CTranslate2Engine
+    on an export, an ArgosEngine on a package; bench-speed-quality and bench-pairs read theirs
+    against it), in sentences per CPU second:
+
+        the sentences, `per_call` a call in their order, as the engine's tokens (made here,
+        before the clock starts) -> its translator's translate_batch (one thread: intra and
+        inter, as load_translator loads it) with the options the engine passes at `decoding`'s
+        settings (one hypothesis; CTranslate2 sorts a call's sentences by length into
+        batches of decoding.batch_size), after a warm-up on the first WARMUP_SENTENCES;
+        timed by the process's CPU time (time.process_time: CTranslate2 decodes in it)
+
+    Left out: what the engine adds around it (encoding, warnings, detokenizing; an export's
+    beam search, one call per length limit where this makes one at the longest) and what a
+    service adds around the engine."""
+    calls = [one_call(engine, sentences[i : i + per_call], decoding)
+             for i in range(0, len(sentences), per_call)]  # fmt: skip
+    tokens, options = one_call(engine, sentences[:WARMUP_SENTENCES], decoding)
+    engine.translator.translate_batch(tokens, **options)
+    start = time.process_time()
+    for tokens, options in calls:
+        engine.translator.translate_batch(tokens, **options)
+    return len(sentences) / (time.process_time() - start)
+
+
+def one_call(engine, sentences: list[str], decoding: DecodeConfig) -> tuple[list, dict]:
+    """The tokens of the non-empty `sentences` and translate_batch's options for them, as the
+    engine makes them: an Argos package's tokenizer and its options (Argos Translate's), or an
+    export's pieces and its options, up to the longest of their length limits."""
+    if isinstance(engine, ArgosEngine):
+        tokens = [one for one in engine.encoded(sentences)[0] if one]
+        return tokens, engine.search_options(decoding, 1, len(tokens))
+    tokens, limits = engine.pieces_and_limits(encoded(engine, sentences)[0], decoding)
+    return tokens, search_options(decoding, 1, max(limits, default=1))
 
 
 def synchronize(device) -> None:

@@ -105,10 +105,12 @@ def read_config_file(path: Path, chain: tuple[Path, ...] = ()) -> dict:
 
 def anchor_paths(raw: dict, folder: Path) -> None:
     """Make the relative paths of one config file's mapping (its files, its checkpoint, its
-    keys file) relative to the working directory, where the commands open them: joined to
-    `folder`, the file's own."""
-    corpus, train, serve = (raw.get(section) or {} for section in ("corpus", "train", "serve"))
-    named = [(train, "init_from")]
+    keys file, its vocabulary map's catalogs) relative to the working directory, where the
+    commands open them: joined to `folder`, the file's own."""
+    corpus, train, serve, decode = (
+        raw.get(section) or {} for section in ("corpus", "train", "serve", "decode")
+    )
+    named = [(train, "init_from"), (decode, "vmap_catalogs")]
     split_files = [corpus.get(split) for split in ("train", "valid", "test")]  # type parallel
     for files in (*split_files, train.get("keep_valid")):
         named += [(files, side) for side in ("src", "tgt", "tsv")]

@@ -336,9 +336,15 @@ class DecodeConfig:
     compute_type: ComputeTypeName = "auto"
     compute_type_bleu_loss: Annotated[float, ">= 0"] = 0.3  # BLEU that auto may give up
     # CTranslate2 scores, for a batch, only the target pieces its source pieces' vocabulary map
-    # lists (the export's vmap.txt, from the training pairs: exports/vocab_map.py): a smaller
-    # output layer; false: every piece. An export without the map decodes without it
+    # lists (the export's vmap.txt, from the training pairs: exports/vocab_map.py; or one made
+    # of vmap_catalogs): a smaller output layer; false: every piece. An export without the map
+    # decodes without it; a package holds none (vmap_catalogs makes it one)
     vmap: bool = False
+    # With vmap, the map made of the gettext catalogs (.po, .mo) under this folder, at any depth,
+    # of the model's target language, for any model CTranslate2 decodes (an Argos package too):
+    # e.g. /usr/share/locale/de/LC_MESSAGES or a project's po/ (kept in ~/.cache/seq2seq/vmap);
+    # a model given with --model: the command line's. Empty: the export's own map
+    vmap_catalogs: str = ""
     # How a glossary's terms are followed (localization/terms.py): annotate: the target term written
     # after the source term, for a model taught terms (train.terms), a sentence whose output
     # lacks one translated again masked | mask: the term kept from the model as a placeholder

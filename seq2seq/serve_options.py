@@ -76,9 +76,10 @@ class Batching:
     """How the decoder takes the requests' sentences, and what it keeps of them."""
 
     # The decoder takes what waits, up to max_batch_sentences sentences, as one batch; what
-    # arrives while it decodes makes the next one. More than 0: it also waits this long after
-    # a batch's first request for others to join it (each request pays the wait).
-    batch_window_ms: Annotated[float, ">= 0"] = 0.0
+    # arrives while it decodes makes the next one. More than 0: while a batch holds fewer
+    # requests than the service has open connections (the others' next requests may be on
+    # their way), it waits up to this long after its first request for them to join it.
+    batch_window_ms: Annotated[float, ">= 0"] = 2.0
     max_batch_sentences: Annotated[int, "at least 1"] = 256  # see batch_window_ms
     # Work waiting for the decoder, at most, counted as characters x beam size (what decoding
     # costs, roughly); a request that would pass this gets a 503 with Retry-After (and a

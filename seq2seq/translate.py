@@ -54,6 +54,11 @@ beside it (the target language's code; written whole or not at all), with a prog
 
 With `--engine ctranslate2 --model DIR` a model exported by `python -m seq2seq.export`
 decodes in CTranslate2, in its own type (`--compute-type int8` quantizes it as it loads).
+
+With --vmap CTranslate2 scores only the target pieces the export's vocabulary map lists for the
+input's pieces; with --vmap DIR, those of a map made of the gettext catalogs under DIR (their
+pairs of the model's languages, in its pieces: seq2seq/exports/vocab_map.py), for an export or
+an Argos package (--model x.argosmodel), kept for the next run in ~/.cache/seq2seq/vmap.
 """
 
 import itertools
@@ -222,9 +227,11 @@ def parse_arguments(argv: list[str] | None):
         help="a tab and each translation's confidence (0-1: the chance it is acceptable) after it",
     )  # fmt: skip
     parser.add_argument(
-        "--vmap", action="store_true", default=None,
-        help="CTranslate2 scores only the target pieces the export's vocabulary map lists for "
-        "the input's pieces (default: decode.vmap, false)",
+        "--vmap", nargs="?", const=True, default=None, metavar="DIR",
+        help="CTranslate2 scores only the target pieces a vocabulary map lists for the input's "
+        "pieces: the export's own, or (DIR) one made of the gettext catalogs (.po, .mo) under "
+        "DIR, for an export or an Argos package (--vmap alone takes a sentence after it for "
+        "DIR: put it last); default: decode.vmap, false",
     )  # fmt: skip
     parser.add_argument(
         "--placeholders",
@@ -261,6 +268,11 @@ def parse_arguments(argv: list[str] | None):
         raise UserError("--file translates a document alone: no sentences, no --nbest with it")
     if args.confidence and (args.nbest or args.file):
         raise UserError("--confidence follows each translation: not with --nbest or --file")
+    if isinstance(args.vmap, str) and not Path(args.vmap).is_dir():
+        raise UserError(
+            f"--vmap {args.vmap!r}: no such folder of catalogs (--vmap takes the argument after "
+            "it as one: for the export's own map, put --vmap after the sentences)"
+        )
     if overrides := [sentence for sentence in args.sentences if is_override(sentence)]:
         raise UserError(
             f"{overrides[0]!r} sets a config option, which translate does not take: the "
@@ -285,9 +297,9 @@ def utf8_argument(number: int, text: str) -> str:
 
 def decode_flags(args) -> dict:
     """The decode settings that --beam-size, --length-penalty, --no-repeat-ngram,
-    --placeholders, --vmap, --terms and --compute-type set, checked: in place of the model's own,
-    whatever the model (engine_choice.py's decoding_in_force; a setting it has no use for is
-    refused)."""
+    --placeholders, --vmap (--vmap DIR: vmap_catalogs too), --terms and --compute-type set,
+    checked: in place of the model's own, whatever the model (engine_choice.py's
+    decoding_in_force; a setting it has no use for is refused)."""
     if args.beam_size is not None and args.beam_size < 1:
         raise UserError("--beam-size must be at least 1")
     if args.no_repeat_ngram is not None and args.no_repeat_ngram < 0:
@@ -296,6 +308,8 @@ def decode_flags(args) -> dict:
         raise UserError("--nbest must be at least 1")
     flags = ("beam_size", "length_penalty", "no_repeat_ngram", "placeholders", "vmap", "terms")
     given = {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
+    if isinstance(args.vmap, str):  # --vmap DIR: the map made of DIR's catalogs
+        given |= {"vmap": True, "vmap_catalogs": args.vmap}
     return {**given, **compute_type_set(args)}
 
 

@@ -164,6 +164,21 @@ def briefly_trained(config: Config, pairs: list[tuple[str, str]], epochs: int = 
 TIE = 1e-3
 
 
+class Recording:
+    """A CTranslate2 translator that keeps the tokens and options of each translate_batch
+    call, in order."""
+
+    def __init__(self, translator):
+        self.translator, self.calls = translator, []
+
+    def translate_batch(self, tokens, **options):
+        self.calls.append((tokens, options))
+        return self.translator.translate_batch(tokens, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.translator, name)
+
+
 def greedy_ids(checkpoint: Checkpoint, sentences: list[str], **decode) -> list[list[int]]:
     """Our output ids for `sentences` (greedy, float32, with the cache unless `decode` says
     otherwise; no BOS or EOS), in their order."""

@@ -20,6 +20,8 @@ learn.py       make bench-learn: the service learning from corrections, replayed
                held-out program's catalog (memory, fuzzy matches, an improvement)
 confidence.py  make bench-confidence: how sure a translation is, each signal tried against
                sentence chrF on captions, the held-out programs and a fine-tune's program
+catalog_map.py make bench-catalog-map: the stand-in package with a vocabulary map made of the
+               catalogs of programs other than the held-out ones, without and with it
 tuning.py      what laptop.py and target.py share: a package imported into a work folder,
                its corpus encoded, each setting trained in a process of its own and measured
 """

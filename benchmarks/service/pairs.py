@@ -24,17 +24,39 @@ and 16 clients.
       -> of the sentences, asked one at a time, ours (formatted as LibreTranslate formats its
          text answers) unlike LibreTranslate's: 0 expected, our Argos engine decodes as Argos
       -> ours / LibreTranslate: requests/s and CPU per request
+    before the servers start, CTranslate2 alone (common.ctranslate2_alone) on A, at each beam,
+    on the same 200 sentences in batches of 1 and of 16 (the batch a server has of as many
+    clients' one-sentence requests): the limit, in sentences per CPU second
+      -> ours / CTranslate2 alone, on the direct pair: requests/s over its sentences per CPU
+         second (at as many clients as its batch), and CPU ms per request over its CPU ms a
+         sentence
+
+Ours / CTranslate2 alone by requests/s is the share of the limit that the server's core
+allows: it assumes that the server has one core of its own, as wrk.py gives it on 2 cores
+(every core but the last, which wrk has; on more cores the server has more, and the share
+may pass 1; the Python clients share the cores with it), and that 16 clients make batches
+of 16; at 1 client, the server idles through each round trip, which the share counts too.
+By CPU ms it holds on any machine: the server's process and children against CTranslate2's
+work alone.
 
 Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere, --name for another stem).
 """
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.common import machine, markdown_table, save_results, service_page
+from benchmarks.common import (
+    ctranslate2_alone,
+    machine,
+    markdown_table,
+    save_results,
+    service_page,
+)
 from benchmarks.service.clients import ask
 from benchmarks.service.contenders import codes
 from benchmarks.service.matrix import BEAMS, Server, arguments, loads, measure
+from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.service.libretranslate import formatted
 
 CLIENTS, PROCESSES, SENTENCES = (1, 16), 4, 200
@@ -72,10 +94,49 @@ def checker(sentences: list[str], unlikes: dict):
     return check
 
 
-HEADER = ["setting", "route", "clients", "requests/s, ours", "LibreTranslate", "ours / LT",
-          "CPU ms per request, ours", "LibreTranslate", "ours / LT", "p99 ms, ours",
-          "LibreTranslate",
-          f"of the {SENTENCES} sentences, ours unlike LibreTranslate's"]  # fmt: skip
+def limits(package: Path, sentences: list[str]) -> dict:
+    """CTranslate2 alone on `package` (common.ctranslate2_alone; the package's engine, as our
+    server loads it), at each setting, for each number of clients: the sentences in batches of
+    that many, in sentences per CPU second."""
+    engine = ArgosEngine.load(package, "cpu")
+    figures: dict = {}
+    for setting, beam in BEAMS.items():
+        for clients in CLIENTS:
+            decoding = replace(engine.config.decode, beam_size=beam, batch_size=clients)
+            speed = ctranslate2_alone(engine, sentences, decoding, clients)
+            figures.setdefault(setting, {})[str(clients)] = speed
+    return figures
+
+
+ALONE_NOTE = (
+    "CTranslate2 alone (benchmarks/common.py's ctranslate2_alone): the direct pair's package "
+    "decoded by CTranslate2's translate_batch, given its tokens made beforehand and the "
+    f"options our Argos engine passes, on the same {SENTENCES} sentences in batches of as "
+    "many as the row's clients, one thread, timed by CPU time: the limit. Ours / alone: "
+    "requests/s over its sentences per CPU second (the share of the limit, for a server "
+    "given one core: wrk.py gives it every core but the last, one of 2), and CPU ms per "
+    "request over its CPU ms a sentence."
+)
+
+
+def header(alone: bool) -> list[str]:
+    """The table's columns, with CTranslate2 alone's where the run measured it (`alone`)."""
+    by_speed, by_cpu = (["CTranslate2 alone, sentences per CPU second", "ours / alone"],
+                        ["ours / alone"]) if alone else ([], [])  # fmt: skip
+    return ["setting", "route", "clients", "requests/s, ours", "LibreTranslate", "ours / LT",
+            *by_speed, "CPU ms per request, ours", "LibreTranslate", "ours / LT", *by_cpu,
+            "p99 ms, ours", "LibreTranslate",
+            f"of the {SENTENCES} sentences, ours unlike LibreTranslate's"]  # fmt: skip
+
+
+def against_alone(ours: dict, limit: float | None) -> tuple[list[str], list[str]]:
+    """The cells of ours against CTranslate2 alone's `limit` (sentences per CPU second; None:
+    not measured on this route): the limit and ours' requests/s over it; ours' CPU ms per
+    request over its CPU ms a sentence."""
+    if limit is None:
+        return ["-", "-"], ["-"]
+    return ([f"{limit:.0f}", f"{ours['requests_per_s'] / limit:.2f}"],
+            [f"{ours['server_cpu_ms_per_request'] * limit / 1000:.2f}"])  # fmt: skip
 
 
 def markdown(results: dict) -> str:
@@ -86,6 +147,7 @@ def markdown(results: dict) -> str:
         f"one-sentence requests, {results['load']} a row; LibreTranslate 1.9.6 at "
         f"ARGOS_INTRA_THREADS=1, ours at {settings}."
     )
+    alone = results.get("alone")  # not measured by older runs
     rows = []
     for setting, routes in results["figures"].items():
         for route, points in routes.items():
@@ -93,15 +155,19 @@ def markdown(results: dict) -> str:
                 ours, theirs = point["ours"], point["libretranslate"]
                 rps, cpu = (ours[k] / theirs[k]
                             for k in ("requests_per_s", "server_cpu_ms_per_request"))  # fmt: skip
+                limit = alone[setting][clients] if alone and route == "direct" else None
+                by_speed, by_cpu = against_alone(ours, limit) if alone else ([], [])
                 rows.append([setting, route, clients, f"{ours['requests_per_s']:.0f}",
-                             f"{theirs['requests_per_s']:.0f}", f"{rps:.2f}",
+                             f"{theirs['requests_per_s']:.0f}", f"{rps:.2f}", *by_speed,
                              f"{ours['server_cpu_ms_per_request']:.1f}",
                              f"{theirs['server_cpu_ms_per_request']:.1f}", f"{cpu:.2f}",
-                             f"{ours['p99_ms']:.0f}", f"{theirs['p99_ms']:.0f}",
+                             *by_cpu, f"{ours['p99_ms']:.0f}", f"{theirs['p99_ms']:.0f}",
                              results["unlike"][setting][route]])  # fmt: skip
+    notes = [ALONE_NOTE] * bool(alone)
+    table = markdown_table(header(bool(alone)), rows, *notes)
     title = ("Two pairs and a pivot from one address" if len(results["pairs"]) > 1
              else "One pair") + ", against LibreTranslate"  # fmt: skip
-    return service_page(title, results, "pairs", about, markdown_table(HEADER, rows))
+    return service_page(title, results, "pairs", about, table)
 
 
 def main() -> None:
@@ -125,14 +191,16 @@ def main() -> None:
                Server("ours", "ours", packages, tuple(args.ours))]  # fmt: skip
     unlike: dict = {}
     check = checker(sentences, unlike)
-    cells = measure(servers, pairs_of(packages), BEAMS, CLIENTS, sentences, check, args, False)
+    pairs = pairs_of(packages)
+    alone = limits(packages[0], sentences)  # before the servers start
+    cells = measure(servers, pairs, BEAMS, CLIENTS, sentences, check, args, False)
     figures: dict = {}
     for (name, _, route, setting, clients), point in cells.items():
         row = figures.setdefault(setting, {}).setdefault(route, {})
         row.setdefault(str(clients), {})[name] = point
     results = {"machine": machine(), "packages": [str(p) for p in args.package],
-               "ours": args.ours, "pairs": pairs_of(packages), "harness": args.harness,
-               "load": load, "figures": figures, "unlike": unlike}  # fmt: skip
+               "ours": args.ours, "pairs": pairs, "harness": args.harness,
+               "load": load, "figures": figures, "unlike": unlike, "alone": alone}  # fmt: skip
     save_results(args.out / args.name, results, markdown(results))
 
 

@@ -13,6 +13,12 @@ CPU it ran on: a run adds its CPU's, or replaces it) and docs/benchmarks/speed_q
       -> the first N sentences of the config's test split, BATCH a call, on one thread:
          BLEU (sacreBLEU, against the references) and sentences per CPU second (the
          process's CPU time: CTranslate2 decodes in this process)
+      -> CTranslate2 alone on the same export, sentences and settings (common.ctranslate2_alone:
+         its translate_batch on the tokens made beforehand, with our engine's options, the
+         sentences in one call as our engine gives them, cut by CTranslate2 into batches of
+         BATCH): its sentences per CPU second, the limit, and ours / it, the share of the
+         limit our engine keeps (encoding, detokenizing and a beam search's calls by length
+         limit are what it adds)
 
 The figures of a CPU are comparable with each other; across CPUs, each is its own machine's.
 """
@@ -94,17 +100,30 @@ def each_setting(folder: Path, config, pairs: list[tuple[str, str]]) -> list[dic
         cpu = time.process_time() - start
         bleu = BLEU().corpus_score(outputs, references).score
         speed = round(len(sources) / cpu, 1)
+        alone = round(common.ctranslate2_alone(engine, sources, decoding, len(sources)), 1)
         rows.append({"model": config.experiment, "compute_type": kind, "beam": beam,
                      "vmap": vmap, "bleu": round(bleu, 2), "sentences": len(sources),
-                     "sentences_per_cpu_second": speed})  # fmt: skip
+                     "sentences_per_cpu_second": speed,
+                     "alone_sentences_per_cpu_second": alone})  # fmt: skip
         setting = f"{config.experiment} {kind} beam {beam}{' vmap' * vmap}"
-        print(f"{setting}: BLEU {bleu:.2f}, {speed} sentences per CPU second", flush=True)
+        print(f"{setting}: BLEU {bleu:.2f}, {speed} sentences per CPU second "
+              f"(CTranslate2 alone: {alone})", flush=True)  # fmt: skip
     return rows
+
+
+ALONE = ["CTranslate2 alone, sentences per CPU second", "ours / CTranslate2 alone"]
+ALONE_NOTE = (
+    "CTranslate2 alone: CTranslate2's translate_batch on the same export and sentences, given "
+    "the tokens made beforehand and the options our engine passes, the sentences in one call "
+    f"cut by CTranslate2 into batches of {BATCH}, one thread, timed by CPU time "
+    "(benchmarks/common.py's ctranslate2_alone): the limit. Ours / CTranslate2 alone: the "
+    "share of it that our engine keeps."
+)
 
 
 def table(results: dict) -> str:
     """One table a CPU: each model, type and beam, with its speed against the first model's
-    float32 at that beam."""
+    float32 at that beam, and against CTranslate2 alone (where the run measured it)."""
     parts = []
     for name, measure in results["machines"].items():
         rows = measure["rows"]
@@ -112,18 +131,30 @@ def table(results: dict) -> str:
         base = {r["beam"]: r["sentences_per_cpu_second"] for r in rows
                 if (r["model"], r["compute_type"], r["vmap"]) == (first, "float32", False)
                 }  # fmt: skip
+        limit = "alone_sentences_per_cpu_second" in rows[0]  # not measured by older runs
         header = ["model", "compute type", "beam", "vocabulary map", "test BLEU",
-                  "sentences per CPU second", "x the first model's float32"]  # fmt: skip
+                  "sentences per CPU second", "x the first model's float32",
+                  *ALONE * limit]  # fmt: skip
         lines = [[r["model"], r["compute_type"], r["beam"], "yes" if r["vmap"] else "no",
                   f"{r['bleu']:.2f}",
                   f"{r['sentences_per_cpu_second']:,.1f}",
-                  f"{r['sentences_per_cpu_second'] / base[r['beam']]:.2f}"]
+                  f"{r['sentences_per_cpu_second'] / base[r['beam']]:.2f}",
+                  *against_alone(r)]
                  for r in rows]  # fmt: skip
         command = "make bench-speed-quality"
         about = (f"{rows[0]['sentences']:,} test sentences, {BATCH} a call, one thread; "
                  f"{common.on_machine(measure['machine'], command)}")  # fmt: skip
-        parts.append(f"## {name}\n\n" + common.markdown_table(header, lines, about))
+        notes = [ALONE_NOTE] * limit + [about]
+        parts.append(f"## {name}\n\n" + common.markdown_table(header, lines, *notes))
     return common.page("Speed against quality, by compute type", *parts)
+
+
+def against_alone(row: dict) -> list[str]:
+    """A row's cells of CTranslate2 alone: its speed and ours / it (none where not measured)."""
+    alone = row.get("alone_sentences_per_cpu_second")
+    if alone is None:
+        return []
+    return [f"{alone:,.1f}", f"{row['sentences_per_cpu_second'] / alone:.2f}"]
 
 
 def draw(results: dict, path: Path) -> None:

@@ -23,7 +23,9 @@ A package holds no decode section: its own is Argos Translate's (OWN_DECODE: bea
 penalty 0.2, no rule against repeats; decode.terms annotate where its metadata says the model
 was taught terms), which decode.beam_size, length_penalty, no_repeat_ngram, batch_size,
 placeholders and terms set on the command line replace (engine_choice.py); the others it has
-no use for (ArgosEngine.unused) are refused.
+no use for (ArgosEngine.unused) are refused. A package holds no vocabulary map: decode.vmap
+takes one made of the user's catalogs, decode.vmap_catalogs (package_map), and is refused
+without them.
 """
 
 import dataclasses
@@ -53,6 +55,7 @@ from seq2seq.exports.argos_package import (
     package_metadata,
     unpacked,
 )
+from seq2seq.exports.vocab_map import catalog_map
 from seq2seq.support.errors import UserError
 
 # Argos Translate's decoding: a package's own decode section (the rest, unused, our defaults)
@@ -78,32 +81,35 @@ class ArgosEngine:
         "precision": "a package is decoded by CTranslate2, in decode.compute_type",
         "max_len_a": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
         "max_len_b": "a package's outputs stop where Argos Translate's do, at CTranslate2's limit",
-        "vmap": "a package holds no vocabulary map: Argos Translate decodes over every piece",
     }
 
     @classmethod
     def load(
         cls, path: str | Path, device: str = "auto", compute_type: str = "default",
-        why: str = "",
+        why: str = "", catalogs: Path | None = None,
     ):  # fmt: skip
         """`compute_type`: CTranslate2's (default: the package's own, as saved), chosen as
-        `why` says."""
+        `why` says; `catalogs`: a folder of gettext catalogs its vocabulary map is made of
+        (package_map)."""
         path = Path(path)
         with unpacked(path) as folder:
-            return cls.from_folder(folder, device, compute_type, why, origin=str(path))
+            return cls.from_folder(folder, device, compute_type, why, str(path), catalogs)
 
     @classmethod
     def from_folder(
-        cls, folder: Path, device: str, compute_type: str, why: str = "", origin: str = ""
-    ):
+        cls, folder: Path, device: str, compute_type: str, why: str = "", origin: str = "",
+        catalogs: Path | None = None,
+    ):  # fmt: skip
         """The package in `folder`, loaded into memory (the folder may go afterwards)."""
         metadata = package_metadata(folder)
         source, target = package_languages(metadata)
         tokenizer = package_tokenizer(folder, source.code, target.code)
-        translator = load_translator(folder / MODEL, device, compute_type)
+        prefix = metadata.get("target_prefix", "")
+        pair = (source.code, target.code)
+        vmap = catalogs and package_map(catalogs, folder, pair, tokenizer, prefix)
+        translator = load_translator(folder / MODEL, device, compute_type, vmap=vmap)
         taught = {"terms": "annotate"} if metadata.get("terms") == "annotate" else {}
         config = config_from_dict({"decode": OWN_DECODE | taught}, source=str(folder / METADATA))
-        prefix = metadata.get("target_prefix", "")
         origin = origin or str(folder)
         calibration = Calibration.read(metadata.get("confidence"), str(folder / METADATA))
         return cls(
@@ -141,17 +147,21 @@ class ArgosEngine:
         """CTranslate2's results for the sentences of some `tokens` (None for the empty ones),
         with the options Argos Translate passes, at `decoding`'s settings."""
         searched = [p for p in tokens if p]
-        prefix = [[self.target_prefix]] * len(searched) if self.target_prefix else None
-        results = iter(
-            self.translator.translate_batch(
-                searched, target_prefix=prefix, replace_unknowns=True,
-                beam_size=beams_for(decoding.beam_size, nbest), num_hypotheses=nbest,
-                length_penalty=decoding.length_penalty, return_scores=True,
-                no_repeat_ngram_size=decoding.no_repeat_ngram,
-                max_batch_size=decoding.batch_size,
-            )
-        )  # fmt: skip
+        options = self.search_options(decoding, nbest, len(searched))
+        results = iter(self.translator.translate_batch(searched, **options))
         return [next(results) if p else None for p in tokens]
+
+    def search_options(self, decoding: DecodeConfig, nbest: int, count: int) -> dict:
+        """translate_batch's keyword arguments for `count` sentences, the options Argos
+        Translate passes, at `decoding`'s settings (the engine's, and CTranslate2 alone's:
+        benchmarks/common.py's ctranslate2_alone)."""
+        prefix = [[self.target_prefix]] * count if self.target_prefix else None
+        return {"target_prefix": prefix, "replace_unknowns": True,
+                "beam_size": beams_for(decoding.beam_size, nbest), "num_hypotheses": nbest,
+                "length_penalty": decoding.length_penalty, "return_scores": True,
+                "no_repeat_ngram_size": decoding.no_repeat_ngram,
+                "max_batch_size": decoding.batch_size,
+                "use_vmap": decoding.vmap}  # fmt: skip
 
     def detokenize(self, tokens: list[str]) -> str:
         """Argos Translate's: the tokenizer's text, its prefix and a leading space dropped."""
@@ -174,3 +184,17 @@ class ArgosEngine:
 
     def attention(self, sentence: str) -> Attention:
         raise UserError("attention maps need our torch model, not an Argos package")
+
+
+def package_map(catalogs: Path, folder: Path, pair: tuple[str, str], tokenizer, prefix: str):
+    """The vocabulary map of the package in `folder` made of the gettext catalogs under
+    `catalogs` (vocab_map.py's catalog_map): its pair's, in its tokenizer's tokens, each
+    target after the package's target_prefix, which starts every output."""
+
+    def source(texts: list[str]) -> list[list[str]]:
+        return [tokenizer.tokens(text) for text in texts]
+
+    def target(texts: list[str]) -> list[list[str]]:
+        return [([prefix] if prefix else []) + tokens for tokens in source(texts)]
+
+    return catalog_map(catalogs, pair, (source, target), folder, folder / MODEL)

@@ -16,7 +16,9 @@
                             the compute types measured) made ahead: seq2seq.improve's versions
 
 CTranslate2 decodes in decode.compute_type (--compute-type in its place): auto, the default,
-measures which type is fastest at float32's score, for a checkpoint (compute_types.py).
+measures which type is fastest at float32's score, for a checkpoint (compute_types.py). With
+decode.vmap and decode.vmap_catalogs (translate --vmap DIR) its vocabulary map is made of
+those catalogs, for an export or a package (map_catalogs; exports/vocab_map.py).
 translate, serve and eval say which engine decodes at start, and in which type (described).
 
 The decode settings it decodes with (engine.config.decode, what /info shows) are the model's
@@ -81,9 +83,10 @@ def engine_of(
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
         kind = given_type(decode.get("compute_type", "auto"))
+        catalogs = map_catalogs(decode.get("vmap", False), decode.get("vmap_catalogs", ""))
         if is_package(Path(model)):
-            return ArgosEngine.load(model, device, *kind)
-        return CTranslate2Engine.load(model, device, *kind)
+            return ArgosEngine.load(model, device, *kind, catalogs=catalogs)
+        return CTranslate2Engine.load(model, device, *kind, catalogs=catalogs)
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
     ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
@@ -99,8 +102,15 @@ def engine_of(
     decoding = decoding_in_force(ours.config.decode, decode, choice, path)
     origin = ours.checkpoint.info.get("origin", {})
     kind = checkpoint_type(folder, ours.config, decoding, ours.device, origin)
-    fast = CTranslate2Engine.load(folder, ours.device, *kind)
+    catalogs = map_catalogs(decoding.vmap, decoding.vmap_catalogs)
+    fast = CTranslate2Engine.load(folder, ours.device, *kind, catalogs=catalogs)
     return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
+
+
+def map_catalogs(vmap: bool, catalogs: str) -> Path | None:
+    """The folder of catalogs the vocabulary map is made of (decode.vmap_catalogs), where the
+    map is used (decode.vmap); None: the model's own map, or none."""
+    return Path(catalogs) if vmap and catalogs else None
 
 
 def decoding_in_force(
@@ -116,10 +126,16 @@ def decoding_in_force(
 
 def refuse_unused(overrides: dict | None, choice: str, path: Path) -> None:
     """A UserError naming the first of `overrides` that the engine decoding the model at
-    `path` has no use for (its class's `unused`), the model, and why."""
-    unused = decoder(choice, path).unused
-    for key in sorted((overrides or {}).keys() & unused.keys()):
+    `path` has no use for (its class's `unused`), the model, and why; or decode.vmap for a
+    package without decode.vmap_catalogs, the map it has none of."""
+    overrides, unused = overrides or {}, decoder(choice, path).unused
+    for key in sorted(overrides.keys() & unused.keys()):
         raise UserError(f"decode.{key}: not for {path}: {unused[key]}")
+    if is_package(path) and overrides.get("vmap") and not overrides.get("vmap_catalogs"):
+        raise UserError(
+            f"decode.vmap: not for {path} alone: a package holds no vocabulary map; make it "
+            "one of your gettext catalogs: decode.vmap_catalogs=DIR (translate --vmap DIR)"
+        )
 
 
 def decoder(choice: str, path: Path) -> type:

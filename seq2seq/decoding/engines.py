@@ -121,6 +121,8 @@ class TorchEngine:
         "CTranslate2's: --engine auto or ctranslate2)",
         "vmap": "our torch code decodes it, over every target piece (the vocabulary map is "
         "CTranslate2's: --engine auto or ctranslate2)",
+        "vmap_catalogs": "our torch code decodes it, over every target piece (the vocabulary "
+        "map is CTranslate2's: --engine auto or ctranslate2)",
     }
 
     @property

@@ -2,7 +2,8 @@
 seq2seq/export.py), and back (seq2seq/import_model.py).
 
     ctranslate2.py   a CTranslate2 model (which seq2seq/decoding/ctranslate2_engine.py decodes)
-    vocab_map.py     its vocabulary map (decode.vmap): target pieces each source piece may give
+    vocab_map.py     its vocabulary map (decode.vmap): target pieces each source piece may give,
+                     from the training pairs, or your catalogs for any model (vmap_catalogs)
     argos.py         an Argos Translate package, for LibreTranslate
     argos_package.py an Argos package's layout: the one module that knows it (read and written)
     huggingface.py   a Hugging Face transformers folder (Pegasus + MarianTokenizer)

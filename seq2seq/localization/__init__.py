@@ -2,7 +2,8 @@
 the terms a translation follows, and its corrections, kept as a translation memory.
 
     catalog_formats.py   gettext PO/MO, XLIFF, TMX: each format's entries as pairs
-    catalogs.py          catalogs and folders of them as pairs; programs held out whole
+    catalogs.py          catalogs and folders of them as pairs; programs held out whole; a
+                         folder's gettext catalogs of one language
     glossary.py          glossaries: TSV, CSV and TBX files read as a pair's source -> target
                          term entries, checked whole
     terms.py             a glossary's terms: annotated for a taught model or masked,

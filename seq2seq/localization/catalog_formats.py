@@ -113,6 +113,12 @@ def gettext_catalog(path: Path, kind: str):
         raise CorpusError(f"{path}{where}: not a valid {what} file ({reason})") from None
 
 
+def gettext_language(path: Path) -> str:
+    """A gettext catalog's Language header ("" where it has none)."""
+    kind = "mofile" if path.name.lower().endswith(".mo") else "pofile"
+    return gettext_catalog(path, kind).metadata.get("Language", "").strip()
+
+
 def gettext_pairs(catalog, skipped: Skipped) -> Iterator[Pair]:
     if catalog.metadata:  # polib takes the header entry out, into the metadata
         skip(skipped, "header")

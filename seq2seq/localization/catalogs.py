@@ -27,12 +27,24 @@ A folder source's `programs` takes one group of its programs (PROGRAM_GROUPS): a
 own, a user's (what a fine-tune learns from), or those held out from every training (tests on
 programs never seen), by a hash of the program's name with a key of its own, not the config's
 seed: a program is in the same group in every language's folder, every config and every run.
+
+A folder's gettext catalogs of one language (gettext_catalogs: a vocabulary map's,
+seq2seq/exports/vocab_map.py) are those whose Language header names it, or, without one,
+whose path does in gettext's layouts: <language>/LC_MESSAGES/<program>.mo, po/<language>.po.
 """
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from seq2seq.localization.catalog_formats import FORMATS, SUFFIXES, Pair, Reader, Skipped
+from seq2seq.localization.catalog_formats import (
+    FORMATS,
+    SUFFIXES,
+    Pair,
+    Reader,
+    Skipped,
+    gettext_language,
+    same_language,
+)
 from seq2seq.text.parallel import SPLITS, CorpusError, keyed_hash
 from seq2seq.text.placeholders import accelerator_free
 
@@ -44,6 +56,7 @@ def is_catalog(path: str | Path) -> bool:
 # The groups a folder's programs fall in (Source.programs), each its share of them, in order.
 PROGRAM_GROUPS = {"base": 0.6, "user": 0.2, "held_out": 0.2}
 PROGRAM_KEY = 67  # the key of the programs' hashes: fixed, so that every config agrees
+GETTEXT = (".po", ".mo")  # a gettext catalog's suffixes
 
 
 def catalog_files(folder: Path, programs: str = "all") -> list[Path]:
@@ -56,6 +69,25 @@ def catalog_files(folder: Path, programs: str = "all") -> list[Path]:
         group = "" if programs == "all" else f" of the {programs} programs"
         raise CorpusError(f"{folder} holds no catalog{group} (no {', '.join(SUFFIXES)} file)")
     return found
+
+
+def gettext_files(folder: Path) -> list[Path]:
+    """The gettext catalogs (.po, .mo) under a folder, at any depth, in the order of their
+    paths."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in GETTEXT)
+
+
+def gettext_catalogs(folder: Path, language: str) -> list[Path]:
+    """gettext_files whose language is `language` (same_language): their Language header's,
+    else their path's (the module's docstring)."""
+    return [p for p in gettext_files(folder) if same_language(catalog_language(p), language)]
+
+
+def catalog_language(path: Path) -> str:
+    """A gettext catalog's language: its Language header, else <language>/LC_MESSAGES/x.mo's
+    folder, else <language>.po's name."""
+    named = path.parent.parent.name if path.parent.name == "LC_MESSAGES" else path.stem
+    return gettext_language(path) or named
 
 
 def program(folder: Path, path: Path) -> str:

@@ -64,6 +64,8 @@ class Server(uvicorn.Server):
                 server_header=False,
             )
         )
+        for model in self.models.all:  # a batch waits for the requests that may come
+            model.batcher.connections = lambda: len(self.server_state.connections)
 
     @property
     def url(self) -> str:

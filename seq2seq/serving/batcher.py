@@ -8,8 +8,10 @@
          line, and submit returns its future
     the decoder thread (the only one that runs the model)
       the jobs that wait (and with serve.batch_window_ms, those that arrive that long after
-      the first), up to serve.max_batch_sentences sentences (a larger job: a batch of its
-      own), taking the clients' lines in
+      the first while the batch holds fewer jobs than the service has open connections:
+      each client's next request comes as soon as it has read its answer), up to
+      serve.max_batch_sentences sentences (a larger job: a batch of its own), taking the
+      clients' lines in
       turn (one job each), so that one client's backlog does not hold another's one
       sentence; a job whose future was cancelled (its client went away) is dropped unread
       -> grouped by options (beam_size, nbest; None: attention) -> one decoding per group of
@@ -111,6 +113,9 @@ class Batcher:
         self.forming = self.forming_work = 0  # of the batch that waits for its window to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
         self.on_batch = None  # on_batch(self, batch, seconds) after each batch (prometheus.py)
+        # connections() -> the service's open connections (server.py), which a batch waits
+        # for within its window; None: a batch always waits its window out (or fills)
+        self.connections = None
         self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
         self.thread.start()
 
@@ -238,12 +243,22 @@ class Batcher:
                 return []
             batch, self.forming, self.forming_work = [first], len(first.sentences), self.work(first)
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
-            while self.forming < most and (job := self.take(most - self.forming, deadline)):
+            while self.forming < most and (
+                job := self.take(most - self.forming, self.waits_until(deadline, len(batch)))
+            ):
                 batch.append(job)
                 self.forming += len(job.sentences)
                 self.forming_work += self.work(job)
             self.forming = self.forming_work = 0
         return batch
+
+    def waits_until(self, deadline: float, jobs: int) -> float:
+        """When a batch of `jobs` requests stops waiting for more: at `deadline`, or at once
+        (it takes only what waits now) if every open connection's request is in it already:
+        HTTP/1.1 has one request at a time on a connection, so no other can come."""
+        if self.connections is not None and jobs >= self.connections():
+            return 0.0
+        return deadline
 
     def take(self, room: int | None, deadline: float | None) -> Job | None:
         """(Holding the lock.) The first job of the next client's line, if it was not

@@ -9,7 +9,16 @@ import sys
 
 import pytest
 
-from benchmarks.adapt import confidence, exactness, laptop, learn, program, target, terms
+from benchmarks.adapt import (
+    catalog_map,
+    confidence,
+    exactness,
+    laptop,
+    learn,
+    program,
+    target,
+    terms,
+)
 from benchmarks.checks import gpu_check, install_sizes
 from benchmarks.common import RESULTS, private_home, run_json
 from benchmarks.peers import report
@@ -109,6 +118,7 @@ TABLES = {  # results/<stem>.md: the function that wrote it from results/<stem>.
     "terms": terms.table,
     "learn": learn.table,
     "confidence": confidence.table,
+    "catalog_map": catalog_map.table,
     "serve_latency": latency.markdown,
     "detection": detection.markdown,
     "files": documents.markdown,

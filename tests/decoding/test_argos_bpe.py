@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import polib
 import pytest
 import torch
 
@@ -23,12 +24,14 @@ from seq2seq import import_model
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import DecodeConfig, Language
 from seq2seq.corpora.numbers import number_digits, number_words
+from seq2seq.decoding.argos_engine import package_map
 from seq2seq.decoding.argos_tokenizers import SentencePieceTokenizer, package_tokenizer
 from seq2seq.decoding.batches import search_sources
 from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.exports.argos import argos_spec, export_argos
 from seq2seq.exports.ctranslate2 import save_spec
 from seq2seq.exports.huggingface import export_huggingface
+from seq2seq.exports.vocab_map import catalog_pairs
 from seq2seq.model.config import ModelConfig
 from seq2seq.model.transformer import Transformer
 from seq2seq.options import VocabConfig
@@ -45,6 +48,7 @@ from argostranslate.tokenizer import BPETokenizer as ArgosBPETokenizer  # noqa: 
 from subword_nmt.learn_bpe import learn_bpe  # noqa: E402
 
 from helpers import greedy_ids, length_limits  # noqa: E402
+from samples import write_po  # noqa: E402
 
 ENGLISH = [
     "Don't worry, it's John's car - isn't it?",
@@ -186,6 +190,24 @@ def test_the_vocabulary_is_the_models_source_tokens(bpe_folder):
         vocabulary.index(token) for token in segmented[0]
     ]
     assert tokenizer.unknown(f"Zwei Hunde {UNSEEN}") == UNSEEN.split()
+
+
+def test_a_vocabulary_map_of_catalogs_keys_the_packages_bpe_tokens(
+    bpe_folder, tmp_path, monkeypatch
+):
+    """A map made of a catalog for a BPE package (package_map: translate --vmap DIR) splits
+    its strings as the package does: its lines are the model's BPE tokens of the sources."""
+    folder = bpe_folder[0]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    entries = [polib.POEntry(msgid=de, msgstr=en) for de, en in zip(GERMAN, ENGLISH, strict=True)]
+    write_po(tmp_path / "po/en.po", entries, "en")
+    tokenizer = package_tokenizer(folder, "de", "en")
+    text = package_map(tmp_path / "po", folder, ("de", "en"), tokenizer, "")
+    keys = {line.split("\t")[0] for line in text.splitlines()[1:]}
+    sources = [source for source, _ in catalog_pairs(tmp_path / "po", ("de", "en"))]
+    vocabulary = set(json.loads((folder / "model/shared_vocabulary.json").read_text()))
+    assert keys == {t for s in sources for t in tokenizer.tokens(s)} & vocabulary
+    assert {"Felswand", "."} <= keys and "Felswand." not in keys  # Moses's tokens, as Argos's
 
 
 def test_the_sentencepiece_model_comes_first_and_what_is_neither_is_refused(bpe_folder, tmp_path):

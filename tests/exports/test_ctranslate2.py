@@ -96,6 +96,28 @@ def test_float32_export_decodes_our_beam_outputs(
 
 @pytest.mark.same_outputs
 @pytest.mark.slow
+@pytest.mark.parametrize("alpha", [1.0, 0.2])
+def test_one_beam_search_at_the_longest_limit_is_each_sentences_at_its_own(exported, alpha):
+    """beam_searched's one call, and a call again for the outputs that reach their own
+    limit, give what a call a limit gives, to the score, with limits that cut some outputs
+    and not others."""
+    out_dir, sources, *_ = exported
+    model = CTranslate2Engine.load(out_dir, compute_type="float32")
+    decoding = dataclasses.replace(
+        model.config.decode, beam_size=4, length_penalty=alpha, max_len_a=0.5, max_len_b=2
+    )
+    tokens, limits = model.pieces_and_limits(model.src_vocab.encode(sources[:300]), decoding)
+    one_call = model.beam_searched(tokens, limits, decoding, 4)
+    by_limit = model.by_limit(tokens, limits, decoding, 4)
+    assert [f.hypotheses for f in one_call] == [f.hypotheses for f in by_limit]
+    for a, b in zip(one_call, by_limit, strict=True):
+        assert a.scores == pytest.approx(b.scores, abs=1e-5)
+    cut = [len(f.hypotheses[0]) == limit for f, limit in zip(by_limit, limits, strict=True)]
+    assert 0 < sum(cut) < len(cut), "some outputs should reach their limits, some not"
+
+
+@pytest.mark.same_outputs
+@pytest.mark.slow
 def test_an_export_with_a_wrong_position_table_is_caught(exported, trained_numbers_checkpoint):
     """The comparison above fails on a real mismatch: target positions off by one."""
     out_dir, sources, ours, _, greedy = exported

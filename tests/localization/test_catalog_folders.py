@@ -14,6 +14,7 @@ from seq2seq.corpora.corpus_types import build_corpus
 from seq2seq.localization.catalogs import (
     PROGRAM_GROUPS,
     catalog_files,
+    gettext_catalogs,
     held_out,
     program,
 )
@@ -206,3 +207,19 @@ def test_a_pairs_accelerator_is_taken_out_of_both_sides_as_translation_takes_it(
     assert read(tmp_path / "gtk.po")[0] == [
         ("Save", "Speichern"), ("Save As", "Speichern unter"), ("snake_case", "snake_case"),
     ]  # fmt: skip
+
+
+def test_a_folders_gettext_catalogs_of_a_language_by_their_header_else_their_path(tmp_path):
+    """gettext_catalogs (a vocabulary map's): a catalog's Language header names its language,
+    with a region or without; a catalog without one is named by its path, as gettext lays
+    them out (po/<language>.po, <language>/LC_MESSAGES/<program>.mo)."""
+    write_po(tmp_path / "po/app.po", language="de_DE")
+    write_po(tmp_path / "po/de.po", language="")
+    write_po(tmp_path / "po/de_AT.po", language="fr")  # its header, not its name
+    write_po(tmp_path / "po/nl.po", language="")
+    catalog = write_po(tmp_path / "tool.po", language="")  # neither: no language
+    (tmp_path / "locale/de/LC_MESSAGES").mkdir(parents=True)
+    catalog.save_as_mofile(str(tmp_path / "locale/de/LC_MESSAGES/tool.mo"))
+    (tmp_path / "po/de.tmx").write_text(TMX, encoding="utf-8")  # not gettext
+    found = [path.relative_to(tmp_path).as_posix() for path in gettext_catalogs(tmp_path, "de")]
+    assert found == ["locale/de/LC_MESSAGES/tool.mo", "po/app.po", "po/de.po"]

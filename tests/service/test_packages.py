@@ -22,7 +22,7 @@ from seq2seq.serving.loaders import load_models
 from seq2seq.support.errors import UserError
 from seq2seq.text.sentences import Texts
 
-from helpers import ROOT, call, read_address, start_server
+from helpers import ROOT, Recording, call, read_address, start_server
 from pairs import DE, EN, FR, ORIGIN, SENTENCES, by_hand, labelled
 
 
@@ -112,7 +112,7 @@ def test_a_packages_length_penalty_and_repeats_rule_are_the_operators_when_set(n
     engine = loader.load()
     engine.translator = Recording(engine.translator)
     engine.translate(SENTENCES[:1], engine.config.decode)
-    options = engine.translator.calls[0]
+    _, options = engine.translator.calls[0]
     assert (options["length_penalty"], options["no_repeat_ngram_size"]) == (0.6, 3)
     assert model_info(engine)["config"]["decode"]["length_penalty"] == 0.6
 
@@ -159,20 +159,6 @@ def test_a_setting_ctranslate2_has_no_use_for_is_refused_unless_torch_decodes(be
         served("decode.precision=fp32", checkpoint=beam_5_checkpoint)
     (loader,) = served("decode.precision=fp32", checkpoint=beam_5_checkpoint, engine="torch")
     assert loader.load().config.decode.precision == "fp32"
-
-
-class Recording:
-    """A CTranslate2 translator that keeps the options of each translate_batch call."""
-
-    def __init__(self, translator):
-        self.translator, self.calls = translator, []
-
-    def translate_batch(self, tokens, **options):
-        self.calls.append(options)
-        return self.translator.translate_batch(tokens, **options)
-
-    def __getattr__(self, name):
-        return getattr(self.translator, name)
 
 
 class Counting:

@@ -281,10 +281,12 @@ def test_each_refusal_is_answered_with_its_apis_status(refusal, ours, libretrans
 def test_concurrent_requests_share_a_batch_and_each_gets_its_own_answer(numbers):
     _, model, test = numbers
     sentences = test[:32]
-    # The batch closes when it holds 32 sentences; the window never ends it first.
+    # The batch closes when it holds 32 sentences; the window never ends it first, held open
+    # by a connection that sends nothing (a request may still come on it).
     settings = dict(LIMITS, max_sentences=1, max_batch_sentences=32, batch_window_ms=HANG * 1000.0)
     with running(model, **settings) as server:
-        with ThreadPoolExecutor(32) as pool:
+        idle = socket.create_connection(urlsplit(server.url)[1].rsplit(":", 1))
+        with idle, ThreadPoolExecutor(32) as pool:
             answers = list(
                 pool.map(lambda s: call(server.url, "POST", "/translate", {"text": [s]}), sentences)
             )

@@ -52,6 +52,22 @@ def test_jobs_within_the_window_share_one_decoding_and_each_gets_its_slice():
     running.stop()
 
 
+def test_a_batch_waits_within_its_window_only_for_the_connections_not_in_it():
+    """With every open connection's request in the batch, none can come: it is decoded at
+    once, however long the window; with one connection more, it waits for that one."""
+    model = Shouting()
+    running = batcher(model)  # a window of HANG seconds
+    running.connections = lambda: 1
+    assert running.submit(Job(Texts(["a"]), GREEDY)).result(HANG / 2).translations == ["A"]
+    running.connections = lambda: 2
+    first = running.submit(Job(Texts(["b"]), GREEDY))
+    wait_until(lambda: running.forming == 1, "a batch waiting for the second connection")
+    second = running.submit(Job(Texts(["c"]), GREEDY))
+    assert [first.result(HANG).translations, second.result(HANG).translations] == [["B"], ["C"]]
+    assert model.calls == [["a"], ["b", "c"]]
+    running.stop()
+
+
 def test_the_sentences_of_a_jobs_texts_are_decoded_together_and_joined_text_by_text():
     model = Shouting()
     running = batcher(model, batch_window_ms=0.0)
