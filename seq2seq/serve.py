@@ -134,16 +134,17 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader]:
     its first request with serve.lazy), else the config's best checkpoint (or --checkpoint)
     as served (loaders.py's `served`: the version its versions/current names), loaded now;
     each decoding with its own decode settings but those the command line's overrides set
-    (decode.beam_size=1: greedy); with serve.threads torch threads."""
-    if config.serve.threads:
-        torch.set_num_threads(config.serve.threads)
+    (decode.beam_size=1: greedy), on the process's cores as serve.threads says (threads.py;
+    torch: that many threads, one if 0)."""
+    torch.set_num_threads(config.serve.threads or 1)
     decode = {**decode_overrides(args.overrides), **compute_type_set(args)}
     choice, device = args.engine, args.device
     if args.model:  # --checkpoint too: the first
         paths = [args.checkpoint, *args.model] if args.checkpoint else args.model
         return load_models(paths, config, choice, device, decode)
     given = Path(args.checkpoint or config.checkpoint_path)
-    load = partial(load_engine, config, choice=choice, device=device, decode=decode)
+    load = partial(load_engine, config, choice=choice, device=device, decode=decode,
+                   serve=config.serve)  # fmt: skip
     path, versions = served(given, load)  # an experiment's best.pt: the version served
     # no version served: as given (None: the config's own, named in a "make train" error)
     engine = load(args.checkpoint if path == given else path)

@@ -41,9 +41,12 @@ class Listening:
     # limits (the connection and rate limits count per process): for a machine with more
     # cores than one process keeps busy (docs/serve.md).
     workers: Annotated[int, "at least 1"] = 1
-    # torch threads for decoding (0: torch's default, one per core). One leaves the other
-    # cores to the HTTP side, and small batches gain little from more.
-    threads: Annotated[int, ">= 0"] = 1
+    # How the process's cores decode. 0: measured, for a checkpoint CTranslate2 decodes: its
+    # share of the cores split into batches decoded at once (decoders) x threads each, the
+    # fastest on its validation sentences, kept beside its export (docs/serve.md); one batch
+    # of one thread where there is nothing to measure on (a package). N: N batches at once of
+    # one thread each (torch: N threads; 0: one).
+    threads: Annotated[int, ">= 0"] = 0
     # Seconds the service goes on decoding what waits after SIGTERM or Ctrl-C; then what still
     # waits gets a 503, and it exits once the batch being decoded is done (a second signal: now).
     drain_s: Annotated[float, ">= 0"] = 10.0

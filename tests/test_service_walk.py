@@ -107,12 +107,14 @@ HOPS = {
         "serving/core.py Core.through: await self.run_job(request, model, job)",
     ),
     ("Core.run_job", "Batcher.run_batch"): (
-        "puts the job on its model's Batcher's queue, `waiting`, which the decoder thread takes "
-        "its batches from (run, collect, take) and decodes (run_batch)",
+        "puts the job on its model's Batcher's queue, `waiting`, which a decoder thread (one a "
+        "batch the engine decodes at once: staff) takes its batches from (run, collect, take) "
+        "and decodes (run_batch)",
         "serving/models.py Model: batcher: Batcher",
         "serving/core.py Core.run_job: model.batcher.submit(job)",
         "serving/batcher.py Batcher.submit: self.waiting.setdefault(job.client).append(job)",
-        "serving/batcher.py Batcher.__init__: threading.Thread(target=self.run)",
+        "serving/batcher.py Batcher.__init__: self.staff(engine.replicas if engine else 1)",
+        "serving/batcher.py Batcher.staff: threading.Thread(target=self.run, name=..., daemon=...)",
         "serving/batcher.py Batcher.run: while (batch := self.collect()): ...",
         "serving/batcher.py Batcher.run: self.run_batch(batch)",
         "serving/batcher.py Batcher.collect: first = self.take(None, deadline=None)",

@@ -18,6 +18,8 @@
                        it, its attention pictures by ours
     compute_types.py   the type CTranslate2 decodes the weights in: auto measures which
                        is fastest at float32's score, kept in the export
+    threads.py         how a service's cores decode: batches at once x threads each,
+                       measured on a checkpoint's validation sentences, kept in the export
     engine_choice.py   which engine decodes (--engine): by default the checkpoint's export
                        where CTranslate2 runs, else ours
 

@@ -39,6 +39,8 @@ from seq2seq.decoding.attention_maps import Attention
 from seq2seq.decoding.beam import beams_for
 from seq2seq.decoding.confidence import Calibration
 from seq2seq.decoding.ctranslate2_engine import (
+    ONE_BATCH,
+    Split,
     compute_type_fact,
     load_translator,
     signals_of,
@@ -74,6 +76,7 @@ class ArgosEngine:
     origin: str
     why: str = ""  # how its compute type was chosen (compute_types.py)
     calibration: Calibration | None = None  # its metadata's "confidence" (confidence.py)
+    split: Split = ONE_BATCH  # batches decoded at once, threads each (load_translator)
     shows_attention = False
     longest_source = LONGEST_INPUT  # CTranslate2 cuts a source there
     unused: ClassVar[dict[str, str]] = {
@@ -86,19 +89,19 @@ class ArgosEngine:
     @classmethod
     def load(
         cls, path: str | Path, device: str = "auto", compute_type: str = "default",
-        why: str = "", catalogs: Path | None = None,
+        why: str = "", catalogs: Path | None = None, split: Split = ONE_BATCH,
     ):  # fmt: skip
         """`compute_type`: CTranslate2's (default: the package's own, as saved), chosen as
         `why` says; `catalogs`: a folder of gettext catalogs its vocabulary map is made of
-        (package_map)."""
+        (package_map); `split`: batches decoded at once and the threads of each."""
         path = Path(path)
         with unpacked(path) as folder:
-            return cls.from_folder(folder, device, compute_type, why, str(path), catalogs)
+            return cls.from_folder(folder, device, compute_type, why, str(path), catalogs, split)
 
     @classmethod
     def from_folder(
         cls, folder: Path, device: str, compute_type: str, why: str = "", origin: str = "",
-        catalogs: Path | None = None,
+        catalogs: Path | None = None, split: Split = ONE_BATCH,
     ):  # fmt: skip
         """The package in `folder`, loaded into memory (the folder may go afterwards)."""
         metadata = package_metadata(folder)
@@ -107,14 +110,20 @@ class ArgosEngine:
         prefix = metadata.get("target_prefix", "")
         pair = (source.code, target.code)
         vmap = catalogs and package_map(catalogs, folder, pair, tokenizer, prefix)
-        translator = load_translator(folder / MODEL, device, compute_type, vmap=vmap)
+        translator = load_translator(folder / MODEL, device, compute_type, split, vmap)
         taught = {"terms": "annotate"} if metadata.get("terms") == "annotate" else {}
         config = config_from_dict({"decode": OWN_DECODE | taught}, source=str(folder / METADATA))
         origin = origin or str(folder)
         calibration = Calibration.read(metadata.get("confidence"), str(folder / METADATA))
         return cls(
-            config, (source, target), tokenizer, prefix, translator, origin, why, calibration
-        )
+            config, (source, target), tokenizer, prefix, translator, origin, why, calibration,
+            split,
+        )  # fmt: skip
+
+    @property
+    def replicas(self) -> int:
+        """Batches it decodes at once: a service's decoder threads (batcher.py)."""
+        return self.split.decoders
 
     @property
     def src_vocab(self):
@@ -133,6 +142,7 @@ class ArgosEngine:
         return {"engine": "argos package", "package": self.origin, "checkpoint": {},
                 "device": self.translator.device,
                 "compute_type": compute_type_fact(self.translator, self.why),
+                "threads": self.split.fact(),
                 "config": {"decode": decode}}  # fmt: skip
 
     def encoded(self, sentences: list[str]) -> tuple[list[list[str]], list[list[str]]]:

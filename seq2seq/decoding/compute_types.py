@@ -187,24 +187,38 @@ def measured(
 def kept(path: Path, here: dict) -> dict[str, Figures] | None:
     """The figures kept at `path`, if they were measured `here` (this checkpoint, this
     machine)."""
+    figures = kept_record(path, here)
+    try:
+        return None if figures is None else {k: Figures(**f) for k, f in figures.items()}
+    except TypeError:
+        return None
+
+
+def kept_record(path: Path, here: dict) -> dict | None:
+    """The figures of the measures kept at `path` (compute_type.json, threads.json), if they
+    were measured `here` (this checkpoint, this machine...)."""
     try:
         record = json.loads(path.read_text("utf-8"))
         if {key: record[key] for key in here} == here:
-            return {kind: Figures(**f) for kind, f in record["figures"].items()}
+            return dict(record["figures"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     return None
 
 
 def keep(path: Path, here: dict, sentences: int, figures: dict[str, Figures], bound: float):
-    """The figures written at `path`, with what they hold for and the choice at `bound`;
-    a warning if they cannot be (measured again next time)."""
-    record = {
+    """The figures written at `path`, with what they hold for and the choice at `bound`."""
+    keep_record(path, {
         **here, "sentences": sentences, "decoding": f"greedy, {BATCH} sentences a call",
         "figures": {kind: f._asdict() for kind, f in figures.items()},
         "compute_type_bleu_loss": bound, "chosen": chosen(figures, bound),
-    }  # fmt: skip
+    })  # fmt: skip
+
+
+def keep_record(path: Path, record: dict) -> None:
+    """A record of measures written at `path`; a warning if it cannot be (measured again next
+    time)."""
     try:
         write_json(path, record)
     except OSError as error:
-        warn(f"cannot keep the compute types' measures ({error}): measured again next time")
+        warn(f"cannot keep the measures in {path} ({error}): measured again next time")

@@ -2,15 +2,17 @@
 its format), decoded by CTranslate2's C++ (an optional extra), with the members of every
 engine (engines.py).
 
-    CTranslate2Engine.load(folder, device, compute_type, why, catalogs)   (compute_types.py:
-                         which type; catalogs: the vocabulary map made of them, vocab_map.py)
+    CTranslate2Engine.load(folder, device, compute_type, why, split, catalogs)
+        compute_types.py: which type; split: how many batches at once, on how many threads
+        each (threads.py chooses a service's); catalogs: the vocabulary map made of them
+        (vocab_map.py)
       -> translate(sentences, decoding): each sentence encoded once (engines.encoded), the
-         non-empty ones searched in one call (greedy, or beam search), detokenized
+         non-empty ones searched in one call (greedy, or beam search: beam_searched), detokenized
 
 CTranslate2's search is the reference ours follows step for step (seq2seq/decoding/beam.py),
 so its greedy and beam outputs are ours (tested), up to the floating-point rounding of two
 implementations; CTranslate2 takes one length limit a call, which `search` makes each
-sentence's own.
+sentence's own (a beam search's again for the few that may reach it).
 """
 
 import json
@@ -87,13 +89,33 @@ def search_options(decoding: DecodeConfig, nbest: int, limit: int) -> dict:
     }
 
 
+class Split(NamedTuple):
+    """How an engine's CTranslate2 decodes: `decoders` batches at once (replicas of the model,
+    CTranslate2's inter_threads), `threads` threads each (intra_threads), and why."""
+
+    decoders: int = 1
+    threads: int = 1
+    why: str = ""
+
+    def fact(self) -> str:
+        """What the engine's facts say of it."""
+        batches = f"{self.decoders} batches at once" if self.decoders > 1 else "a batch at a time"
+        said = f"{batches}, {self.threads} thread{'s' * (self.threads > 1)} each"
+        return f"{said} ({self.why})" if self.why else said
+
+
+ONE_BATCH = Split()  # a batch at a time, on one thread: what a command decodes with
+
+
 def load_translator(
-    directory: Path, device: str, compute_type: str, workers: int = 1, vmap: str | None = None
-):
-    """CTranslate2's Translator of the model in `directory`, one thread a batch: on models this
-    small, more threads on one batch only wait on each other (and on torch's own thread pool
-    in the same process): 2 threads decoded 15x slower here. `workers` batches are decoded at
-    once (CTranslate2's inter_threads: validation's, where torch's threads are idle). Creating
+    directory: Path, device: str, compute_type: str, split: Split = ONE_BATCH,
+    vmap: str | None = None,
+):  # fmt: skip
+    """CTranslate2's Translator of the model in `directory`, as `split` says: by default one
+    batch at a time on one thread (on models this small, more threads on one batch only wait
+    on each other, and on torch's own thread pool in the same process: 2 threads decoded 15x
+    slower here); validation decodes as many batches at once as torch has threads, idle then,
+    and a service as measured (threads.py). Creating
     it sets the OpenMP thread count of this thread, which torch shares, to 1: torch's count is
     put back after it. `vmap`: a vocabulary map's text (vocab_map.py's catalog_map), given
     with the model's files from memory in place of the folder's vmap.txt."""
@@ -107,7 +129,7 @@ def load_translator(
     try:
         return ct2.Translator(
             str(directory), where, device_index=index, compute_type=compute_type,
-            intra_threads=1, inter_threads=workers, files=files,
+            intra_threads=split.threads, inter_threads=split.decoders, files=files,
         )  # fmt: skip
     except (RuntimeError, ValueError) as error:
         raise UserError(f"{directory}: CTranslate2 cannot load it ({error})") from None
@@ -150,6 +172,7 @@ class CTranslate2Engine:
     translator: object  # ctranslate2.Translator
     why: str = ""  # how its compute type was chosen (compute_types.py)
     calibration: Calibration | None = None  # the export's (confidence.py)
+    split: Split = ONE_BATCH  # batches decoded at once, threads each (load_translator)
     shows_attention = False
     unused: ClassVar[dict[str, str]] = {
         "cache": "CTranslate2 decodes it, keeping keys and values always (--engine torch "
@@ -161,12 +184,12 @@ class CTranslate2Engine:
     @classmethod
     def load(
         cls, directory: str | Path, device: str = "auto", compute_type: str = "default",
-        why: str = "", workers: int = 1, catalogs: Path | None = None,
+        why: str = "", split: Split = ONE_BATCH, catalogs: Path | None = None,
     ):  # fmt: skip
         """`device`: auto, cpu, cuda or cuda:N; `compute_type`: float32, int8, ... (default:
-        as saved, float32), chosen as `why` says; `workers`: batches decoded at once
-        (load_translator); `catalogs`: a folder of gettext catalogs its vocabulary map is made
-        of, in place of its own (vocab_map.py's catalog_map)."""
+        as saved, float32), chosen as `why` says; `split`: batches decoded at once and the
+        threads of each (load_translator); `catalogs`: a folder of gettext catalogs its
+        vocabulary map is made of, in place of its own (vocab_map.py's catalog_map)."""
         import_ctranslate2()  # its one-line error first, if it is missing
         directory = Path(directory)
         if not (directory / EXPORT_CONFIG).exists():
@@ -180,19 +203,24 @@ class CTranslate2Engine:
         src_vocab = read_vocab(src_path.read_bytes(), config.vocab)
         tgt_vocab = read_vocab(tgt_path.read_bytes())
         vmap = catalogs and export_map(catalogs, config, (src_vocab, tgt_vocab), directory)
-        translator = load_translator(directory, device, compute_type, workers, vmap)
+        translator = load_translator(directory, device, compute_type, split, vmap)
         calibration = Calibration.load(directory)
-        return cls(config, src_vocab, tgt_vocab, translator, why, calibration)
+        return cls(config, src_vocab, tgt_vocab, translator, why, calibration, split)
 
     @property
     def longest_source(self) -> int:
         """Source pieces the model takes (ModelConfig.longest_source)."""
         return self.config.model.longest_source
 
+    @property
+    def replicas(self) -> int:
+        """Batches it decodes at once: a service's decoder threads (batcher.py)."""
+        return self.split.decoders
+
     def facts(self) -> dict:
         return {"engine": "ctranslate2", "checkpoint": {}, "device": self.translator.device,
                 "compute_type": compute_type_fact(self.translator, self.why),
-                "config": published(self.config)}  # fmt: skip
+                "threads": self.split.fact(), "config": published(self.config)}  # fmt: skip
 
     def search(
         self, sources: list[list[int]], decoding: DecodeConfig, nbest: int

@@ -30,15 +30,17 @@ engine has no use for (its `unused`) is a one-line error naming it and the model
 
 import dataclasses
 import typing
+from functools import partial
 from pathlib import Path
 
 from seq2seq.checkpoint import load_checkpoint
-from seq2seq.config import ComputeTypeName, Config, DecodeConfig
+from seq2seq.config import ComputeTypeName, Config, DecodeConfig, ServeConfig
 from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.decoding.compute_types import checkpoint_type, given_type
-from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, ctranslate2_device
+from seq2seq.decoding.ctranslate2_engine import ONE_BATCH, CTranslate2Engine, ctranslate2_device
 from seq2seq.decoding.engines import Engine, TorchEngine
 from seq2seq.decoding.exported import Exported, export_beside
+from seq2seq.decoding.threads import checkpoint_split, service_split
 from seq2seq.exports.argos_package import is_package
 from seq2seq.exports.ctranslate2 import import_ctranslate2
 from seq2seq.support.device import pick_device
@@ -54,13 +56,15 @@ def load_engine(
     model: str | Path | None = None,
     device: str = "auto",
     decode: dict | None = None,
+    serve: ServeConfig | None = None,
 ) -> Engine:
     """The engine these settings name (the table above): `checkpoint` (default: the best
     checkpoint of `config`), or for choice="ctranslate2" the export in the folder `model`;
-    decoding with the settings `decode` sets (decoding_in_force), else the model's own."""
+    decoding with the settings `decode` sets (decoding_in_force), else the model's own; a
+    service's (`serve`: its settings) decoding on its share of the cores (threads.py)."""
     path = Path(model or checkpoint or config.checkpoint_path)
     refuse_unused(decode, choice, path)  # before the model loads
-    engine = engine_of(config, checkpoint, choice, model, device, decode or {})
+    engine = engine_of(config, checkpoint, choice, model, device, decode or {}, serve)
     engine.config.decode = decoding_in_force(engine.config.decode, decode, choice, path)
     return engine
 
@@ -75,18 +79,19 @@ def prepare(checkpoint: Path) -> None:
 
 def engine_of(
     config: Config | None, checkpoint: str | Path | None, choice: str,
-    model: str | Path | None, device: str, decode: dict,
+    model: str | Path | None, device: str, decode: dict, serve: ServeConfig | None = None,
 ) -> Engine:  # fmt: skip
     """load_engine's engine, decoding with its model's own settings, in the compute type of
-    the decode settings in force (compute_types.py)."""
+    the decode settings in force (compute_types.py), a service's on its cores (threads.py)."""
     if model:
         if choice == "torch":
             raise UserError("--model is an export for --engine ctranslate2 (or auto), not torch")
         kind = given_type(decode.get("compute_type", "auto"))
         catalogs = map_catalogs(decode.get("vmap", False), decode.get("vmap_catalogs", ""))
+        split = service_split(serve) if serve else ONE_BATCH
         if is_package(Path(model)):
-            return ArgosEngine.load(model, device, *kind, catalogs=catalogs)
-        return CTranslate2Engine.load(model, device, *kind, catalogs=catalogs)
+            return ArgosEngine.load(model, device, *kind, catalogs=catalogs, split=split)
+        return CTranslate2Engine.load(model, device, *kind, catalogs=catalogs, split=split)
     path = Path(checkpoint or config.checkpoint_path)
     where = "`make train`" if checkpoint else config.make_command("train")
     ours = TorchEngine(load_checkpoint(path, pick_device(device), where))
@@ -103,7 +108,12 @@ def engine_of(
     origin = ours.checkpoint.info.get("origin", {})
     kind = checkpoint_type(folder, ours.config, decoding, ours.device, origin)
     catalogs = map_catalogs(decoding.vmap, decoding.vmap_catalogs)
-    fast = CTranslate2Engine.load(folder, ours.device, *kind, catalogs=catalogs)
+    split = ONE_BATCH
+    if serve:  # measured on a CPU (a GPU's batches are one stream)
+        on_cpu = str(ours.device) == "cpu"
+        measure = partial(checkpoint_split, folder, ours.config, kind.name) if on_cpu else None
+        split = service_split(serve, measure)
+    fast = CTranslate2Engine.load(folder, ours.device, *kind, catalogs=catalogs, split=split)
     return fast if choice == "ctranslate2" else Exported(ours.checkpoint, fast, folder)
 
 
@@ -149,11 +159,12 @@ def decoder(choice: str, path: Path) -> type:
 
 
 def described(engine: Engine) -> str:
-    """Which engine decodes, on which device, in which compute type (CTranslate2's): what
-    translate, serve and eval say at start."""
+    """Which engine decodes, on which device, in which compute type and on how many threads
+    (CTranslate2's): what translate, serve and eval say at start."""
     facts = engine.facts()
     said = f"{facts['engine']} on {facts['device']}"
-    return f"{said} in {facts['compute_type']}" if "compute_type" in facts else said
+    said = f"{said} in {facts['compute_type']}" if "compute_type" in facts else said
+    return f"{said}, {facts['threads']}" if "threads" in facts else said
 
 
 def ctranslate2_runs_on(device: str) -> bool:

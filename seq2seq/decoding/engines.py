@@ -39,6 +39,9 @@ asks which one it has):
     engine.calibration                what maps a signal to a confidence (confidence.py): the
                                       model's, fitted on its validation set; None if it has
                                       none
+    engine.replicas                   how many batches it decodes at once (a service's
+                                      decoder threads: serving/batcher.py): 1, or
+                                      CTranslate2's decoders (decoding/threads.py)
     engine.attention(sentence)        the attention weights of one translation (torch only:
                                       engine.shows_attention says whether it can)
 
@@ -116,6 +119,7 @@ class TorchEngine:
 
     checkpoint: Checkpoint
     shows_attention = True
+    replicas = 1  # one batch at a time (on serve.threads torch threads)
     unused: ClassVar[dict[str, str]] = {
         "compute_type": "our torch code decodes it, in decode.precision (compute_type is "
         "CTranslate2's: --engine auto or ctranslate2)",

@@ -39,12 +39,18 @@ class Exported(TorchEngine):
     folder: Path  # the export, beside the checkpoint
     unused = CTranslate2Engine.unused  # of the translations' settings (the pictures are torch's)
 
+    @property
+    def replicas(self) -> int:
+        return self.fast.replicas
+
     def facts(self) -> dict:
         engine = "ctranslate2 (translations), torch (attention)"
+        fast = self.fast.facts()
         return {
             **super().facts(),
             "engine": engine,
-            "compute_type": self.fast.facts()["compute_type"],
+            "compute_type": fast["compute_type"],
+            "threads": fast["threads"],
         }
 
     def translate(self, sentences: list[str], decoding: DecodeConfig) -> Translations:

@@ -1,4 +1,5 @@
-"""The translation service's batcher: one thread that runs the model, a batch at a time.
+"""The translation service's batcher: the threads that run the model, a batch each at a time
+(one, or as many as the engine decodes at once: its replicas, serve.threads).
 
     submit(job), from any thread (the HTTP handlers): a job holds a request's texts, each as its
       sentences (seq2seq/text/sentences.py; core.py split the request's, and gives each
@@ -6,7 +7,8 @@
       -> Busy if the waiting jobs would hold more than serve.max_queue_work (characters x
          beam size); Stopping once drain() was called; else the job waits in its client's
          line, and submit returns its future
-    the decoder thread (the only one that runs the model)
+    a decoder thread (the only ones that run the model: one a batch the engine decodes at
+    once, engine.replicas)
       the jobs that wait (and with serve.batch_window_ms, those that arrive that long after
       the first while the batch holds fewer jobs than the service has open connections:
       each client's next request comes as soon as it has read its answer), up to
@@ -76,7 +78,7 @@ class Job:
     options: Options | None  # None: the attention of the one sentence (the torch engine)
     client: str = ""  # its client's address: each client's jobs wait in their own line
     future: Future = dataclasses.field(default_factory=Future)
-    # set by the decoder thread: the calibration of the engine that decoded it (None: none),
+    # set by its decoder thread: the calibration of the engine that decoded it (None: none),
     # which maps its answer's signals to confidences (confidences.py)
     calibration: Calibration | None = None
 
@@ -91,10 +93,11 @@ class Job:
 
 
 class Batcher:
-    """The one thread that runs the model, a batch at a time. With `load` and no `engine`,
-    the model is loaded by that thread when its first batch comes (serve.lazy), and again
-    after `unload`. `beam_size`: the model's own (default: the engine's config's), which a
-    job that names none is decoded with, and counted at in the queue. `version`: the
+    """The threads that run the model, as many as the engine decodes batches at once (its
+    replicas), each a batch at a time. With `load` and no `engine`, the model is loaded by
+    the thread of its first batch when it comes (serve.lazy), and again after `unload`.
+    `beam_size`: the model's own (default: the engine's config's), which a job that names
+    none is decoded with, and counted at in the queue. `version`: the
     version of its experiment the engine is (versions.py; None: its own best.pt, or a model
     that follows none)."""
 
@@ -105,19 +108,33 @@ class Batcher:
         self.engine, self.settings, self.load, self.on_load = engine, settings, load, on_load
         self.version = version
         self.beam_size = beam_size or engine.config.decode.beam_size
-        self.busy, self.last_used = False, time.monotonic()
+        self.last_used = time.monotonic()
+        self.decoding = self.decoding_jobs = 0  # the batches being decoded now, their jobs
+        self.loading = threading.Lock()  # one decoder thread loads the model (serve.lazy)
         # client -> its waiting jobs, the client to serve next first
         self.waiting: OrderedDict[str, deque[Job]] = OrderedDict()
         self.changed = threading.Condition()  # guards waiting and draining
         self.draining = False
-        self.forming = self.forming_work = 0  # of the batch that waits for its window to end
+        self.forming = self.forming_work = 0  # of the batches that wait for their windows to end
         self.requests = self.batches = self.sentences = 0  # decoded so far, for /health
         self.on_batch = None  # on_batch(self, batch, seconds) after each batch (prometheus.py)
         # connections() -> the service's open connections (server.py), which a batch waits
         # for within its window; None: a batch always waits its window out (or fills)
         self.connections = None
-        self.thread = threading.Thread(target=self.run, name="decoder", daemon=True)
-        self.thread.start()
+        self.threads: list[threading.Thread] = []
+        self.staff(engine.replicas if engine else 1)
+
+    def staff(self, decoders: int) -> None:
+        """As many decoder threads as `decoders` (an engine's replicas), at least."""
+        while len(self.threads) < decoders:
+            thread = threading.Thread(target=self.run, name="decoder", daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a batch is being decoded."""
+        return self.decoding > 0
 
     def submit(self, job: Job) -> Future:
         with self.changed:
@@ -174,7 +191,7 @@ class Batcher:
     def drain(self, within_s: float | None = None) -> None:
         with self.changed:
             self.draining = True
-            self.changed.notify()
+            self.changed.notify_all()
         if within_s is not None:
             timer = threading.Timer(within_s, self.abandon)
             timer.daemon = True
@@ -187,31 +204,36 @@ class Batcher:
                 if job.future.set_running_or_notify_cancel():
                     job.future.set_exception(Stopping("the service is shutting down"))
             self.waiting.clear()
-            self.changed.notify()
+            self.changed.notify_all()
 
     def stop(self, wait: bool = True) -> None:
-        """Drain, and wait for the thread to end (`wait`), or not: it is a daemon."""
+        """Drain, and wait for the threads to end (`wait`), or not: they are daemons."""
         self.drain()
-        if wait:
-            self.thread.join()
+        for thread in self.threads if wait else ():
+            thread.join()
 
     def run(self) -> None:
         while batch := self.collect():
-            self.busy, started = True, time.monotonic()
+            started = time.monotonic()
             try:
                 self.run_batch(batch)
             finally:
-                self.busy, self.last_used = False, time.monotonic()
+                with self.changed:
+                    self.decoding -= 1
+                    self.decoding_jobs -= len(batch)
+                    self.last_used = time.monotonic()
                 if self.on_batch:
                     self.on_batch(self, batch, self.last_used - started)
 
     def loaded(self) -> Engine:
-        """(The decoder thread.) The engine, loaded now if it is not."""
-        if self.engine is None:
-            self.engine = self.load()
-            if self.on_load:
-                self.on_load(self)
-        return self.engine
+        """(A decoder thread.) The engine, loaded now if it is not (by one thread)."""
+        with self.loading:
+            if self.engine is None:
+                self.engine = self.load()
+                self.staff(self.engine.replicas)
+                if self.on_load:
+                    self.on_load(self)
+            return self.engine
 
     def swap(self, engine: Engine, version: str | None, load) -> Engine | None:
         """`engine` (of `version`; `load` loads it again after an unload) decodes from the
@@ -222,6 +244,7 @@ class Batcher:
             replaced = self.engine
             if replaced is not None:
                 self.engine = engine
+                self.staff(engine.replicas)
                 self.version, self.load = version, load
             return replaced
 
@@ -241,22 +264,29 @@ class Batcher:
             first = self.take(None, deadline=None)  # a job larger than a batch: one alone
             if first is None:
                 return []
-            batch, self.forming, self.forming_work = [first], len(first.sentences), self.work(first)
+            batch, sentences = [first], len(first.sentences)
+            self.forming += sentences
+            self.forming_work += self.work(first)
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
-            while self.forming < most and (
-                job := self.take(most - self.forming, self.waits_until(deadline, len(batch)))
+            while sentences < most and (
+                job := self.take(most - sentences, self.waits_until(deadline, len(batch)))
             ):
                 batch.append(job)
+                sentences += len(job.sentences)
                 self.forming += len(job.sentences)
                 self.forming_work += self.work(job)
-            self.forming = self.forming_work = 0
+            self.forming -= sentences
+            self.forming_work -= sum(self.work(job) for job in batch)
+            self.decoding += 1
+            self.decoding_jobs += len(batch)
         return batch
 
     def waits_until(self, deadline: float, jobs: int) -> float:
         """When a batch of `jobs` requests stops waiting for more: at `deadline`, or at once
-        (it takes only what waits now) if every open connection's request is in it already:
-        HTTP/1.1 has one request at a time on a connection, so no other can come."""
-        if self.connections is not None and jobs >= self.connections():
+        (it takes only what waits now) if every open connection's request is in it already,
+        or in a batch being decoded: HTTP/1.1 has one request at a time on a connection, so
+        no other can come."""
+        if self.connections is not None and jobs + self.decoding_jobs >= self.connections():
             return 0.0
         return deadline
 
@@ -281,9 +311,10 @@ class Batcher:
             self.changed.wait(None if deadline is None else deadline - time.monotonic())
 
     def run_batch(self, batch: list[Job]) -> None:
-        self.requests += len(batch)
-        self.batches += 1
-        self.sentences += sum(len(job.sentences) for job in batch)
+        with self.changed:
+            self.requests += len(batch)
+            self.batches += 1
+            self.sentences += sum(len(job.sentences) for job in batch)
         groups: dict[Options | None, list[Job]] = {}
         for job in batch:
             groups.setdefault(job.options, []).append(job)

@@ -123,9 +123,9 @@ def load_models(
 ) -> list[Loader]:  # fmt: skip
     """The models `arguments` name, in order (serve --model [NAME=]PATH, several times); each
     named NAME, else by its file (models_at); each decoding with the settings `decode` sets,
-    else its own."""
+    else its own, on the service's cores (config.serve: threads.py)."""
     loaders: list[Loader] = []
-    engines = partial(load_engine, device=device, decode=decode)
+    engines = partial(load_engine, device=device, decode=decode, serve=config.serve)
     in_force = partial(decoding_in_force, overrides=decode)
     for argument in arguments:
         match = NAMED.fullmatch(argument)

@@ -58,6 +58,7 @@ EXPORT_CONFIG = "seq2seq.json"
 CONFIDENCE = "confidence.json"  # an export's confidence calibration (decoding/confidence.py)
 EXPORT_SOURCE = "checkpoint.sha256"  # the checksum of the checkpoint an export was made from
 EXPORT_COMPUTE_TYPE = "compute_type.json"  # decode.compute_type auto's measures (compute_types.py)
+EXPORT_THREADS = "threads.json"  # serve.threads 0's measures (decoding/threads.py)
 
 
 def text_files(data_dir: Path, split: str) -> tuple[Path, Path]:

@@ -24,7 +24,7 @@ from seq2seq.checkpoint import Checkpoint
 from seq2seq.config import Config, DecodeConfig
 from seq2seq.decoding.batches import evaluating
 from seq2seq.decoding.confidence import fit, sentence_chrfs
-from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine
+from seq2seq.decoding.ctranslate2_engine import CTranslate2Engine, Split
 from seq2seq.decoding.engine_choice import ctranslate2_runs_on
 from seq2seq.decoding.engines import TorchEngine, Translations
 from seq2seq.exports.ctranslate2 import export_ctranslate2, import_ctranslate2
@@ -101,7 +101,8 @@ def valid_translations(
         export = Path(folder) / "model"
         export_ctranslate2(checkpoint, export, with_vmap=False)  # validation decodes without
         # torch's threads are idle: as many batches at once, each on one thread
-        engine = CTranslate2Engine.load(export, str(device), workers=torch.get_num_threads())
+        split = Split(torch.get_num_threads(), 1, "validation")
+        engine = CTranslate2Engine.load(export, str(device), split=split)
         return engine.translate(sentences, decoding)
 
 

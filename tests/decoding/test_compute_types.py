@@ -106,7 +106,10 @@ def test_an_explicit_type_is_used_as_it_is_measuring_nothing(trained_here):
                 "float32", "five is five"),
         capture_output=True, text=True, env=ENV, timeout=HANG,
     )  # fmt: skip
-    said = "decoding with ctranslate2 (translations), torch (attention) on cpu in float32 (as set)"
+    said = (
+        "decoding with ctranslate2 (translations), torch (attention) on cpu in float32 (as set), "
+        "a batch at a time, 1 thread each"
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said + "\n")
 
 

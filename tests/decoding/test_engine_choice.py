@@ -108,7 +108,8 @@ def test_translate_by_default_writes_the_cache_and_says_which_engine_decodes(che
     )  # fmt: skip
     said = (
         "decoding with ctranslate2 (translations), torch (attention) on cpu in float32 (auto: "
-        "no validation split in data/seed/ to measure on, as saved)\n"
+        "no validation split in data/seed/ to measure on, as saved), a batch at a time, 1 "
+        "thread each\n"
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "5 la 5\n", said)
     assert (export_folder(checkpoint) / "model.bin").exists()

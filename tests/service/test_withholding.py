@@ -49,6 +49,7 @@ class Judging:
     config = config_from_dict({})
     shows_attention = False
     src_vocab = tgt_vocab = Vocabulary()
+    replicas = 1  # a batch at a time
 
     def __init__(self, calibration: Calibration | None = CALIBRATION):
         self.calibration = calibration

@@ -23,6 +23,7 @@ class Shouting:
 
     config = config_from_dict({})
     calibration = None  # no confidences
+    replicas = 1  # a batch at a time
 
     def __init__(self):
         self.calls: list[list[str]] = []
@@ -66,6 +67,35 @@ def test_a_batch_waits_within_its_window_only_for_the_connections_not_in_it():
     assert [first.result(HANG).translations, second.result(HANG).translations] == [["B"], ["C"]]
     assert model.calls == [["a"], ["b", "c"]]
     running.stop()
+
+
+class Meeting(Shouting):
+    """A stand-in engine of `parties` replicas whose decodings each wait until that many of
+    them are under way."""
+
+    def __init__(self, parties: int):
+        super().__init__()
+        self.replicas = parties
+        self.barrier = threading.Barrier(parties, timeout=HANG)
+
+    def translate(self, sentences: list[str], decoding) -> Translations:
+        self.barrier.wait()  # BrokenBarrierError: they were not decoded at once
+        return super().translate(sentences, decoding)
+
+
+def test_an_engine_of_two_replicas_decodes_two_batches_at_once_and_loads_once():
+    """Two decoder threads for an engine of two replicas: the second batch is decoded while
+    the first is, and a model loaded at its first batch (serve.lazy) is loaded once."""
+    loads = []
+    model = Meeting(parties=2)
+    settings = ServeConfig(batch_window_ms=0.0, max_batch_sentences=1)  # a job a batch
+    running = Batcher(None, settings, load=lambda: loads.append(1) or model, beam_size=1)
+    futures = [running.submit(Job(Texts([s]), GREEDY)) for s in ("a", "b")]
+    assert sorted(f.result(HANG).translations[0] for f in futures) == ["A", "B"]
+    assert loads == [1]
+    assert (running.batches, running.requests, running.busy) == (2, 2, False)
+    running.stop()
+    assert not any(thread.is_alive() for thread in running.threads)
 
 
 def test_the_sentences_of_a_jobs_texts_are_decoded_together_and_joined_text_by_text():
@@ -163,7 +193,7 @@ def test_drain_answers_what_waits_without_the_window_and_refuses_new_jobs():
     with pytest.raises(Stopping, match="shutting down"):
         running.submit(Job(Texts(["b"]), GREEDY))
     running.stop()
-    assert not running.thread.is_alive()
+    assert not any(thread.is_alive() for thread in running.threads)
 
 
 def test_a_swap_takes_effect_between_two_batches_never_within_one():

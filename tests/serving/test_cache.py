@@ -36,6 +36,7 @@ class Marking:
     shows_attention = False
     src_vocab = tgt_vocab = Vocabulary()  # /info's: none
     calibration = None  # no confidences
+    replicas = 1  # a batch at a time
 
     def __init__(self, tag: str):
         self.tag, self.decoded, self.lock = tag, [], threading.Lock()
