@@ -74,8 +74,8 @@ def checkpoint_split(folder: Path, config: Config, compute_type: str, count: int
 
 
 def fastest(figures: dict[str, float]) -> str:
-    """The split ("DxT") of `figures` (sentences a second) decoding the most; fewer decoders on
-    a tie (the splits' order)."""
+    """The split ("DxT") of `figures` (sentences a second) decoding the most; on a tie, the one
+    of fewer decoders (fewer replicas: less memory)."""
     return max(figures, key=lambda split: (figures[split], -int(split.split("x")[0])))
 
 
