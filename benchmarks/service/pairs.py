@@ -42,6 +42,7 @@ work alone.
 Results: benchmarks/results/pairs.{json,md} (--out DIR elsewhere, --name for another stem).
 """
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +57,7 @@ from benchmarks.common import (
 from benchmarks.service.clients import ask
 from benchmarks.service.contenders import codes
 from benchmarks.service.matrix import BEAMS, Server, arguments, loads, measure
+from benchmarks.service.wrk import cores
 from seq2seq.decoding.argos_engine import ArgosEngine
 from seq2seq.service.libretranslate import formatted
 
@@ -97,14 +99,20 @@ def checker(sentences: list[str], unlikes: dict):
 def limits(package: Path, sentences: list[str]) -> dict:
     """CTranslate2 alone on `package` (common.ctranslate2_alone; the package's engine, as our
     server loads it), at each setting, for each number of clients: the sentences in batches of
-    that many, in sentences per CPU second."""
+    that many, in sentences per CPU second, on the cores wrk.py gives the servers (the cores of
+    a virtual machine may differ by a third from each other)."""
     engine = ArgosEngine.load(package, "cpu")
     figures: dict = {}
-    for setting, beam in BEAMS.items():
-        for clients in CLIENTS:
-            decoding = replace(engine.config.decode, beam_size=beam, batch_size=clients)
-            speed = ctranslate2_alone(engine, sentences, decoding, clients)
-            figures.setdefault(setting, {})[str(clients)] = speed
+    available = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores()[0])
+    try:
+        for setting, beam in BEAMS.items():
+            for clients in CLIENTS:
+                decoding = replace(engine.config.decode, beam_size=beam, batch_size=clients)
+                speed = ctranslate2_alone(engine, sentences, decoding, clients)
+                figures.setdefault(setting, {})[str(clients)] = speed
+    finally:
+        os.sched_setaffinity(0, available)
     return figures
 
 
@@ -112,7 +120,8 @@ ALONE_NOTE = (
     "CTranslate2 alone (benchmarks/common.py's ctranslate2_alone): the direct pair's package "
     "decoded by CTranslate2's translate_batch, given its tokens made beforehand and the "
     f"options our Argos engine passes, on the same {SENTENCES} sentences in batches of as "
-    "many as the row's clients, one thread, timed by CPU time: the limit. Ours / alone: "
+    "many as the row's clients, one thread on the servers' cores, timed by CPU time: the "
+    "limit. Ours / alone: "
     "requests/s over its sentences per CPU second (the share of the limit, for a server "
     "given one core: wrk.py gives it every core but the last, one of 2), and CPU ms per "
     "request over its CPU ms a sentence."
