@@ -265,21 +265,25 @@ class Batcher:
             if first is None:
                 return []
             batch, sentences = [first], len(first.sentences)
-            self.forming += sentences
-            self.forming_work += self.work(first)
+            self.count_forming(first, 1)
             deadline = time.monotonic() + self.settings.batch_window_ms / 1000
             while sentences < most and (
                 job := self.take(most - sentences, self.waits_until(deadline, len(batch)))
             ):
                 batch.append(job)
                 sentences += len(job.sentences)
-                self.forming += len(job.sentences)
-                self.forming_work += self.work(job)
-            self.forming -= sentences
-            self.forming_work -= sum(self.work(job) for job in batch)
+                self.count_forming(job, 1)
+            for job in batch:
+                self.count_forming(job, -1)
             self.decoding += 1
             self.decoding_jobs += len(batch)
         return batch
+
+    def count_forming(self, job: Job, sign: int) -> None:
+        """(Holding the lock.) `job` counted into (sign 1) or out of (-1) the batches that
+        wait for their windows to end."""
+        self.forming += sign * len(job.sentences)
+        self.forming_work += sign * self.work(job)
 
     def waits_until(self, deadline: float, jobs: int) -> float:
         """When a batch of `jobs` requests stops waiting for more: at `deadline`, or at once
