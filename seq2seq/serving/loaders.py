@@ -15,6 +15,10 @@ start, or at its first request with serve.lazy: models.py).
                         experiment's best.pt (a config's) is served as the version its
                         versions/current names (seq2seq/support/paths.py), which the service
                         follows while it serves (versions.py); any other checkpoint as it is
+      first_version(run_dir): at start, the version named if it reads whole (not missing,
+                        cut short or damaged: checkpoint.read_state's checks); else, said in a
+                        line each, the newest before it that its gate served and that does,
+                        else the original: a broken version does not keep the service down
 
 Each decodes with its own decode settings, but those the command line set (`decode`: config.py's
 decode_overrides): engine_choice.py's decoding_in_force, applied when it loads and, for its
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
-from seq2seq.checkpoint import read_header
+from seq2seq.checkpoint import read_header, read_state
 from seq2seq.config import (
     Config,
     DecodeConfig,
@@ -48,13 +52,15 @@ from seq2seq.exports.argos_package import (
     package_name,
     weights_bytes,
 )
-from seq2seq.support.errors import UserError
+from seq2seq.support.errors import UserError, say
 from seq2seq.support.paths import (
+    BEST,
     EXPORT_CONFIG,
     experiment_of,
     served_version,
     version_checkpoint,
 )
+from seq2seq.training.versions import SERVED, versions
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,42 @@ def served(checkpoint: Path, load: Callable[[Path], Engine]) -> tuple[Path, Vers
     run_dir = experiment_of(checkpoint)
     if run_dir is None:
         return checkpoint, None
-    version = served_version(run_dir)
+    version = first_version(run_dir)
     return version_checkpoint(run_dir, version), Versions(run_dir, version, load)
+
+
+def first_version(run_dir: Path) -> str | None:
+    """The version served at start (None: the original, the experiment's own best.pt): the
+    one versions/current names if its checkpoint reads whole; else the newest version before
+    it that its gate served and whose checkpoint does (not a later one: a roll back went
+    back from those), else the original; each passed over said in a line, and the one served
+    instead."""
+    named = served_version(run_dir)
+    if named is None:
+        return None
+    for version in [named, *served_before(run_dir, named)]:
+        try:
+            read_state(version_checkpoint(run_dir, version), trained_by="python -m seq2seq.improve")
+        except UserError as error:
+            say(f"warning: {run_dir}: version {version} cannot be served: {error}")
+            continue
+        if version != named:
+            say(f"warning: {run_dir}: serving version {version}, the newest served before it")
+        return version
+    say(f"warning: {run_dir}: serving the original, {run_dir / BEST}")
+    return None
+
+
+def served_before(run_dir: Path, named: str) -> list[str]:
+    """The versions before `named` that their gate served, newest first (none if their
+    records do not read)."""
+    try:
+        known = versions(run_dir)
+    except UserError as error:
+        say(f"warning: {error}")
+        return []
+    served = [name for name, about in known.items() if about.get("verdict") == SERVED]
+    return [name for name in reversed(served) if name < named]
 
 
 @dataclass(frozen=True)

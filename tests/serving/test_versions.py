@@ -3,6 +3,7 @@ serves is swapped in under load, with one worker or two, no request failed, none
 by one of the two models, only the new one after the swap; the old engine freed; a damaged
 version said and kept out, the old one serving."""
 
+import json
 import re
 import shutil
 import threading
@@ -20,7 +21,7 @@ from seq2seq.decoding.engine_choice import load_engine
 from seq2seq.decoding.engines import translate_texts
 from seq2seq.serving import versions
 from seq2seq.serving.loaders import load_models
-from seq2seq.support.paths import CURRENT, VERSIONS, served_version
+from seq2seq.support.paths import CURRENT, VERSION_ABOUT, VERSIONS, served_version
 from seq2seq.text.sentences import Texts
 
 from helpers import HANG, call, damage, read_address, running, start_server, wait_until
@@ -170,6 +171,41 @@ def test_the_old_engine_is_freed_and_a_damaged_version_is_kept_out(experiment, c
         status, answer, _ = call(server.url, "POST", "/translate", {"text": TEXTS})
         assert (status, answer["translations"], model.version) == (200, new, "0001")
         assert call(server.url, "GET", "/info")[1]["models"][0]["version"] == "0001"
+
+
+def verdicts(run_dir: Path, **found: str) -> None:
+    """version.json for each version named (v0001="served"): its gate's verdict."""
+    for name, verdict in found.items():
+        about = {"verdict": verdict, "made": "2026-11-29T00:00:00", "reason": "a test's"}
+        (run_dir / VERSIONS / name[1:] / VERSION_ABOUT).write_text(json.dumps(about))
+
+
+@pytest.mark.parametrize(
+    "broken, kept, expected",
+    [("0003", {"v0002": "kept aside"}, "0001"), ("0001", {"v0002": "served"}, None)],
+    ids=["the newest served before it", "the original, not a version after it"],
+)
+def test_a_broken_version_named_at_start_is_passed_over(experiment, capsys, broken, kept, expected):
+    """versions/current names a damaged version at start: the service starts all the same,
+    serving the newest version before it that its gate served (0002 was kept aside), else
+    the original (0002 came after 0001: a roll back went back from it), and says so."""
+    versions = experiment / VERSIONS
+    for name in ("0002", "0003"):
+        shutil.copytree(versions / "0001", versions / name)
+    verdicts(experiment, v0001="served", v0003="served", **kept)
+    damage(versions / broken / "best.pt")
+    serve(broken, experiment)
+    [loader] = load_models([str(experiment / "best.pt")], Config(), "torch", "cpu")
+    said = capsys.readouterr().err
+    assert f"version {broken} cannot be served: {versions / broken / 'best.pt'} is damaged" in said
+    assert loader.versions.first == expected
+    replacement = "version 0001, the newest" if expected else f"the original, {experiment}"
+    assert f"warning: {experiment}: serving {replacement}" in said
+    served = versions / "0001/best.pt" if expected else experiment / "best.pt"
+    with running(loader) as server:
+        status, answer, _ = call(server.url, "POST", "/translate", {"text": TEXTS})
+        assert (status, answer["translations"]) == (200, translations(served))
+        assert server.models.default.version == expected
 
 
 def test_a_turn_that_fails_is_said_and_the_watcher_goes_on(experiment, monkeypatch, capsys):
