@@ -13,8 +13,9 @@ The file holds the service's users' better translations and the translation memo
     python -m seq2seq.suggestions import FILE --from CATALOG --target de [--source en]
         a translation memory or catalog (.tmx .po .mo .xlf .xliff: localization/catalog_formats.py),
         each pair checked as POST /suggest checks one (serving/checks.py's SuggestionChecks,
-        serve.suggestion_chars from --config), then kept as suggestions, in one transaction:
-        the memory answers them. A refused entry is counted by why, not fatal.
+        serve.suggestion_chars from --config), then kept as suggestions, 500 a transaction
+        (the service's /suggest waits for one at most): the memory answers them. A refused
+        entry is counted by why, not fatal.
 
     CATALOG --catalog_formats--> (q, s) --SuggestionChecks--> kept: Suggestions.add_all
                                     |                 \\--> refused[reason] += 1

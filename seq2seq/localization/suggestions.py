@@ -21,7 +21,7 @@ seq2seq/service/libretranslate.py), kept in an SQLite file to fine-tune the mode
              next improvement's corpus), and from the memory: each text's entry falls back to
              its latest suggestion left, or goes; one transaction
       import Suggestions.add_all(pairs, source, target): a catalog's pairs, checked, as add()
-             keeps them, in one transaction
+             keeps them, CHUNK a transaction: the service's add() waits for a chunk at most
     serve.improve_after  Suggestions(path).count(source, target): the pair's, to start an
                  improvement every N new ones (seq2seq/serving/improving.py)
 
@@ -39,6 +39,7 @@ import functools
 import itertools
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -110,7 +111,8 @@ FALL_BACK = """INSERT INTO memory (source, target, key, s, at)
 SELECT source, target, normalised(q), s, last_at FROM suggestions
 WHERE source = ?1 AND target = ?2 AND normalised(q) = ?3
 ORDER BY last_at DESC, rowid DESC LIMIT 1"""
-CHUNK = 10_000  # suggestions an import gives SQLite at once
+CHUNK = 500  # suggestions an import commits at once: tens of milliseconds
+PAUSE_S = 0.02  # after each chunk, for another writer's turn (SQLite's wait polls)
 
 
 class Row(NamedTuple):
@@ -214,17 +216,20 @@ class Suggestions:
         return collections.Counter(dict(self.finder.execute(WORD_COUNTS).fetchall()))
 
     def add_all(self, pairs: Iterable[tuple[str, str]], source: str, target: str) -> None:
-        """Keeps each (q, s) as add() does, all in one transaction (executemany, a chunk at a
-        time): a million in seconds; the service's add() waits meanwhile (past SQLite's wait, its
-        /suggest answers 503: service/suggest.py)."""
+        """Keeps each (q, s) as add() does, CHUNK at a time: each chunk a transaction of its
+        own (executemany), then a pause (PAUSE_S), so that the service's add() on the same file
+        waits for one chunk at most, never for the whole import (SQLite has one writer at a
+        time). Stopped midway, the chunks committed are kept: importing again keeps each pair
+        once (counted twice)."""
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         pairs = iter(pairs)
-        with self.lock, self.connection:
-            while chunk := list(itertools.islice(pairs, CHUNK)):
+        while chunk := list(itertools.islice(pairs, CHUNK)):
+            with self.lock, self.connection:
                 kept = [(q, s, source, target, now, now) for q, s in chunk]
                 self.connection.executemany(ADD, kept)
                 remembered = [(source, target, normalised(q), s, now) for q, s in chunk]
                 self.connection.executemany(REMEMBER, remembered)
+            time.sleep(PAUSE_S)
 
     def listed(self, pair: str | None, grep: str | None, since: str | None) -> Iterator[Row]:
         """Each suggestion, oldest first: of `pair` ("en-de"), holding `grep` in q or s

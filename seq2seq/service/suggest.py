@@ -10,8 +10,8 @@ answer the same text with from then on (core.py).
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
          the field and why; s the same as q: the model's translation of q asked first (a
          copy that corrects it is kept)
-      -> kept (localization/suggestions.py) -> {"success": true} (503 while an import holds the
-         file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
+      -> kept (localization/suggestions.py) -> {"success": true} (503 while another writer holds
+         the file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
          serve.improve_after, the pair's improvement started when due (improving.py)
     a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
       seq2seq_suggestions_refused_total {reason}

@@ -4,6 +4,7 @@ service lacks: refused, saying why."""
 
 import signal
 import sqlite3
+import threading
 from urllib.parse import urlencode
 
 import pytest
@@ -12,13 +13,14 @@ from benchmarks.service.process import stop_server
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.corpora.sources import fetch
 from seq2seq.decoding.engines import TorchEngine
+from seq2seq.localization import suggestions
 from seq2seq.localization.suggestions import Suggestions, read_suggestions
 from seq2seq.options import CorpusConfig, Source
 from seq2seq.serving import checks
 from seq2seq.support import files
 from seq2seq.support.errors import UserError
 
-from helpers import HANG, call, read_address, running, start_server
+from helpers import HANG, call, read_address, running, start_server, wait_until
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 ONE = {"q": "three is three", "s": "3 la 3", "source": "en", "target": "digits"}
@@ -160,8 +162,8 @@ def test_the_page_offers_the_translation_to_correct_and_keeps_the_suggestion(
 def test_a_suggestion_while_an_import_holds_the_file_is_a_503_to_try_again(
     trained_numbers_checkpoint, tmp_path, monkeypatch
 ):
-    """Another writer (python -m seq2seq.suggestions import: one transaction) holds the file
-    past SQLite's wait: the client is told to try again, and the next try is kept."""
+    """Another writer holds the file past SQLite's wait: the client is told to try again,
+    and the next try is kept."""
     monkeypatch.setattr(files, "SHARED_DB_BUSY_S", 0.2)
     model = TorchEngine(trained_numbers_checkpoint[0])
     on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
@@ -174,3 +176,23 @@ def test_a_suggestion_while_an_import_holds_the_file_is_a_503_to_try_again(
     assert status == 503 and headers["Retry-After"] == "1"
     assert "held by another writer" in answer["error"]
     assert again == 200 and rows(tmp_path / "s.db")[0][:2] == (ONE["q"], ONE["s"])
+
+
+def test_an_import_lets_the_services_suggestions_in_between_its_chunks(tmp_path, monkeypatch):
+    """python -m seq2seq.suggestions import (add_all, another process's connection) on the
+    file the service writes: a suggestion made meanwhile is kept while the import goes on,
+    not once it ends, and the import keeps all of its pairs."""
+    monkeypatch.setattr(suggestions, "CHUNK", 100)
+    path = tmp_path / "s.db"
+    importer, service = Suggestions(path), Suggestions(path)
+    pairs = [(f"text {i}", f"Text {i}") for i in range(60 * 100)]
+    importing = threading.Thread(target=importer.add_all, args=(pairs, "en", "de"))
+    importing.start()
+    wait_until(lambda: service.count("en", "de") or not importing.is_alive(), "a chunk kept")
+    service.add(*ONE.values())
+    assert importing.is_alive(), "the suggestion waited for the whole import"
+    importing.join()
+    assert (
+        service.count("en", "de") == len(pairs) and service.recall("text 7", "en", "de") == "Text 7"
+    )
+    assert service.recall(ONE["q"], "en", "digits") == ONE["s"]
