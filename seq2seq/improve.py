@@ -8,6 +8,7 @@ background, safely: a fine-tune from the experiment's original best.pt, a gate, 
     python -m seq2seq.improve --config CONFIG --rollback [NNNN|original] [--force]
 
     runs/<experiment>/versions/improving.lock taken: one improvement of an experiment at a time
+    (started by a service: stopped once it is gone, end_with_starter)
     -> versions/<NNNN>/: the corrections for the config's pair, split (a held-out share), a
        replay of the original training pairs, the fine-tuning config (training/improvement.py;
        key.sub=value overrides apply to it: train.keep_teacher=0.3)
@@ -34,8 +35,11 @@ import contextlib
 import datetime
 import fcntl
 import hashlib
+import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,6 +54,7 @@ from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
     BEST,
     IMPROVING,
+    STARTED_BY,
     VERSION_ABOUT,
     VERSIONS,
     served_checkpoint,
@@ -63,10 +68,12 @@ from seq2seq.training import gate, improvement, versions
 MINUTES = 10.0  # --minutes: the training's budget
 MAX_TEST_LOSS = 1.0  # --max-test-loss: the original test set's BLEU an improvement may lose
 ASKED = 20  # --count: how many of the least sure texts --ask prints
+WATCH_S = 1.0  # how often a started one looks whether that process is still there
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_arguments(argv)
+    end_with_starter()
     config = load_config(args.config)
     run_dir = config.run_dir
     if args.list:
@@ -78,6 +85,23 @@ def main(argv: list[str] | None = None) -> None:
         print(versions.roll_back(run_dir, args.rollback, args.force))
     else:
         improve(config, Path(args.suggestions), args.minutes, args.max_test_loss, args.overrides)
+
+
+def end_with_starter() -> None:
+    """Started by a service (STARTED_BY names its process): a thread that stops this command,
+    as a SIGTERM does (training saves, then exits), once that process is gone (killed: this
+    one is then another's child), so that no improvement runs on alone."""
+    starter = os.environ.get(STARTED_BY)
+    if starter is None:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(starter):
+            time.sleep(WATCH_S)
+        say(f"the service that started this (process {starter}) is gone: stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="starter", daemon=True).start()
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:

@@ -120,6 +120,7 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
         },
     )
     app.router.redirect_slashes = False  # /health/ is a 404, not a redirect
+    app.state.core = core  # the server's, to stop what it started (Server.close)
     for middleware in measured:  # outermost, before the guards: what they refuse counts too
         app.add_middleware(middleware.cls, *middleware.args, **middleware.kwargs)
     return app

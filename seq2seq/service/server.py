@@ -6,8 +6,8 @@ versions they follow (versions.py), and a shutdown that drains those threads fir
                                           with its batcher, the versions' watcher, and the
                                           app; Connection's limits on every connection
     server.serve_forever()               until should_exit, or SIGINT / SIGTERM
-    server.close()                       the watcher and the batchers stopped, the socket
-                                          closed
+    server.close()                       the watcher, the improvements started and the
+                                          batchers stopped, the socket closed
 
 seq2seq/serve.py (the command) runs one in this process, or one per worker process; the
 tests run one in a thread (tests/helpers.py's `running`).
@@ -94,6 +94,8 @@ class Server(uvicorn.Server):
 
     def close(self) -> None:
         self.watcher.stop()
+        if improvements := self.config.app.state.core.improvements:
+            improvements.stop()  # none runs on alone (improving.py)
         for model in self.models.all:
             model.batcher.stop(wait=not self.force_exit)  # a second signal: the batch is left
         self.socket.close()

@@ -14,9 +14,17 @@ for a pair every N new suggestions, in the background, and /info says how the la
 
 With serve.workers, each worker counts and starts its own; the command itself lets one run
 at a time per experiment (the others end at once, saying so in the log).
+
+None runs on without the service that started it: its stop (Server.close) ends each with a
+SIGTERM (training saves and exits; `ended: stopped with the service` in the log), and a
+service killed outright is noticed by the child itself (improve.py's end_with_starter: its
+parent gone, it stops as on a SIGTERM).
 """
 
+import contextlib
 import datetime
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -25,10 +33,11 @@ from pathlib import Path
 from seq2seq.config import ServeConfig, load_config
 from seq2seq.localization.suggestions import Suggestions
 from seq2seq.serving.models import Models
-from seq2seq.support.paths import IMPROVE_LOG, VERSIONS, served_version
+from seq2seq.support.paths import IMPROVE_LOG, STARTED_BY, VERSIONS, served_version
 from seq2seq.training import versions
 
 COMMAND = [sys.executable, "-m", "seq2seq.improve"]  # then --config, --suggestions
+STOP_S = 30  # seconds a child has to end after a SIGTERM (training: its step, then a save)
 
 
 class Improvements:
@@ -45,6 +54,7 @@ class Improvements:
         self.running: dict[tuple[str, str], subprocess.Popen] = {}
         self.ended: dict[tuple[str, str], int] = {}  # the last child's exit code
         self.lock = threading.Lock()
+        self.stopping = False
 
     def noticed(self, source: str, target: str) -> None:
         """A suggestion from `source` to `target` was kept: start the pair's improvement if
@@ -54,7 +64,7 @@ class Improvements:
             return
         with self.lock:
             count = self.suggestions.count(*pair)
-            if count - self.counted[pair] < self.every or pair in self.running:
+            if count - self.counted[pair] < self.every or pair in self.running or self.stopping:
                 return
             self.counted[pair] = count
             self.running[pair] = self.start(pair)
@@ -70,17 +80,34 @@ class Improvements:
             child = subprocess.Popen(
                 COMMAND + arguments, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, STARTED_BY: str(os.getpid())},
             )  # fmt: skip
         threading.Thread(target=self.wait, args=(pair, child, log_path), daemon=True).start()
         return child
 
     def wait(self, pair: tuple[str, str], child: subprocess.Popen, log_path: Path) -> None:
         code = child.wait()
+        how = "done" if code == 0 else f"failed, exit code {code}"
         with log_path.open("a", encoding="utf-8") as log:
-            log.write(f"{now()} ended: {'done' if code == 0 else f'failed, exit code {code}'}\n")
+            log.write(f"{now()} ended: {'stopped with the service' if self.stopping else how}\n")
         with self.lock:
             self.ended[pair] = code
             del self.running[pair]
+
+    def stop(self) -> None:
+        """No more started; each running ended by a SIGTERM to its process group, a SIGKILL
+        if it is still there STOP_S seconds later."""
+        with self.lock:
+            self.stopping, children = True, list(self.running.values())
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+                os.killpg(child.pid, signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(STOP_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
 
     def state(self) -> dict:
         """/info's "improvement": each pair's (source-target)."""

@@ -52,6 +52,7 @@ VERSION_CONFIG = "config.yaml"  # a version's fine-tuning config
 CURRENT = "current"
 IMPROVING = "improving.lock"  # held (flock) by the improvement under way
 IMPROVE_LOG = "improve.log"  # the output of the improvements the service starts
+STARTED_BY = "SEQ2SEQ_STARTED_BY"  # their environment's: the service's process (its pid)
 IMPROVE_RUN = ".improve"  # runs/<experiment>.improve/, data/<experiment>.improve/: a try's own
 
 EXPORT_CONFIG = "seq2seq.json"

@@ -1,11 +1,14 @@
 """serve.improve_after: every N new suggestions for a pair served from a config, the service
 starts the improvement (here a stand-in command: the real one is tests/training/test_improve.py's)
-as a child process, its output and end in the log, its state in /info; a failure is the log's."""
+as a child process, its output and end in the log, its state in /info; a failure is the log's;
+none runs on once the service is gone."""
 
 import argparse
 import json
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from seq2seq import serve
 from seq2seq.config import add_config_arguments, load_config
 from seq2seq.decoding.engine_choice import add_engine_arguments
 from seq2seq.serving import improving
+from seq2seq.support import files
+from seq2seq.support.paths import STARTED_BY
 
 from helpers import HANG, call, running, wait_until
 
@@ -102,3 +107,55 @@ def test_a_model_not_served_from_a_config_is_not_improved(served, tmp_path, monk
             assert suggest(server.url, "one is one") == 200
             assert improvement(server.url) == {}
     assert not list(tmp_path.rglob("improve.log"))
+
+
+def test_an_improvement_ends_with_the_service_that_started_it(served, monkeypatch):
+    """The service stops while its improvement runs: the improvement is stopped too (a
+    SIGTERM), and the log says so."""
+    waiting = "import os, time; print('pid', os.getpid(), flush=True); time.sleep(600)"
+    monkeypatch.setattr(improving, "COMMAND", [sys.executable, "-c", waiting])
+    settings = {"suggestions": True, "suggestions_file": "s.db", "improve_after": 1}
+    with running(served("--config", "config.yaml"), **settings) as server:
+        assert suggest(server.url, "one is one") == 200
+        wait_until(lambda: LOG.is_file() and "pid " in LOG.read_text(), "the improvement")
+        assert improvement(server.url)["en-digits"]["running"]
+    pid = int(LOG.read_text().split("pid ")[1].split()[0])
+    assert not files.running(pid)
+    wait_until(ended(1), "the log's last line")
+    assert "ended: stopped with the service" in LOG.read_text()
+
+
+def test_an_improvement_whose_service_was_killed_stops_itself(tmp_path):
+    """The service that started an improvement killed outright (SIGKILL: nothing of it runs
+    to stop its children): the improvement sees it gone and stops, as on a SIGTERM."""
+    said = tmp_path / "improvement.err"
+    improvement = (
+        "from seq2seq.improve import end_with_starter; end_with_starter(); "
+        "import time; time.sleep(600)"
+    )
+    service = (
+        "import os, subprocess, sys, time; "
+        f"child = subprocess.Popen([sys.executable, '-c', {improvement!r}], "
+        f"stderr=open({str(said)!r}, 'w'), "
+        f"env={{**os.environ, {STARTED_BY!r}: str(os.getpid())}}); "
+        "print(child.pid, flush=True); time.sleep(600)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", service], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    time.sleep(1)  # (the child under way: its watch started, or about to)
+    parent.kill()
+    parent.wait()
+    wait_until(lambda: not alive(child), "the improvement to stop", timeout=HANG)
+    assert (
+        f"the service that started this (process {parent.pid}) is gone: stopping"
+        in said.read_text()
+    )
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
