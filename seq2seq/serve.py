@@ -34,7 +34,9 @@ then exits.
 
 With serve.workers N, this process binds the socket and starts N workers (supervise), each
 all of the above on that socket with its own engine; it then watches them, replacing one that
-dies, and passes a Ctrl-C or SIGTERM on to each. With serve.metrics, GET /metrics sums the
+dies, and passes a Ctrl-C or SIGTERM on to each. The socket listens once the models are
+loaded (the first worker's): before, a connection is refused, not kept waiting (a proxy tries
+another replica); the `serving ... at URL` line says when. With serve.metrics, GET /metrics sums the
 figures of every worker (seq2seq/service/prometheus.py: a folder they share while they run).
 """
 
@@ -49,6 +51,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -69,7 +73,7 @@ from seq2seq.support.errors import Interrupted, UserError, command_parser, run_c
 try:  # the service's dependencies: one line, not a traceback, if they are missing
     from seq2seq.service.prometheus import forget, shared_between_workers
     from seq2seq.service.server import Server
-    from seq2seq.serving.protocol import listen
+    from seq2seq.serving.protocol import bind
 except ImportError as missing:
     package = (missing.name or "").partition(".")[0]  # uvicorn, not uvicorn.protocols
     sys.exit(f'error: the service needs {package}: pip install -e ".[serve]"')
@@ -77,7 +81,7 @@ except ImportError as missing:
 
 class Worker(NamedTuple):
     process: multiprocessing.Process
-    ready: multiprocessing.synchronize.Event  # set once its engine is loaded
+    ready: multiprocessing.synchronize.Event  # set once it listens (its models loaded)
 
 
 def serve(server: Server) -> None:
@@ -118,15 +122,15 @@ def main(argv: list[str] | None = None) -> None:
         del engines  # the server's: a version swapped in frees the engine loaded now
         engine = described(server.models.default.engine)  # the first: loaded at start
         page = Server.address(server.socket, config.serve.url_prefix)
-        say(f"serving {path} ({engine}) at {page} (Ctrl-C to stop)")
+        server.on_listening = partial(say, f"serving {path} ({engine}) at {page} (Ctrl-C to stop)")
         serve(server)
         return
     del engines  # each worker loads its own (a cached export is now made: they find it)
-    sock = listen(config.serve.host, config.serve.port)
+    sock = bind(config.serve.host, config.serve.port)
     url = Server.address(sock, config.serve.url_prefix)
-    say(f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)")
+    line = f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)"
     with shared_between_workers(config.serve.metrics):  # GET /metrics: all the workers' figures
-        supervise(sock, config, args)
+        supervise(sock, config, args, partial(say, line))
 
 
 def load(config: Config, args: argparse.Namespace) -> list[Loader]:
@@ -156,38 +160,42 @@ def load(config: Config, args: argparse.Namespace) -> list[Loader]:
 START_TRIES = 3
 
 
-def start_worker(sock: socket.socket, config: Config, args, number: int) -> Worker:
-    """A worker process (spawned: it imports afresh and shares none of the parent's threads)
-    answering on `sock` with its own engine and decoder thread, and the event it sets once
-    its engine is loaded."""
-    spawn = multiprocessing.get_context("spawn")
-    ready = spawn.Event()
-    process = spawn.Process(
-        target=worker, args=(sock, config, args, ready), name=f"worker {number}"
+SPAWN = multiprocessing.get_context("spawn")  # a worker imports afresh: none of our threads
+
+
+def start_worker(sock: socket.socket, config: Config, args, number: int, listening) -> Worker:
+    """A worker process answering on `sock` with its own engine and decoder thread, and the
+    event it sets once it listens (as it sets `listening`, the workers' shared one)."""
+    ready = SPAWN.Event()
+    process = SPAWN.Process(
+        target=worker, args=(sock, config, args, (ready, listening)), name=f"worker {number}"
     )  # fmt: skip
     process.start()
     return Worker(process, ready)
 
 
-def worker(sock: socket.socket, config: Config, args: argparse.Namespace, ready) -> None:
+def worker(sock: socket.socket, config: Config, args: argparse.Namespace, events) -> None:
     """One worker process: its own process group, so that a Ctrl-C at the terminal reaches
-    the parent alone, which passes it on as one SIGTERM."""
+    the parent alone, which passes it on as one SIGTERM. `events`: those to set once it
+    listens."""
     os.setpgrp()
 
     def run(_) -> None:
         server = Server(load(config, args), config.serve, sock)
-        ready.set()
+        server.on_listening = lambda: [event.set() for event in events]
         with contextlib.suppress(Interrupted):  # the parent says that it stopped
             serve(server)
 
     run_cli(run)
 
 
-def supervise(sock: socket.socket, config: Config, args) -> None:
-    """Start serve.workers workers on `sock` and watch them: one that dies is replaced (only
-    the requests it was answering fail), unless it died START_TRIES times in a row before
-    serving: then all stop, with one line. SIGINT or SIGTERM to this process is one SIGTERM
-    to each worker (a graceful stop)."""
+def supervise(sock: socket.socket, config: Config, args, listening: Callable[[], None]) -> None:
+    """Start serve.workers workers on `sock` and watch them: `listening()` once the first
+    listens; one that dies is replaced (only the requests it was answering fail), unless it
+    died START_TRIES times in a row before serving: then all stop, with one line. SIGINT or
+    SIGTERM to this process is one SIGTERM to each worker (a graceful stop)."""
+    first = SPAWN.Event()
+    threading.Thread(target=lambda: first.wait() and listening(), daemon=True).start()
     workers: dict[int, Worker] = {}
     signals: list[int] = []
     stopped: set[int] = set()  # the workers sent a SIGTERM
@@ -205,7 +213,7 @@ def supervise(sock: socket.socket, config: Config, args) -> None:
     for signal_number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signal_number, on_signal)
     for number in range(1, config.serve.workers + 1):
-        workers[number] = start_worker(sock, config, args, number)
+        workers[number] = start_worker(sock, config, args, number, first)
     failed_starts = dict.fromkeys(workers, 0)
     while not signals:
         by_sentinel = {process.sentinel: number for number, (process, _) in workers.items()}
@@ -218,7 +226,7 @@ def supervise(sock: socket.socket, config: Config, args) -> None:
         if signals or failed_starts[number] == START_TRIES:
             break
         warn(f"{dead.name} stopped ({ending(dead.exitcode)}): starting another in its place")
-        workers[number] = start_worker(sock, config, args, number)
+        workers[number] = start_worker(sock, config, args, number, first)
     stop_all()  # a worker started as the signal came gets it too
     for process, _ in workers.values():
         process.join()

@@ -2,7 +2,7 @@
 a decoder thread per model (models.py, batcher.py) beside it, the thread that swaps in the
 versions they follow (versions.py), and a shutdown that drains those threads first.
 
-    Server(engines, settings[, socket])  the socket (protocol.py's listen), the models, each
+    Server(engines, settings[, socket])  the socket (protocol.py's bind), the models, each
                                           with its batcher, the versions' watcher, and the
                                           app; Connection's limits on every connection
     server.serve_forever()               until should_exit, or SIGINT / SIGTERM
@@ -15,6 +15,7 @@ tests run one in a thread (tests/helpers.py's `running`).
 
 import asyncio
 import socket
+from collections.abc import Callable
 
 import uvicorn
 
@@ -23,7 +24,7 @@ from seq2seq.decoding.engines import Engine
 from seq2seq.service.app import build_app
 from seq2seq.serving.loaders import Loader
 from seq2seq.serving.models import Models
-from seq2seq.serving.protocol import Connection, OutOfFiles, allow_connections, listen
+from seq2seq.serving.protocol import Connection, OutOfFiles, allow_connections, bind
 from seq2seq.serving.versions import Watcher
 
 
@@ -40,7 +41,8 @@ class Server(uvicorn.Server):
     ):
         """`models`: the models to serve (serve.py's load_models), or engines loaded already."""
         allow_connections(settings)
-        self.socket = sock or listen(settings.host, settings.port)
+        self.socket = sock or bind(settings.host, settings.port)  # listening once it serves
+        self.on_listening: Callable[[], None] | None = None  # called once it listens
         loaders = [m if isinstance(m, Loader) else Loader.of(m) for m in models]
         self.models = Models.load(loaders, settings)
         self.watcher = Watcher(self.models.all, settings.watch_versions_s)
@@ -84,8 +86,12 @@ class Server(uvicorn.Server):
         self.run(sockets=[self.socket])
 
     async def startup(self, sockets=None) -> None:
+        """The socket listening (asyncio's create_server, uvicorn's backlog: 2048 waiting),
+        then on_listening."""
         asyncio.get_running_loop().set_exception_handler(OutOfFiles())
         await super().startup(sockets)
+        if self.started and self.on_listening:
+            self.on_listening()
 
     async def shutdown(self, sockets=None) -> None:
         for model in self.models.all:

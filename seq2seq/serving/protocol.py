@@ -1,6 +1,9 @@
 """The service's HTTP/1.1 connections, its socket and its open files, below the routes.
 
-    listen(host, port): the socket, bound before uvicorn starts (a port in use: one line)
+    bind(host, port): the socket, bound before the models load (a port in use: one line),
+      listening only once uvicorn serves on it (asyncio's create_server): until then a
+      connection is refused, not kept waiting, so that a proxy tries another replica and a
+      probe fails at once while the models load
     allow_connections(settings): the soft limit on open files raised (allow_files) for
       serve.max_connections + SPARE_FILES, or one line saying why it cannot be
     uvicorn (HTTP/1.1 parsed by h11, strictly), one Connection a client connection:
@@ -193,8 +196,9 @@ class OutOfFiles:
             )
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to host:port and listening, or one line saying why it cannot be."""
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, not yet listening (the module's docstring), or one line
+    saying why it cannot be."""
     try:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # IPPROTO_TCP, not 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on the
@@ -205,5 +209,4 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as error:
         raise UserError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    sock.listen(2048)  # from now on, connections wait to be accepted (uvicorn's backlog)
     return sock

@@ -16,7 +16,7 @@ from test_translate_file import upload, word_document
 
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.service.server import Server
-from seq2seq.serving.protocol import listen
+from seq2seq.serving.protocol import bind
 
 from helpers import HANG, call, running
 
@@ -140,7 +140,7 @@ def test_metrics_name_the_routes_without_the_prefix(served):
 
 
 def test_the_address_printed_is_the_pages_under_the_prefix():
-    sock = listen("127.0.0.1", 0)
+    sock = bind("127.0.0.1", 0)
     try:
         port = sock.getsockname()[1]
         assert Server.address(sock, PREFIX) == f"http://127.0.0.1:{port}{PREFIX}/"

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -21,7 +22,10 @@ from benchmarks.service.process import stop_server
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.config import ServeConfig
+from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
+from seq2seq.service.server import Server
+from seq2seq.serving.protocol import bind
 from seq2seq.support.errors import run_cli
 
 from helpers import (
@@ -252,3 +256,29 @@ def test_the_default_engine_translates_with_ctranslate2_and_draws_attention(seed
         assert info["attention"] is True and info["engine"].startswith("ctranslate2")
     finally:
         stop_server(process)
+
+
+def test_a_connection_is_refused_until_the_service_listens_not_kept_waiting(
+    trained_numbers_checkpoint,
+):
+    """The socket is bound before the model loads (a port in use: one line, at once), but
+    listens only once the server serves: a connection meanwhile is refused at once, not kept
+    waiting (a proxy tries another replica; a probe fails), and on_listening (the command's
+    `serving ... at URL` line) comes once it listens."""
+    sock = bind("127.0.0.1", 0)
+    address = sock.getsockname()[:2]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=HANG)
+    server = Server([TorchEngine(trained_numbers_checkpoint[0])], ServeConfig(), sock)
+    listening = threading.Event()
+    server.on_listening = listening.set
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        assert listening.wait(HANG)
+        status, answer, _ = call(server.url, "POST", "/translate", {"text": ["one is one"]})
+        assert (status, answer["translations"]) == (200, ["1 la 1"])
+    finally:
+        server.should_exit = True
+        thread.join()
+        server.close()
