@@ -143,6 +143,12 @@ class Keys:
     # The same an hour, and a day (LibreTranslate's --hourly-req-limit, --daily-req-limit).
     requests_per_hour: Annotated[int, ">= 0"] = 0
     requests_per_day: Annotated[int, ">= 0"] = 0  # see requests_per_hour
+    # Where the rate limits above (a key's and suggestions_per_hour too) are counted: "" in
+    # each process, or a storage every instance shares, as a URI of the `limits` library
+    # (Flask-Limiter's): redis://HOST:6379/0, valkey://..., memcached://... (the extra
+    # seq2seq[replicas]). There, at most N in any window; the storage gone, each instance
+    # counts alone until it answers again (said in the log, /metrics' seq2seq_limits_storage_up).
+    limits_storage: str = ""
 
 
 @dataclass

@@ -22,7 +22,8 @@ route, a 404, and nothing below is installed), through the official client, prom
          {pair, model} (texts answered with no letter or digit: bare_answers; a job's texts
          are its sentences, core.py's), then refresh()
     refresh(), after each batch and at each scrape: the gauges seq2seq_queue_sentences
-      {pair, model} (sentences waiting) and seq2seq_models_loaded {pair, model, engine}
+      {pair, model} (sentences waiting), seq2seq_models_loaded {pair, model, engine} and,
+      with serve.limits_storage, seq2seq_limits_storage_up (shared_limits.py)
     GET /metrics -> Metrics.answer: serve.metrics_auth_token set and not the request's
       `Authorization: Bearer TOKEN` -> 401 (LibreTranslate's answer); else the figures
 
@@ -62,6 +63,7 @@ from seq2seq.serving.batcher import Batcher, Job
 from seq2seq.serving.checks import REASONS
 from seq2seq.serving.core import CONFIDENCES, PAIR, REMEMBERED
 from seq2seq.serving.models import Models
+from seq2seq.serving.shared_limits import SharedLimits
 from seq2seq.text.placeholders import bare
 
 SHARED = "PROMETHEUS_MULTIPROC_DIR"  # prometheus_client's: where each process writes its figures
@@ -98,6 +100,8 @@ class Metrics:
         self.engines: dict[Batcher, str] = {}  # each model's engine, once it has been loaded
         self.answered: dict[tuple, tuple] = {}  # (route, pair, status) -> its series
         self.owners = {model.batcher: model for model in models.all}
+        storage = settings.limits_storage
+        self.limits_storage = SharedLimits.at(storage) if storage else None
         for batcher in self.owners:
             batcher.on_batch = self.batch_done
         self.refresh()
@@ -179,6 +183,13 @@ class Metrics:
             registry=into,
             multiprocess_mode="livesum",
         )
+        self.storage_up = Gauge(
+            "seq2seq_limits_storage_up",
+            "1 while serve.limits_storage answers, 0 while each instance counts its clients' "
+            "limits alone (with several workers: in how many it answers)",
+            registry=into,
+            multiprocess_mode="livesum",
+        )
 
     def request_done(self, route: str, pair: str, status: int, seconds: float) -> None:
         """(The event loop.) One answered request counted; its labels' series are looked up
@@ -214,8 +225,10 @@ class Metrics:
         self.refresh()
 
     def refresh(self) -> None:
-        """The gauges as they are now: each model's waiting sentences, and whether it is loaded
-        (labelled with its engine, once it has been)."""
+        """The gauges as they are now: each model's waiting sentences, whether it is loaded
+        (labelled with its engine, once it has been), whether serve.limits_storage answers."""
+        if self.limits_storage is not None:
+            self.storage_up.set(self.limits_storage.up)
         for model in self.models.all:
             self.queued.labels(model.pair, model.name).set(model.batcher.queued_sentences())
             engine = model.engine

@@ -52,7 +52,8 @@ class Suggest:
         on, most = self.settings.suggestions, self.settings.suggestions_per_hour
         self.suggestions = suggestions if on else None
         rate = f"{most} suggestions an hour at most (serve.suggestions_per_hour)"
-        self.suggesters = Buckets(most, 3600, rate)  # by client address, and by key
+        shared = self.settings.limits_storage
+        self.suggesters = Buckets(most, 3600, rate, "suggestions", shared)  # by address, by key
         self.wanted = SuggestionChecks(self.settings.suggestion_chars)
 
     @answers(LIBRETRANSLATE)

@@ -134,8 +134,9 @@ class RateLimit:
     def __init__(self, app, settings: ServeConfig):
         self.app = app
         limits = [(getattr(settings, f"requests_per_{w}"), w, s) for w, s in WINDOWS]
+        storage = settings.limits_storage
         self.buckets = [
-            Buckets(n, s, f"{n} requests per {w} at most (serve.requests_per_{w})")
+            Buckets(n, s, f"{n} requests per {w} at most (serve.requests_per_{w})", w, storage)
             for n, w, s in limits
             if n
         ]

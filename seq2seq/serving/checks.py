@@ -48,6 +48,7 @@ from seq2seq.documents.detection import Detector
 from seq2seq.localization.suggestions import normalised
 from seq2seq.serving.keystore import ApiKeys, KeyLimits
 from seq2seq.serving.refusals import Invalid, OverLimit, Slowdown, Unwanted
+from seq2seq.serving.shared_limits import SharedLimits
 from seq2seq.support.errors import UserError
 from seq2seq.text.placeholders import PLACEABLE
 
@@ -65,18 +66,28 @@ SURE = 90.0
 class Buckets:
     """A token bucket for each client (an address, a key): `size` tokens at once, then one
     every `seconds` / `size` s; `most` says what the limit is, in a Slowdown. Bounded memory,
-    O(1) a take: past most_clients, the least recently seen is forgotten."""
+    O(1) a take: past most_clients, the least recently seen is forgotten. With `storage`
+    (serve.limits_storage), counted there instead, under `name`, for every instance at once
+    (shared_limits.py: at most `size` in any `seconds`); here while it does not answer."""
 
     clock = staticmethod(time.monotonic)
     most_clients = 10_000
 
-    def __init__(self, size: int, seconds: float, most: str = ""):
+    def __init__(
+        self, size: int, seconds: float, most: str = "", name: str = "", storage: str = ""
+    ):
         self.size, self.rate, self.most = size, size / seconds, most
+        self.seconds, self.name = seconds, name
+        self.shared = SharedLimits.at(storage) if storage else None
         # client -> (tokens, when), least recently seen first
         self.buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def take(self, client: str) -> int:
         """Takes one of the client's tokens: 0, or the seconds until it has one."""
+        if self.shared is not None:
+            wait = self.shared.take(self.name, self.size, self.seconds, client)
+            if wait is not None:
+                return wait
         now = self.clock()
         tokens, then = self.buckets.pop(client, (self.size, now))
         tokens = min(self.size, tokens + (now - then) * self.rate)
@@ -114,7 +125,10 @@ class Checks:
         digest, limits = self.keys.limits(presented)
         if limits.requests_per_minute:
             most = f"this API key may make {limits.requests_per_minute} requests per minute at most"
-            self.per_key.setdefault(digest, Buckets(limits.requests_per_minute, 60, most))
+            bucket = Buckets(
+                limits.requests_per_minute, 60, most, "key", self.settings.limits_storage
+            )
+            self.per_key.setdefault(digest, bucket)
             self.per_key[digest].check(digest)
         return Account(digest, limits)
 
