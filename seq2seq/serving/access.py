@@ -15,6 +15,7 @@ checks.py, keystore.py).
         and one that finds none gets 429 {"error": "Slowdown: ..."} with Retry-After
 """
 
+import asyncio
 import ipaddress
 from urllib.parse import urlsplit
 
@@ -140,13 +141,20 @@ class RateLimit:
             for n, w, s in limits
             if n
         ]
+        self.shared = bool(storage)
+
+    def check(self, client: str) -> None:
+        for buckets in self.buckets:
+            buckets.check(client)
 
     async def __call__(self, scope, receive, send) -> None:
         if self.buckets and scope["type"] == "http" and scope["method"] == "POST":
             client = scope["client"][0] if scope.get("client") else ""
             try:
-                for buckets in self.buckets:
-                    buckets.check(client)
+                if self.shared:  # a storage's round trip: off the event loop
+                    await asyncio.to_thread(self.check, client)
+                else:
+                    self.check(client)
             except Slowdown as slow:
                 response = error_response(429, str(slow), {"Retry-After": str(slow.wait_s)})
                 return await response(scope, receive, send)

@@ -13,7 +13,8 @@ replicas behind a balancer, not N times it.
         seq2seq_limits_storage_up)
       in the storage: at most `size` in any `seconds` for (name, client) (limits' moving
       window, atomic in Redis: exact across instances); `name` keeps each limit's counts
-      apart (requests_per_minute, a key's, suggestions)
+      apart (requests_per_minute, a key's, suggestions); a round trip a take (access.py's
+      RateLimit, every POST: in a worker thread, off the event loop)
 """
 
 import functools
@@ -23,7 +24,7 @@ import time
 
 from seq2seq.support.errors import UserError, say
 
-TIMEOUT_S = 0.5  # a storage call's wait at most (it runs on the event loop)
+TIMEOUT_S = 0.5  # a storage call's wait at most (a key's and suggestions' on the event loop)
 RETRY_S = 5.0  # after a failure, seconds counted in-process before the storage is tried again
 
 
