@@ -67,6 +67,7 @@ from seq2seq.decoding.engine_choice import (
     described,
     load_engine,
 )
+from seq2seq.serve_options import environment_settings
 from seq2seq.serving.loaders import Loader, load_models, served
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, say, warn
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8000; 0: any free)")
     args = parser.parse_intermixed_args(argv)
-    overrides = list(args.overrides)
+    overrides = [*environment(args.config), *args.overrides]
     if args.host is not None:
         overrides.append(f"serve.host={args.host}")
     if args.port is not None:
@@ -131,6 +132,21 @@ def main(argv: list[str] | None = None) -> None:
     line = f"serving {path} at {url} with {config.serve.workers} workers (Ctrl-C to stop)"
     with shared_between_workers(config.serve.metrics):  # GET /metrics: all the workers' figures
         supervise(sock, config, args, partial(say, line))
+
+
+def environment(config: str) -> list[str]:
+    """The serve settings the environment sets (serve_options.py's environment_settings),
+    each checked against the config alone, so that a mistake names its variable; said in one
+    line."""
+    found = environment_settings(dict(os.environ))
+    for name, setting in found:
+        try:
+            load_config(config, [setting])
+        except UserError as error:
+            raise UserError(f"{name}={os.environ[name]}: {error}") from None
+    if found:
+        say("from the environment: " + ", ".join(f"{s} ({name})" for name, s in found))
+    return [setting for _, setting in found]
 
 
 def load(config: Config, args: argparse.Namespace) -> list[Loader]:

@@ -272,3 +272,57 @@ CONCERNS = (
 @dataclass
 class ServeConfig(*reversed(CONCERNS)):
     """python -m seq2seq.serve: where it listens, and what one request or batch may hold."""
+
+
+# The service configured by its environment, as a container is (docs/deploy.md): SERVE_ENV
+# followed by a field's name sets it (SEQ2SEQ_SERVE_PORT=5000: serve.port=5000, its value read
+# as YAML), and LibreTranslate's own LT_ names set the field that means the same, each value
+# as LibreTranslate reads it (its -1: none, our 0; its DISABLE_ flags: our switches off).
+# The command line's key=value settings come after: they win.
+SERVE_ENV = "SEQ2SEQ_SERVE_"
+
+
+def as_given(value: str) -> str:
+    return value
+
+
+def none_if_negative(value: str) -> str:
+    return "0" if value.strip().startswith("-") else value
+
+
+def switched_off(value: str) -> str:
+    return "false" if value.strip().lower() in ("1", "true", "yes", "on") else "true"
+
+
+LIBRETRANSLATE_ENV = {
+    "LT_HOST": ("host", as_given),
+    "LT_PORT": ("port", as_given),
+    "LT_URL_PREFIX": ("url_prefix", as_given),
+    "LT_REQ_LIMIT": ("requests_per_minute", none_if_negative),
+    "LT_HOURLY_REQ_LIMIT": ("requests_per_hour", none_if_negative),
+    "LT_DAILY_REQ_LIMIT": ("requests_per_day", none_if_negative),
+    "LT_REQ_LIMIT_STORAGE": ("limits_storage", as_given),
+    "LT_GET_API_KEY_LINK": ("api_key_link", as_given),
+    "LT_FRONTEND_LANGUAGE_SOURCE": ("frontend_source", as_given),
+    "LT_FRONTEND_LANGUAGE_TARGET": ("frontend_target", as_given),
+    "LT_FRONTEND_TIMEOUT": ("frontend_timeout_ms", as_given),
+    "LT_SUGGESTIONS": ("suggestions", as_given),
+    "LT_DISABLE_WEB_UI": ("page", switched_off),
+    "LT_DISABLE_FILES_TRANSLATION": ("files", switched_off),
+    "LT_METRICS": ("metrics", as_given),
+    "LT_METRICS_AUTH_TOKEN": ("metrics_auth_token", as_given),
+}
+
+
+def environment_settings(environ: dict[str, str]) -> list[tuple[str, str]]:
+    """The serve settings the environment sets, each with the variable that set it:
+    [("LT_PORT", "serve.port=5000"), ...], LibreTranslate's first, then ours (ours win)."""
+    found = [
+        (name, f"serve.{field}={read(environ[name])}")
+        for name, (field, read) in LIBRETRANSLATE_ENV.items()
+        if name in environ
+    ]
+    ours = sorted(name for name in environ if name.startswith(SERVE_ENV))
+    return found + [
+        (name, f"serve.{name[len(SERVE_ENV) :].lower()}={environ[name]}") for name in ours
+    ]

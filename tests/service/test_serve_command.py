@@ -26,7 +26,7 @@ from seq2seq.decoding.engines import TorchEngine
 from seq2seq.exports.ctranslate2 import export_ctranslate2
 from seq2seq.service.server import Server
 from seq2seq.serving.protocol import bind
-from seq2seq.support.errors import run_cli
+from seq2seq.support.errors import UserError, run_cli
 
 from helpers import (
     ENV,
@@ -94,6 +94,42 @@ def test_libretranslates_host_and_port_options_set_serve_host_and_port(monkeypat
     with pytest.raises(SystemExit):
         serve.main([])
     assert (asked[1].host, asked[1].port) == (ServeConfig.host, ServeConfig.port)
+
+
+def test_the_environment_sets_serve_settings_by_our_names_and_libretranslates(monkeypatch, capsys):
+    """SEQ2SEQ_SERVE_<FIELD> sets serve.<field>, LibreTranslate's LT_ names the settings
+    that mean the same, read as LibreTranslate reads them (-1: none; DISABLE_: off); ours over
+    LibreTranslate's, the command line's over both; said in one line; a mistake names its
+    variable, before any model is loaded (docs/deploy.md)."""
+    asked = []
+
+    def load(config, args):
+        asked.append(config.serve)
+        raise SystemExit(0)  # before any model is loaded
+
+    monkeypatch.setattr(serve, "load", load)
+    environment = {
+        "LT_PORT": "5000", "LT_REQ_LIMIT": "-1", "LT_HOURLY_REQ_LIMIT": "100",
+        "LT_DISABLE_WEB_UI": "true", "LT_DISABLE_FILES_TRANSLATION": "false",
+        "LT_SUGGESTIONS": "true", "SEQ2SEQ_SERVE_PORT": "5001",
+        "SEQ2SEQ_SERVE_TRUSTED_PROXIES": "[10.0.0.1]",
+    }  # fmt: skip
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit):
+        serve.main(["serve.requests_per_hour=7"])
+    settings = asked[0]
+    assert (settings.port, settings.requests_per_minute, settings.requests_per_hour) == (5001, 0, 7)
+    assert (settings.page, settings.files, settings.suggestions) == (False, True, True)
+    assert settings.trusted_proxies == ["10.0.0.1"]
+    said = capsys.readouterr().err
+    first = "from the environment: serve.port=5000 (LT_PORT), serve.requests_per_minute=0 ("
+    assert first + "LT_REQ_LIMIT)" in said
+    monkeypatch.setenv("SEQ2SEQ_SERVE_MAX_CHAR", "5")
+    with pytest.raises(
+        UserError, match=r"SEQ2SEQ_SERVE_MAX_CHAR=5: .*did you mean 'serve.max_chars'"
+    ):
+        serve.main([])
 
 
 @pytest.mark.slow
