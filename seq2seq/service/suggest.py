@@ -38,6 +38,7 @@ from seq2seq.serving.checks import Buckets, SuggestionChecks, is_copy
 from seq2seq.serving.core import Core
 from seq2seq.serving.keystore import digest
 from seq2seq.serving.refusals import Busy, Slowdown, Unwanted
+from seq2seq.support.errors import warn
 
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
 REFUSED = "seq2seq.refused"  # why a suggestion was refused, in its ASGI scope (prometheus.py)
@@ -98,15 +99,19 @@ class Suggest:
     def keep(self, q: str, s: str, source: str, target: str, translated: str | None) -> None:
         """(A worker thread: the detector's first use loads it.) The suggestion checked
         (SuggestionChecks: Unwanted; `translated`: the model's translation of a copy), then
-        kept; Busy if another writer (an import) holds the file past SQLite's wait."""
+        kept; Busy (a 503 to try again, nothing kept) if another writer (an import) holds the
+        file past SQLite's wait, or the file cannot be written (a disk full, failing or
+        gone: said on stderr too; translations are answered all the same)."""
         self.wanted.check(q, s, source, target, translated)
         try:
             self.suggestions.add(q, s, source, target)
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error):
-                raise
-            held = f"{self.suggestions.path} is held by another writer (an import?)"
-            raise Busy(f"{held}: try again in a moment") from None
+            path = self.suggestions.path
+            if "locked" in str(error):
+                held = f"{path} is held by another writer (an import?)"
+                raise Busy(f"{held}: try again in a moment") from None
+            warn(f"{path}: a suggestion could not be kept: {error}")
+            raise Busy(f"suggestions cannot be kept now ({error}): try again later") from None
 
 
 def suggested(fields: dict, name: str) -> str:

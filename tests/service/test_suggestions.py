@@ -196,3 +196,24 @@ def test_an_import_lets_the_services_suggestions_in_between_its_chunks(tmp_path,
         service.count("en", "de") == len(pairs) and service.recall("text 7", "en", "de") == "Text 7"
     )
     assert service.recall(ONE["q"], "en", "digits") == ONE["s"]
+
+
+def test_a_file_that_cannot_be_written_is_a_503_and_translations_go_on(
+    trained_numbers_checkpoint, tmp_path, monkeypatch, capsys
+):
+    """The suggestions file fails (a disk full or failing): the suggestion gets a 503 to try
+    again later, nothing kept, the failure said on stderr; translations are answered."""
+
+    def failing(*args) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
+    with running(model, **on) as server:
+        monkeypatch.setattr(Suggestions, "add", failing)
+        status, answer, headers = call(server.url, "POST", "/suggest", ONE)
+        translated = call(server.url, "POST", "/translate", {"text": [ONE["q"]]})[0]
+    assert (status, headers["Retry-After"], translated) == (503, "1", 200)
+    assert "database or disk is full" in answer["error"]
+    assert "a suggestion could not be kept: database or disk is full" in capsys.readouterr().err
+    assert rows(tmp_path / "s.db") == []
