@@ -13,6 +13,8 @@ request's checks to the core, the models' batchers and versions, and the stores.
                        SQLite, each key with limits of its own: python -m seq2seq.keys)
     checks.py          each request's checks, in one place: its key, texts, sentences, beams;
                        the one token bucket behind every rate limit
+    shared_limits.py   serve.limits_storage: those limits counted in Redis (or another
+                       storage of the limits library) for every instance at once
     batcher.py         one thread that decodes the requests' sentences a batch at a time
     confidences.py     how sure each sentence answered is (its models' calibrations, a
                        pivot's hops multiplied), and what a request's min_confidence withholds
@@ -28,5 +30,6 @@ request's checks to the core, the models' batchers and versions, and the stores.
     glossary_store.py  the glossaries kept, in SQLite (serve.glossaries_file), each key's own
 
 May import: decoding, the model, the text chapters, the config, support; training's versions
-(improving.py: the versions an improvement keeps). Never the routes (service/).
+(improving.py, loaders.py: the versions an improvement keeps, and their verdicts). Never the
+routes (service/).
 """
