@@ -136,16 +136,21 @@ def main(argv: list[str] | None = None) -> None:
 
 def environment(config: str) -> list[str]:
     """The serve settings the environment sets (serve_options.py's environment_settings),
-    each checked against the config alone, so that a mistake names its variable; said in one
-    line."""
+    checked against the config; a mistake names its variable (each tried alone to find it);
+    said in one line."""
     found = environment_settings(dict(os.environ))
-    for name, setting in found:
-        try:
-            load_config(config, [setting])
-        except UserError as error:
-            raise UserError(f"{name}={os.environ[name]}: {error}") from None
-    if found:
-        say("from the environment: " + ", ".join(f"{s} ({name})" for name, s in found))
+    if not found:
+        return []
+    try:
+        load_config(config, [setting for _, setting in found])
+    except UserError:
+        for name, setting in found:
+            try:
+                load_config(config, [setting])
+            except UserError as error:
+                raise UserError(f"{name}={os.environ[name]}: {error}") from None
+        raise
+    say("from the environment: " + ", ".join(f"{s} ({name})" for name, s in found))
     return [setting for _, setting in found]
 
 

@@ -124,11 +124,11 @@ class Checks:
         (serve.keys_required); Slowdown past its own requests a minute."""
         digest, limits = self.keys.limits(presented)
         if limits.requests_per_minute:
-            most = f"this API key may make {limits.requests_per_minute} requests per minute at most"
-            bucket = Buckets(
-                limits.requests_per_minute, 60, most, "key", self.settings.limits_storage
-            )
-            self.per_key.setdefault(digest, bucket)
+            if digest not in self.per_key:
+                per_minute = limits.requests_per_minute
+                most = f"this API key may make {per_minute} requests per minute at most"
+                storage = self.settings.limits_storage
+                self.per_key[digest] = Buckets(per_minute, 60, most, "key", storage)
             self.per_key[digest].check(digest)
         return Account(digest, limits)
 

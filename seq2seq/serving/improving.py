@@ -106,7 +106,8 @@ class Improvements:
             try:
                 child.wait(STOP_S)
             except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+                    os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
 
     def state(self) -> dict:
