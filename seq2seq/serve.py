@@ -69,6 +69,7 @@ from seq2seq.decoding.engine_choice import (
 )
 from seq2seq.serve_options import environment_settings
 from seq2seq.serving.loaders import Loader, load_models, served
+from seq2seq.support.database import answers
 from seq2seq.support.errors import Interrupted, UserError, command_parser, run_cli, say, warn
 
 try:  # the service's dependencies: one line, not a traceback, if they are missing
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.port is not None:
         overrides.append(f"serve.port={args.port}")
     config = load_config(args.config, overrides)
+    if config.serve.database:
+        answers(config.serve.database, "serve.database")
     engines = load(config, args)  # the same errors as one worker's, said once, before any
     path = ", ".join(map(str, args.model)) or engines[0].path  # a version: its checkpoint
     if config.serve.workers == 1:

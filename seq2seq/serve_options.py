@@ -239,6 +239,11 @@ class FilesAndSuggestions:
     # The glossaries kept by DeepL's routes (POST /v2/glossaries; seq2seq/service/glossaries.py):
     # SQLite, relative to the working directory, as runs/ is; made when the first one comes.
     glossaries_file: str = "runs/glossaries.db"
+    # Where several instances of the service keep their state together: a PostgreSQL URL
+    # (postgresql://USER:PASSWORD@HOST:PORT/DATABASE; psycopg, the extra seq2seq[replicas];
+    # its tables made by the service), which then holds the glossaries in place of
+    # glossaries_file (docs/deploy.md). "": each kept in its own SQLite file, as above.
+    database: str = ""
 
 
 @dataclass

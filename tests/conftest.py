@@ -1,8 +1,10 @@
 """Shared fixtures."""
 
 import os
+import shutil
 from pathlib import Path
 
+import databases
 import pytest
 import torch
 from filelock import FileLock
@@ -116,3 +118,32 @@ def trained_numbers_model(trained_numbers_checkpoint):
 @pytest.fixture(scope="module")
 def seed_model(seed_run) -> TorchEngine:
     return TorchEngine(load_checkpoint(seed_run / "best.pt"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session (tests/databases.py): its URL without a database."""
+    if databases.POSTGRES_BIN is None:
+        pytest.skip("no PostgreSQL server (apt install postgresql)")
+    pytest.importorskip("psycopg", reason="PostgreSQL is the extra seq2seq[replicas]")
+    port = databases.free_port()
+    process, folder = databases.start_postgres(port)
+    yield f"postgresql://postgres@127.0.0.1:{port}"
+    process.terminate()
+    process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgresql(postgres_server) -> str:
+    """A new, empty PostgreSQL database: its URL."""
+    return databases.new_database(postgres_server)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request, tmp_path) -> str:
+    """Where a store keeps its state, once in each kind of database: an SQLite file's path, a
+    new PostgreSQL database's URL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state.db")
+    return request.getfixturevalue("postgresql")

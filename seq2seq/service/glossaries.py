@@ -47,7 +47,6 @@ LibreTranslate's source "auto": a 400),
 
 import asyncio
 import json
-from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -101,7 +100,7 @@ class Glossaries:
 
     def __init__(self, core: Core):
         self.core = core
-        self.store = GlossaryStore(Path(core.settings.glossaries_file))
+        self.store = GlossaryStore(core.settings.database or core.settings.glossaries_file)
 
     def routes(self) -> list[Route]:
         return [

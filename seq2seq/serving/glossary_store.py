@@ -1,10 +1,12 @@
-"""The service's glossaries, kept in SQLite (serve.glossaries_file) beside its other state:
-a glossary (DeepL's) holds dictionaries, each one pair's entries; each change is one
-transaction, so that a glossary is kept whole or not at all, and gone at once.
+"""The service's glossaries, kept beside its other state: in SQLite (serve.glossaries_file),
+or in PostgreSQL, shared by every instance (serve.database; support/database.py); a glossary
+(DeepL's) holds dictionaries, each one pair's entries; each change is one transaction, so that
+a glossary is kept whole or not at all, and gone at once.
 
-    GlossaryStore(path)          opened at the first use (its folder and tables made then; a
-                                 file of an earlier version, each glossary one pair, read as
-                                 glossaries of one dictionary)
+    GlossaryStore(where)         a file's path or a postgresql:// URL, opened at the first use
+                                 (its folder and tables made then; an SQLite file of an earlier
+                                 version, each glossary one pair, read as glossaries of one
+                                 dictionary)
       create(name, dictionaries, owner) -> its Stored facts, with a new id (a UUID, as
                                  DeepL's glossary_id); past MAX_GLOSSARIES of the owner's: a
                                  GlossaryError
@@ -22,42 +24,36 @@ transaction, so that a glossary is kept whole or not at all, and gone at once.
     dictionaries(glossary, source_lang, target_lang, entry_count, entries)
       entries   a JSON list of [source, target], in their order
 
-The connection is shared by the threads of one process (a lock), the file by serve.workers
-(SQLite's locking).
+The connection is shared by the threads of one process, the database by serve.workers and
+by other instances (one writer at a time: Database.transaction).
 """
 
 import datetime
 import json
-import sqlite3
-import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from seq2seq.localization.glossary import MAX_ENTRIES, Glossary, GlossaryError
-from seq2seq.support.files import shared_database
+from seq2seq.support.database import Database, DatabaseFailed, open_database
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS glossaries (
-    id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    name TEXT NOT NULL,
-    created_at TEXT NOT NULL
-)"""
-DICTIONARIES = """CREATE TABLE IF NOT EXISTS dictionaries (
-    glossary TEXT NOT NULL,
+GLOSSARIES = (
+    "id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, created_at TEXT NOT NULL"
+)
+DICTIONARIES = """glossary TEXT NOT NULL,
     source_lang TEXT NOT NULL,
     target_lang TEXT NOT NULL,
     entry_count INTEGER NOT NULL,
     entries TEXT NOT NULL,
-    PRIMARY KEY (glossary, source_lang, target_lang)
-)"""
+    PRIMARY KEY (glossary, source_lang, target_lang)"""
 EARLIER = ("source_lang", "target_lang", "entry_count", "entries")  # glossaries' columns once
 MAX_GLOSSARIES = 1000  # an owner's, at most (DeepL's, an account's)
 Pair = tuple[str, str]  # (source_lang, target_lang)
 
 
 class StoreFailed(Exception):
-    """The glossaries file cannot be opened or written: the server's fault, not the request's."""
+    """The glossaries' database cannot be opened or written: the server's fault, not the
+    request's."""
 
 
 @dataclass(frozen=True)
@@ -88,37 +84,20 @@ class Stored:
 
 
 class GlossaryStore:
-    """The glossaries file; opened (made if need be) when first used."""
+    """The glossaries' database; its tables made (and migrated) when first used."""
 
-    def __init__(self, path: Path):
-        self.path, self.connection, self.lock = path, None, threading.Lock()
+    def __init__(self, where: str | Path):
+        self.db, self.made = open_database(where, "glossaries"), False
 
     def transaction(self, work):
-        """work(connection) in one transaction (a writer's from its start): what it returns."""
-        with self.lock:
-            try:
-                connection = self.connected()
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    done = work(connection)
-                except BaseException:
-                    connection.rollback()
-                    raise
-                connection.commit()
-                return done
-            except (OSError, sqlite3.Error) as error:
-                raise StoreFailed(f"{self.path}: cannot keep glossaries there: {error}") from None
-
-    def connected(self) -> sqlite3.Connection:
-        if self.connection is None:
-            connection = shared_database(self.path, SCHEMA)
-            connection.isolation_level = None  # transactions: BEGIN IMMEDIATE, here
-            connection.execute(DICTIONARIES)
-            connection.execute("BEGIN IMMEDIATE")  # one worker migrates, the others wait
-            migrated(connection)
-            connection.commit()
-            self.connection = connection
-        return self.connection
+        """work(db) in one transaction (one writer at a time): what it returns."""
+        try:
+            if not self.made:
+                self.db.transaction(made)  # one worker makes and migrates, the others wait
+                self.made = True
+            return self.db.transaction(work)
+        except DatabaseFailed as error:
+            raise StoreFailed(str(error)) from None
 
     def create(self, name: str, dictionaries: list[Glossary], owner: str) -> Stored:
         """Keeps a glossary of `dictionaries` for `owner` (a GlossaryError past
@@ -126,41 +105,39 @@ class GlossaryStore:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
         id_, created = str(uuid.uuid4()), now.replace("+00:00", "Z")
 
-        def create(connection) -> Stored:
+        def create(db) -> Stored:
             count = "SELECT count(*) FROM glossaries WHERE owner = ?"
-            if connection.execute(count, (owner,)).fetchone()[0] >= MAX_GLOSSARIES:
+            if db.execute(count, (owner,)).fetchone()[0] >= MAX_GLOSSARIES:
                 raise GlossaryError(
                     f"{MAX_GLOSSARIES:,} glossaries are kept at most: delete one first "
                     "(DELETE /v2/glossaries/ID)"
                 )
-            connection.execute(
-                "INSERT INTO glossaries VALUES (?, ?, ?, ?)", (id_, owner, name, created)
-            )
+            db.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?)", (id_, owner, name, created))
             for dictionary in dictionaries:
-                write(connection, id_, dictionary)
-            return facts(connection, owner, id_)[0]
+                write(db, id_, dictionary)
+            return facts(db, owner, id_)[0]
 
         return self.transaction(create)
 
     def listed(self, owner: str) -> list[Stored]:
-        return self.transaction(lambda connection: facts(connection, owner))
+        return self.transaction(lambda db: facts(db, owner))
 
     def get(self, id_: str, owner: str) -> Stored | None:
-        found = self.transaction(lambda connection: facts(connection, owner, id_))
+        found = self.transaction(lambda db: facts(db, owner, id_))
         return found[0] if found else None
 
     def dictionaries(self, id_: str, owner: str, pair: Pair | None = None) -> list | None:
         """The glossary's dictionaries (those of `pair` only, if given), each a Glossary with
         its entries; None: no such glossary of the owner's."""
 
-        def read(connection):
-            rows = connection.execute(
+        def read(db):
+            rows = db.execute(
                 "SELECT name, source_lang, target_lang, entries FROM glossaries JOIN "
                 "dictionaries ON glossary = id WHERE id = ? AND owner = ? ORDER BY "
                 "dictionaries.rowid",
                 (id_, owner),
             ).fetchall()
-            if not rows and not facts(connection, owner, id_):
+            if not rows and not facts(db, owner, id_):
                 return None
             return [
                 Glossary(name, source, target, dict(json.loads(entries)))
@@ -177,24 +154,24 @@ class GlossaryStore:
         source term), or added; in one transaction: its facts after, or None (not one of the
         owner's)."""
 
-        def update(connection):
-            if not facts(connection, owner, id_):
+        def update(db):
+            if not facts(db, owner, id_):
                 return None
             if name is not None:
-                connection.execute("UPDATE glossaries SET name = ? WHERE id = ?", (name, id_))
+                db.execute("UPDATE glossaries SET name = ? WHERE id = ?", (name, id_))
             for dictionary in dictionaries:
-                write(connection, id_, merged(connection, id_, dictionary) if merge else dictionary)
-            return facts(connection, owner, id_)[0]
+                write(db, id_, merged(db, id_, dictionary) if merge else dictionary)
+            return facts(db, owner, id_)[0]
 
         return self.transaction(update)
 
     def drop(self, id_: str, owner: str, pair: Pair) -> bool:
         """Whether the glossary had a dictionary of `pair`, now gone."""
 
-        def drop(connection) -> bool:
-            if not facts(connection, owner, id_):
+        def drop(db) -> bool:
+            if not facts(db, owner, id_):
                 return False
-            return bool(connection.execute(
+            return bool(db.execute(
                 "DELETE FROM dictionaries WHERE glossary = ? AND source_lang = ? AND "
                 "target_lang = ? RETURNING glossary", (id_, *pair),
             ).fetchall())  # fmt: skip
@@ -202,25 +179,32 @@ class GlossaryStore:
         return self.transaction(drop)
 
     def delete(self, id_: str, owner: str) -> bool:
-        def delete(connection) -> bool:
-            if not facts(connection, owner, id_):
+        def delete(db) -> bool:
+            if not facts(db, owner, id_):
                 return False
-            connection.execute("DELETE FROM dictionaries WHERE glossary = ?", (id_,))
-            connection.execute("DELETE FROM glossaries WHERE id = ?", (id_,))
+            db.execute("DELETE FROM dictionaries WHERE glossary = ?", (id_,))
+            db.execute("DELETE FROM glossaries WHERE id = ?", (id_,))
             return True
 
         return self.transaction(delete)
 
     def close(self) -> None:
-        if self.connection is not None:
-            self.connection.close()
+        self.db.close()
 
 
-def facts(connection: sqlite3.Connection, owner: str, id_: str | None = None) -> list[Stored]:
+def made(db: Database) -> None:
+    """The tables, made if need be; an SQLite file of an earlier version migrated."""
+    db.create("glossaries", GLOSSARIES)
+    db.create("dictionaries", DICTIONARIES)
+    if db.kind == "sqlite":
+        migrated(db)
+
+
+def facts(db: Database, owner: str, id_: str | None = None) -> list[Stored]:
     """The owner's glossaries (or the one of id `id_`), oldest first, with their
     dictionaries' pairs and counts: one query."""
     where = "owner = ?" + (" AND id = ?" if id_ else "")
-    rows = connection.execute(
+    rows = db.execute(
         "SELECT id, name, created_at, source_lang, target_lang, entry_count FROM glossaries "
         f"LEFT JOIN dictionaries ON glossary = id WHERE {where} "
         "ORDER BY glossaries.rowid, dictionaries.rowid",
@@ -234,10 +218,10 @@ def facts(connection: sqlite3.Connection, owner: str, id_: str | None = None) ->
     return [Stored(glossary, *kept[:2], tuple(kept[2])) for glossary, kept in found.items()]
 
 
-def merged(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> Glossary:
+def merged(db: Database, id_: str, dictionary: Glossary) -> Glossary:
     """`dictionary`'s entries added to those the glossary keeps for its pair."""
     pair = dictionary.source_lang, dictionary.target_lang
-    kept = connection.execute(
+    kept = db.execute(
         "SELECT entries FROM dictionaries WHERE glossary = ? AND source_lang = ? AND "
         "target_lang = ?", (id_, *pair),
     ).fetchall()  # fmt: skip
@@ -247,25 +231,26 @@ def merged(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> Gl
     return Glossary(dictionary.name, *pair, entries)
 
 
-def write(connection: sqlite3.Connection, id_: str, dictionary: Glossary) -> None:
+def write(db: Database, id_: str, dictionary: Glossary) -> None:
     """The glossary's dictionary of `dictionary`'s pair: it, in place of any kept."""
     entries = json.dumps(list(dictionary.entries.items()), ensure_ascii=False)
-    connection.execute(
-        "INSERT INTO dictionaries VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+    db.execute(
+        "INSERT INTO dictionaries VALUES (?, ?, ?, ?, ?) ON CONFLICT (glossary, source_lang, "
+        "target_lang) DO UPDATE SET "
         "entry_count = excluded.entry_count, entries = excluded.entries",  # in its place
         (id_, dictionary.source_lang, dictionary.target_lang, len(dictionary.entries), entries),
     )
 
 
-def migrated(connection: sqlite3.Connection) -> None:
+def migrated(db: Database) -> None:
     """A file of an earlier version (each glossary one pair, its entries in its row): each
     glossary's entries moved to a dictionary of it."""
-    columns = {row[1] for row in connection.execute("PRAGMA table_info(glossaries)")}
+    columns = {row[1] for row in db.execute("PRAGMA table_info(glossaries)")}
     if "entries" not in columns:
         return
-    connection.execute(
+    db.execute(
         "INSERT OR IGNORE INTO dictionaries SELECT id, source_lang, target_lang, entry_count, "
         "entries FROM glossaries"
     )
     for column in EARLIER:
-        connection.execute(f"ALTER TABLE glossaries DROP COLUMN {column}")
+        db.execute(f"ALTER TABLE glossaries DROP COLUMN {column}")

@@ -206,13 +206,15 @@ def file_hash(path: str | Path) -> str:
 SHARED_DB_BUSY_S = 30  # seconds a writer waits for another (serve.workers share the file)
 
 
-def shared_database(path: Path, schema: str) -> sqlite3.Connection:
+def shared_database(path: Path, schema: str = "") -> sqlite3.Connection:
     """A connection to the SQLite file at `path` that the service's workers share (its folder
-    and `schema` made if need be): WAL (readers never block the writer), each commit synced to
-    disk (synchronous=FULL: a crash loses nothing acknowledged), usable from any thread."""
+    and `schema`, if any, made if need be): WAL (readers never block the writer), each commit
+    synced to disk (synchronous=FULL: a crash loses nothing acknowledged), usable from any
+    thread."""
     path.parent.mkdir(parents=True, exist_ok=True)
     connection = sqlite3.connect(path, timeout=SHARED_DB_BUSY_S, check_same_thread=False)
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=FULL")
-    connection.execute(schema)
+    if schema:
+        connection.execute(schema)
     return connection

@@ -9,6 +9,7 @@ import sqlite3
 from urllib.parse import urlencode, urlsplit
 
 import pytest
+from databases import free_port
 
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
@@ -211,8 +212,8 @@ def test_a_kept_glossary_is_its_owners_and_of_its_pair(numbers):
     raw(url, "DELETE", f"/v2/glossaries/{glossary_id}", deepl())
 
 
-def test_the_store_keeps_each_glossary_whole_within_its_limit(tmp_path, monkeypatch):
-    store = GlossaryStore(tmp_path / "folder" / "g.db")
+def test_the_store_keeps_each_glossary_whole_within_its_limit(database, monkeypatch):
+    store = GlossaryStore(database)
     glossary = Glossary("g", "en", "de", {"Layer": "Ebene", "GIMP": "GIMP"})
     kept = store.create("g", [glossary], "owner")
     assert store.listed("owner") == [kept] and store.listed("other") == []
@@ -225,13 +226,47 @@ def test_the_store_keeps_each_glossary_whole_within_its_limit(tmp_path, monkeypa
     assert store.delete(kept.id, "owner") and not store.delete(kept.id, "owner")
     assert store.listed("owner") == []
     store.close()
+
+
+def test_a_glossary_made_through_one_instance_is_used_through_another(
+    trained_numbers_checkpoint, postgresql, tmp_path
+):
+    """Two instances sharing a PostgreSQL database (serve.database), each with a glossaries
+    file of its own (not used): one keeps a glossary, the other lists it, gives its entries
+    and translates with it."""
+    model = TorchEngine(trained_numbers_checkpoint[0])
+    one, other = ({"database": postgresql, "glossaries_file": str(tmp_path / n)} for n in "ab")
+    with running(model, **one) as one, running(model, **other) as other:
+        status, info = create(one.url)
+        assert status == 201
+        glossary_id = info["glossary_id"]
+        status, listed, _ = call(other.url, "GET", "/v2/glossaries", headers=deepl())
+        assert (status, [kept["glossary_id"] for kept in listed["glossaries"]]) == (
+            200,
+            [glossary_id],
+        )
+        path = f"/v2/glossaries/{glossary_id}/entries"
+        assert raw(other.url, "GET", path, deepl())[:2] == (200, ENTRIES)
+        body = {"text": SENTENCES, "glossary": glossary_id}
+        assert call(other.url, "POST", "/translate", body)[0] == 200
+        assert raw(other.url, "DELETE", f"/v2/glossaries/{glossary_id}", deepl())[0] == 204
+        body = {"text": SENTENCES, "glossary": glossary_id}
+        assert call(one.url, "POST", "/translate", body)[0] == 400  # gone for both
+
+
+def test_a_glossaries_database_that_cannot_be_reached_fails_the_store(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(StoreFailed, match="cannot keep glossaries there"):
         GlossaryStore(tmp_path / "file" / "g.db").listed("")
+    pytest.importorskip("psycopg", reason="PostgreSQL is the extra seq2seq[replicas]")
+    url = f"postgresql://user:secret@127.0.0.1:{free_port()}/none"  # nothing listens there
+    with pytest.raises(StoreFailed, match="cannot keep glossaries there") as failed:
+        GlossaryStore(url).listed("")
+    assert "secret" not in str(failed.value) and "user:***@" in str(failed.value)
 
 
-def test_a_glossary_holds_dictionaries_edited_in_one_transaction_each(tmp_path):
-    store = GlossaryStore(tmp_path / "g.db")
+def test_a_glossary_holds_dictionaries_edited_in_one_transaction_each(database):
+    store = GlossaryStore(database)
     en_de = Glossary("g", "en", "de", {"Layer": "Ebene"})
     de_en = Glossary("g", "de", "en", {"Ebene": "Layer"})
     kept = store.create("g", [en_de, de_en], "owner")

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from databases import free_port
 
 from benchmarks.service.process import stop_server
 from seq2seq import serve
@@ -130,6 +131,30 @@ def test_the_environment_sets_serve_settings_by_our_names_and_libretranslates(mo
         UserError, match=r"SEQ2SEQ_SERVE_MAX_CHAR=5: .*did you mean 'serve.max_chars'"
     ):
         serve.main([])
+
+
+def test_a_database_that_does_not_answer_stops_the_service_at_start(monkeypatch, postgresql):
+    """serve.database (a shared PostgreSQL): checked before any model is loaded; one that does
+    not answer (or is no PostgreSQL URL) is one line, its password not shown, and no service."""
+    loaded = []
+
+    def load(config, args):
+        loaded.append(config.serve.database)
+        raise SystemExit(0)  # before any model is loaded
+
+    monkeypatch.setattr(serve, "load", load)
+    url = f"postgresql://user:secret@127.0.0.1:{free_port()}/state"  # nothing listens there
+    for database, said in [
+        (url, r"postgresql://user:\*\*\*@127.0.0.1:\d+/state: cannot keep the service's state "
+              r"there: connection failed: .*Connection refused"),
+        ("state.db", "state.db: not a PostgreSQL URL"),
+    ]:  # fmt: skip
+        with pytest.raises(UserError, match=f"^serve.database {said}") as refused:
+            serve.main([f"serve.database={database}"])
+        assert "secret" not in str(refused.value) and "\n" not in str(refused.value)
+    with pytest.raises(SystemExit):
+        serve.main([f"serve.database={postgresql}"])  # one that answers: on to the models
+    assert loaded == [postgresql]
 
 
 @pytest.mark.slow

@@ -2,12 +2,10 @@
 held across two instances of the service, not twice it; Redis gone, each instance counts
 alone, says so in its log and /metrics, and shares again once Redis is back."""
 
-import shutil
-import socket
-import subprocess
 import urllib.request
 
 import pytest
+from databases import free_port, needs_redis, start_redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.service.process import stop_server
@@ -16,37 +14,11 @@ from seq2seq.serving import shared_limits
 from seq2seq.serving.shared_limits import SharedLimits
 from seq2seq.support.errors import UserError
 
-from helpers import HANG, call, read_address, running, start_server, wait_until
+from helpers import HANG, call, read_address, running, start_server
 
 pytest.importorskip("limits", reason="shared limits are the extra seq2seq[replicas]")
-REDIS = shutil.which("redis-server")
-needs_redis = pytest.mark.skipif(REDIS is None, reason="no redis-server (apt install redis-server)")
 TEXT = {"text": ["one is one"]}
 UP = "seq2seq_limits_storage_up"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_redis(port: int) -> subprocess.Popen:
-    """redis-server on 127.0.0.1:port, nothing written to disk, answering."""
-    process = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-
-    def answers() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    wait_until(answers, "redis-server to answer", process, timeout=HANG)
-    return process
 
 
 @pytest.fixture
