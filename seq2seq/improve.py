@@ -2,13 +2,14 @@
 background, safely: a fine-tune from the experiment's original best.pt, a gate, a version.
 
     python -m seq2seq.improve --config CONFIG --suggestions FILE [--minutes 10]
-                              [--max-test-loss 1.0] [key.sub=value ...]
+                              [--max-test-loss 1.0] [--database URL] [key.sub=value ...]
     python -m seq2seq.improve --config CONFIG --list
     python -m seq2seq.improve --config CONFIG --ask TEXTS [--count 20]
     python -m seq2seq.improve --config CONFIG --rollback [NNNN|original] [--force]
 
     runs/<experiment>/versions/improving.lock taken: one improvement of an experiment at a time
-    (started by a service: stopped once it is gone, end_with_starter)
+    (and with --database, the service's PostgreSQL, a lock there: across machines; started by
+    a service: stopped once it is gone, end_with_starter)
     -> versions/<NNNN>/: the corrections for the config's pair, split (a held-out share), a
        replay of the original training pairs, the fine-tuning config (training/improvement.py;
        key.sub=value overrides apply to it: train.keep_teacher=0.3)
@@ -49,6 +50,7 @@ from seq2seq.config import Config, add_config_arguments, load_config
 from seq2seq.decoding.confidence import calibration_of, confidence_of
 from seq2seq.decoding.engine_choice import load_engine, prepare
 from seq2seq.decoding.engines import languages_of, one_line, translate_texts
+from seq2seq.support.database import held_lock, shown
 from seq2seq.support.errors import UserError, command_parser, run_cli, say, warn
 from seq2seq.support.files import file_hash, write_json
 from seq2seq.support.paths import (
@@ -84,7 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     elif args.rollback:
         print(versions.roll_back(run_dir, args.rollback, args.force))
     else:
-        improve(config, Path(args.suggestions), args.minutes, args.max_test_loss, args.overrides)
+        suggestions = Path(args.suggestions)
+        improve(
+            config, suggestions, args.minutes, args.max_test_loss, args.overrides, args.database
+        )
 
 
 def end_with_starter() -> None:
@@ -108,6 +113,10 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = command_parser("seq2seq.improve", __doc__.splitlines()[0])
     add_config_arguments(parser)
     parser.add_argument("--suggestions", metavar="FILE", help="the service's suggestions file")
+    parser.add_argument(
+        "--database", metavar="URL",
+        help="the service's serve.database (PostgreSQL): one improvement across its machines",
+    )  # fmt: skip
     parser.add_argument(
         "--minutes", type=float, default=MINUTES, help=f"training budget (default {MINUTES:g})"
     )
@@ -166,14 +175,20 @@ def least_sure(config: Config, texts: list[str], count: int) -> list[tuple[float
 
 
 def improve(
-    config: Config, suggestions: Path, minutes: float, max_test_loss: float, overrides: list[str]
+    config: Config,
+    suggestions: Path,
+    minutes: float,
+    max_test_loss: float,
+    overrides: list[str],
+    database: str | None = None,
 ) -> dict:
-    """One improvement of the config's model, numbered and kept; its version.json."""
+    """One improvement of the config's model, numbered and kept (one at a time: with
+    `database`, across the machines that share it); its version.json."""
     run_dir, started = config.run_dir, time.perf_counter()
     original = run_dir / BEST
     if not original.is_file():
         raise UserError(f"no {original} to improve: run {config.make_command('train')} first")
-    with one_at_a_time(run_dir):
+    with one_at_a_time(run_dir, database):
         served, start = served_checkpoint(run_dir), file_hash(original)
         found = improvement.corrections(suggestions, config)
         taken = improvement.gathered(config, found)  # its faults said before a folder is made
@@ -222,9 +237,11 @@ def prepared(model: Path) -> None:
 
 
 @contextlib.contextmanager
-def one_at_a_time(run_dir: Path) -> Iterator[None]:
-    """Holds versions/improving.lock (flock: let go if the process dies): a second
-    improvement of the same experiment is refused while one runs."""
+def one_at_a_time(run_dir: Path, database: str | None = None) -> Iterator[None]:
+    """Holds versions/improving.lock (flock: let go if the process dies), and with `database`
+    (the service's serve.database, PostgreSQL) a lock of the experiment's there, which the
+    instances on other machines see too: a second improvement of the same experiment is
+    refused while one runs."""
     path = run_dir / VERSIONS / IMPROVING
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as lock:
@@ -232,7 +249,14 @@ def one_at_a_time(run_dir: Path) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise UserError(f"{run_dir}: another improvement is under way ({path})") from None
-        yield
+        if database is None:
+            yield
+            return
+        with held_lock(database, f"improving {run_dir.name}") as taken:
+            if not taken:
+                where = f"its lock in {shown(database)}"
+                raise UserError(f"{run_dir}: another improvement is under way ({where})")
+            yield
 
 
 def described(found: improvement.Corrections, taken: dict[str, list], weight: int) -> str:

@@ -45,6 +45,7 @@ class Improvements:
 
     def __init__(self, models: Models, settings: ServeConfig, suggestions: Suggestions):
         self.every, self.file = settings.improve_after, settings.suggestions_file
+        self.database = settings.database  # its lock of each experiment, across machines
         self.suggestions = suggestions
         self.configs = {pair: m.config for pair, m in models.by_pair.items() if m.config}
         self.run_dirs = {pair: load_config(path).run_dir for pair, path in self.configs.items()}
@@ -74,6 +75,7 @@ class Improvements:
         log_path = self.run_dirs[pair] / VERSIONS / IMPROVE_LOG
         log_path.parent.mkdir(parents=True, exist_ok=True)
         arguments = ["--config", self.configs[pair], "--suggestions", self.file]
+        arguments += ["--database", self.database] if self.database else []
         with log_path.open("a", encoding="utf-8") as log:
             log.write(f"{now()} starting: {' '.join(COMMAND + arguments)}\n")
             log.flush()

@@ -3,6 +3,7 @@
 service share (serve.database: a postgresql:// URL; psycopg 3, the extra seq2seq[replicas]).
 
     answers(url, setting)       a UserError naming the setting unless it answers (at start)
+    held_lock(url, name)        a lock across machines, while within: whether it was taken
     open_database(where, name)  -> Database   where: a file's path (SQLite), or a postgresql://
                                    URL; name: what it keeps (its errors' words, its lock's)
       .transaction(work)        work(db) in one transaction, one writer at a time across
@@ -21,10 +22,12 @@ and again after one that failed (PostgreSQL restarted, a network cut), so that t
 carries on once the database answers again. A URL's password is never shown.
 """
 
+import contextlib
 import sqlite3
 import threading
 import urllib.parse
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from seq2seq.support.errors import UserError
@@ -65,6 +68,26 @@ def open_database(where: str | Path, name: str) -> "Database":
             ) from None
         return PostgreSQL(where, name, psycopg)
     return SQLite(where, name)
+
+
+@contextlib.contextmanager
+def held_lock(url: str, name: str) -> Iterator[bool]:
+    """A lock `name` in the PostgreSQL database at `url`, for every process and machine that
+    uses it (a session's advisory lock: let go when this ends, or when the process dies and its
+    connection with it): yields whether it was taken (False: another holds it)."""
+    database = open_database(url, name)
+    key = zlib.crc32(name.encode())
+    try:
+        database.connection = database.connect()
+        taken = database.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]
+    except database.failures as error:
+        database.close()
+        said = " ".join(str(error).split())
+        raise UserError(f"{shown(url)}: cannot take the lock of {name}: {said}") from None
+    try:
+        yield taken
+    finally:
+        database.close()  # the lock with it
 
 
 def answers(url: str, setting: str) -> None:

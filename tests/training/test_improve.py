@@ -5,6 +5,8 @@ import fcntl
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,7 @@ from seq2seq.support.paths import IMPROVING, VERSIONS, served_checkpoint
 from seq2seq.train import train
 from seq2seq.training import gate, improvement
 
-from helpers import ROOT, TRAINING_DEVICE
+from helpers import ENV, ROOT, TRAINING_DEVICE, wait_until
 
 SMALL = """base: config.yaml
 experiment: small
@@ -148,6 +150,40 @@ def test_one_improvement_at_a_time(trained, tmp_path, monkeypatch):
         with pytest.raises(UserError, match="another improvement is under way"):
             improve_with()
     assert not (RUN / VERSIONS / "0001").exists()
+
+
+def test_one_improvement_at_a_time_across_machines_that_share_a_database(postgresql, tmp_path):
+    """Two machines (each its own folder, its own lock file) improving the same experiment,
+    sharing the service's PostgreSQL: the second is refused while the first runs, and may go
+    once it has ended, or once its process died (its connection gone, the lock with it)."""
+    here, there = tmp_path / "a/runs/numbers", tmp_path / "b/runs/numbers"
+    with improve.one_at_a_time(here, postgresql):
+        assert not may_improve(there, postgresql)
+    assert may_improve(there, postgresql)  # the first ended
+    holding = "\n".join([
+        "import sys, time", "from seq2seq.support.database import held_lock",
+        "with held_lock(sys.argv[1], 'improving numbers') as taken:",
+        "    print(taken, flush=True)", "    time.sleep(600)",
+    ])  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", holding, postgresql], stdout=subprocess.PIPE, env=ENV
+    )
+    assert holder.stdout.readline() == b"True\n"
+    assert not may_improve(there, postgresql)
+    holder.kill()
+    holder.wait()
+    wait_until(lambda: may_improve(there, postgresql), "the dead process's lock let go")
+
+
+def may_improve(run_dir: Path, database: str) -> bool:
+    """Whether an improvement of run_dir's experiment may start, or is refused as another's
+    lock in `database` is held."""
+    try:
+        with improve.one_at_a_time(run_dir, database):
+            return True
+    except UserError as error:
+        assert f"another improvement is under way (its lock in {database})" in str(error)
+        return False
 
 
 def test_a_text_is_always_on_the_same_side(tmp_path):
