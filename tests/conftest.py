@@ -129,8 +129,7 @@ def postgres_server():
     port = databases.free_port()
     process, folder = databases.start_postgres(port)
     yield f"postgresql://postgres@127.0.0.1:{port}"
-    process.terminate()
-    process.wait()
+    databases.stop_postgres(process)
     shutil.rmtree(folder, ignore_errors=True)
 
 

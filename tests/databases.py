@@ -6,9 +6,11 @@ Where one is not installed, the tests that need it skip, saying how to install i
 PostgreSQL will not run as root: as root, its server runs as the user `postgres` (runuser).
 """
 
+import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -64,19 +66,31 @@ def start_postgres(port: int) -> tuple[subprocess.Popen, Path]:
     folder = Path(tempfile.mkdtemp(prefix="seq2seq-postgres-"))
     if os.geteuid() == 0:
         shutil.chown(folder, "postgres", "postgres")
-    data = folder / "data"
     subprocess.run(
-        as_postgres("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                    "--no-sync"),
+        as_postgres("initdb", "-D", str(folder / "data"), "-U", "postgres", "--auth=trust",
+                    "-E", "UTF8", "--no-sync"),
         check=True, capture_output=True,
     )  # fmt: skip
+    return run_postgres(folder, port), folder
+
+
+def run_postgres(folder: Path, port: int) -> subprocess.Popen:
+    """The server of start_postgres's `folder` started (again) on `port`, answering; in a
+    process group of its own, for stop_postgres."""
     process = subprocess.Popen(
-        as_postgres("postgres", "-D", str(data), "-p", str(port), "-k", str(folder),
+        as_postgres("postgres", "-D", str(folder / "data"), "-p", str(port), "-k", str(folder),
                     "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     wait_until(lambda: accepts(port), "PostgreSQL to answer", process, timeout=HANG)
-    return process, folder
+    return process
+
+
+def stop_postgres(process: subprocess.Popen) -> None:
+    """PostgreSQL's fast shutdown (SIGINT): its clients disconnected, as when it goes down."""
+    with contextlib.suppress(ProcessLookupError):  # stopped already
+        os.killpg(process.pid, signal.SIGINT)
+    process.wait(timeout=HANG)
 
 
 def accepts(port: int) -> bool:

@@ -5,9 +5,11 @@ form too; each key's own; a fault a 400 naming the line, nothing kept; the `glos
 page's glossary box, in a real browser."""
 
 import http.client
+import shutil
 import sqlite3
 from urllib.parse import urlencode, urlsplit
 
+import databases
 import pytest
 from databases import free_port
 
@@ -252,6 +254,28 @@ def test_a_glossary_made_through_one_instance_is_used_through_another(
         assert raw(other.url, "DELETE", f"/v2/glossaries/{glossary_id}", deepl())[0] == 204
         body = {"text": SENTENCES, "glossary": glossary_id}
         assert call(one.url, "POST", "/translate", body)[0] == 400  # gone for both
+
+
+@databases.needs_postgres
+def test_the_store_carries_on_once_postgresql_answers_again():
+    """PostgreSQL gone while serving (its fast shutdown: connections cut): the store's calls
+    fail (StoreFailed: the server's fault), nothing half-kept; back, the next call connects
+    afresh and finds what was kept before."""
+    pytest.importorskip("psycopg", reason="PostgreSQL is the extra seq2seq[replicas]")
+    port = free_port()
+    server, folder = databases.start_postgres(port)
+    try:
+        store = GlossaryStore(f"postgresql://postgres@127.0.0.1:{port}/postgres")
+        kept = store.create("g", [Glossary("g", "en", "de", {"Layer": "Ebene"})], "owner")
+        databases.stop_postgres(server)
+        with pytest.raises(StoreFailed, match="cannot keep glossaries there"):
+            store.create("h", [Glossary("h", "en", "de", {"GIMP": "GIMP"})], "owner")
+        server = databases.run_postgres(folder, port)
+        assert store.listed("owner") == [kept]
+        store.close()
+    finally:
+        databases.stop_postgres(server)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_a_glossaries_database_that_cannot_be_reached_fails_the_store(tmp_path):
