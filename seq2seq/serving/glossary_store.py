@@ -89,13 +89,14 @@ class GlossaryStore:
     def __init__(self, where: str | Path):
         self.db, self.made = open_database(where, "glossaries"), False
 
-    def transaction(self, work):
-        """work(db) in one transaction (one writer at a time): what it returns."""
+    def transaction(self, work, write: bool = True):
+        """work(db) in one transaction (one writer at a time), or, not `write`, as reads
+        (Database.read): what it returns."""
         try:
             if not self.made:
                 self.db.transaction(made)  # one worker makes and migrates, the others wait
                 self.made = True
-            return self.db.transaction(work)
+            return self.db.transaction(work) if write else self.db.read(work)
         except DatabaseFailed as error:
             raise StoreFailed(str(error)) from None
 
@@ -120,10 +121,10 @@ class GlossaryStore:
         return self.transaction(create)
 
     def listed(self, owner: str) -> list[Stored]:
-        return self.transaction(lambda db: facts(db, owner))
+        return self.transaction(lambda db: facts(db, owner), write=False)
 
     def get(self, id_: str, owner: str) -> Stored | None:
-        found = self.transaction(lambda db: facts(db, owner, id_))
+        found = self.transaction(lambda db: facts(db, owner, id_), write=False)
         return found[0] if found else None
 
     def dictionaries(self, id_: str, owner: str, pair: Pair | None = None) -> list | None:
@@ -145,7 +146,7 @@ class GlossaryStore:
                 if pair is None or (source, target) == pair
             ]
 
-        return self.transaction(read)
+        return self.transaction(read, write=False)
 
     def update(self, id_: str, owner: str, name: str | None, dictionaries: list[Glossary],
                merge: bool) -> Stored | None:  # fmt: skip

@@ -10,6 +10,7 @@ service share (serve.database: a postgresql:// URL; psycopg 3, the extra seq2seq
                                 processes and machines (SQLite: BEGIN IMMEDIATE; PostgreSQL:
                                 an advisory lock of `name`'s), rolled back if it raises, so that
                                 nothing is half-written; the driver's failures -> DatabaseFailed
+      .read(work)               work(db), reads only, no transaction (a look-up: one round trip)
       .execute(sql, params)     -> a cursor (fetchone, fetchall): statements written once, in
                                 the SQL both accept, with ? for each parameter
       .create(table, columns)   CREATE TABLE IF NOT EXISTS; on PostgreSQL with a `rowid`
@@ -115,11 +116,20 @@ class Database:
 
     def transaction(self, work):
         """work(self) in one transaction, one writer at a time: what it returns."""
+        return self.connected(lambda: self.within_transaction(work))
+
+    def read(self, work):
+        """work(self), reads only, each statement on its own (no transaction, no lock: one
+        round trip to PostgreSQL for a look-up): what it returns."""
+        return self.connected(lambda: work(self))
+
+    def connected(self, run):
+        """run(), connected (again, after a failure); the driver's failures: DatabaseFailed."""
         with self.lock:
             try:
                 if self.connection is None:
                     self.connection = self.connect()
-                return self.within_transaction(work)
+                return run()
             except (OSError, *self.failures) as error:
                 self.close()  # connected afresh next time
                 said = " ".join(str(error).split())  # psycopg's: several lines
