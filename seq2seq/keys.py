@@ -7,9 +7,10 @@
                                    characters it sent this month (DeepL's /v2/usage)
     python -m seq2seq.keys remove KEY_OR_ID
 
-The file (seq2seq/serving/keystore.py): --db, else the config's serve.api_keys if it ends in
-.db, else runs/keys.db. `serve.api_keys: runs/keys.db` makes the service take these keys, and
-see a key added or removed within a second, without a restart.
+The database (seq2seq/serving/keystore.py): --db, else the config's serve.api_keys if it ends
+in .db or is a postgresql:// URL (several instances' keys), else runs/keys.db.
+`serve.api_keys: runs/keys.db` makes the service take these keys, and see a key added or
+removed within a second, without a restart.
 """
 
 from dataclasses import astuple
@@ -17,22 +18,26 @@ from pathlib import Path
 
 from seq2seq.config import DEFAULT_CONFIG, load_config
 from seq2seq.serving.keystore import KeyLimits, KeyStore
+from seq2seq.support.database import is_url, shown
 from seq2seq.support.errors import UserError, command_parser, run_cli
 
-DEFAULT_DB = Path("runs/keys.db")
+DEFAULT_DB = "runs/keys.db"
 
 
-def keys_file(db: str | None, config_path: str) -> Path:
-    """--db, else the config's serve.api_keys if it is a keys database, else DEFAULT_DB."""
+def keys_file(db: str | None, config_path: str) -> str:
+    """--db, else the config's serve.api_keys if it is a keys database (a .db file or a
+    PostgreSQL URL), else DEFAULT_DB."""
     if db:
-        return Path(db)
+        return db
     named = load_config(config_path).serve.api_keys if Path(config_path).is_file() else ""
-    return Path(named) if named.endswith(".db") else DEFAULT_DB
+    return named if named.endswith(".db") or is_url(named) else DEFAULT_DB
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = command_parser("seq2seq.keys", __doc__.splitlines()[0])
-    parser.add_argument("--db", help="the keys database (default: see above)")
+    parser.add_argument(
+        "--db", help="the keys database: a file, or a postgresql:// URL (default: see above)"
+    )
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="experiment config (YAML)")
     commands = parser.add_subparsers(dest="command", required=True)
     add = commands.add_parser("add", help="add a key and print it")
@@ -64,9 +69,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{id_}  requests a minute: {per_minute}  characters a request: {chars}  "
                   f"characters this month: {used:,}{quota}  added {added}")  # fmt: skip
         if not listed:
-            print(f"no keys in {path}")
+            print(f"no keys in {shown(path)}")
     elif not KeyStore(path).remove(args.key):
-        raise UserError(f"{path}: no key {args.key} (a key, or an id that list shows)")
+        raise UserError(f"{shown(path)}: no key {args.key} (a key, or an id that list shows)")
 
 
 if __name__ == "__main__":

@@ -127,8 +127,9 @@ class Keys:
 
     # Where the API keys are (seq2seq/serving/keystore.py): "" (none), a file of keys one a line,
     # env:NAME (the environment variable NAME, keys separated by commas or spaces), or a keys
-    # database ending in .db, each key with its own limits (python -m seq2seq.keys add; read
-    # again when it changes). With keys, every POST needs one.
+    # database, an SQLite file ending in .db or a PostgreSQL URL (postgresql://...: several
+    # instances' keys and quotas), each key with its own limits (python -m seq2seq.keys add;
+    # read again when it changes). With keys, every POST needs one.
     api_keys: str = ""
     # With api_keys: true, a POST without a key gets a 403; false, it is served too, at the
     # client's own limits (requests_per_minute ...), as LibreTranslate's --api-keys without

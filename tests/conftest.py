@@ -9,6 +9,7 @@ import pytest
 import torch
 from filelock import FileLock
 
+from benchmarks.service.contenders import free_port
 from benchmarks.service.swap import seed_preset
 from seq2seq import data
 from seq2seq.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
@@ -126,7 +127,7 @@ def postgres_server():
     if databases.POSTGRES_BIN is None:
         pytest.skip("no PostgreSQL server (apt install postgresql)")
     pytest.importorskip("psycopg", reason="PostgreSQL is the extra seq2seq[replicas]")
-    port = databases.free_port()
+    port = free_port()
     process, folder = databases.start_postgres(port)
     yield f"postgresql://postgres@127.0.0.1:{port}"
     databases.stop_postgres(process)

@@ -29,13 +29,7 @@ needs_postgres = pytest.mark.skipif(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def answers(port: int) -> bool:
+def listens(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
     except OSError:
@@ -49,7 +43,7 @@ def start_redis(port: int) -> subprocess.Popen:
         [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    wait_until(lambda: answers(port), "redis-server to answer", process, timeout=HANG)
+    wait_until(lambda: listens(port), "redis-server to answer", process, timeout=HANG)
     return process
 
 
@@ -113,3 +107,12 @@ def new_database(server: str) -> str:
     with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
         connection.execute(f"CREATE DATABASE {name}")
     return f"{server}/{name}"
+
+
+def drop_database(url: str) -> None:
+    """The database at `url` gone, its connections cut (as when it goes down)."""
+    import psycopg
+
+    server, name = url.rsplit("/", 1)
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -1,9 +1,12 @@
 """The API keys a request may present (serve.api_keys), each with its limits: in a file, in
-an environment variable, or in an SQLite file with limits of its own, as LibreTranslate's keys
-database, which `python -m seq2seq.keys` manages (add, list, remove).
+an environment variable, or in a keys database with limits of its own, as LibreTranslate's:
+an SQLite file, or PostgreSQL, which several instances share (support/database.py); `python -m
+seq2seq.keys` manages either (add, list, remove).
 
-    serve.api_keys: a file, env:NAME, or a keys database (.db)  ->  ApiKeys.load (at start-up;
-      a database is read again when it changes, so that keys added or removed count at once)
+    serve.api_keys: a file, env:NAME, or a keys database (.db, or a postgresql:// URL)
+      ->  ApiKeys.load (at start-up; a database is read again when it changes, so that keys
+      added or removed count within a second: an SQLite file when its file changes, PostgreSQL
+      every second, in a thread of its own, never on the event loop)
     ApiKeys.limits(the key a request presented): its KeyLimits, looked up by its SHA-256, or
       Forbidden (checks.py's Checks.key asks, for every route)
     ApiKeys.charge(digest, limits, chars): a request's characters counted against the key's
@@ -26,29 +29,25 @@ import hashlib
 import math
 import os
 import secrets
-import sqlite3
 import threading
 import time
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from seq2seq.serving.refusals import Forbidden, QuotaUsed
-from seq2seq.support.errors import UserError
+from seq2seq.serving.refusals import Busy, Forbidden, QuotaUsed
+from seq2seq.support.database import Database, DatabaseFailed, is_url, open_database, shown
+from seq2seq.support.errors import UserError, warn
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS keys (
-    digest TEXT PRIMARY KEY,
+KEYS = """digest TEXT PRIMARY KEY,
     id TEXT NOT NULL,
     requests_per_minute INTEGER NOT NULL,
     max_chars INTEGER NOT NULL,
     added_at TEXT NOT NULL,
-    chars_per_month INTEGER NOT NULL DEFAULT 0
-)"""
-USAGE = """CREATE TABLE IF NOT EXISTS usage (
-    digest TEXT NOT NULL,
+    chars_per_month INTEGER NOT NULL DEFAULT 0"""
+USAGE = """digest TEXT NOT NULL,
     month TEXT NOT NULL,
     chars INTEGER NOT NULL,
-    PRIMARY KEY (digest, month)
-)"""
+    PRIMARY KEY (digest, month)"""
 ID_CHARS = 8
 LIMITS = "requests_per_minute, max_chars, chars_per_month"  # KeyLimits' fields, in order
 
@@ -72,25 +71,18 @@ def digest(key: str) -> str:
 
 
 class KeyStore:
-    """The keys file; `create`: made (with its folder) if it is not there, else a UserError."""
+    """The keys database (a file's path, or a postgresql:// URL); `create`: a file made (with
+    its folder) if it is not there, else a UserError."""
 
-    def __init__(self, path: Path, create: bool = False):
-        self.path = path
-        if not create and not path.is_file():
-            raise UserError(f"{path}: no such API keys file (python -m seq2seq.keys add makes it)")
+    def __init__(self, where: str | Path, create: bool = False):
+        self.where = str(where)
+        if not (create or is_url(self.where) or Path(where).is_file()):
+            raise UserError(f"{where}: no such API keys file (python -m seq2seq.keys add makes it)")
+        self.db = open_database(where, "API keys")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.connection = sqlite3.connect(path, timeout=30, check_same_thread=False)
-            with self.connection:
-                self.connection.execute(SCHEMA)
-                self.connection.execute(USAGE)
-                columns = [row[1] for row in self.connection.execute("PRAGMA table_info(keys)")]
-                if "chars_per_month" not in columns:  # a file of an earlier version
-                    self.connection.execute(
-                        "ALTER TABLE keys ADD COLUMN chars_per_month INTEGER NOT NULL DEFAULT 0"
-                    )
-        except (OSError, sqlite3.Error) as error:
-            raise UserError(f"{path}: not an API keys file ({error})") from None
+            self.db.transaction(made)
+        except DatabaseFailed as error:
+            raise UserError(f"not an API keys file or database: {error}") from None
 
     def add(self, limits: KeyLimits, key: str | None = None) -> str:
         """Adds a key (a new random one unless given) with its limits; returns it."""
@@ -100,61 +92,87 @@ class KeyStore:
         added = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         per_minute, chars, per_month = astuple(limits)
         row = (digest(key), digest(key)[:ID_CHARS], per_minute, chars, added, per_month)
-        try:
-            with self.connection:
-                self.connection.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)", row)
-        except sqlite3.IntegrityError:
-            raise UserError(f"{self.path}: that key is there already") from None
+
+        def add(db: Database) -> bool:
+            if db.execute("SELECT 1 FROM keys WHERE digest = ?", row[:1]).fetchall():
+                return False
+            db.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)", row)
+            return True
+
+        if not self.kept(add):
+            raise UserError(f"{shown(self.where)}: that key is there already")
         return key
 
     def remove(self, key_or_id: str) -> int:
         """Removes the key given, or the one whose id it is; returns how many (0 or 1)."""
-        with self.connection:
-            found = self.connection.execute(
-                "DELETE FROM keys WHERE digest = ? OR id = ?", (digest(key_or_id), key_or_id)
-            )
-        return found.rowcount
+        return self.kept(lambda db: db.execute(
+            "DELETE FROM keys WHERE digest = ? OR id = ?", (digest(key_or_id), key_or_id)
+        ).rowcount)  # fmt: skip
 
     def listed(self) -> list[tuple[str, KeyLimits, str, int]]:
         """Each key's id, limits, when it was added and its characters this month, oldest
         first."""
-        rows = self.connection.execute(
+        rows = self.kept(lambda db: db.execute(
             f"SELECT id, {LIMITS}, added_at, coalesce(chars, 0) FROM keys LEFT JOIN usage "
             "ON usage.digest = keys.digest AND month = ? ORDER BY keys.rowid",
             (this_month(),),
-        )
+        ).fetchall(), write=False)  # fmt: skip
         return [(id_, KeyLimits(*limits), added, used) for id_, *limits, added, used in rows]
 
     def limits(self) -> dict[str, KeyLimits]:
         """Each key's limits, by its digest."""
-        rows = self.connection.execute(f"SELECT digest, {LIMITS} FROM keys")
+        query = f"SELECT digest, {LIMITS} FROM keys"
+        rows = self.kept(lambda db: db.execute(query).fetchall(), write=False)
         return {key: KeyLimits(*limits) for key, *limits in rows}
 
     def charge(self, key: str, chars: int, quota: int) -> bool:
         """Adds `chars` to the month's count of the key of digest `key`, unless that passes
-        its `quota` (0: none): whether it did. One statement: workers charging together
-        never pass a quota."""
+        its `quota` (0: none): whether it did. One statement: workers and instances charging
+        together never pass a quota."""
         if quota and chars > quota:
             return False
-        with self.connection:
-            return bool(
-                self.connection.execute(
-                    "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (digest, month) DO UPDATE "
-                    "SET chars = chars + excluded.chars WHERE ? = 0 OR chars + excluded.chars "
-                    "<= ? RETURNING chars",
-                    (key, this_month(), chars, quota, quota),
-                ).fetchall()
-            )
+        return bool(self.kept(lambda db: db.execute(
+            "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (digest, month) DO UPDATE "
+            "SET chars = usage.chars + excluded.chars WHERE ? = 0 OR usage.chars + "
+            "excluded.chars <= ? RETURNING chars",
+            (key, this_month(), chars, quota, quota),
+        ).fetchall()))  # fmt: skip
 
     def used(self, key: str) -> int:
         """The characters the key of digest `key` sent this month."""
-        rows = self.connection.execute(
+        rows = self.kept(lambda db: db.execute(
             "SELECT chars FROM usage WHERE digest = ? AND month = ?", (key, this_month())
-        ).fetchall()
+        ).fetchall(), write=False)  # fmt: skip
         return rows[0][0] if rows else 0
 
+    def kept(self, work, write: bool = True):
+        """work(db) as a transaction (or, not `write`, as reads); the database failing: a
+        UserError (a command's) that names it."""
+        try:
+            return self.db.transaction(work) if write else self.db.read(work)
+        except DatabaseFailed as error:
+            raise UserError(str(error)) from None
+
     def close(self) -> None:
-        self.connection.close()
+        self.db.close()
+
+
+def changes(path: Path) -> tuple:
+    """What tells that an SQLite file changed: its own and its write-ahead log's times and
+    sizes (a commit in WAL mode writes the log alone)."""
+    log = path.with_name(path.name + "-wal")
+    return tuple((f.stat().st_mtime_ns, f.stat().st_size) for f in (path, log) if f.exists())
+
+
+def made(db: Database) -> None:
+    """The tables, made if need be; an SQLite file of an earlier version given its
+    chars_per_month."""
+    db.create("keys", KEYS)
+    db.create("usage", USAGE)
+    if db.kind == "sqlite":
+        columns = [row[1] for row in db.execute("PRAGMA table_info(keys)")]
+        if "chars_per_month" not in columns:
+            db.execute("ALTER TABLE keys ADD COLUMN chars_per_month INTEGER NOT NULL DEFAULT 0")
 
 
 class ApiKeys:
@@ -164,10 +182,12 @@ class ApiKeys:
     clock = staticmethod(time.monotonic)
     look_every_s = 1.0  # how often a keys database's file is looked at for a change
 
-    def __init__(self, keys: list[str], store: Path | None = None, required: bool = True,
+    def __init__(self, keys: list[str], store: str | None = None, required: bool = True,
                  link: str = ""):  # fmt: skip
         self.keys = {digest(key): KeyLimits() for key in keys}
         self.store, self.changed, self.looked = store, None, -math.inf
+        self.rereading: threading.Thread | None = None  # PostgreSQL's keys, read again
+        self.answering = True  # whether PostgreSQL answered the last reading
         self.ledger: KeyStore | None = None  # the keys database, open to count usage in
         self.lock = threading.Lock()  # the ledger's, shared by the threads of a process
         self.required, self.link = required, link  # serve.keys_required, serve.api_key_link
@@ -178,10 +198,10 @@ class ApiKeys:
         one a line, or env:NAME; `required` and `link`: serve.keys_required, api_key_link."""
         if not where:
             return cls([], None, required, link)
-        if where.endswith(".db"):
-            KeyStore(Path(where)).close()  # there, and a keys database: else a UserError now
-            keys = cls([], Path(where), required, link)
-            keys.refresh()
+        if where.endswith(".db") or is_url(where):
+            KeyStore(where).close()  # there, and a keys database: else a UserError now
+            keys = cls([], where, required, link)
+            keys.reread() if is_url(where) else keys.refresh()
             return keys
         if where.startswith("env:"):
             name = where.removeprefix("env:")
@@ -199,18 +219,35 @@ class ApiKeys:
         return cls(keys, None, required, link)
 
     def refresh(self) -> None:
-        """A keys database's keys read again if its file changed (looked at most once every
-        look_every_s seconds)."""
+        """A keys database's keys read again if its file changed, or (PostgreSQL) in a
+        thread of their own; at most once every look_every_s seconds."""
         if self.store is None or (now := self.clock()) - self.looked < self.look_every_s:
             return
         self.looked = now
-        changed = self.store.stat().st_mtime_ns if self.store.exists() else None
+        if is_url(self.store):
+            if self.rereading is None or not self.rereading.is_alive():
+                self.rereading = threading.Thread(target=self.reread, daemon=True)
+                self.rereading.start()
+            return
+        path = Path(self.store)
+        changed = changes(path) if path.exists() else None
         if changed is None:  # removed: no key is valid
             self.keys, self.changed = {}, None
         elif changed != self.changed:
-            store = KeyStore(self.store)
+            store = KeyStore(path)
             self.keys, self.changed = store.limits(), changed
             store.close()
+
+    def reread(self) -> None:
+        """PostgreSQL's keys read again; it failing, those read last are kept (said once)."""
+        try:
+            self.keys = self.in_ledger(lambda ledger: ledger.limits())
+        except UserError as error:
+            if self.answering:
+                warn(f"{error}: the API keys read last are used until it answers")
+            self.answering = False
+            return
+        self.answering = True
 
     def __bool__(self) -> bool:
         return bool(self.keys) or self.store is not None
@@ -234,8 +271,14 @@ class ApiKeys:
         """A request's `chars` counted for the key of digest `key` (with a keys database;
         else not counted), or QuotaUsed past its chars_per_month."""
         quota = limits.chars_per_month
-        if self.store is None or self.in_ledger(lambda ledger: ledger.charge(key, chars, quota)):
+        if self.store is None:
             return
+        try:
+            if self.in_ledger(lambda ledger: ledger.charge(key, chars, quota)):
+                return
+        except UserError as error:  # the database failing: no translation it did not count
+            warn(f"a request's characters could not be counted: {error}")
+            raise Busy("the API keys' database does not answer now: try again later") from None
         raise QuotaUsed(
             f"Quota exceeded: this API key has sent {self.used(key):,} of its {quota:,} "
             f"characters of {this_month()}; this request has {chars:,}"

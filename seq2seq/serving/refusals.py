@@ -11,8 +11,9 @@ answers a refusal with a status of its API's (api.py's STATUSES: ours, LibreTran
     QuotaUsed   the API key's characters of the month are used (its chars_per_month)
     Slowdown    past a rate (checks.py's Buckets): `wait_s` says when to try again
     NoRoom      no room on the disk to keep a translated file
-    Busy        the decoder's queue is full (batcher.py), or another writer (an import)
-                holds the suggestions file (suggest.py): try again in a moment
+    Busy        the decoder's queue is full (batcher.py), another writer (an import)
+                holds the suggestions file (suggest.py), or the API keys' database does not
+                answer (keystore.py): try again in a moment
     Stopping    the service is shutting down (batcher.py): it takes no new work
 """
 

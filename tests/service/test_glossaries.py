@@ -11,8 +11,8 @@ from urllib.parse import urlencode, urlsplit
 
 import databases
 import pytest
-from databases import free_port
 
+from benchmarks.service.contenders import free_port
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.localization.glossary import MAX_ENTRIES, Glossary, GlossaryError

@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from databases import free_port
 
+from benchmarks.service.contenders import free_port
 from benchmarks.service.process import stop_server
 from seq2seq import serve
 from seq2seq.checkpoint import load_checkpoint

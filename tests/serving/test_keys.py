@@ -2,14 +2,18 @@
 by `python -m seq2seq.keys` as LibreTranslate's `ltmanage keys`, and held to by the service:
 a key's requests a minute and characters a request, a key added or removed while it serves."""
 
+import math
 import sqlite3
 
+import databases
 import pytest
 
 from seq2seq import keys
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.serving import checks, keystore
 from seq2seq.serving.keystore import KeyLimits, KeyStore, digest
+from seq2seq.serving.refusals import Busy
+from seq2seq.support.database import is_url
 from seq2seq.support.errors import UserError
 
 from helpers import JSON, call, running
@@ -22,11 +26,16 @@ def cli(capsys, *argv: str) -> str:
     return capsys.readouterr().out
 
 
-def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_path, capsys):
-    db = str(tmp_path / "keys.db")
+def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(
+    database, tmp_path, capsys
+):
+    db = database  # an SQLite file's path, or a PostgreSQL URL
     key = cli(capsys, "--db", db, "add", "--requests-per-minute", "5", "--max-chars", "40",
               "--chars-per-month", "1000").strip()  # fmt: skip
-    assert len(key) >= 32 and key not in (tmp_path / "keys.db").read_bytes().decode("latin-1")
+    assert len(key) >= 32
+    if not is_url(db):  # the file and its write-ahead log: the key's digest, not the key
+        kept = b"".join(path.read_bytes() for path in tmp_path.glob("state.db*"))
+        assert digest(key) in kept.decode("latin-1") and key not in kept.decode("latin-1")
     assert cli(capsys, "--db", db, "add", "--key", "sesame").strip() == "sesame"
     listed = cli(capsys, "--db", db, "list").splitlines()
     assert len(listed) == 2
@@ -41,10 +50,43 @@ def test_the_command_adds_lists_and_removes_keys_and_the_file_keeps_no_key(tmp_p
         keys.main(["--db", db, "remove", "sesame"])
     with pytest.raises(UserError, match="no such API keys file"):
         keys.main(["--db", str(tmp_path / "none.db"), "list"])
-    store = KeyStore(tmp_path / "keys.db")
+    store = KeyStore(db)
     store.add(KeyLimits(), "sesame")
     with pytest.raises(UserError, match="there already"):
         store.add(KeyLimits(), "sesame")
+
+
+def test_a_keys_quota_holds_across_instances_sharing_its_database(database):
+    """Two instances' keys databases (the same file, or the same PostgreSQL): a key's month
+    charged by both stops at its quota, and a key one adds the other reads."""
+    one, other = KeyStore(database, create=True), KeyStore(database)
+    one.add(KeyLimits(chars_per_month=10), "shared")
+    assert other.limits() == {digest("shared"): KeyLimits(0, 0, 10)}
+    assert one.charge(digest("shared"), 6, 10) and not other.charge(digest("shared"), 5, 10)
+    assert other.charge(digest("shared"), 4, 10) and other.used(digest("shared")) == 10
+    one.close()
+    other.close()
+
+
+def test_a_service_sees_a_key_added_to_postgresql_and_keeps_its_keys_while_it_is_gone(
+    postgresql,
+):
+    """serve.api_keys a PostgreSQL URL: its keys read again in a thread of their own (never
+    on the event loop); a key added is taken once read; the database gone, the keys read
+    last stay, and a charge is refused as Busy (a 503 to try again), nothing counted."""
+    KeyStore(postgresql).add(KeyLimits(), "first")
+    keys = keystore.ApiKeys.load(postgresql)
+    assert keys.limits("first")[0] == digest("first")
+    KeyStore(postgresql).add(KeyLimits(chars_per_month=5), "second")
+    keys.looked = -math.inf  # due
+    keys.refresh()
+    keys.rereading.join()
+    assert keys.limits("second")[1] == KeyLimits(0, 0, 5)
+    databases.drop_database(postgresql)
+    keys.reread()
+    assert keys.limits("second")[1] == KeyLimits(0, 0, 5)  # the keys read last
+    with pytest.raises(Busy, match="does not answer"):
+        keys.charge(digest("second"), KeyLimits(0, 0, 5), 1)
 
 
 def test_a_keys_file_of_an_earlier_version_keeps_its_keys_and_counts_their_characters(tmp_path):

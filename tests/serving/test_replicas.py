@@ -13,8 +13,9 @@ import subprocess
 import threading
 
 import pytest
-from databases import free_port, needs_redis, start_redis
+from databases import needs_redis, start_redis
 
+from benchmarks.service.contenders import free_port
 from benchmarks.service.process import stop_server
 from seq2seq.serving.keystore import KeyLimits, KeyStore
 

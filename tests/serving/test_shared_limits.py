@@ -5,9 +5,10 @@ alone, says so in its log and /metrics, and shares again once Redis is back."""
 import urllib.request
 
 import pytest
-from databases import free_port, needs_redis, start_redis
+from databases import needs_redis, start_redis
 from prometheus_client.parser import text_string_to_metric_families
 
+from benchmarks.service.contenders import free_port
 from benchmarks.service.process import stop_server
 from seq2seq.decoding.engines import TorchEngine
 from seq2seq.serving import shared_limits
