@@ -24,6 +24,7 @@ carries on once the database answers again. A URL's password is never shown.
 """
 
 import contextlib
+import re
 import sqlite3
 import threading
 import urllib.parse
@@ -47,14 +48,16 @@ def is_url(where: str) -> bool:
 
 
 def shown(where: str) -> str:
-    """`where` to show in a message: a URL without its password."""
+    """`where` to show in a message: a URL without its password (USER:PASSWORD@, or
+    ?password=, as PostgreSQL's URLs may give it), each put as ***."""
     if not is_url(where):
         return where
     url = urllib.parse.urlsplit(where)
-    if url.password is None:
-        return where
-    netloc = url.netloc.replace(f":{url.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(url._replace(netloc=netloc))
+    netloc = url.netloc
+    if "@" in netloc and ":" in (userinfo := netloc.rsplit("@", 1)[0]):
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{netloc.rsplit('@', 1)[1]}"
+    query = re.sub(r"(^|&)(password=)[^&]*", r"\1\2***", url.query)
+    return urllib.parse.urlunsplit(url._replace(netloc=netloc, query=query))
 
 
 def open_database(where: str | Path, name: str) -> "Database":
