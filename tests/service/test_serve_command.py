@@ -282,14 +282,18 @@ def test_a_worker_dying_as_it_starts_again_and_again_stops_the_service(seed_run)
     process, _ = start_workers(seed_run)
     try:
         killed: set[int] = set()
+        started = time.monotonic()
         while process.poll() is None:
+            assert time.monotonic() - started < HANG, "hung: the service never stopped"
             for new in spawned_workers(process.pid) - killed:
                 with contextlib.suppress(ProcessLookupError):  # it ended on its own
                     os.kill(new, signal.SIGKILL)  # a spawned Python, still importing
                 killed.add(new)
             time.sleep(0.01)
         assert process.returncode == 1
-        assert serve.START_TRIES <= len(killed) <= 2 * serve.START_TRIES
+        # at least START_TRIES; more where the machine is so busy that a worker served before
+        # this loop saw it (its death then starts its count again, as it should)
+        assert len(killed) >= serve.START_TRIES
         last = process.stderr.read().splitlines()[-1]
         assert re.fullmatch(
             rf"error: worker \d stopped {serve.START_TRIES} times while starting \(last: killed "
