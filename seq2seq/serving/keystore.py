@@ -199,8 +199,8 @@ class ApiKeys:
         if not where:
             return cls([], None, required, link)
         if where.endswith(".db") or is_url(where):
-            KeyStore(where).close()  # there, and a keys database: else a UserError now
             keys = cls([], where, required, link)
+            keys.ledger = KeyStore(where)  # there, and a keys database: else a UserError now
             keys.reread() if is_url(where) else keys.refresh()
             return keys
         if where.startswith("env:"):

@@ -79,17 +79,14 @@ def held_lock(url: str, name: str) -> Iterator[bool]:
     """A lock `name` in the PostgreSQL database at `url`, for every process and machine that
     uses it (a session's advisory lock: let go when this ends, or when the process dies and its
     connection with it): yields whether it was taken (False: another holds it)."""
-    database = open_database(url, name)
-    key = zlib.crc32(name.encode())
+    database = open_database(url, f"the lock of {name}")
+    take = "SELECT pg_try_advisory_lock(?)"
     try:
-        database.connection = database.connect()
-        taken = database.execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]
-    except database.failures as error:
-        database.close()
-        said = " ".join(str(error).split())
-        raise UserError(f"{shown(url)}: cannot take the lock of {name}: {said}") from None
+        taken = database.connected(lambda: database.execute(take, (database.lock_id,)).fetchone())
+    except DatabaseFailed as error:
+        raise UserError(str(error)) from None
     try:
-        yield taken
+        yield taken[0]
     finally:
         database.close()  # the lock with it
 
