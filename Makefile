@@ -22,7 +22,7 @@ MAKE_VENV := $(VENV)/bin/python
 endif
 
 .PHONY: all install data train train-ddp eval package serve test test-all bench bench-quick gpu-check \
-	bench-train bench-validation bench-speed-quality bench-catalog-map bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt bench-confidence config-docs docs lint install-sizes clean distclean
+	bench-train bench-validation bench-speed-quality bench-catalog-map bench-scale recipes bench-peers bench-serve bench-detect bench-models bench-swap bench-stores bench-pairs bench-files bench-profile bench-adapt-laptop bench-adapt-import bench-adapt-package standin student terms bench-terms bench-learn bench-adapt bench-confidence config-docs docs lint install-sizes clean distclean
 
 all: install data train eval
 
@@ -273,6 +273,14 @@ bench-models: $(DEV)
 SWAP_ARGS ?=
 bench-swap: $(DEV)
 	$(PYTHON) -m benchmarks.service.swap $(SWAP_ARGS)
+
+# The service's state (the translation memory, exact and fuzzy, and a glossary) in PostgreSQL
+# against SQLite files, side by side: ms a POST /translate and a look-up, on the stand-in (not
+# there: the seed preset) -> benchmarks/results/stores.{json,md} (minutes; a PostgreSQL server
+# of its own: apt-get install postgresql, or STORES_ARGS="--database URL").
+STORES_ARGS ?=
+bench-stores: $(DEV)
+	$(PYTHON) -m benchmarks.service.stores $(STORES_ARGS)
 
 # Fine-tuning a Transformer-base Argos package (random weights, Locomotive's shape) on this
 # machine: tokens/s and peak memory under each way of keeping what it knew ->

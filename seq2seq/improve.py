@@ -86,10 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     elif args.rollback:
         print(versions.roll_back(run_dir, args.rollback, args.force))
     else:
-        suggestions = Path(args.suggestions)
         improve(
-            config, suggestions, args.minutes, args.max_test_loss, args.overrides, args.database
-        )
+            config, args.suggestions, args.minutes, args.max_test_loss, args.overrides,
+            args.database,
+        )  # fmt: skip
 
 
 def end_with_starter() -> None:
@@ -112,7 +112,12 @@ def end_with_starter() -> None:
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = command_parser("seq2seq.improve", __doc__.splitlines()[0])
     add_config_arguments(parser)
-    parser.add_argument("--suggestions", metavar="FILE", help="the service's suggestions file")
+    parser.add_argument(
+        "--suggestions",
+        metavar="FILE",
+        help="the service's suggestions file (serve.suggestions_file), or its database's URL "
+        "(serve.database)",
+    )
     parser.add_argument(
         "--database", metavar="URL",
         help="the service's serve.database (PostgreSQL): one improvement across its machines",
@@ -176,7 +181,7 @@ def least_sure(config: Config, texts: list[str], count: int) -> list[tuple[float
 
 def improve(
     config: Config,
-    suggestions: Path,
+    suggestions: str | Path,
     minutes: float,
     max_test_loss: float,
     overrides: list[str],
@@ -207,7 +212,7 @@ def improve(
             "started_from": {"path": str(original), "sha256": start},
             "compared_with": {"path": str(served), "sha256": file_hash(served)},
             "trained_on": {
-                "suggestions": str(suggestions), "corrections": found.read,
+                "suggestions": shown(str(suggestions)), "corrections": found.read,
                 "corrections_sha256": found.sha256, "training": len(found.train),
                 "held_out": len(found.held_out), "weight": weight, "replay": len(taken["replay"]),
                 "overrides": overrides,

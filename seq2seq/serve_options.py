@@ -242,8 +242,9 @@ class FilesAndSuggestions:
     glossaries_file: str = "runs/glossaries.db"
     # Where several instances of the service keep their state together: a PostgreSQL URL
     # (postgresql://USER:PASSWORD@HOST:PORT/DATABASE; psycopg, the extra seq2seq[replicas];
-    # its tables made by the service), which then holds the glossaries in place of
-    # glossaries_file (docs/deploy.md). "": each kept in its own SQLite file, as above.
+    # its tables made by the service), which then holds the glossaries, the suggestions and
+    # the translation memory in place of glossaries_file and suggestions_file
+    # (docs/deploy.md). "": each kept in its own SQLite file, as above.
     database: str = ""
 
 

@@ -2,6 +2,7 @@
 
 The file holds the service's users' better translations and the translation memory they make
 (seq2seq/localization/suggestions.py); these commands work on it from outside the service.
+FILE may also be the PostgreSQL URL of serve.database, where several instances keep them.
 
     python -m seq2seq.suggestions list FILE [--pair en-de] [--grep TEXT] [--since DATE]
         each suggestion, a line: its id, pair, count, when last sent, q and s (tab-separated,
@@ -37,6 +38,7 @@ from seq2seq.localization.catalogs import catalog_reader, one_line
 from seq2seq.localization.suggestions import Suggestions
 from seq2seq.serving.checks import SuggestionChecks
 from seq2seq.serving.refusals import Unwanted
+from seq2seq.support.database import is_url, shown
 from seq2seq.support.errors import UserError, command_parser, run_cli, warn
 
 
@@ -44,15 +46,15 @@ def arguments() -> argparse.ArgumentParser:
     parser = command_parser("seq2seq.suggestions", __doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("list", help="each suggestion with its id")
-    listing.add_argument("file", type=Path, help="the suggestions file (serve.suggestions_file)")
+    listing.add_argument("file", help="the suggestions file (serve.suggestions_file), or URL")
     listing.add_argument("--pair", help="one pair's only: SOURCE-TARGET, e.g. en-de")
-    listing.add_argument("--grep", help="those holding TEXT in q or s (ASCII case aside)")
+    listing.add_argument("--grep", help="those holding TEXT in q or s (case aside)")
     listing.add_argument("--since", type=date, help="those last sent on DATE (YYYY-MM-DD) or later")
     removing = commands.add_parser("remove", help="remove suggestions by id, and from the memory")
-    removing.add_argument("file", type=Path, help="the suggestions file")
+    removing.add_argument("file", help="the suggestions file, or URL")
     removing.add_argument("ids", type=int, nargs="+", metavar="ID", help="as list shows them")
     importing = commands.add_parser("import", help="a TMX, PO, MO or XLIFF file's pairs, checked")
-    importing.add_argument("file", type=Path, help="the suggestions file (made if need be)")
+    importing.add_argument("file", help="the suggestions file (made if need be), or URL")
     importing.add_argument(
         "--from", dest="catalog", type=Path, required=True, metavar="CATALOG",
         help="a .tmx .po .mo .xlf or .xliff file",
@@ -65,7 +67,7 @@ def arguments() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments().parse_args(argv)
-    if args.command != "import" and not args.file.is_file():
+    if args.command != "import" and not (is_url(args.file) or Path(args.file).is_file()):
         raise UserError(f"{args.file}: no such suggestions file")
     read = catalog(args.catalog) if args.command == "import" else None  # before the file is made
     suggestions = Suggestions(args.file)
@@ -76,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
                 print("\t".join(one_line(str(field)) for field in fields))
         elif args.command == "remove":
             suggestions.remove(args.ids)
-            print(f"removed {len(set(args.ids))} suggestion(s) from {args.file} and its memory")
+            removed = f"removed {len(set(args.ids))} suggestion(s) from {shown(args.file)}"
+            print(f"{removed} and its memory")
         else:
             most = ServeConfig().suggestion_chars
             if Path(args.config).is_file():

@@ -31,8 +31,6 @@ an error -> {"error": "..."}: an HTTPError, its status (a route's refusal, refus
 A request's way from here to its answer, stop by stop, is docs/architecture.md's.
 """
 
-from pathlib import Path
-
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -67,7 +65,8 @@ def build_app(models: Models, settings: ServeConfig) -> Starlette:
     warn_if_open(settings, keys)
     cache = TranslationCache(settings.translation_cache)
     kept = settings.suggestions or settings.memory  # what /suggest writes, the memory reads
-    suggestions = Suggestions(Path(settings.suggestions_file)) if kept else None
+    where = settings.database or settings.suggestions_file  # the database's, else a file
+    suggestions = Suggestions(where) if kept else None
     memory = suggestions if settings.memory else None
     learning = bool(settings.improve_after and settings.suggestions)
     improvements = Improvements(models, settings, suggestions) if learning else None

@@ -10,15 +10,15 @@ answer the same text with from then on (core.py).
       -> checks.py's SuggestionChecks (empty, too_long, copy, wrong_language) -> 400 naming
          the field and why; s the same as q: the model's translation of q asked first (a
          copy that corrects it is kept)
-      -> kept (localization/suggestions.py) -> {"success": true} (503 while another writer holds
-         the file past SQLite's wait, support/files.py's SHARED_DB_BUSY_S); with
+      -> kept (localization/suggestions.py) -> {"success": true} (503 with Retry-After while
+         another writer holds the file past SQLite's wait, support/files.py's
+         SHARED_DB_BUSY_S, or the store cannot be written: its database down); with
          serve.improve_after, the pair's improvement started when due (improving.py)
     a refusal's reason -> the request's scope (REFUSED) -> prometheus.py's
       seq2seq_suggestions_refused_total {reason}
 """
 
 import asyncio
-import sqlite3
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -38,6 +38,7 @@ from seq2seq.serving.checks import Buckets, SuggestionChecks, is_copy
 from seq2seq.serving.core import Core
 from seq2seq.serving.keystore import digest
 from seq2seq.serving.refusals import Busy, Slowdown, Unwanted
+from seq2seq.support.database import DatabaseFailed
 from seq2seq.support.errors import warn
 
 SUGGEST_FIELDS = ("q", "s", "source", "target", "api_key")
@@ -100,18 +101,18 @@ class Suggest:
         """(A worker thread: the detector's first use loads it.) The suggestion checked
         (SuggestionChecks: Unwanted; `translated`: the model's translation of a copy), then
         kept; Busy (a 503 to try again, nothing kept) if another writer (an import) holds the
-        file past SQLite's wait, or the file cannot be written (a disk full, failing or
-        gone: said on stderr too; translations are answered all the same)."""
+        file past SQLite's wait, or the store cannot be written (a disk full, failing or
+        gone, a database that does not answer: said on stderr too; translations are answered
+        all the same)."""
         self.wanted.check(q, s, source, target, translated)
         try:
             self.suggestions.add(q, s, source, target)
-        except sqlite3.OperationalError as error:
-            path = self.suggestions.path
+        except DatabaseFailed as error:
             if "locked" in str(error):
-                held = f"{path} is held by another writer (an import?)"
+                held = f"{self.suggestions.where} is held by another writer (an import?)"
                 raise Busy(f"{held}: try again in a moment") from None
-            warn(f"{path}: a suggestion could not be kept: {error}")
-            raise Busy(f"suggestions cannot be kept now ({error}): try again later") from None
+            warn(f"a suggestion could not be kept: {error}")
+            raise Busy("suggestions cannot be kept now: try again later") from None
 
 
 def suggested(fields: dict, name: str) -> str:

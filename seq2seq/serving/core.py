@@ -107,7 +107,7 @@ class Core:
         pair = (chain[0].source.code, chain[-1].target.code) if chain else None
         if pair:
             request.scope[PAIR] = "-".join(pair)
-        recalled = self.recall(request, pair, texts)  # each: s or None
+        recalled = await self.recall(request, pair, texts)  # each: s or None
         missing = [text for text, s in zip(texts, recalled, strict=True) if s is None]
         decoded = Decoded([], [], [])
         if missing or not texts:
@@ -120,12 +120,15 @@ class Core:
         answer = merged(texts, recalled, decoded, scores, options, self.memory is not None)
         return withhold(answer, bound or Withholding(self.settings.min_confidence))
 
-    def recall(self, request: Request, pair: tuple[str, str] | None, texts: list[str]) -> list:
+    async def recall(
+        self, request: Request, pair: tuple[str, str] | None, texts: list[str]
+    ) -> list:
         """Each text's suggestion for the pair in the memory, or None (serve.memory off, or
-        no pair: each None); those found counted in the request's scope (REMEMBERED)."""
-        if self.memory is None or pair is None:
+        no pair: each None); those found counted in the request's scope (REMEMBERED). In a
+        worker thread: the memory's database may be another machine."""
+        if self.memory is None or pair is None or not texts:
             return [None] * len(texts)
-        recalled = [self.memory.recall(text, *pair) for text in texts]
+        recalled = await asyncio.to_thread(self.memory.recalled, texts, *pair)
         answered = sum(s is not None for s in recalled)
         request.scope[REMEMBERED] = request.scope.get(REMEMBERED, 0) + answered
         return recalled

@@ -44,7 +44,7 @@ class Improvements:
     """The improvements of the pairs served from a config: started, watched, described."""
 
     def __init__(self, models: Models, settings: ServeConfig, suggestions: Suggestions):
-        self.every, self.file = settings.improve_after, settings.suggestions_file
+        self.every, self.file = settings.improve_after, suggestions.where
         self.database = settings.database  # its lock of each experiment, across machines
         self.suggestions = suggestions
         self.configs = {pair: m.config for pair, m in models.by_pair.items() if m.config}

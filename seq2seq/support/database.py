@@ -13,9 +13,10 @@ service share (serve.database: a postgresql:// URL; psycopg 3, the extra seq2seq
       .read(work)               work(db), reads only, no transaction (a look-up: one round trip)
       .execute(sql, params)     -> a cursor (fetchone, fetchall): statements written once, in
                                 the SQL both accept, with ? for each parameter
+      .executemany(sql, rows)   one statement for each row (PostgreSQL: pipelined, one wait)
       .create(table, columns)   CREATE TABLE IF NOT EXISTS; on PostgreSQL with a `rowid`
-                                column last (an identity), so that ORDER BY rowid is the order
-                                rows were added in on both
+                                column last (an identity, indexed), so that ORDER BY rowid is
+                                the order rows were added in on both, and a row found by it
       .kind                     "sqlite" or "postgresql" (a store's own migrations, say)
 
 One connection a process, shared by its threads (a lock); connected at the first transaction,
@@ -140,6 +141,9 @@ class Database:
     def execute(self, sql: str, params: tuple = ()):
         return self.connection.execute(sql, params)
 
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        self.connection.executemany(sql, rows)
+
     def create(self, table: str, columns: str) -> None:
         self.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
 
@@ -187,6 +191,9 @@ class PostgreSQL(Database):
     def execute(self, sql: str, params: tuple = ()):
         return self.connection.execute(sql.replace("?", "%s"), params)
 
+    def executemany(self, sql: str, rows: list[tuple]) -> None:
+        self.connection.cursor().executemany(sql.replace("?", "%s"), rows)  # pipelined
+
     def create(self, table: str, columns: str) -> None:
-        identity = "rowid BIGINT GENERATED ALWAYS AS IDENTITY"
+        identity = "rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE"  # indexed, as SQLite's
         self.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns}, {identity})")

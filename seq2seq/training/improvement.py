@@ -33,6 +33,7 @@ from seq2seq.config import Config, translation_pair
 from seq2seq.corpora.cleaning import CONTROL, sample
 from seq2seq.exports.importing import FINE_TUNING
 from seq2seq.localization.suggestions import normalised, read_suggestions
+from seq2seq.support.database import shown
 from seq2seq.support.errors import UserError
 from seq2seq.support.files import atomic_write, write_lines
 from seq2seq.support.paths import BEST, IMPROVE_RUN, VERSION_CONFIG, text_files
@@ -60,7 +61,7 @@ class Corrections:
     sha256: str
 
 
-def corrections(path: Path, config: Config) -> Corrections:
+def corrections(path: str | Path, config: Config) -> Corrections:
     """The file's corrections for the config's pair, split: a held-out share for the gate
     (none from fewer than HOLD_OUT different texts), the rest to train on."""
     pair = [language.code for language in translation_pair(config, config.serve)]
@@ -72,7 +73,7 @@ def corrections(path: Path, config: Config) -> Corrections:
     train = [p for p, out in zip(usable, sides, strict=True) if not out]
     if not train:
         raise UserError(
-            f"{path}: no corrections from {pair[0]} to {pair[1]} to learn from "
+            f"{shown(str(path))}: no corrections from {pair[0]} to {pair[1]} to learn from "
             f"({len(read)} for the pair, {len(held)} of them held out for the gate)"
         )
     digest = hashlib.sha256("\n".join(f"{q}\t{s}" for q, s in read).encode()).hexdigest()

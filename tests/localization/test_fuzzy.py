@@ -31,8 +31,8 @@ def test_two_changes_of_the_same_words_are_a_clash_and_give_nothing():
     assert repaired("a b c d", "a X d", "a b Y d") is None  # one inside the other
 
 
-def test_the_memory_finds_the_text_most_like_one_through_its_index(tmp_path):
-    store = Suggestions(tmp_path / "suggestions.db")
+def test_the_memory_finds_the_text_most_like_one_through_its_index(database):
+    store = Suggestions(database)
     store.add("Could not open file %s", "Datei %s nicht geöffnet", "en", "de")
     store.add("Could not open folder %s at all", "Ordner %s gar nicht geöffnet", "en", "de")
     store.add("Could not open the file %s", "Fichier %s", "en", "fr")

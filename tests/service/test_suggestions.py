@@ -2,13 +2,16 @@
 different one once, read back as a corpus source; off, keyless, over the limit, for a pair the
 service lacks: refused, saying why."""
 
+import shutil
 import signal
 import sqlite3
 import threading
 from urllib.parse import urlencode
 
+import databases
 import pytest
 
+from benchmarks.service.contenders import free_port
 from benchmarks.service.process import stop_server
 from seq2seq.checkpoint import load_checkpoint
 from seq2seq.corpora.sources import fetch
@@ -18,6 +21,7 @@ from seq2seq.localization.suggestions import Suggestions, read_suggestions
 from seq2seq.options import CorpusConfig, Source
 from seq2seq.serving import checks
 from seq2seq.support import files
+from seq2seq.support.database import DatabaseFailed
 from seq2seq.support.errors import UserError
 
 from helpers import HANG, call, read_address, running, start_server, wait_until
@@ -53,7 +57,7 @@ def test_a_missing_or_foreign_suggestions_file_is_named(tmp_path):
     with pytest.raises(UserError, match="no such suggestions file"):
         read_suggestions(tmp_path / "none.db", "en", "fr")
     (tmp_path / "text.db").write_text("not a database at all, and long enough to say so")
-    with pytest.raises(UserError, match="text.db: not a suggestions file"):
+    with pytest.raises(UserError, match="not a suggestions file or database: .*text.db"):
         read_suggestions(tmp_path / "text.db", "en", "fr")
 
 
@@ -192,10 +196,10 @@ def test_an_import_lets_the_services_suggestions_in_between_its_chunks(tmp_path,
     service.add(*ONE.values())
     assert importing.is_alive(), "the suggestion waited for the whole import"
     importing.join()
-    assert (
-        service.count("en", "de") == len(pairs) and service.recall("text 7", "en", "de") == "Text 7"
-    )
-    assert service.recall(ONE["q"], "en", "digits") == ONE["s"]
+    assert service.count("en", "de") == len(pairs) and service.recalled(["text 7"], "en", "de") == [
+        "Text 7"
+    ]
+    assert service.recalled([ONE["q"]], "en", "digits") == [ONE["s"]]
 
 
 def test_a_file_that_cannot_be_written_is_a_503_and_translations_go_on(
@@ -205,7 +209,7 @@ def test_a_file_that_cannot_be_written_is_a_503_and_translations_go_on(
     again later, nothing kept, the failure said on stderr; translations are answered."""
 
     def failing(*args) -> None:
-        raise sqlite3.OperationalError("database or disk is full")
+        raise DatabaseFailed("s.db: cannot keep suggestions there: database or disk is full")
 
     model = TorchEngine(trained_numbers_checkpoint[0])
     on = {"suggestions": True, "suggestions_file": str(tmp_path / "s.db")}
@@ -214,6 +218,69 @@ def test_a_file_that_cannot_be_written_is_a_503_and_translations_go_on(
         status, answer, headers = call(server.url, "POST", "/suggest", ONE)
         translated = call(server.url, "POST", "/translate", {"text": [ONE["q"]]})[0]
     assert (status, headers["Retry-After"], translated) == (503, "1", 200)
-    assert "database or disk is full" in answer["error"]
-    assert "a suggestion could not be kept: database or disk is full" in capsys.readouterr().err
+    assert "suggestions cannot be kept now" in answer["error"]
+    said = "a suggestion could not be kept: s.db: cannot keep suggestions there: database or disk"
+    assert said in capsys.readouterr().err
     assert rows(tmp_path / "s.db") == []
+
+
+@databases.needs_postgres
+def test_two_instances_keep_each_correction_once_in_postgresql(postgresql):
+    """Two stores on one database (two instances of the service), adding at once: each
+    suggestion kept once (one sent to both: counted twice, one row), none lost; the memory of
+    one answers what the other was told."""
+    stores = [Suggestions(postgresql), Suggestions(postgresql)]
+    shared = [(f"text {n}", f"Text {n}") for n in range(40)]
+    own = [[(f"{i} only {n}", f"{i} nur {n}") for n in range(40)] for i in range(2)]
+
+    def send(store, pairs) -> None:
+        for q, s in pairs:
+            store.add(q, s, "en", "de")
+
+    threads = [threading.Thread(target=send, args=(store, shared + own[i]))
+               for i, store in enumerate(stores)]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(HANG)
+    kept = stores[0].listed("en-de", None, None)
+    assert sorted((row.q, row.s, row.count) for row in kept) == sorted(
+        [(q, s, 2) for q, s in shared] + [(q, s, 1) for q, s in own[0] + own[1]]
+    )
+    assert stores[1].recalled([own[0][7][0], "text 3"], "en", "de") == [own[0][7][1], "Text 3"]
+    assert read_suggestions(postgresql, "en", "de")[:1] in ([shared[0]], [own[0][0]], [own[1][0]])
+    for store in stores:
+        store.close()
+
+
+@databases.needs_postgres
+def test_postgresql_gone_while_serving_refuses_suggestions_and_translations_go_on(
+    trained_numbers_checkpoint, capsys
+):
+    """The database stopped under a running service (suggestions and memory in it): a
+    suggestion is a 503 with Retry-After, nothing kept; a translation is answered by the
+    model, the memory's failure said once; back, both as before."""
+    port = free_port()
+    server, folder = databases.start_postgres(port)
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    on = {"suggestions": True, "memory": True, "database": url}
+    translate = {"text": [ONE["q"]], "source": "en", "target": "digits"}
+    try:
+        with running(TorchEngine(trained_numbers_checkpoint[0]), **on) as service:
+            assert call(service.url, "POST", "/suggest", ONE)[0] == 200
+            assert call(service.url, "POST", "/translate", translate)[1]["memory"] == [True]
+            databases.stop_postgres(server)
+            status, answer, headers = call(service.url, "POST", "/suggest", {**ONE, "s": "3 la 33"})
+            assert (status, headers["Retry-After"]) == (503, "1"), answer
+            for _ in range(2):
+                status, answer, _ = call(service.url, "POST", "/translate", translate)
+                assert (status, answer["memory"]) == (200, [False]), answer
+            server = databases.run_postgres(folder, port)
+            assert call(service.url, "POST", "/translate", translate)[1]["memory"] == [True]
+            assert call(service.url, "POST", "/suggest", {**ONE, "s": "3 la 3!"})[0] == 200
+        said = capsys.readouterr().err
+        assert said.count("translations go on without the memory") == 1, said
+        assert [s for _, s in read_suggestions(url, "en", "digits")] == ["3 la 3", "3 la 3!"]
+    finally:
+        databases.stop_postgres(server)
+        shutil.rmtree(folder, ignore_errors=True)

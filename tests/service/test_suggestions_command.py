@@ -12,10 +12,10 @@ OPEN = "Open the file"
 
 
 @pytest.fixture
-def kept(tmp_path):
-    """A suggestions file: two suggestions for OPEN, the latest "Die Datei öffnen", and one in
-    another pair."""
-    path = tmp_path / "suggestions.db"
+def kept(database):
+    """A suggestions file (or PostgreSQL database): two suggestions for OPEN, the latest "Die
+    Datei öffnen", and one in another pair."""
+    path = database
     store = Suggestions(path)
     store.add(OPEN, "Datei öffnen", "en", "de")
     store.add(" Open  the file", "Die Datei öffnen", "en", "de")  # the same text, normalised
@@ -29,18 +29,19 @@ def listed(capsys, *args: str) -> list[list[str]]:
     return [line.split("\t") for line in capsys.readouterr().out.splitlines()]
 
 
-def test_list_shows_each_suggestion_with_its_id_by_pair_text_and_date(kept, capsys):
+def test_list_shows_each_suggestion_with_its_id_by_pair_text_and_date(kept, capsys, tmp_path):
     rows = listed(capsys, str(kept))
     assert [row[0] for row in rows] == ["1", "2", "3"]
     assert rows[1][1:3] == ["en-de", "1"] and rows[1][4:] == ["Open  the file", "Die Datei öffnen"]
     assert [row[0] for row in listed(capsys, str(kept), "--pair", "en-fr")] == ["3"]
     assert [row[0] for row in listed(capsys, str(kept), "--grep", "DATEI")] == ["1", "2"]
+    assert listed(capsys, str(kept), "--grep", "%") == []  # a character, not a wildcard
     assert listed(capsys, str(kept), "--since", "2999-01-01") == []
     assert len(listed(capsys, str(kept), "--since", rows[0][3][:10])) == 3
     with pytest.raises(UserError, match="--since yesterday: not a date"):
         main(["list", str(kept), "--since", "yesterday"])
     with pytest.raises(UserError, match="none.db: no such suggestions file"):
-        main(["list", str(kept.parent / "none.db")])
+        main(["list", str(tmp_path / "none.db")])
 
 
 def test_remove_takes_a_suggestion_from_training_and_the_memory_falls_back(kept, capsys):
@@ -51,11 +52,11 @@ def test_remove_takes_a_suggestion_from_training_and_the_memory_falls_back(kept,
     assert "removed 1 suggestion(s)" in capsys.readouterr().out
     store = Suggestions(kept)
     assert read_suggestions(kept, "en", "de") == [(OPEN, "Datei öffnen")]
-    assert store.recall(OPEN, "en", "de") == "Datei öffnen"  # the one left
+    assert store.recalled([OPEN], "en", "de")[0] == "Datei öffnen"  # the one left
     main(["remove", str(kept), "1"])
     assert read_suggestions(kept, "en", "de") == []
-    assert store.recall(OPEN, "en", "de") is None  # none left: the model's again
-    assert store.recall("Close", "en", "fr") == "Fermer"
+    assert store.recalled([OPEN], "en", "de")[0] is None  # none left: the model's again
+    assert store.recalled(["Close"], "en", "fr")[0] == "Fermer"
     store.close()
 
 
@@ -108,10 +109,10 @@ def test_import_keeps_a_catalogs_pairs_through_the_checks_and_counts_the_refused
     assert said[1].endswith("refused 1 (wrong_language 1); skipped 2 (header 1, untranslated 1)")
     assert said[2].startswith("kept 2 of ")
     store = Suggestions(path)
-    assert store.recall("save  the document", "en", "de") is None  # the case is the text's
-    assert store.recall("Save the  document", "en", "de") == "Das Dokument speichern"
-    assert store.recall("Abidjan", "en", "de") == "Abidjan"
-    assert store.recall("Print the whole page", "en", "de") is None
+    assert store.recalled(["save  the document"], "en", "de")[0] is None  # the case is the text's
+    assert store.recalled(["Save the  document"], "en", "de")[0] == "Das Dokument speichern"
+    assert store.recalled(["Abidjan"], "en", "de")[0] == "Abidjan"
+    assert store.recalled(["Print the whole page"], "en", "de")[0] is None
     assert read_suggestions(path, "en", "de") == [
         ("Save the document", "Das Dokument speichern"),
         ("Remove the selected files", "Die ausgewählten Dateien entfernen"),
