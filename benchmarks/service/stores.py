@@ -9,8 +9,8 @@ a glossary on, and of the look-ups alone.
       its own started on loopback (benchmarks/service/postgres.py: Debian's postgresql)
     C (default: the stand-in's, runs/standin_en_de/best.pt; not there: the seed preset,
       trained here in seconds: swap.py's experiment) and its test split: the first
-      --requests sentences are sent, --memory more are the memory, and every other sent one
-      has a fuzzy match there (one word of it left out)
+      --requests sentences are sent, --memory more are the memory, every other sent one has
+      a fuzzy match there (one word of it left out), every tenth is there as it is
     each kind (sqlite: serve.suggestions_file and serve.glossaries_file; postgresql:
       serve.database) filled alike (Suggestions.add_all), then, --rounds times, the two in
       turn (a change in the machine's load falls on both):
@@ -69,10 +69,12 @@ def server_version(url: str) -> str:
 
 
 def memory_of(sentences: list[str], sent: int, size: int) -> list[tuple[str, str]]:
-    """The memory's (q, s) pairs, s: q in upper case: every other sent sentence with its last
-    word left out (a fuzzy match of it), then `size` more: the sentences not sent, each with
-    one word left out (the first, then the second, ... a round each)."""
-    near = [" ".join(text.split()[:-1]) for text in sentences[:sent:2] if len(text.split()) > 4]
+    """The memory's (q, s) pairs, s: q in upper case: every tenth sent sentence as it is (the
+    memory answers it), every other with its last word left out (a fuzzy match of it), then
+    `size` more: the sentences not sent, each with one word left out (the first, then the
+    second, ... a round each)."""
+    near = [" ".join(text.split()[:-1]) for text in sentences[1:sent:2] if len(text.split()) > 4]
+    near += sentences[:sent:10]
     others = [text.split() for text in sentences[sent:]]
     more = [others[k % len(others)] for k in range(size)]
     left = [
@@ -159,7 +161,7 @@ def markdown(results: dict) -> str:
         f"{settings['requests']} sentences sent one at a time by one client, {settings['rounds']} "
         f"rounds alternating the kinds. PostgreSQL {results['postgresql']}."
     )
-    header = ["state in", "ms a request, median | each round", "recall, ms a text",
+    header = ["state in", "ms a request, median", "each round", "recall, ms a text",
               "fuzzy look-up, ms a text"]  # fmt: skip
     rows = []
     for kind, figures in results["kinds"].items():

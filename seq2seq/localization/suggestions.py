@@ -183,7 +183,7 @@ class Suggestions:
 
     def __init__(self, where: str | Path):
         self.where = str(where)
-        self.db, self.reader, self.finder = (open_database(where, "suggestions") for _ in "123")
+        self.db, self.reader, self.finder = [open_database(where, "suggestions") for _ in range(3)]
         self.said: DatabaseFailed | None = None  # the memory's failure, said once
         self.word_counts: collections.Counter | None = None  # counted(), then kept by add()
         self.sql = PostgreSQLStatements if self.db.kind == "postgresql" else SQLiteStatements

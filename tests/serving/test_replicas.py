@@ -1,9 +1,10 @@
 """Three instances of the service on loopback behind a real nginx (deploy/nginx.conf, its
 upstream pointed at them), sharing PostgreSQL (serve.database) and Redis
 (serve.limits_storage), as docs/deploy.md runs them: under load (wrk), one instance killed
-mid-run costs no request (nginx sends what it could not finish to another); then a key's limit
-holds across the instances left, not twice over, and a glossary made through one is used by
-each."""
+mid-run costs no request (nginx sends what it could not finish to another), and each
+correction sent meanwhile (a client retrying once) is kept once; then a key's limit holds
+across the instances left, not twice over, a correction sent to one is answered by each
+one's memory, and a glossary made through one is used by each."""
 
 import os
 import re
@@ -11,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 
 import pytest
 from databases import needs_redis, start_redis
@@ -57,7 +59,8 @@ def nginx_config(folder, port: int, upstreams: list[str]) -> str:
 
 @pytest.fixture
 def replicas(seed_run, postgresql, tmp_path):
-    """INSTANCES services of the seed model behind nginx: (their processes, nginx's URL); a
+    """INSTANCES services of the seed model behind nginx, suggestions and the memory on:
+    (their processes, nginx's URL, the database's URL); a
     keys database with one key of 3 requests a minute ("limited") and none required."""
     redis_port = free_port()
     redis = start_redis(redis_port)
@@ -66,7 +69,8 @@ def replicas(seed_run, postgresql, tmp_path):
     settings = (
         f"serve.database={postgresql}", f"serve.limits_storage=redis://127.0.0.1:{redis_port}/0",
         f"serve.api_keys={keys}", "serve.keys_required=false", "serve.trusted_proxies=[127.0.0.1]",
-        f"serve.glossaries_file={tmp_path / 'unused.db'}",
+        f"serve.glossaries_file={tmp_path / 'unused.db'}", "serve.suggestions=true",
+        "serve.memory=true", f"serve.suggestions_file={tmp_path / 'unused-suggestions.db'}",
     )  # fmt: skip
     servers = [start_server("--checkpoint", str(seed_run / "best.pt"), *settings)
                for _ in range(INSTANCES)]  # fmt: skip
@@ -76,7 +80,7 @@ def replicas(seed_run, postgresql, tmp_path):
         (tmp_path / "nginx.conf").write_text(nginx_config(tmp_path, port, upstreams))
         nginx = subprocess.Popen([NGINX, "-c", str(tmp_path / "nginx.conf"), "-e", "stderr"])
         wait_until(lambda: reachable(port), "nginx to answer", nginx, timeout=HANG)
-        yield servers, f"http://127.0.0.1:{port}"
+        yield servers, f"http://127.0.0.1:{port}", postgresql
         nginx.terminate()
         nginx.wait()
     finally:
@@ -96,16 +100,20 @@ def reachable(port: int) -> bool:
 @needs_redis
 @needs_nginx
 def test_replicas_behind_nginx_lose_no_request_when_one_dies_and_agree(replicas, tmp_path):
-    servers, url = replicas
+    servers, url, database = replicas
     (tmp_path / "post.lua").write_text(POST)
     killer = threading.Timer(KILL_AFTER_S, servers[0].send_signal, (signal.SIGKILL,))
     killer.start()
+    retried: list[str] = []
+    suggesting = threading.Thread(target=correct, args=(url, retried))
+    suggesting.start()
     load = subprocess.run(
         [WRK, "-t", "2", "-c", "8", "-d", f"{LOAD_S}s", "-s", str(tmp_path / "post.lua"),
          f"{url}/translate"],
         capture_output=True, text=True, timeout=HANG,
     )  # fmt: skip
     killer.join()
+    suggesting.join(HANG)
     assert servers[0].wait(timeout=HANG) == -signal.SIGKILL
     answered = int(re.search(r"(\d+) requests in", load.stdout).group(1))
     assert answered > 0 and "Non-2xx" not in load.stdout, load.stdout
@@ -117,6 +125,13 @@ def test_replicas_behind_nginx_lose_no_request_when_one_dies_and_agree(replicas,
                 for _ in range(6)]  # fmt: skip
     assert statuses == [200, 200, 200, 429, 429, 429]  # across the instances: 3 in all
 
+    kept = [(q, count) for q, _, count in suggested(database)]
+    assert sorted(q for q, _ in kept) == sorted(q for q, _ in CORRECTIONS)  # each once
+    assert all(count == 1 or q in retried for q, count in kept)  # twice: sent twice
+    remembered = {"text": [CORRECTIONS[-1][0]], **PAIR}
+    flags = [call(url, "POST", "/translate", remembered)[1]["memory"] for _ in range(INSTANCES)]
+    assert flags == [[True]] * INSTANCES  # the memory of each instance left
+
     [pair] = call(url, "GET", "/v2/glossary-language-pairs")[1]["supported_languages"]
     status, made, _ = call(
         url, "POST", "/v2/glossaries", {"name": "n", **pair, "entries": "one\t1"}
@@ -125,3 +140,30 @@ def test_replicas_behind_nginx_lose_no_request_when_one_dies_and_agree(replicas,
     asked = {"text": ["one is one"], "glossary": made["glossary_id"]}
     answers = [call(url, "POST", "/translate", asked)[0] for _ in range(2 * INSTANCES)]
     assert answers == [200] * (2 * INSTANCES)  # each instance left knows it
+
+
+PAIR = {"source": "en", "target": "digits"}
+CORRECTIONS = [(f"number {n} is {n}", f"{n} la {n}") for n in range(20)]
+SPACED_S = (LOAD_S - 1) / len(CORRECTIONS)  # the corrections sent across the load
+
+
+def correct(url: str, retried: list[str]) -> None:
+    """Each of CORRECTIONS sent to /suggest through nginx, SPACED_S apart, as a client that
+    retries once what failed (not a 2xx, or the connection cut): those retried, in `retried`."""
+    for q, s in CORRECTIONS:
+        for _ in range(2):
+            try:
+                if call(url, "POST", "/suggest", {"q": q, "s": s, **PAIR})[0] == 200:
+                    break
+            except (OSError, ValueError):  # the connection cut; nginx's page of a 502
+                pass
+            retried.append(q)
+        time.sleep(SPACED_S)
+
+
+def suggested(database: str) -> list[tuple]:
+    """The suggestions kept in the shared database: (q, s, count) each."""
+    import psycopg
+
+    with psycopg.connect(database) as connection:
+        return connection.execute("SELECT q, s, count FROM suggestions").fetchall()
