@@ -35,7 +35,7 @@ from benchmarks import common
 from benchmarks.service.contenders import free_port
 from benchmarks.service.postgres import POSTGRES_BIN, new_database, start_postgres, stop_postgres
 from benchmarks.service.process import post_json, running_server
-from benchmarks.service.swap import SEED, STANDIN, experiment
+from benchmarks.service.swap import SEEDED, STANDIN, experiment, stood_in
 from seq2seq.checkpoint import read_header
 from seq2seq.config import DEFAULT_CONFIG, translation_pair
 from seq2seq.localization.suggestions import Suggestions
@@ -153,7 +153,7 @@ def measure(best: Path, sentences: list[str], url: str, folder: Path, args) -> d
 
 def markdown(results: dict) -> str:
     settings = results["settings"]
-    seed = "; no stand-in here: the seed preset, trained in seconds" if results["seed"] else ""
+    seed = SEEDED if results["seed"] else ""
     about = (
         f"On `{results['checkpoint']}`{seed}, torch, greedy, serve.threads=1, no translation "
         f"cache; serve.memory with {settings['memory']:,} more entries than the sent "
@@ -195,9 +195,7 @@ def main() -> None:
         best, sentences = experiment(args.checkpoint, Path(folder), 0, "torch")
         figures = measure(best, sentences, url, Path(folder), args)
         version = server_version(url) + (" (--database)" if args.database else ", on loopback")
-    seed = not args.checkpoint.exists()
-    checkpoint = SEED.relative_to(common.ROOT) if seed else args.checkpoint
-    results = {"machine": common.machine(), "checkpoint": str(checkpoint), "seed": seed,
+    results = {"machine": common.machine(), **stood_in(args.checkpoint),
                "postgresql": version, "settings": settings, **figures}  # fmt: skip
     common.save_results(args.out / "stores", results, markdown(results))
 

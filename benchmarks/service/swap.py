@@ -57,6 +57,16 @@ SWAPPED = re.compile(r"-> (\d+) \(loaded in ([\d.]+) s")  # versions.py's line, 
 KINDS = ("without swaps", "while versions swap in")
 
 
+SEEDED = "; no stand-in here: the seed preset, trained in seconds"  # said where it stood in
+
+
+def stood_in(checkpoint: Path) -> dict:
+    """The results' "checkpoint" (the seed preset's config where `checkpoint` is not there)
+    and "seed" (whether it stood in)."""
+    seed = not checkpoint.exists()
+    return {"checkpoint": str(SEED.relative_to(common.ROOT) if seed else checkpoint), "seed": seed}
+
+
 def seed_preset(folder: Path) -> Path:
     """The seed preset (configs/seed.yaml) trained in `folder`: its best.pt."""
     (folder / "config.yaml").write_text(SEED.read_text())
@@ -160,7 +170,7 @@ def measure(best: Path, sentences: list[str], args) -> dict:
 
 def markdown(results: dict) -> str:
     settings = results["settings"]
-    seed = "; no stand-in here: the seed preset, trained in seconds" if results["seed"] else ""
+    seed = SEEDED if results["seed"] else ""
     about = (
         f"On `{results['checkpoint']}` ({results['checkpoint_mib']:.1f} MiB{seed}), served by "
         f"{settings['workers']} worker(s), --engine {settings['engine']}, "
@@ -211,9 +221,7 @@ def main() -> None:
         )
         figures = measure(best, sentences, args)
         size = best.stat().st_size / 2**20
-    seed = not args.checkpoint.exists()
-    checkpoint = SEED.relative_to(common.ROOT) if seed else args.checkpoint
-    results = {"machine": common.machine(), "checkpoint": str(checkpoint), "seed": seed,
+    results = {"machine": common.machine(), **stood_in(args.checkpoint),
                "checkpoint_mib": size,
                "settings": settings, **figures}  # fmt: skip
     common.save_results(args.out / "swap", results, markdown(results))

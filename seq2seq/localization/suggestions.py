@@ -294,10 +294,10 @@ class Suggestions:
                 remembered = [(source, target, normalised(q), s, now) for q, s in chunk]
                 db.executemany(self.sql.REMEMBER, remembered)
 
-            self.kept(add)
+            self.db.run(add)
             time.sleep(PAUSE_S)
         if self.sql.IMPORTED:
-            self.kept(lambda db: db.execute(self.sql.IMPORTED))
+            self.db.run(lambda db: db.execute(self.sql.IMPORTED))
 
     def listed(self, pair: str | None, grep: str | None, since: str | None) -> list[Row]:
         """Each suggestion, oldest first: of `pair` ("en-de"), holding `grep` in q or s
@@ -313,7 +313,7 @@ class Suggestions:
         if since:
             query += " AND last_at >= ?"
             values.append(since)
-        rows = self.kept(
+        rows = self.db.run(
             lambda db: db.execute(query + " ORDER BY rowid", tuple(values)).fetchall(), write=False
         )
         return [Row(*row) for row in rows]
@@ -337,19 +337,11 @@ class Suggestions:
                 if latest := latest_left(db, *text):
                     db.execute(self.sql.REMEMBER, (*text, *latest))
 
-        self.kept(remove)
+        self.db.run(remove)
 
     def count(self, source: str, target: str) -> int:
         """How many different suggestions the store holds from `source` to `target`."""
         return self.db.read(lambda db: db.execute(COUNT, (source, target)).fetchone()[0])
-
-    def kept(self, work, write: bool = True):
-        """work(db) as a transaction (or, not `write`, as reads); the database failing: a
-        UserError (a command's) that names it."""
-        try:
-            return self.db.transaction(work) if write else self.db.read(work)
-        except DatabaseFailed as error:
-            raise UserError(str(error)) from None
 
     def close(self) -> None:
         for db in (self.db, self.reader, self.finder):

@@ -99,20 +99,20 @@ class KeyStore:
             db.execute("INSERT INTO keys VALUES (?, ?, ?, ?, ?, ?)", row)
             return True
 
-        if not self.kept(add):
+        if not self.db.run(add):
             raise UserError(f"{shown(self.where)}: that key is there already")
         return key
 
     def remove(self, key_or_id: str) -> int:
         """Removes the key given, or the one whose id it is; returns how many (0 or 1)."""
-        return self.kept(lambda db: db.execute(
+        return self.db.run(lambda db: db.execute(
             "DELETE FROM keys WHERE digest = ? OR id = ?", (digest(key_or_id), key_or_id)
         ).rowcount)  # fmt: skip
 
     def listed(self) -> list[tuple[str, KeyLimits, str, int]]:
         """Each key's id, limits, when it was added and its characters this month, oldest
         first."""
-        rows = self.kept(lambda db: db.execute(
+        rows = self.db.run(lambda db: db.execute(
             f"SELECT id, {LIMITS}, added_at, coalesce(chars, 0) FROM keys LEFT JOIN usage "
             "ON usage.digest = keys.digest AND month = ? ORDER BY keys.rowid",
             (this_month(),),
@@ -122,7 +122,7 @@ class KeyStore:
     def limits(self) -> dict[str, KeyLimits]:
         """Each key's limits, by its digest."""
         query = f"SELECT digest, {LIMITS} FROM keys"
-        rows = self.kept(lambda db: db.execute(query).fetchall(), write=False)
+        rows = self.db.run(lambda db: db.execute(query).fetchall(), write=False)
         return {key: KeyLimits(*limits) for key, *limits in rows}
 
     def charge(self, key: str, chars: int, quota: int) -> bool:
@@ -131,7 +131,7 @@ class KeyStore:
         together never pass a quota."""
         if quota and chars > quota:
             return False
-        return bool(self.kept(lambda db: db.execute(
+        return bool(self.db.run(lambda db: db.execute(
             "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (digest, month) DO UPDATE "
             "SET chars = usage.chars + excluded.chars WHERE ? = 0 OR usage.chars + "
             "excluded.chars <= ? RETURNING chars",
@@ -140,18 +140,10 @@ class KeyStore:
 
     def used(self, key: str) -> int:
         """The characters the key of digest `key` sent this month."""
-        rows = self.kept(lambda db: db.execute(
+        rows = self.db.run(lambda db: db.execute(
             "SELECT chars FROM usage WHERE digest = ? AND month = ?", (key, this_month())
         ).fetchall(), write=False)  # fmt: skip
         return rows[0][0] if rows else 0
-
-    def kept(self, work, write: bool = True):
-        """work(db) as a transaction (or, not `write`, as reads); the database failing: a
-        UserError (a command's) that names it."""
-        try:
-            return self.db.transaction(work) if write else self.db.read(work)
-        except DatabaseFailed as error:
-            raise UserError(str(error)) from None
 
     def close(self) -> None:
         self.db.close()

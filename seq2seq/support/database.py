@@ -11,6 +11,7 @@ service share (serve.database: a postgresql:// URL; psycopg 3, the extra seq2seq
                                 an advisory lock of `name`'s), rolled back if it raises, so that
                                 nothing is half-written; the driver's failures -> DatabaseFailed
       .read(work)               work(db), reads only, no transaction (a look-up: one round trip)
+      .run(work, write)         either, for a command: its failure a UserError
       .execute(sql, params)     -> a cursor (fetchone, fetchall): statements written once, in
                                 the SQL both accept, with ? for each parameter
       .executemany(sql, rows)   one statement for each row (PostgreSQL: pipelined, one wait)
@@ -123,6 +124,14 @@ class Database:
         """work(self), reads only, each statement on its own (no transaction, no lock: one
         round trip to PostgreSQL for a look-up): what it returns."""
         return self.connected(lambda: work(self))
+
+    def run(self, work, write: bool = True):
+        """transaction(work) (or, not `write`, read(work)) for a command: the database failing,
+        a UserError that names it (one line)."""
+        try:
+            return self.transaction(work) if write else self.read(work)
+        except DatabaseFailed as error:
+            raise UserError(str(error)) from None
 
     def connected(self, run):
         """run(), connected (again, after a failure); the driver's failures: DatabaseFailed."""
