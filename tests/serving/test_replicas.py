@@ -4,7 +4,8 @@ upstream pointed at them), sharing PostgreSQL (serve.database) and Redis
 mid-run costs no request (nginx sends what it could not finish to another), and each
 correction sent meanwhile (a client retrying once) is kept once; then a key's limit holds
 across the instances left, not twice over, a correction sent to one is answered by each
-one's memory, and a glossary made through one is used by each."""
+one's memory, a glossary made through one is used by each, and a version named current in
+the experiment's folder they share is swapped in by each."""
 
 import os
 import re
@@ -20,6 +21,7 @@ from databases import needs_redis, start_redis
 from benchmarks.service.contenders import free_port
 from benchmarks.service.process import stop_server
 from seq2seq.serving.keystore import KeyLimits, KeyStore
+from seq2seq.support.paths import CURRENT, VERSIONS
 
 from helpers import HANG, JSON, ROOT, call, read_address, start_server, wait_until
 
@@ -59,9 +61,14 @@ def nginx_config(folder, port: int, upstreams: list[str]) -> str:
 
 @pytest.fixture
 def replicas(seed_run, postgresql, tmp_path):
-    """INSTANCES services of the seed model behind nginx, suggestions and the memory on:
-    (their processes, nginx's URL, the database's URL); a
+    """INSTANCES services of the seed model (a copy, in an experiment's folder with a
+    version 0001 not yet current) behind nginx, suggestions and the memory on: (their
+    processes, their URLs, nginx's URL, the database's URL, the experiment's folder); a
     keys database with one key of 3 requests a minute ("limited") and none required."""
+    run_dir = tmp_path / "runs/seed"
+    (run_dir / VERSIONS / "0001").mkdir(parents=True)
+    for copy in (run_dir / "best.pt", run_dir / VERSIONS / "0001/best.pt"):
+        shutil.copy(seed_run / "best.pt", copy)
     redis_port = free_port()
     redis = start_redis(redis_port)
     keys = tmp_path / "keys.db"
@@ -71,16 +78,18 @@ def replicas(seed_run, postgresql, tmp_path):
         f"serve.api_keys={keys}", "serve.keys_required=false", "serve.trusted_proxies=[127.0.0.1]",
         f"serve.glossaries_file={tmp_path / 'unused.db'}", "serve.suggestions=true",
         "serve.memory=true", f"serve.suggestions_file={tmp_path / 'unused-suggestions.db'}",
+        "serve.watch_versions_s=0.25",
     )  # fmt: skip
-    servers = [start_server("--checkpoint", str(seed_run / "best.pt"), *settings)
+    servers = [start_server("--checkpoint", str(run_dir / "best.pt"), *settings)
                for _ in range(INSTANCES)]  # fmt: skip
     try:
-        upstreams = [read_address(server).split("//")[1].rstrip("/") for server in servers]
+        addresses = [read_address(server) for server in servers]
+        upstreams = [address.split("//")[1].rstrip("/") for address in addresses]
         port = free_port()
         (tmp_path / "nginx.conf").write_text(nginx_config(tmp_path, port, upstreams))
         nginx = subprocess.Popen([NGINX, "-c", str(tmp_path / "nginx.conf"), "-e", "stderr"])
         wait_until(lambda: reachable(port), "nginx to answer", nginx, timeout=HANG)
-        yield servers, f"http://127.0.0.1:{port}", postgresql
+        yield servers, addresses, f"http://127.0.0.1:{port}", postgresql, run_dir
         nginx.terminate()
         nginx.wait()
     finally:
@@ -100,7 +109,7 @@ def reachable(port: int) -> bool:
 @needs_redis
 @needs_nginx
 def test_replicas_behind_nginx_lose_no_request_when_one_dies_and_agree(replicas, tmp_path):
-    servers, url, database = replicas
+    servers, addresses, url, database, run_dir = replicas
     (tmp_path / "post.lua").write_text(POST)
     killer = threading.Timer(KILL_AFTER_S, servers[0].send_signal, (signal.SIGKILL,))
     killer.start()
@@ -141,6 +150,14 @@ def test_replicas_behind_nginx_lose_no_request_when_one_dies_and_agree(replicas,
     answers = [call(url, "POST", "/translate", asked)[0] for _ in range(2 * INSTANCES)]
     assert answers == [200] * (2 * INSTANCES)  # each instance left knows it
 
+    current = run_dir / VERSIONS / CURRENT
+    current.with_suffix(".new").write_text("0001\n")
+    current.with_suffix(".new").replace(current)
+    wait_until(
+        lambda: all(versions(address) == ["0001"] for address in addresses[1:]),
+        "version 0001 served by each instance left", timeout=HANG,
+    )  # fmt: skip
+
 
 PAIR = {"source": "en", "target": "digits"}
 CORRECTIONS = [(f"number {n} is {n}", f"{n} la {n}") for n in range(20)]
@@ -167,3 +184,8 @@ def suggested(database: str) -> list[tuple]:
 
     with psycopg.connect(database) as connection:
         return connection.execute("SELECT q, s, count FROM suggestions").fetchall()
+
+
+def versions(address: str) -> list[str | None]:
+    """The version each model of the instance at `address` serves (GET /info)."""
+    return [model["version"] for model in call(address, "GET", "/info")[1]["models"]]
