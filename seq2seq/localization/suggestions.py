@@ -42,13 +42,14 @@ several instances of the service share them (support/database.py: one store, two
 import collections
 import datetime
 import itertools
+import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
 from seq2seq.localization import fuzzy
-from seq2seq.support.database import Database, DatabaseFailed, open_database, shown
+from seq2seq.support.database import Database, DatabaseFailed, is_url, open_database, shown
 from seq2seq.support.errors import UserError, warn
 
 COLUMNS = """q TEXT NOT NULL, s TEXT NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,
@@ -369,13 +370,25 @@ def normalised(text: str) -> str:
 
 def read_suggestions(where: str | Path, source: str, target: str) -> list[tuple[str, str]]:
     """The store's suggestions from `source` to `target`: (text, better translation) pairs,
-    each once, oldest first. An SQLite file is opened read-only: a service may go on writing it."""
-    database = open_database(where, "suggestions")
-    if database.kind == "sqlite" and not Path(where).is_file():
-        raise UserError(f"{where}: no such suggestions file")
+    each once, oldest first. An SQLite file is opened read-only (nothing written, not even its
+    journal's mode): a service may go on writing it."""
+    if is_url(str(where)):
+        database = open_database(where, "suggestions")
+
+        def read(db: Database) -> list[tuple[str, str]]:
+            return db.execute(OF_PAIR, (source, target)).fetchall()
+
+        try:
+            return database.run(read, write=False)
+        finally:
+            database.close()
+    path = Path(where)
+    if not path.is_file():
+        raise UserError(f"{path}: no such suggestions file")
     try:
-        return database.read(lambda db: db.execute(OF_PAIR, (source, target)).fetchall())
-    except DatabaseFailed as error:
-        raise UserError(f"not a suggestions file or database: {error}") from None
-    finally:
-        database.close()
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        rows = connection.execute(OF_PAIR, (source, target)).fetchall()
+        connection.close()
+    except sqlite3.Error as error:
+        raise UserError(f"{path}: not a suggestions file ({error})") from None
+    return rows

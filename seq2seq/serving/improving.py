@@ -3,9 +3,10 @@ for a pair every N new suggestions, in the background, and /info says how the la
 
     POST /suggest accepted (suggest.py) -> Improvements.noticed(source, target), off the loop
       the pair's model served from a config (serve --model CONFIG.yaml, serve's own --config)?
-      N more suggestions of the pair in the file than when its last improvement started?
+      N more suggestions of the pair in the store than when its last improvement started?
       none of this process's running?
-        -> COMMAND --config CONFIG --suggestions serve.suggestions_file, a child process in a
+        -> COMMAND --config CONFIG --suggestions serve.suggestions_file (or serve.database's
+           URL, then --database URL too: the lock across machines), a child process in a
            session of its own (a Ctrl-C at the service's terminal does not reach it), its
            output appended to runs/<experiment>/versions/improve.log, then a line with how it
            ended: a failure is the log's, never the service's
