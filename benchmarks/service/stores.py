@@ -105,16 +105,21 @@ def look_ups(where: str, texts: list[str], pair: tuple[str, str]) -> dict:
     """The store's recalled and similar, each text alone: ms a text (the median)."""
     store = Suggestions(where)
     store.similar(texts[:1], *pair, FUZZY)  # the words' counts read once, before
-    figures = {}
-    for name, look in (("recall_ms", store.recalled), ("fuzzy_ms", store.similar)):
-        times = []
-        for text in texts:
-            start = time.perf_counter()
-            look([text], *pair, *([FUZZY] if name == "fuzzy_ms" else []))
-            times.append((time.perf_counter() - start) * 1000)
-        figures[name] = statistics.median(times)
+    looks = {"recall_ms": lambda text: store.recalled([text], *pair),
+             "fuzzy_ms": lambda text: store.similar([text], *pair, FUZZY)}  # fmt: skip
+    figures = {name: statistics.median(timed_ms(look, texts)) for name, look in looks.items()}
     store.close()
     return figures
+
+
+def timed_ms(look, texts: list[str]) -> list[float]:
+    """Each text's look(text), in ms."""
+    times = []
+    for text in texts:
+        start = time.perf_counter()
+        look(text)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
 
 
 def measure(best: Path, sentences: list[str], url: str, folder: Path, args) -> dict:

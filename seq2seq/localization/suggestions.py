@@ -185,7 +185,7 @@ class Suggestions:
     def __init__(self, where: str | Path):
         self.where = str(where)
         self.db, self.reader, self.finder = [open_database(where, "suggestions") for _ in range(3)]
-        self.said: DatabaseFailed | None = None  # the memory's failure, said once
+        self.answering = True  # whether the last look-up's database answered (said once)
         self.word_counts: collections.Counter | None = None  # counted(), then kept by add()
         self.sql = PostgreSQLStatements if self.db.kind == "postgresql" else SQLiteStatements
         try:
@@ -235,11 +235,11 @@ class Suggestions:
         try:
             found = db.read(work)
         except DatabaseFailed as error:
-            if self.said is None:
+            if self.answering:
                 warn(f"{error}: translations go on without the memory until it answers")
-            self.said = error
+            self.answering = False
             return [None] * many
-        self.said = None
+        self.answering = True
         return found
 
     def match(self, db: Database, q: str, source: str, target: str, least: float) -> Match | None:
@@ -250,7 +250,8 @@ class Suggestions:
         match holds one; each word's texts read from the index, READ_MOST in all (beyond, the
         words are too common to tell a match: fewer are read)."""
         mine = fuzzy.words(q)
-        counts = {word: self.counted(db).get(word, 0) for word in set(mine)}
+        known = self.counted(db)
+        counts = {word: known.get(word, 0) for word in set(mine)}
         wanted, read = int((1 - least) * len(mine) / least) + 1, 0
         held: collections.Counter = collections.Counter()
         for word in sorted(counts, key=lambda word: (counts[word], word))[:wanted]:
